@@ -1,0 +1,65 @@
+"""The `brain-pipeline` command: a thin layer over the core.
+
+Each sub-command lives in its own module `brain_pipeline.cli.<name>` exposing
+`HELP: str`, `add_arguments(parser)` and `run(args) -> int`. Those modules import only
+argparse at module level and pull in the core (and Dagster, for `materialize`) inside
+`run`, so `--help`, `chunk`, `search`, `eval` and `bench` start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+COMMANDS = ("chunk", "materialize", "search", "eval", "bench", "status")
+
+DESCRIPTION = """\
+Build, evaluate and publish the knowledge store behind the teaching agent.
+
+Typical use:
+  brain-pipeline materialize              build everything on the configured corpus
+  brain-pipeline search "what is a VPC" --area aws-tutor
+  brain-pipeline eval                     retrieval quality on the fixture
+  brain-pipeline status                   what is live and whether it is stale
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="brain-pipeline",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        module = importlib.import_module(f"brain_pipeline.cli.{name}")
+        child = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=getattr(module, "DESCRIPTION", module.HELP),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(child)
+        child.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._module.run(args))
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Atomic file replacement: a reader sees the old bytes or the new bytes, never a mix.
+
+Every artifact this project writes goes through here (the store, embeddings, the
+embedding checkpoint, published copies, manifests) so that an interrupted run can
+never leave a torn file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Persist the rename itself; without it a power loss can undo the replacement."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory fds
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path | str) -> Iterator[BinaryIO]:
+    """Yield a binary file in the target's directory; rename it over `path` on success.
+
+    The temporary file lives in the same directory so the final `os.replace` is a
+    same-filesystem rename (atomic on POSIX). On any exception the temporary file is
+    removed and the previous content of `path` is untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_directory(target.parent)
+
+
+def atomic_write_bytes(path: Path | str, data: bytes) -> None:
+    """Replace `path` with `data` atomically (temp file, fsync, rename)."""
+    with atomic_writer(path) as handle:
+        handle.write(data)
+
+
+def write_if_changed(path: Path | str, data: bytes) -> bool:
+    """Atomically write `data` unless `path` already holds exactly these bytes.
+
+    Returns True when the file was (re)written, False when it was already current, so
+    callers can report "unchanged" and avoid touching mtimes that sensors watch.
+    """
+    target = Path(path)
+    try:
+        if target.stat().st_size == len(data) and target.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    atomic_write_bytes(target, data)
+    return True

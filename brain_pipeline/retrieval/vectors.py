@@ -1,0 +1,124 @@
+"""Vector maths and the `PATBEMB1` embeddings.bin codec the agent reads.
+
+Pure numpy, no I/O: callers read and write the bytes (atomically) themselves.
+Layout (little-endian): magic `PATBEMB1`, u16 dim, u32 count, u16 model-name length,
+model name (UTF-8), 12 ASCII bytes of id per vector (space padded), then
+count × dim int8 values.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+MAGIC = b"PATBEMB1"
+ID_WIDTH = 12
+_HEADER = struct.Struct("<8sHIH")
+
+
+class NotAnEmbeddingStore(ValueError):
+    """The bytes are not a readable PATBEMB1 file (bad magic, truncated, inconsistent)."""
+
+
+@dataclass(frozen=True)
+class EmbeddingStore:
+    """A decoded embeddings.bin: the model that made it, ids and int8 vectors (count × dim)."""
+
+    model: str
+    dim: int
+    ids: list[str]
+    vectors: npt.NDArray[np.int8]
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+    def index_of(self) -> dict[str, int]:
+        """Map chunk id -> row, for reuse by id."""
+        return {chunk_id: row for row, chunk_id in enumerate(self.ids)}
+
+
+def l2_normalize(matrix: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """Row-wise L2 normalisation; zero rows stay zero (the agent's rule)."""
+    data = np.asarray(matrix, dtype=np.float64)
+    if data.ndim == 1:
+        data = data[None, :]
+    norms = np.sqrt(np.einsum("ij,ij->i", data, data))
+    safe = np.where(norms > 0, norms, 1.0)
+    return data / safe[:, None]
+
+
+def js_round(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """JavaScript's Math.round: halves go towards +inf, exact for every double.
+
+    `floor(x + 0.5)` is wrong for 0.49999999999999994 (the sum rounds up to 1.0), so
+    round the floor and compare the remainder instead.
+    """
+    floor = np.floor(values)
+    return np.where(values - floor >= 0.5, floor + 1.0, floor)
+
+
+def quantize(matrix: npt.ArrayLike) -> npt.NDArray[np.int8]:
+    """L2-normalise rows, then int8-quantise with q = Math.round(v * 127) clamped to ±127."""
+    scaled = l2_normalize(matrix) * 127.0
+    return np.clip(js_round(scaled), -127, 127).astype(np.int8)
+
+
+def encode_embeddings(model: str, ids: Sequence[str], vectors: npt.NDArray[np.int8]) -> bytes:
+    """Serialise to PATBEMB1 bytes; `vectors` must already be int8 with one row per id."""
+    vecs = np.ascontiguousarray(vectors, dtype=np.int8)
+    if vecs.ndim != 2 or vecs.shape[0] != len(ids):
+        raise ValueError(f"need one vector per id: {len(ids)} ids, array shape {vecs.shape}")
+    dim = int(vecs.shape[1])
+    name = model.encode("utf-8")
+    if dim > 0xFFFF or len(name) > 0xFFFF:
+        raise ValueError("dimension and model name must each fit in 16 bits")
+    id_block = bytearray()
+    for chunk_id in ids:
+        raw = chunk_id.encode("ascii")
+        if len(raw) > ID_WIDTH:
+            raise ValueError(f"chunk id longer than {ID_WIDTH} bytes: {chunk_id!r}")
+        id_block += raw.ljust(ID_WIDTH, b" ")
+    header = _HEADER.pack(MAGIC, dim, len(ids), len(name))
+    return header + name + bytes(id_block) + vecs.tobytes()
+
+
+def decode_embeddings(data: bytes) -> EmbeddingStore:
+    """Parse PATBEMB1 bytes; raise NotAnEmbeddingStore for anything else (never misread)."""
+    if len(data) < _HEADER.size or data[:8] != MAGIC:
+        raise NotAnEmbeddingStore("not a PATBEMB1 file (bad magic)")
+    _, dim, count, name_len = _HEADER.unpack_from(data, 0)
+    offset = _HEADER.size
+    expected = offset + name_len + ID_WIDTH * count + dim * count
+    if len(data) != expected:
+        raise NotAnEmbeddingStore(
+            f"PATBEMB1 size mismatch: header says {expected} bytes, file has {len(data)}"
+        )
+    try:
+        model = data[offset : offset + name_len].decode("utf-8")
+        offset += name_len
+        id_bytes = data[offset : offset + ID_WIDTH * count]
+        ids = [
+            id_bytes[i : i + ID_WIDTH].decode("ascii").rstrip(" ")
+            for i in range(0, len(id_bytes), ID_WIDTH)
+        ]
+    except UnicodeDecodeError as exc:
+        raise NotAnEmbeddingStore(f"PATBEMB1 header is not text: {exc}") from exc
+    offset += ID_WIDTH * count
+    vectors = np.frombuffer(data, dtype=np.int8, count=dim * count, offset=offset)
+    return EmbeddingStore(model=model, dim=dim, ids=ids, vectors=vectors.reshape(count, dim).copy())
+
+
+def cosine_scores(matrix: npt.NDArray[np.int8], query: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
+    """Cosine of one int8 query against every int8 row as one matrix product; 0 for zero rows."""
+    rows = matrix.astype(np.float32)
+    q = np.asarray(query).astype(np.float32)
+    dots = rows @ q
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows)) * float(np.sqrt(q @ q))
+    out = np.zeros(len(rows), dtype=np.float64)
+    np.divide(dots, norms, out=out, where=norms > 0)
+    return out
