@@ -1,0 +1,218 @@
+"""Per-area retrieval as the agent does it: BM25, dense int8 cosine, and their RRF fusion.
+
+Every way the dense side can fail (no embedder, no embeddings, wrong model or dimension,
+the embedder raising, a non-finite vector) falls back to BM25 and says why, because the
+agent keeps answering lexically rather than erroring.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from brain_pipeline.corpus.store import Chunk
+from brain_pipeline.retrieval.bm25 import BM25Index
+from brain_pipeline.retrieval.vectors import EmbeddingStore, cosine_scores, quantize
+
+RRF_K = 60
+POOL_FACTOR = 3
+MODES = ("lexical", "hybrid", "dense")
+
+QueryEmbedder = Callable[[str], Any]
+"""Turns one query into a float vector (array-like); may raise, which means fall back."""
+
+# What JavaScript's String.prototype.trim strips: WhiteSpace and LineTerminator.
+_JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+
+
+def query_cache_key(query: str) -> str:
+    """The agent's cache key: `query.trim().toLowerCase()` with JavaScript's whitespace."""
+    return query.strip(_JS_WHITESPACE).lower()
+
+
+def reciprocal_rank_fusion(
+    rankings: Sequence[Sequence[str]], k: int = RRF_K
+) -> list[tuple[str, float]]:
+    """Sum of 1/(k + rank) over the rankings (rank = position + 1); ties by id ascending."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for position, item in enumerate(ranking):
+            fused[item] = fused.get(item, 0.0) + 1.0 / (k + position + 1)
+    return sorted(fused.items(), key=lambda pair: (-pair[1], pair[0]))
+
+
+@dataclass
+class Hit:
+    chunk: Chunk
+    score: float
+
+
+@dataclass
+class SearchResult:
+    hits: list[Hit]
+    mode: str
+    """The mode actually used: "lexical", "hybrid" or "dense"."""
+    fallback: str | None = None
+    """Why a hybrid/dense request was answered lexically; None when it was not."""
+
+
+@dataclass
+class _VectorPool:
+    """One area's chunks that have a vector, with their int8 rows and id order."""
+
+    chunks: list[Chunk]
+    matrix: npt.NDArray[np.int8]
+    id_rank: npt.NDArray[np.int64]
+
+
+class _DenseUnavailable(Exception):
+    """The dense side cannot answer; the message is the fallback reason."""
+
+
+class Retriever:
+    """Searches one area at a time. Indexes are built lazily, once per area, thread-safely.
+
+    Chunks are searched only within their own area; vectors are matched to chunks by id
+    and chunks without one are simply absent from the vector pool.
+    """
+
+    def __init__(
+        self,
+        chunks: Sequence[Chunk],
+        embeddings: EmbeddingStore | None = None,
+        query_embedder: QueryEmbedder | None = None,
+        *,
+        query_model: str | None = None,
+    ) -> None:
+        self._by_area: dict[str, list[Chunk]] = {}
+        self._chunk_of: dict[str, Chunk] = {}
+        for chunk in chunks:
+            self._by_area.setdefault(chunk.area, []).append(chunk)
+            self._chunk_of.setdefault(chunk.id, chunk)
+        self._embeddings = embeddings
+        self._embedder = query_embedder
+        self._query_model = query_model
+        self._bm25: dict[str, BM25Index] = {}
+        self._vectors: dict[str, _VectorPool] = {}
+        self._query_vectors: dict[str, npt.NDArray[np.int8]] = {}
+        self._row_of: dict[str, int] | None = None
+        self._lock = threading.Lock()
+
+    def areas(self) -> list[str]:
+        """Areas present in the chunks, sorted."""
+        return sorted(self._by_area)
+
+    def search(
+        self, query: str, area: str, limit: int = 10, mode: str = "hybrid"
+    ) -> SearchResult:
+        """Top `limit` chunks of `area` for `query`; an unknown area has no hits."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if mode == "lexical":
+            return SearchResult(self._lexical_hits(query, area, limit), "lexical")
+        try:
+            query_vector = self._query_vector(query)
+        except _DenseUnavailable as reason:
+            return SearchResult(self._lexical_hits(query, area, limit), "lexical", str(reason))
+        if mode == "dense":
+            return SearchResult(self._dense_hits(query_vector, area, limit), "dense")
+        depth = POOL_FACTOR * limit
+        lexical = [chunk_id for chunk_id, _ in self._bm25_index(area).search(query, depth)]
+        dense = [hit.chunk.id for hit in self._dense_hits(query_vector, area, depth)]
+        fused = reciprocal_rank_fusion([lexical, dense], RRF_K)[: max(limit, 0)]
+        return SearchResult([Hit(self._chunk_of[cid], score) for cid, score in fused], "hybrid")
+
+    def _lexical_hits(self, query: str, area: str, limit: int) -> list[Hit]:
+        hits = self._bm25_index(area).search(query, limit)
+        return [Hit(self._chunk_of[cid], score) for cid, score in hits]
+
+    def _bm25_index(self, area: str) -> BM25Index:
+        index = self._bm25.get(area)
+        if index is None:
+            with self._lock:
+                index = self._bm25.get(area)
+                if index is None:
+                    chunks = self._by_area.get(area, [])
+                    index = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
+                    self._bm25[area] = index
+        return index
+
+    def _vector_pool(self, area: str) -> _VectorPool:
+        pool = self._vectors.get(area)
+        if pool is None:
+            store = self._embeddings
+            assert store is not None  # _query_vector checked it
+            with self._lock:
+                pool = self._vectors.get(area)
+                if pool is None:
+                    if self._row_of is None:
+                        self._row_of = store.index_of()
+                    row_of = self._row_of
+                    chunks = [c for c in self._by_area.get(area, []) if c.id in row_of]
+                    store_rows = np.array([row_of[c.id] for c in chunks], dtype=np.intp)
+                    matrix = store.vectors[store_rows].reshape(len(chunks), store.dim)
+                    pool = _VectorPool(chunks, matrix, _rank_by_id(chunks))
+                    self._vectors[area] = pool
+        return pool
+
+    def _query_vector(self, query: str) -> npt.NDArray[np.int8]:
+        """The quantised query vector, cached per Retriever by the agent's key."""
+        store = self._embeddings
+        if self._embedder is None:
+            raise _DenseUnavailable("no query embedder")
+        if store is None:
+            raise _DenseUnavailable("no embeddings")
+        if self._query_model is not None and self._query_model != store.model:
+            raise _DenseUnavailable(
+                f"model mismatch: query model {self._query_model!r}, "
+                f"embeddings made by {store.model!r}"
+            )
+        key = query_cache_key(query)
+        cached = self._query_vectors.get(key)
+        if cached is not None:
+            return cached
+        try:
+            raw = np.asarray(self._embedder(query), dtype=np.float64)
+        except Exception as exc:  # any embedder failure means "answer lexically"
+            raise _DenseUnavailable(f"query embedding failed: {type(exc).__name__}") from exc
+        if raw.ndim == 2 and raw.shape[0] == 1:
+            raw = raw[0]
+        if raw.ndim != 1 or raw.shape[0] != store.dim:
+            raise _DenseUnavailable(
+                f"dimension mismatch: query vector {raw.shape}, embeddings dim {store.dim}"
+            )
+        if not np.all(np.isfinite(raw)):
+            raise _DenseUnavailable("query vector is not finite")
+        vector = quantize(raw)[0]
+        self._query_vectors[key] = vector
+        return vector
+
+    def _dense_hits(
+        self, query_vector: npt.NDArray[np.int8], area: str, limit: int
+    ) -> list[Hit]:
+        """The `limit` nearest chunks by int8 cosine (any sign), ties by id ascending."""
+        pool = self._vector_pool(area)
+        if limit <= 0 or not pool.chunks:
+            return []
+        scores = cosine_scores(pool.matrix, query_vector)
+        candidates = np.arange(len(scores))
+        if len(scores) > limit:
+            cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+            candidates = np.flatnonzero(scores >= cut)
+        order = candidates[np.lexsort((pool.id_rank[candidates], -scores[candidates]))]
+        return [Hit(pool.chunks[i], float(scores[i])) for i in order[:limit].tolist()]
+
+
+def _rank_by_id(chunks: Sequence[Chunk]) -> npt.NDArray[np.int64]:
+    """Each chunk's position in id order (stable), so ties sort by id with integers."""
+    rank = np.empty(len(chunks), dtype=np.int64)
+    rank[sorted(range(len(chunks)), key=lambda i: chunks[i].id)] = np.arange(len(chunks))
+    return rank
