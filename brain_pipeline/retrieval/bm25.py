@@ -172,18 +172,18 @@ def _term_ids_of(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], dict[str, int]]:
     """Every kept token as (term id, document index), plus the term vocabulary.
 
-    Per-token Python work is limited to one C-level dict lookup via `map`: stopword
-    removal and stemming run once per distinct raw word, not once per token.
+    Per-token Python work is limited to one C-level dict lookup via `map`: filtering and
+    stemming run once per distinct raw word, not once per token.
     """
     words_per_doc = [raw_words(text) for text in texts]
     counts = np.fromiter(map(len, words_per_doc), dtype=np.int64, count=len(texts))
     flat = list(chain.from_iterable(words_per_doc))
-    distinct = dict.fromkeys(flat)
+    distinct: dict[bytes, int] = {}
     vocabulary: dict[str, int] = {}
-    for word in distinct:
+    for word in dict.fromkeys(flat):
         term = term_of(word)
+        # -1 marks a dropped word (too short or a stopword); those tokens are removed below.
         distinct[word] = vocabulary.setdefault(term, len(vocabulary)) if term else -1
-    # The -1 stopword marker means no term ever gets id -1; drop those tokens below.
     word_term = np.fromiter(map(distinct.__getitem__, flat), dtype=np.int64, count=len(flat))
     token_docs = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
     kept = word_term >= 0

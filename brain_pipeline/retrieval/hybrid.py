@@ -110,9 +110,7 @@ class Retriever:
         """Areas present in the chunks, sorted."""
         return sorted(self._by_area)
 
-    def search(
-        self, query: str, area: str, limit: int = 10, mode: str = "hybrid"
-    ) -> SearchResult:
+    def search(self, query: str, area: str, limit: int = 10, mode: str = "hybrid") -> SearchResult:
         """Top `limit` chunks of `area` for `query`; an unknown area has no hits."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -195,9 +193,7 @@ class Retriever:
         self._query_vectors[key] = vector
         return vector
 
-    def _dense_hits(
-        self, query_vector: npt.NDArray[np.int8], area: str, limit: int
-    ) -> list[Hit]:
+    def _dense_hits(self, query_vector: npt.NDArray[np.int8], area: str, limit: int) -> list[Hit]:
         """The `limit` nearest chunks by int8 cosine (any sign), ties by id ascending."""
         pool = self._vector_pool(area)
         if limit <= 0 or not pool.chunks:

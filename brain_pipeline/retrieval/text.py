@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+# fmt: off
 STOPWORDS: frozenset[str] = frozenset(
     {
         "a", "about", "after", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
@@ -28,6 +29,7 @@ STOPWORDS: frozenset[str] = frozenset(
         "your", "yours",
     }
 )
+# fmt: on
 
 IRREGULAR_PLURALS: dict[str, str] = {
     "automata": "automaton",
@@ -41,15 +43,18 @@ IRREGULAR_PLURALS: dict[str, str] = {
     "data": "datum",
 }
 
-# A maximal run of [a-z0-9] of length >= 2 is exactly a piece of the agent's
-# split(/[^a-z0-9]+/) that survives its length filter, so findall replaces split+filter.
-_WORD = re.compile(r"[a-z0-9]{2,}")
 _ES_SUFFIX = re.compile(r"(?:ch|sh|x|z|s)es$")
 _KEEP_S = ("ss", "us", "is")
 
-# Memo of raw word -> stemmed term ("" for a stopword). Corpora reuse a small vocabulary,
-# so this turns per-token regex/suffix work into one dict lookup. Bounded to stay small.
-_MEMO: dict[str, str] = {}
+# Splitting is done on bytes: after lower-casing, every non-ASCII character becomes "?"
+# and every byte outside [a-z0-9] a space, so `bytes.split()` yields exactly the pieces of
+# the agent's split(/[^a-z0-9]+/), at C speed. One-character pieces are dropped by
+# `term_of`, which maps them (and stopwords) to "".
+_SEPARATE = bytes(c if (0x30 <= c <= 0x39 or 0x61 <= c <= 0x7A) else 0x20 for c in range(256))
+
+# Memo of raw word -> stemmed term ("" when dropped). Corpora reuse a small vocabulary, so
+# this turns per-token filtering and stemming into one dict lookup. Bounded to stay small.
+_MEMO: dict[bytes, str] = {}
 _MEMO_LIMIT = 500_000
 
 
@@ -72,23 +77,30 @@ def stem(token: str) -> str:
     return token
 
 
-def term_of(word: str) -> str:
-    """Map one raw lower-case word to its index term, or "" when it is a stopword."""
+def raw_words(text: str) -> list[bytes]:
+    """The lower-cased [a-z0-9]+ runs of `text` (any length), as ASCII bytes."""
+    return text.lower().encode("ascii", "replace").translate(_SEPARATE).split()
+
+
+def term_of(word: bytes) -> str:
+    """One raw word's index term, or "" when it is shorter than 2 or a stopword."""
     term = _MEMO.get(word)
     if term is None:
-        term = "" if word in STOPWORDS else stem(word)
+        text = word.decode("ascii")
+        term = "" if len(text) < 2 or text in STOPWORDS else stem(text)
         if len(_MEMO) >= _MEMO_LIMIT:
             _MEMO.clear()
         _MEMO[word] = term
     return term
 
 
-def raw_words(text: str) -> list[str]:
-    """Lower-cased alphanumeric runs of length >= 2, before stopwords and stemming."""
-    return _WORD.findall(text.lower())
+def clear_memo() -> None:
+    """Forget memoised words (benchmarks use it to time cold builds)."""
+    _MEMO.clear()
 
 
 def tokenize(text: str) -> list[str]:
     """lower-case; split on [^a-z0-9]+; keep length >= 2 non-stopwords; stem each."""
-    terms = [_MEMO.get(w) or term_of(w) for w in raw_words(text)]
+    memo = _MEMO
+    terms = [memo.get(w) or term_of(w) for w in raw_words(text)]
     return [t for t in terms if t]
