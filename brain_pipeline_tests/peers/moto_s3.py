@@ -1,0 +1,170 @@
+"""moto's standalone S3 server on loopback, driven over real HTTP by real boto3.
+
+The server runs as a child process (`python -m moto.server -H 127.0.0.1 -p 0`) rather
+than a thread in the test process: moto keeps its auth switch (`reset-auth`) and its
+backends in module globals, so a separate process keeps that state away from anything
+else the test session imports. The child's stderr is the werkzeug request log; a reader
+thread drains it (a full pipe would stall the server) and keeps the lines, so tests can
+count the requests that actually reached the server.
+
+Usage::
+
+    with MotoS3Server.start() as server:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", server.endpoint_url)
+        ...
+        server.reset()
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import TracebackType
+
+_LISTENING = re.compile(r"Running on (http://127\.0\.0\.1:\d+)")
+_REQUEST_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
+_STARTUP_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class LoggedRequest:
+    """One line of the server's request log."""
+
+    method: str
+    path: str
+    status: int
+
+
+@dataclass
+class MotoS3Server:
+    """A running `moto.server` child process bound to 127.0.0.1 on a free port."""
+
+    process: subprocess.Popen[str]
+    endpoint_url: str
+    _log: list[LoggedRequest] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def start(cls) -> MotoS3Server:
+        """Launch the server and return once it listens (about 0.3 s)."""
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", "0"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        listening: queue.Queue[str | None] = queue.Queue()
+        server = cls(process=process, endpoint_url="")
+        threading.Thread(target=server._drain, args=(listening,), daemon=True).start()
+        try:
+            url = listening.get(timeout=_STARTUP_TIMEOUT_S)
+        except queue.Empty:
+            url = None
+        if url is None:
+            server.stop()
+            raise RuntimeError("moto server did not report its address")
+        server.endpoint_url = url
+        return server
+
+    def _drain(self, listening: queue.Queue[str | None]) -> None:
+        """Read stderr to the end: first the address, then one line per request."""
+        assert self.process.stderr is not None
+        announced = False
+        for line in self.process.stderr:
+            if not announced:
+                address = _LISTENING.search(line)
+                if address:
+                    listening.put(address.group(1))
+                    announced = True
+                continue
+            match = _REQUEST_LINE.search(line)
+            if match:
+                entry = LoggedRequest(match["method"], match["path"], int(match["status"]))
+                with self._lock:
+                    self._log.append(entry)
+        if not announced:
+            listening.put(None)
+
+    def stop(self) -> None:
+        """Terminate the child (by its own handle) and wait for it."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def __enter__(self) -> MotoS3Server:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- control API -------------------------------------------------------------------
+
+    def _post(self, path: str, body: bytes = b"", content_type: str | None = None) -> None:
+        request = urllib.request.Request(self.endpoint_url + path, data=body, method="POST")
+        if content_type:
+            request.add_header("Content-Type", content_type)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            response.read()
+
+    def reset(self) -> None:
+        """Forget every bucket, object, IAM user, ... (`POST /moto-api/reset`)."""
+        self._post("/moto-api/reset")
+
+    def enable_auth(self, free_actions: int = 0) -> None:
+        """Check credentials from now on, after `free_actions` unauthenticated requests.
+
+        Unknown keys then fail with InvalidAccessKeyId, wrong secrets with
+        SignatureDoesNotMatch, and IAM policies decide AccessDenied.
+        """
+        self._post("/moto-api/reset-auth", str(free_actions).encode(), "text/plain")
+
+    def disable_auth(self) -> None:
+        """Back to moto's default: accept any credentials."""
+        self._post("/moto-api/reset-auth", b"inf", "text/plain")
+
+    # -- request log -------------------------------------------------------------------
+
+    def requests(self) -> list[LoggedRequest]:
+        """The requests logged so far (werkzeug writes a line once it has answered)."""
+        with self._lock:
+            return list(self._log)
+
+    def requests_settled(self, quiet_s: float = 0.05) -> list[LoggedRequest]:
+        """The request log once no new line has arrived for `quiet_s` seconds.
+
+        The log line is written after the response, so a client can see its answer a
+        moment before the line exists; wait for the log to stop growing before counting.
+        """
+        previous = -1
+        current = len(self.requests())
+        while current != previous:
+            time.sleep(quiet_s)
+            previous, current = current, len(self.requests())
+        return self.requests()
+
+
+@contextmanager
+def running_moto_s3() -> Iterator[MotoS3Server]:
+    """Context manager form for fixtures: start, yield, always stop."""
+    server = MotoS3Server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

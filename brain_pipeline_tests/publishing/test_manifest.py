@@ -1,0 +1,141 @@
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import namedtuple
+from dataclasses import replace
+
+import pytest
+
+from brain_pipeline.publishing.manifest import (
+    PublishManifest,
+    build_manifest,
+    fingerprint_digest,
+)
+from brain_pipeline_tests.publishing.conftest import (
+    AGENT_MODEL,
+    SampleBuild,
+    make_embeddings,
+)
+
+
+def test_manifest_describes_the_bytes(build: SampleBuild) -> None:
+    m = build_manifest(
+        build.store_bytes,
+        build.embeddings_bytes,
+        build.chunks,
+        {"bm25": {"ndcg@10": 0.5}},
+        "f" * 64,
+        "run-1",
+    )
+    assert m.store.sha256 == hashlib.sha256(build.store_bytes).hexdigest()
+    assert m.store.size == len(build.store_bytes)
+    assert m.embeddings is not None
+    assert m.embeddings.sha256 == hashlib.sha256(build.embeddings_bytes).hexdigest()
+    assert m.chunk_count == 5
+    assert m.chunks_per_area == {"aws-tutor": 3, "python-tutor": 2}
+    assert (m.embedding_model, m.embedding_dimension, m.vectors_count) == (AGENT_MODEL, 8, 5)
+    assert m.vector_coverage == 1.0
+    assert m.evaluation == {"bm25": {"ndcg@10": 0.5}}
+    assert (m.corpus_fingerprint, m.run_id) == ("f" * 64, "run-1")
+    assert m.published_at.endswith("Z")
+
+
+def test_manifest_parses_the_store_when_chunks_are_not_given(build: SampleBuild) -> None:
+    given = build_manifest(build.store_bytes, None, build.chunks, published_at="t")
+    parsed = build_manifest(build.store_bytes, None, published_at="t")
+    assert parsed == given
+    assert parsed.embeddings is None and parsed.embeddings_note
+
+
+def test_coverage_counts_only_store_chunks_with_vectors(build: SampleBuild) -> None:
+    ids = [c.id for c in build.chunks[:2]] + ["zzzzzzzzzzzz"]  # 2 of 5, plus a stranger
+    m = build_manifest(build.store_bytes, make_embeddings(AGENT_MODEL, ids), build.chunks)
+    assert m.vector_coverage == pytest.approx(2 / 5)
+    assert m.vectors_count == 3
+
+
+def test_unreadable_embeddings_are_described_as_absent(build: SampleBuild) -> None:
+    m = build_manifest(build.store_bytes, b"NOTMAGIC" + bytes(40), build.chunks)
+    assert m.embeddings is None
+    assert m.embeddings_note is not None and "unreadable" in m.embeddings_note
+
+
+def test_json_round_trip_is_stable(build: SampleBuild) -> None:
+    m = build_manifest(
+        build.store_bytes, build.embeddings_bytes, build.chunks, {"a": 1.5}, None, None
+    )
+    raw = m.to_json()
+    text = raw.decode()
+    assert text == json.dumps(json.loads(text), sort_keys=True, indent=2) + "\n"
+    assert PublishManifest.from_json(raw) == m
+    assert PublishManifest.from_json(raw).to_json() == raw
+
+
+def test_from_json_rejects_garbage() -> None:
+    with pytest.raises(ValueError):
+        PublishManifest.from_json(b"[1, 2]")
+    with pytest.raises(ValueError):
+        PublishManifest.from_json(b'{"store": null}')
+    with pytest.raises(ValueError):
+        PublishManifest.from_json(b"{not json")
+
+
+def test_same_content_ignores_time_and_run_only(build: SampleBuild) -> None:
+    m = build_manifest(build.store_bytes, None, build.chunks, {"x": 1}, "abc", "run-1")
+    assert m.same_content(replace(m, published_at="1999-01-01T00:00:00Z", run_id="run-2"))
+    assert not m.same_content(replace(m, evaluation={"x": 2}))
+    assert not m.same_content(replace(m, corpus_fingerprint="abd"))
+
+
+def test_without_embeddings_records_why(build: SampleBuild) -> None:
+    m = build_manifest(build.store_bytes, build.embeddings_bytes, build.chunks)
+    bare = m.without_embeddings("because")
+    assert bare.embeddings is None and bare.embedding_model is None
+    assert bare.vector_coverage == 0.0 and bare.embeddings_note == "because"
+    assert [a.filename for a in bare.artifacts()] == ["knowledge-store.json"]
+
+
+def test_markdown_shows_the_figures(build: SampleBuild) -> None:
+    m = build_manifest(
+        build.store_bytes,
+        build.embeddings_bytes,
+        build.chunks,
+        {"hybrid": {"ndcg@10": 0.8125}},
+        None,
+        "run-7",
+    )
+    md = m.to_markdown()
+    assert "| aws-tutor | 3 |" in md and "| python-tutor | 2 |" in md
+    assert "hybrid.ndcg@10 | 0.8125" in md
+    assert m.store.sha256 in md and AGENT_MODEL in md and "run-7" in md
+
+
+FileEntry = namedtuple("FileEntry", "size mtime_ns sha256")
+
+
+def test_fingerprint_digest_ignores_size_and_mtime() -> None:
+    a = {"area/a.md": FileEntry(10, 1, "aa"), "area/b.md": FileEntry(20, 2, "bb")}
+    touched = {"area/b.md": FileEntry(99, 999, "bb"), "area/a.md": FileEntry(11, 5, "aa")}
+    assert fingerprint_digest(a) == fingerprint_digest(touched)
+
+
+def test_fingerprint_digest_sees_content_paths_and_files() -> None:
+    base = {"area/a.md": (10, 1, "aa"), "area/b.md": (20, 2, "bb")}
+    digest = fingerprint_digest(base)
+    assert fingerprint_digest({**base, "area/b.md": (20, 2, "bc")}) != digest
+    assert fingerprint_digest({"area/a.md": (10, 1, "aa"), "area/c.md": (20, 2, "bb")}) != digest
+    assert fingerprint_digest({"area/a.md": (10, 1, "aa")}) != digest
+    # Path/hash boundaries are unambiguous.
+    assert fingerprint_digest({"ab": (0, 0, "c")}) != fingerprint_digest({"a": (0, 0, "bc")})
+
+
+def test_fingerprint_digest_accepts_mappings_and_tuples() -> None:
+    as_tuples = {"x/a.md": (1, 2, "aa")}
+    as_dicts = {"x/a.md": {"size": 1, "mtime_ns": 2, "sha256": "aa"}}
+    as_objects = {"x/a.md": FileEntry(1, 2, "aa")}
+    assert (
+        fingerprint_digest(as_tuples)
+        == fingerprint_digest(as_dicts)
+        == fingerprint_digest(as_objects)
+    )
