@@ -87,7 +87,9 @@ class BM25Index:
     ) -> None:
         self.ids = ids
         self.vocabulary = vocabulary
-        self._indptr = indptr
+        bounds = indptr.tolist()
+        # term -> (start, stop) of its postings: one dict lookup per query term.
+        self._spans = {term: (bounds[t], bounds[t + 1]) for term, t in vocabulary.items()}
         self._docs = docs
         self._weights = weights
         self._id_rank = id_rank
@@ -148,13 +150,8 @@ class BM25Index:
 
     def _scores(self, terms: Sequence[str]) -> npt.NDArray[np.float64] | None:
         """Dense score vector over all documents, or None when no term is indexed."""
-        vocabulary = self.vocabulary
-        indptr = self._indptr
-        slices = [
-            (int(indptr[t]), int(indptr[t + 1]))
-            for t in (vocabulary.get(term) for term in _unique_in_order(terms))
-            if t is not None
-        ]
+        spans = self._spans
+        slices = [spans[term] for term in _unique_in_order(terms) if term in spans]
         if not slices:
             return None
         if len(slices) == 1:
