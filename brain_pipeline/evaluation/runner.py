@@ -113,6 +113,27 @@ class EvaluationReport:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
 
+    def to_text(self) -> str:
+        """A plain-text version of the comparison for the terminal (`brain-pipeline eval`)."""
+        n = len({(q.query, q.area) for q in self.queries})
+        labels = [f"{s.name} (= bm25)" if s.fell_back_entirely else s.name for s in self.retrievers]
+        width = max([len("retriever"), *map(len, labels)])
+        lines = [
+            f"{n} queries from {self.fixture_source}, {self.n_chunks} chunks",
+            f"{'retriever':<{width}}  recall@10     MRR  nDCG@10  misses",
+        ]
+        for label, s in zip(labels, self.retrievers, strict=True):
+            lines.append(
+                f"{label:<{width}}  {s.recall_at_10:9.3f}  {s.mrr:6.3f}  {s.ndcg_at_10:7.3f}  "
+                f"{s.misses:>3}/{s.n_queries}"
+            )
+        lines.extend(f"note: {note}" for note in self._fallback_notes() + self.notes)
+        if self.stale_ids:
+            lines.append(f"stale ids ({len(self.stale_ids)}): {', '.join(self.stale_ids)}")
+        if self.unknown_areas:
+            lines.append(f"unknown areas: {', '.join(self.unknown_areas)}")
+        return "\n".join(lines)
+
     def to_markdown(self) -> str:
         """The comparison table, fallbacks, staleness and a per-query rank table."""
         n = len({(q.query, q.area) for q in self.queries})
@@ -303,7 +324,7 @@ def _threshold_value(thresholds: Any, key: str) -> Any:
     return getattr(thresholds, key, None)
 
 
-def check_thresholds(report: EvaluationReport, thresholds: Mapping[str, Any] | None) -> list[str]:
+def check_thresholds(report: EvaluationReport, thresholds: Mapping[Any, Any] | None) -> list[str]:
     """Every reason the evaluation fails, as sentences; an empty list means it passes.
 
     Fails on an empty store, stale labels, fixture areas absent from the store, and any
@@ -344,7 +365,7 @@ def check_thresholds(report: EvaluationReport, thresholds: Mapping[str, Any] | N
 def run_evaluation(
     chunks: Sequence[Chunk],
     fixture: Fixture | Path | str,
-    thresholds: Mapping[str, Any] | None = None,
+    thresholds: Mapping[Any, Any] | None = None,
     *,
     embeddings: EmbeddingStore | None = None,
     query_embedder: QueryEmbedder | None = None,
