@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.retrieval.bm25 import BM25Index
-from brain_pipeline.retrieval.vectors import EmbeddingStore, cosine_scores, quantize
+from brain_pipeline.retrieval.vectors import EmbeddingStore, quantize
 
 RRF_K = 60
 POOL_FACTOR = 3
@@ -64,13 +64,38 @@ class SearchResult:
     """Why a hybrid/dense request was answered lexically; None when it was not."""
 
 
-@dataclass
-class _VectorPool:
-    """One area's chunks that have a vector, with their int8 rows and id order."""
+# Largest dimension for which every int8 dot product (|sum| <= dim * 127**2) and every
+# partial sum of it is an integer below 2**24, hence exact in float32 in any order.
+_FLOAT32_EXACT_DIM = 2**24 // 127**2
 
-    chunks: list[Chunk]
-    matrix: npt.NDArray[np.int8]
-    id_rank: npt.NDArray[np.int64]
+
+class _VectorPool:
+    """One area's chunks that have a vector, prepared once for repeated cosine queries.
+
+    `vectors.cosine_scores` converts the whole int8 matrix and recomputes every row norm
+    on each call (about 12 ms for 5,000 x 768); here the conversion and the norms are paid
+    once per area. Dot products of int8 vectors are integers, computed exactly (float32
+    while that is exact, float64 beyond), so the cosines are the exact int8 cosines the
+    agent computes in doubles, up to the final division.
+    """
+
+    def __init__(self, chunks: list[Chunk], matrix: npt.NDArray[np.int8]) -> None:
+        self.chunks = chunks
+        self.id_rank = _rank_by_id(chunks)
+        dim = matrix.shape[1] if matrix.ndim == 2 else 0
+        self._dtype = np.float32 if dim <= _FLOAT32_EXACT_DIM else np.float64
+        self._rows = matrix.astype(self._dtype)
+        wide = matrix.astype(np.int64)
+        self._norms = np.sqrt(np.einsum("ij,ij->i", wide, wide).astype(np.float64))
+
+    def cosines(self, query: npt.NDArray[np.int8]) -> npt.NDArray[np.float64]:
+        """Cosine of the int8 query with every row; 0 where either vector is zero."""
+        dots = (self._rows @ query.astype(self._dtype)).astype(np.float64)
+        wide = query.astype(np.int64)
+        norms = self._norms * float(np.sqrt(float(wide @ wide)))
+        out = np.zeros(len(dots), dtype=np.float64)
+        np.divide(dots, norms, out=out, where=norms > 0)
+        return out
 
 
 class _DenseUnavailable(Exception):
@@ -157,7 +182,7 @@ class Retriever:
                     chunks = [c for c in self._by_area.get(area, []) if c.id in row_of]
                     store_rows = np.array([row_of[c.id] for c in chunks], dtype=np.intp)
                     matrix = store.vectors[store_rows].reshape(len(chunks), store.dim)
-                    pool = _VectorPool(chunks, matrix, _rank_by_id(chunks))
+                    pool = _VectorPool(chunks, matrix)
                     self._vectors[area] = pool
         return pool
 
@@ -198,7 +223,7 @@ class Retriever:
         pool = self._vector_pool(area)
         if limit <= 0 or not pool.chunks:
             return []
-        scores = cosine_scores(pool.matrix, query_vector)
+        scores = pool.cosines(query_vector)
         candidates = np.arange(len(scores))
         if len(scores) > limit:
             cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]

@@ -9,7 +9,7 @@ import pytest
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.retrieval.bm25 import reference_search
 from brain_pipeline.retrieval.hybrid import Retriever, reciprocal_rank_fusion
-from brain_pipeline.retrieval.vectors import EmbeddingStore, quantize
+from brain_pipeline.retrieval.vectors import EmbeddingStore, cosine_scores, quantize
 from brain_pipeline_tests.retrieval.conftest import DIM, MODEL, toy_embed
 
 QUERIES = ["dictionary keys values", "rows from tables", "lists", "the of and", "zzz unknown"]
@@ -202,3 +202,24 @@ def test_repeated_searches_give_the_same_answer(
     retriever = Retriever(chunks, embeddings, toy_embed)
     first = retriever.search("rows tables", "sql", limit=2)
     assert retriever.search("rows tables", "sql", limit=2) == first
+
+
+@pytest.mark.parametrize("dim", [8, 1040, 1041, 3072])
+def test_area_cosines_agree_with_the_codec_cosine(dim: int) -> None:
+    """The per-area precomputed cosine equals vectors.cosine_scores (float32 exact or not)."""
+    rng = np.random.default_rng(dim)
+    matrix = rng.integers(-127, 128, size=(40, dim)).astype(np.int8)
+    matrix[3] = 0  # a zero row scores 0
+    matrix[5] = 127  # the largest possible dot products
+    chunks = [Chunk(f"c{i:02d}", "text", "a", "s") for i in range(len(matrix))]
+    store = EmbeddingStore(MODEL, dim, [c.id for c in chunks], matrix)
+    query = np.full(dim, 127.0)
+    retriever = Retriever(chunks, store, lambda q: query)
+    hits = retriever.search("anything", "a", limit=len(chunks), mode="dense").hits
+    expected = cosine_scores(matrix, quantize(query)[0])
+    by_id = {h.chunk.id: h.score for h in hits}
+    assert len(by_id) == len(chunks)
+    for row, chunk in enumerate(chunks):
+        assert by_id[chunk.id] == pytest.approx(expected[row], abs=1e-6)
+    assert by_id["c03"] == 0.0
+    assert by_id["c05"] == pytest.approx(1.0, abs=1e-12)
