@@ -118,10 +118,12 @@ class Retriever:
         query_model: str | None = None,
     ) -> None:
         self._by_area: dict[str, list[Chunk]] = {}
-        self._chunk_of: dict[str, Chunk] = {}
+        # Keyed by (area, id): ids hash content, so an undeduplicated store could hold the
+        # same id in two areas.
+        self._chunk_of: dict[tuple[str, str], Chunk] = {}
         for chunk in chunks:
             self._by_area.setdefault(chunk.area, []).append(chunk)
-            self._chunk_of.setdefault(chunk.id, chunk)
+            self._chunk_of.setdefault((chunk.area, chunk.id), chunk)
         self._embeddings = embeddings
         self._embedder = query_embedder
         self._query_model = query_model
@@ -151,11 +153,12 @@ class Retriever:
         lexical = [chunk_id for chunk_id, _ in self._bm25_index(area).search(query, depth)]
         dense = [hit.chunk.id for hit in self._dense_hits(query_vector, area, depth)]
         fused = reciprocal_rank_fusion([lexical, dense], RRF_K)[: max(limit, 0)]
-        return SearchResult([Hit(self._chunk_of[cid], score) for cid, score in fused], "hybrid")
+        hits = [Hit(self._chunk_of[area, cid], score) for cid, score in fused]
+        return SearchResult(hits, "hybrid")
 
     def _lexical_hits(self, query: str, area: str, limit: int) -> list[Hit]:
         hits = self._bm25_index(area).search(query, limit)
-        return [Hit(self._chunk_of[cid], score) for cid, score in hits]
+        return [Hit(self._chunk_of[area, cid], score) for cid, score in hits]
 
     def _bm25_index(self, area: str) -> BM25Index:
         index = self._bm25.get(area)

@@ -223,3 +223,11 @@ def test_area_cosines_agree_with_the_codec_cosine(dim: int) -> None:
         assert by_id[chunk.id] == pytest.approx(expected[row], abs=1e-6)
     assert by_id["c03"] == 0.0
     assert by_id["c05"] == pytest.approx(1.0, abs=1e-12)
+
+
+def test_same_content_in_two_areas_stays_in_its_area() -> None:
+    shared = [Chunk("same", "shared words", area, f"{area}/x.md") for area in ("a", "b")]
+    retriever = Retriever(shared)
+    for area in ("a", "b"):
+        hits = retriever.search("shared", area, mode="lexical").hits
+        assert [h.chunk.source for h in hits] == [f"{area}/x.md"]
