@@ -146,6 +146,11 @@ class MotoS3Server:
         with self._lock:
             return list(self._log)
 
+    def clear_requests(self) -> None:
+        """Forget the log so far (call between tests, after `requests_settled`)."""
+        with self._lock:
+            self._log.clear()
+
     def requests_settled(self, quiet_s: float = 0.05) -> list[LoggedRequest]:
         """The request log once no new line has arrived for `quiet_s` seconds.
 

@@ -82,6 +82,8 @@ def s3(moto_server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[M
     """A clean moto server reachable by a plain boto3 client through the environment."""
     moto_server.disable_auth()
     moto_server.reset()
+    moto_server.requests_settled()
+    moto_server.clear_requests()
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto_server.endpoint_url)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEST_ACCESS_KEY)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET)

@@ -1,0 +1,287 @@
+"""publish_s3 against moto's standalone server over real HTTP, with real boto3."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from brain_pipeline.publishing.manifest import PublishManifest, build_manifest, sha256_hex
+from brain_pipeline.publishing.s3 import PublishError, S3PublishReport, publish_s3
+from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
+from brain_pipeline_tests.publishing.conftest import (
+    TEST_REGION,
+    TEST_SECRET,
+    SampleBuild,
+    make_build,
+)
+
+BUCKET = "brain-artifacts"
+PREFIX = "agent/"
+
+
+def plain_client() -> Any:
+    """A client configured only by the environment, as an operator's would be."""
+    return boto3.client("s3")
+
+
+def make_bucket(name: str = BUCKET) -> None:
+    plain_client().create_bucket(Bucket=name)
+
+
+def run(build: SampleBuild, **overrides: Any) -> S3PublishReport:
+    options: dict[str, Any] = {
+        "bucket": BUCKET,
+        "prefix": PREFIX,
+        "region": TEST_REGION,
+        "endpoint_url": None,
+        "include_embeddings": True,
+    }
+    options.update(overrides)
+    return publish_s3(build.store_bytes, build.embeddings_bytes, **options)
+
+
+def puts(server: MotoS3Server) -> list[str]:
+    return [r.path for r in server.requests_settled() if r.method == "PUT" and PREFIX in r.path]
+
+
+def assert_no_secret(exc: BaseException) -> None:
+    text = "".join(traceback.format_exception(exc))
+    assert TEST_SECRET not in text
+    assert TEST_SECRET not in repr(exc.args)
+
+
+def test_upload_round_trips_bytes_and_content_types(s3: MotoS3Server, build: SampleBuild) -> None:
+    make_bucket()
+    report = run(build)
+    assert report.status == "published" and report.changed
+    client = plain_client()
+    expectations = {
+        "knowledge-store.json": (build.store_bytes, "application/json"),
+        "embeddings.bin": (build.embeddings_bytes, "application/octet-stream"),
+    }
+    for name, (data, content_type) in expectations.items():
+        obj = client.get_object(Bucket=BUCKET, Key=PREFIX + name)
+        assert obj["Body"].read() == data
+        assert obj["ContentType"] == content_type
+    manifest_obj = client.get_object(Bucket=BUCKET, Key=PREFIX + "manifest.json")
+    assert manifest_obj["ContentType"] == "application/json"
+    remote = PublishManifest.from_json(manifest_obj["Body"].read())
+    assert remote.store.sha256 == sha256_hex(build.store_bytes)
+    assert remote.embeddings is not None
+    assert remote.embeddings.sha256 == sha256_hex(build.embeddings_bytes)
+    by_key = {o.key: o for o in report.objects}
+    assert [o.key for o in report.objects] == [
+        PREFIX + "embeddings.bin",
+        PREFIX + "knowledge-store.json",
+        PREFIX + "manifest.json",
+    ]
+    assert all(o.action == "uploaded" for o in report.objects)
+    assert by_key[PREFIX + "knowledge-store.json"].verified_by == "ChecksumSHA256"
+    assert by_key[PREFIX + "knowledge-store.json"].sha256 == sha256_hex(build.store_bytes)
+
+
+def test_store_only_when_embeddings_are_not_included(s3: MotoS3Server, build: SampleBuild) -> None:
+    make_bucket()
+    manifest = build_manifest(build.store_bytes, build.embeddings_bytes, build.chunks)
+    report = run(build, include_embeddings=False, manifest=manifest)
+    keys = {o.key for o in report.objects}
+    assert keys == {PREFIX + "knowledge-store.json", PREFIX + "manifest.json"}
+    listed = plain_client().list_objects_v2(Bucket=BUCKET)["Contents"]
+    assert {o["Key"] for o in listed} == keys
+    assert report.manifest is not None and report.manifest.embeddings is None
+
+
+def test_republishing_unchanged_data_does_not_put_again(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    make_bucket()
+    run(build, manifest=build_manifest(build.store_bytes, build.embeddings_bytes, run_id="r1"))
+    client = plain_client()
+    before = {
+        key: client.head_object(Bucket=BUCKET, Key=PREFIX + key)["LastModified"]
+        for key in ("knowledge-store.json", "embeddings.bin", "manifest.json")
+    }
+    assert len(puts(s3)) == 3
+
+    again = run(
+        build,
+        manifest=build_manifest(
+            build.store_bytes,
+            build.embeddings_bytes,
+            run_id="r2",
+            published_at="2099-01-01T00:00:00Z",
+        ),
+    )
+
+    assert again.status == "unchanged" and not again.changed
+    assert [o.action for o in again.objects] == ["unchanged"] * 3
+    assert len(puts(s3)) == 3, "an unchanged re-publish must not PUT"
+    after = {
+        key: client.head_object(Bucket=BUCKET, Key=PREFIX + key)["LastModified"] for key in before
+    }
+    assert after == before
+    remote = PublishManifest.from_json(
+        client.get_object(Bucket=BUCKET, Key=PREFIX + "manifest.json")["Body"].read()
+    )
+    assert remote.run_id == "r1"
+
+
+def test_changed_store_uploads_only_what_changed(s3: MotoS3Server, build: SampleBuild) -> None:
+    make_bucket()
+    run(build, include_embeddings=False)
+    changed = make_build(salt="new ")
+    report = run(changed, include_embeddings=False)
+    assert report.status == "published"
+    assert [o.action for o in report.objects] == ["uploaded", "uploaded"]
+    body = plain_client().get_object(Bucket=BUCKET, Key=PREFIX + "knowledge-store.json")["Body"]
+    assert body.read() == changed.store_bytes
+
+
+def test_no_bucket_is_skipped(build: SampleBuild, free_port: int) -> None:
+    report = publish_s3(
+        build.store_bytes,
+        None,
+        bucket=None,
+        prefix="",
+        region=None,
+        endpoint_url=f"http://127.0.0.1:{free_port}",
+        include_embeddings=False,
+    )
+    assert report.status == "skipped" and report.reason == "no bucket"
+    assert report.summary() == "S3: skipped: no bucket"
+
+
+def test_prefix_without_slash_is_a_folder(s3: MotoS3Server, build: SampleBuild) -> None:
+    make_bucket()
+    run(build, prefix="brain", include_embeddings=False)
+    listed = plain_client().list_objects_v2(Bucket=BUCKET)["Contents"]
+    assert {o["Key"] for o in listed} == {"brain/knowledge-store.json", "brain/manifest.json"}
+
+
+def test_explicit_endpoint_url_wins(
+    s3: MotoS3Server, build: SampleBuild, monkeypatch: pytest.MonkeyPatch, free_port: int
+) -> None:
+    make_bucket()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{free_port}")
+    report = run(build, endpoint_url=s3.endpoint_url)
+    assert report.status == "published" and report.endpoint_url == s3.endpoint_url
+
+
+def test_missing_bucket_fails_clearly(s3: MotoS3Server, build: SampleBuild) -> None:
+    with pytest.raises(PublishError) as caught:
+        run(build, bucket="no-such-bucket")
+    message = str(caught.value)
+    assert "NoSuchBucket" in message and "no-such-bucket" in message
+    assert s3.endpoint_url in message
+    assert_no_secret(caught.value)
+
+
+def test_unknown_access_key_fails_clearly(s3: MotoS3Server, build: SampleBuild) -> None:
+    make_bucket()
+    s3.enable_auth(0)
+    with pytest.raises(PublishError) as caught:
+        run(build)
+    assert "InvalidAccessKeyId" in str(caught.value) and BUCKET in str(caught.value)
+    assert_no_secret(caught.value)
+
+
+def _iam() -> Any:
+    return boto3.client("iam", endpoint_url=_endpoint(), region_name=TEST_REGION)
+
+
+def _endpoint() -> str:
+    import os
+
+    return os.environ["AWS_ENDPOINT_URL_S3"]
+
+
+def _user_with_policy(name: str, actions: list[str]) -> tuple[str, str]:
+    iam = _iam()
+    iam.create_user(UserName=name)
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}],
+    }
+    iam.put_user_policy(UserName=name, PolicyName="p", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return str(key["AccessKeyId"]), str(key["SecretAccessKey"])
+
+
+def test_wrong_secret_fails_with_signature_mismatch(
+    s3: MotoS3Server, build: SampleBuild, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_bucket()
+    s3.enable_auth(3)  # the three IAM calls below are free
+    key_id, _ = _user_with_policy("writer", ["s3:*"])
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key_id)
+    with pytest.raises(PublishError) as caught:
+        run(build)
+    assert "SignatureDoesNotMatch" in str(caught.value)
+    assert_no_secret(caught.value)
+
+
+def test_access_denied_for_a_user_without_put(
+    s3: MotoS3Server, build: SampleBuild, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_bucket()
+    s3.enable_auth(6)
+    writer = _user_with_policy("writer", ["s3:*"])
+    reader = _user_with_policy("reader", ["s3:GetObject", "s3:ListBucket"])
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", writer[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", writer[1])
+    assert run(build).status == "published"  # auth is on and a permitted user succeeds
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", reader[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", reader[1])
+    with pytest.raises(PublishError) as caught:
+        run(make_build(salt="changed "))
+    message = str(caught.value)
+    assert "AccessDenied" in message and BUCKET in message
+    assert reader[1] not in "".join(traceback.format_exception(caught.value))
+
+
+def test_server_down_fails_fast_and_clearly(
+    s3: MotoS3Server, build: SampleBuild, monkeypatch: pytest.MonkeyPatch, free_port: int
+) -> None:
+    dead = f"http://127.0.0.1:{free_port}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", dead)
+    with pytest.raises(PublishError) as caught:
+        run(build)
+    message = str(caught.value)
+    assert dead in message and "cannot connect" in message and BUCKET in message
+    assert_no_secret(caught.value)
+
+
+def test_missing_credentials_fail_clearly(
+    s3: MotoS3Server, build: SampleBuild, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    for name in (
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(PublishError) as caught:
+        run(build)
+    assert "credentials" in str(caught.value) and BUCKET in str(caught.value)
+
+
+def test_request_log_sees_the_puts(s3: MotoS3Server, build: SampleBuild) -> None:
+    """The PUT counter used above really counts uploads (so its zero means something)."""
+    make_bucket()
+    run(build, include_embeddings=False)
+    assert sorted(puts(s3)) == [
+        f"/{BUCKET}/{PREFIX}knowledge-store.json",
+        f"/{BUCKET}/{PREFIX}manifest.json",
+    ]
