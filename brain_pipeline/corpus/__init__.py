@@ -1,0 +1,34 @@
+"""The corpus core: discovery, chunking and the exact knowledge-store writer.
+
+Pure Python (no Dagster): `ingest_corpus(root)` is the one entry point the CLI and the
+Dagster asset share; `corpus_fingerprint(root)` is what a change sensor diffs.
+"""
+
+from brain_pipeline.corpus.discovery import CorpusNotFoundError, corpus_fingerprint, discover
+from brain_pipeline.corpus.ingest import IngestResult, ingest_corpus
+from brain_pipeline.corpus.store import (
+    NO_HEADING,
+    STORE_FILENAME,
+    Chunk,
+    chunk_id,
+    deduplicate,
+    load_store,
+    parse_store,
+    serialize_store,
+)
+
+__all__ = [
+    "NO_HEADING",
+    "STORE_FILENAME",
+    "Chunk",
+    "CorpusNotFoundError",
+    "IngestResult",
+    "chunk_id",
+    "corpus_fingerprint",
+    "deduplicate",
+    "discover",
+    "ingest_corpus",
+    "load_store",
+    "parse_store",
+    "serialize_store",
+]

@@ -1,18 +1,25 @@
 """The knowledge store: `Chunk`, content-addressed ids, and knowledge-store.json I/O.
 
-PLACEHOLDER SERIALISATION: the exact JSON.stringify-compatible writer, de-duplication
-and edge cases are owned by the corpus work; the `Chunk` shape and the function names
-below are the interface every other module relies on.
+The running agent and the hand-labelled evaluation fixture both depend on the exact
+bytes the original Node.js script wrote, so ids hash what Node hashes (lone surrogates
+as U+FFFD) and the writer reproduces `JSON.stringify(chunks, null, 2)` byte for byte.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from brain_pipeline.corpus.jscompat import (
+    escape_lone_surrogates,
+    json_stringify,
+    parse_json,
+    utf8_bytes,
+)
+from brain_pipeline.corpus.jscompat import quote as _quote
 
 STORE_FILENAME = "knowledge-store.json"
 
@@ -32,6 +39,9 @@ class _NoHeading:
 
     def __bool__(self) -> bool:
         return False
+
+    def __reduce__(self) -> str:
+        return "NO_HEADING"  # pickles (e.g. Dagster IO managers) keep the singleton
 
 
 NO_HEADING: Any = _NoHeading()
@@ -53,9 +63,12 @@ class Chunk:
 
 
 def chunk_id(content: str) -> str:
-    """First 12 lower-case hex chars of SHA-256 over the content's UTF-8 bytes."""
-    data = content.encode("utf-8", errors="surrogatepass")
-    return hashlib.sha256(data).hexdigest()[:12]
+    """First 12 lower-case hex chars of SHA-256 over the content's UTF-8 bytes.
+
+    Node.js encodes a lone surrogate (possible only via a JSON `\\ud800` escape) as
+    U+FFFD, so two contents differing only there share an id, as they did originally.
+    """
+    return hashlib.sha256(utf8_bytes(content)).hexdigest()[:12]
 
 
 def deduplicate(chunks: Iterable[Chunk]) -> tuple[list[Chunk], int]:
@@ -72,26 +85,68 @@ def deduplicate(chunks: Iterable[Chunk]) -> tuple[list[Chunk], int]:
     return kept, collapsed
 
 
+def _heading_json(heading: Any) -> str:
+    """The `"heading": ...` member (with its leading separator), or "" when absent."""
+    if heading is NO_HEADING:
+        return ""
+    if isinstance(heading, str):
+        return ',\n    "heading": ' + _quote(heading)
+    return ',\n    "heading": ' + json_stringify(heading, "  ", 2)
+
+
 def serialize_store(chunks: Sequence[Chunk]) -> bytes:
-    """knowledge-store.json bytes, as JSON.stringify(chunks, null, 2)."""
-    rows: list[dict[str, Any]] = []
-    for c in chunks:
-        row: dict[str, Any] = {"id": c.id, "content": c.content, "area": c.area, "source": c.source}
-        if c.has_heading:
-            row["heading"] = c.heading
-        rows.append(row)
-    return json.dumps(rows, indent=2, ensure_ascii=False).encode("utf-8")
+    """knowledge-store.json bytes, exactly as `JSON.stringify(chunks, null, 2)`.
+
+    Built row by row with the C string encoder because `json.dumps(indent=2)` drops to
+    the pure-Python encoder; the quoted forms agree with JavaScript's except for lone
+    surrogates, which are escaped afterwards only when the text cannot be encoded.
+    """
+    if not chunks:
+        return b"[]"
+    q = _quote
+    rows = [
+        '  {\n    "id": '
+        + q(c.id)
+        + ',\n    "content": '
+        + q(c.content)
+        + ',\n    "area": '
+        + q(c.area)
+        + ',\n    "source": '
+        + q(c.source)
+        + (_heading_json(c.heading) if c.heading is not NO_HEADING else "")
+        + "\n  }"
+        for c in chunks
+    ]
+    text = "[\n" + ",\n".join(rows) + "\n]"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return escape_lone_surrogates(text).encode("utf-8")
+
+
+def _chunk_from_row(row: Any) -> Chunk:
+    if not isinstance(row, dict):
+        raise ValueError("knowledge-store.json rows must be objects")
+    try:
+        fields = [row["id"], row["content"], row["area"], row["source"]]
+    except KeyError as exc:
+        raise ValueError(f"knowledge-store.json row lacks {exc.args[0]!r}") from None
+    if not all(isinstance(f, str) for f in fields):
+        raise ValueError("knowledge-store.json: id, content, area and source must be strings")
+    chunk_key, content, area, source = fields
+    return Chunk(chunk_key, content, area, source, row.get("heading", NO_HEADING))
 
 
 def parse_store(data: bytes) -> list[Chunk]:
-    """Read knowledge-store.json bytes back into chunks (heading absent -> NO_HEADING)."""
-    rows = json.loads(data.decode("utf-8"))
+    """Read knowledge-store.json bytes back into chunks (heading absent -> NO_HEADING).
+
+    Uses the JSON.parse-compatible reader so escaped lone surrogates, numeric headings
+    (as doubles) and deeply nested headings come back as the writer saw them.
+    """
+    rows = parse_json(data.decode("utf-8"))
     if not isinstance(rows, list):
         raise ValueError("knowledge-store.json must be a JSON array")
-    return [
-        Chunk(r["id"], r["content"], r["area"], r["source"], r.get("heading", NO_HEADING))
-        for r in rows
-    ]
+    return [_chunk_from_row(r) for r in rows]
 
 
 def load_store(path: Path | str) -> list[Chunk]:

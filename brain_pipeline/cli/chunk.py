@@ -1,0 +1,80 @@
+"""`brain-pipeline chunk`: build knowledge-store.json from a corpus, without Dagster."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+HELP = "chunk a corpus into knowledge-store.json (no Dagster, no embeddings)"
+
+DESCRIPTION = """\
+Walk CORPUS_DIR (every top-level folder is an area), split its Markdown/text files
+into paragraphs and its roadmap JSON into statements, de-duplicate by content id and
+write knowledge-store.json exactly as the original ingest script did. The file is
+replaced atomically and left untouched when its bytes would not change.
+
+A one-line summary and any problems (malformed roadmaps, unreadable files, refused
+symlinks, ...) go to stderr. Exit status: 0 on success, 2 when the corpus is missing.
+"""
+
+DEFAULT_OUTPUT = "knowledge-store.json"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "corpus",
+        metavar="CORPUS_DIR",
+        nargs="?",
+        help="corpus root (default: the corpus configured in corpus_config.yaml)",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT.json",
+        default=DEFAULT_OUTPUT,
+        help=f"where to write the store (default: ./{DEFAULT_OUTPUT})",
+    )
+    parser.add_argument(
+        "-q", "--quiet", action="store_true", help="print only the summary, not each problem"
+    )
+
+
+def _corpus_root(args: argparse.Namespace) -> Path:
+    if args.corpus is not None:
+        return Path(args.corpus)
+    from brain_pipeline.config import load_config  # only when needed: it is slower to import
+
+    return Path(load_config().corpus_root())
+
+
+def run(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    from brain_pipeline.corpus.discovery import CorpusNotFoundError
+    from brain_pipeline.corpus.ingest import ingest_corpus
+    from brain_pipeline.publishing.atomic import write_if_changed
+
+    try:
+        root = _corpus_root(args)
+    except Exception as exc:  # a configuration problem: say it plainly, no traceback
+        print(f"brain-pipeline chunk: no corpus: {exc}", file=sys.stderr)
+        return 2
+    try:
+        result = ingest_corpus(root)
+    except CorpusNotFoundError as exc:
+        print(f"brain-pipeline chunk: {exc}", file=sys.stderr)
+        return 2
+    output = Path(args.output)
+    changed = write_if_changed(output, result.store_bytes())
+    if not args.quiet:
+        for source, reason in result.problems:
+            print(f"  problem: {source}: {reason}", file=sys.stderr)
+    elapsed = time.perf_counter() - started
+    print(
+        f"chunk: {result.files_seen} files, {len(result.chunks)} chunks, "
+        f"{result.duplicates_collapsed} duplicates collapsed, {len(result.problems)} problems, "
+        f"{elapsed:.2f}s -> {output}{'' if changed else ' (unchanged)'}",
+        file=sys.stderr,
+    )
+    return 0

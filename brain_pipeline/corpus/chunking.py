@@ -1,0 +1,162 @@
+"""Turn one file's text into chunks: paragraphs of text files, statements of roadmaps.
+
+Every rule here reproduces what the original Node.js script did (see the store
+compatibility notes), because chunk ids are content hashes named by the evaluation
+fixture: a different trim, split or heading choice changes the ids.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from brain_pipeline.corpus.jscompat import (
+    JS_LINE_TERMINATORS,
+    JS_WHITESPACE,
+    JS_WS_CLASS,
+    JSONSyntaxError,
+    JSTypeError,
+    is_truthy,
+    js_string,
+    parse_json,
+    utf16_length,
+)
+from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_id
+
+#: Paragraph separator `/\n\s*\n/` with JavaScript's `\s`.
+PARAGRAPH_SPLIT = re.compile(rf"\n[{JS_WS_CLASS}]*\n")
+
+_NOT_TERMINATOR = f"[^{JS_LINE_TERMINATORS}]"
+#: `/^\s*#{1,6}\s+(.+?)\s*$/m` with JavaScript semantics: `^` at the start or after any
+#: line terminator, `$` at the end or before one, `.` = anything but a line terminator.
+HEADING = re.compile(
+    rf"(?<!{_NOT_TERMINATOR})[{JS_WS_CLASS}]*#{{1,6}}[{JS_WS_CLASS}]+"
+    rf"({_NOT_TERMINATOR}+?)[{JS_WS_CLASS}]*(?!{_NOT_TERMINATOR})"
+)
+
+#: Paragraphs must be longer than this, in UTF-16 code units, to be kept.
+MIN_CHUNK_LENGTH = 20
+
+ROADMAP_TOPIC_TYPES = frozenset({"topic", "subtopic", "title"})
+
+# Roadmap outcomes worth reporting.
+REASON_INVALID_JSON = "invalid JSON"
+REASON_NOT_OBJECT = "roadmap top level is not an object"
+REASON_NO_TITLE_TOPICS = "roadmap without title/topics"
+REASON_NULL_TOPIC = "null topic entry"
+REASON_NOT_ITERABLE = "roadmap topics are not iterable"
+REASON_CONVERSION = "value cannot be converted to text"
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 with one U+FFFD per maximal ill-formed subsequence (as Node's decoder); BOM kept."""
+    return data.decode("utf-8", "replace")
+
+
+def chunk_text(text: str, area: str, source: str) -> list[Chunk]:
+    """Paragraph chunks of a text file, each carrying the latest heading seen before it.
+
+    The heading regex is matched on the trimmed paragraph, and a match counts even in a
+    paragraph too short to keep (a lone `# Title` line sets the heading of what follows).
+    """
+    chunks: list[Chunk] = []
+    heading: Any = NO_HEADING
+    whitespace = JS_WHITESPACE
+    find_heading = HEADING.search
+    for paragraph in PARAGRAPH_SPLIT.split(text):
+        content = paragraph.strip(whitespace)
+        if "#" in content:
+            match = find_heading(content)
+            if match:
+                heading = match.group(1).strip(whitespace)
+        size = len(content)
+        if size > MIN_CHUNK_LENGTH or (
+            size > MIN_CHUNK_LENGTH // 2 and utf16_length(content) > MIN_CHUNK_LENGTH
+        ):
+            chunks.append(Chunk(chunk_id(content), content, area, source, heading))
+    return chunks
+
+
+@dataclass
+class RoadmapOutcome:
+    """The chunks of one roadmap file and, when it is worth telling, why it stopped."""
+
+    chunks: list[Chunk] = field(default_factory=list)
+    reason: str | None = None  # None when the file was read to the end
+    detail: str | None = None
+    problem: bool = False  # True: malformed; False with a reason: nothing to take
+
+    def fail(self, reason: str, detail: str | None = None, *, problem: bool = True) -> None:
+        self.reason, self.detail, self.problem = reason, detail, problem
+
+
+def _roadmap_lines(data: dict[str, Any], outcome: RoadmapOutcome) -> list[str]:
+    """The statements of a parsed roadmap, stopping where JavaScript would have thrown."""
+    lines: list[str] = []
+    title = data.get("title")
+    topics = data.get("topics")
+    if not (is_truthy(title) and is_truthy(topics)):
+        outcome.fail(REASON_NO_TITLE_TOPICS, problem=False)
+        return lines
+    try:
+        title_text = js_string(title)
+        description = data.get("description")
+        description_text = js_string(description) if is_truthy(description) else ""
+        lines.append(f"Role: {title_text} - Description: {description_text}")
+        if isinstance(topics, str):
+            return lines  # iterating a string yields characters, none has a label
+        if not isinstance(topics, list):
+            outcome.fail(REASON_NOT_ITERABLE, f"topics is {type(topics).__name__}")
+            return lines
+        for index, topic in enumerate(topics):
+            if topic is None:
+                outcome.fail(REASON_NULL_TOPIC, f"topics[{index}] is null; later entries lost")
+                return lines
+            if not isinstance(topic, dict):
+                continue  # numbers, strings, booleans, arrays have no `label`
+            label = topic.get("label")
+            kind = topic.get("type")
+            if not (is_truthy(label) and isinstance(kind, str) and kind in ROADMAP_TOPIC_TYPES):
+                continue
+            line = f"Role: {title_text} - Topic: {js_string(label)}"
+            level = topic.get("level")
+            if is_truthy(level):
+                line += f" ({js_string(level)})"
+            lines.append(line)
+    except JSTypeError as exc:
+        outcome.fail(REASON_CONVERSION, str(exc))
+    return lines
+
+
+def chunk_roadmap(text: str, area: str, source: str) -> RoadmapOutcome:
+    """One chunk per roadmap statement: the role line, then each labelled topic.
+
+    No length floor applies and the heading is the raw `title` value, whatever its type.
+    """
+    outcome = RoadmapOutcome()
+    try:
+        data = parse_json(text)
+    except JSONSyntaxError as exc:
+        outcome.fail(REASON_INVALID_JSON, str(exc))
+        return outcome
+    if not isinstance(data, dict):
+        outcome.fail(REASON_NOT_OBJECT, f"top level is {_js_type(data)}", problem=False)
+        return outcome
+    title = data.get("title")
+    outcome.chunks = [
+        Chunk(chunk_id(line), line, area, source, title) for line in _roadmap_lines(data, outcome)
+    ]
+    return outcome
+
+
+def _js_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array"

@@ -1,0 +1,359 @@
+"""Resolve the corpus, walk its areas in the original order, and describe every file.
+
+The walk order decides which copy of a duplicated paragraph survives de-duplication and
+so which `source` the store names; it must match the original script: areas in name
+order, each walked depth-first with files and folders interleaved by name (code-point
+order, i.e. UTF-8 byte order), symlinks followed. Where the original crashed or
+escaped the corpus (dangling links, undecodable names, links leaving the root or
+looping) the entry is reported and skipped instead.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TEXT_SUFFIXES = (".md", ".txt")
+ROADMAP_SUFFIX = ".json"
+ROADMAP_PREFIX = "formatted-"
+ROADMAP_PATH_MARK = "roadmaps"
+RAW_FOLDER = "raw"
+
+# Reasons an entry is skipped. Those in PROBLEM_REASONS point at something wrong.
+REASON_IGNORED = "not a text or roadmap file"
+REASON_ROOT_FILE = "file directly in the corpus root"
+REASON_RAW = "raw folder"
+REASON_DUPLICATE = "same file reached twice"
+REASON_DANGLING = "dangling symbolic link"
+REASON_OUTSIDE = "symbolic link leaves the corpus root"
+REASON_LOOP = "symbolic link loop"
+REASON_BAD_NAME = "name is not valid UTF-8"
+REASON_SPECIAL = "not a regular file"
+REASON_UNREADABLE = "unreadable"
+
+STATUS_TEXT = "text"
+STATUS_ROADMAP = "roadmap"
+STATUS_SKIPPED = "skipped"
+
+
+class CorpusNotFoundError(FileNotFoundError):
+    """The corpus root does not exist or is not a directory."""
+
+    def __init__(self, path: Path | str, why: str = "does not exist") -> None:
+        super().__init__(errno.ENOENT, f"corpus directory {why}", str(path))
+        self.path = Path(path)
+        self.why = why
+
+    def __str__(self) -> str:
+        return f"corpus directory {self.why}: {self.path}"
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusFile:
+    """A text or roadmap file the walk found; `path` goes through the walked names."""
+
+    area: str
+    source: str
+    path: str
+    kind: str  # STATUS_TEXT | STATUS_ROADMAP
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestEntry:
+    """One line of the manifest: a file read (text/roadmap) or an entry skipped, and why."""
+
+    area: str
+    source: str
+    status: str
+    reason: str | None = None
+    detail: str | None = None
+    problem: bool = False
+    size: int | None = None
+    sha256: str | None = None
+    mtime_ns: int | None = None
+
+
+@dataclass
+class Manifest:
+    root: Path
+    areas: list[str]
+    entries: list[ManifestEntry]
+
+    @property
+    def files(self) -> list[ManifestEntry]:
+        return [e for e in self.entries if e.status != STATUS_SKIPPED]
+
+
+@dataclass(frozen=True, slots=True)
+class _Refusal:
+    """Why an entry cannot be followed (a dangling link, a link leaving the root, ...)."""
+
+    reason: str
+    detail: str
+
+
+def classify_name(name: str, source: str) -> str | None:
+    """Classify a regular file as "text", "roadmap" or None from its name and corpus path.
+
+    Deliberate deviation: `roadmaps` is looked for in the corpus-relative path, not the
+    absolute one, so where the corpus is stored cannot change the output.
+    """
+    if name.endswith(TEXT_SUFFIXES):
+        return STATUS_TEXT
+    if name.endswith(ROADMAP_SUFFIX) and (
+        name.startswith(ROADMAP_PREFIX) or ROADMAP_PATH_MARK in source
+    ):
+        return STATUS_ROADMAP
+    return None
+
+
+def resolve_root(root: Path | str) -> str:
+    """The real path of the corpus root, or CorpusNotFoundError naming what was given."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        raise CorpusNotFoundError(root) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise CorpusNotFoundError(root, "is not a directory")
+    return os.path.realpath(root)
+
+
+def _printable(name: str) -> str:
+    """An undecodable file name made printable (invalid bytes as \\xNN)."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _valid_name(name: str) -> bool:
+    if name.isascii():
+        return True
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
+    with os.scandir(path) as it:
+        entries = list(it)
+    entries.sort(key=lambda e: e.name)  # code-point order == UTF-8 byte order
+    return entries
+
+
+@dataclass
+class CorpusWalk:
+    """Iterate the corpus in store order, yielding CorpusFile or skipped ManifestEntry.
+
+    `areas` fills up as the walk proceeds. Only symlinks cost a `stat`/`realpath`;
+    plain entries are classified from the directory listing itself.
+    """
+
+    root: Path
+    areas: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root_real = resolve_root(self.root)
+        self._prefix = self.root_real.rstrip(os.sep) + os.sep
+        self._seen_files: dict[tuple[int, int], str] = {}
+
+    def __iter__(self) -> Iterator[CorpusFile | ManifestEntry]:
+        root_st = os.stat(self.root_real)
+        for entry in _sorted_entries(self.root_real):
+            name = entry.name
+            if not _valid_name(name):
+                yield self._skip("", _printable(name), REASON_BAD_NAME, problem=True)
+                continue
+            st = self._stat(entry)
+            if isinstance(st, _Refusal):
+                yield self._skip("", name, st.reason, problem=True, detail=st.detail)
+            elif stat.S_ISDIR(st.st_mode):
+                self.areas.append(name)
+                yield from self._walk_area(entry.path, name, (root_st.st_dev, root_st.st_ino), st)
+            else:
+                yield self._skip("", name, REASON_ROOT_FILE)
+
+    def _skip(
+        self,
+        area: str,
+        source: str,
+        reason: str,
+        *,
+        problem: bool = False,
+        detail: str | None = None,
+    ) -> ManifestEntry:
+        return ManifestEntry(area, source, STATUS_SKIPPED, reason, detail or None, problem)
+
+    def _inside(self, real: str) -> bool:
+        return real == self.root_real or real.startswith(self._prefix)
+
+    def _stat(self, entry: os.DirEntry[str]) -> os.stat_result | _Refusal:
+        """Stat following links; a refusal (reason, detail) when it cannot be followed."""
+        if not entry.is_symlink():
+            try:
+                return entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                return _Refusal(REASON_UNREADABLE, exc.strerror or str(exc))
+        try:
+            st = os.stat(entry.path)
+        except FileNotFoundError:
+            return _Refusal(REASON_DANGLING, os.readlink(entry.path))
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return _Refusal(REASON_LOOP, os.readlink(entry.path))
+            return _Refusal(REASON_UNREADABLE, exc.strerror or str(exc))
+        if not self._inside(os.path.realpath(entry.path)):
+            return _Refusal(REASON_OUTSIDE, os.readlink(entry.path))
+        return st
+
+    def _walk_area(
+        self, area_path: str, area: str, root_key: tuple[int, int], area_st: os.stat_result
+    ) -> Iterator[CorpusFile | ManifestEntry]:
+        area_key = (area_st.st_dev, area_st.st_ino)
+        ancestors = {root_key, area_key}
+        try:
+            listing = _sorted_entries(area_path)
+        except OSError as exc:
+            yield self._skip(area, area, REASON_UNREADABLE, problem=True, detail=exc.strerror)
+            return
+        stack: list[tuple[Iterator[os.DirEntry[str]], str, tuple[int, int]]] = [
+            (iter(listing), area, area_key)
+        ]
+        while stack:
+            entries, prefix, key = stack[-1]
+            for entry in entries:
+                name = entry.name
+                if not _valid_name(name):
+                    source = f"{prefix}/{_printable(name)}"
+                    yield self._skip(area, source, REASON_BAD_NAME, problem=True)
+                    continue
+                source = f"{prefix}/{name}"
+                if not entry.is_symlink() and entry.is_file(follow_symlinks=False):
+                    yield self._file(entry, area, source, None)
+                    continue
+                st = self._stat(entry)
+                if isinstance(st, _Refusal):
+                    yield self._skip(area, source, st.reason, problem=True, detail=st.detail)
+                    continue
+                if not stat.S_ISDIR(st.st_mode):
+                    yield self._file(entry, area, source, st)
+                    continue
+                if name == RAW_FOLDER:
+                    yield self._skip(area, source, REASON_RAW)
+                    continue
+                child_key = (st.st_dev, st.st_ino)
+                if child_key in ancestors:
+                    yield self._skip(area, source, REASON_LOOP, problem=True)
+                    continue
+                try:
+                    children = _sorted_entries(entry.path)
+                except OSError as exc:
+                    detail = exc.strerror or ""
+                    yield self._skip(area, source, REASON_UNREADABLE, problem=True, detail=detail)
+                    continue
+                ancestors.add(child_key)
+                stack.append((iter(children), source, child_key))
+                break
+            else:
+                stack.pop()
+                ancestors.discard(key)
+
+    def _file(
+        self, entry: os.DirEntry[str], area: str, source: str, st: os.stat_result | None
+    ) -> CorpusFile | ManifestEntry:
+        """Classify a non-directory; only text/roadmap candidates need a stat."""
+        kind = classify_name(entry.name, source)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            return self._skip(area, source, REASON_SPECIAL, problem=kind is not None)
+        if kind is None:
+            return self._skip(area, source, REASON_IGNORED)
+        if st is None:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError as exc:
+                return self._skip(
+                    area, source, REASON_UNREADABLE, problem=True, detail=exc.strerror
+                )
+        key = (st.st_dev, st.st_ino)
+        first = self._seen_files.setdefault(key, source)
+        if first != source:
+            return self._skip(area, source, REASON_DUPLICATE, detail=f"same file as {first}")
+        return CorpusFile(area, source, entry.path, kind, st.st_size, st.st_mtime_ns)
+
+
+def walk_corpus(root: Path | str) -> CorpusWalk:
+    """The corpus walk for `root` (raises CorpusNotFoundError when it is missing)."""
+    return CorpusWalk(Path(root))
+
+
+def read_file(found: CorpusFile) -> bytes:
+    with open(found.path, "rb") as handle:
+        return handle.read()
+
+
+def unreadable_entry(found: CorpusFile, exc: OSError) -> ManifestEntry:
+    detail = exc.strerror or str(exc)
+    return ManifestEntry(
+        found.area, found.source, STATUS_SKIPPED, REASON_UNREADABLE, detail, True, found.size
+    )
+
+
+def file_entry(found: CorpusFile, sha256: str) -> ManifestEntry:
+    return ManifestEntry(
+        found.area,
+        found.source,
+        found.kind,
+        size=found.size,
+        sha256=sha256,
+        mtime_ns=found.mtime_ns,
+    )
+
+
+def discover(root: Path | str) -> Manifest:
+    """Walk the corpus and hash every text/roadmap file; nothing is chunked."""
+    walk = walk_corpus(root)
+    entries: list[ManifestEntry] = []
+    for item in walk:
+        if isinstance(item, ManifestEntry):
+            entries.append(item)
+            continue
+        try:
+            digest = hashlib.sha256(read_file(item)).hexdigest()
+        except OSError as exc:
+            entries.append(unreadable_entry(item, exc))
+            continue
+        entries.append(file_entry(item, digest))
+    return Manifest(Path(root), walk.areas, entries)
+
+
+Fingerprint = dict[str, tuple[int, int, str]]
+
+
+def corpus_fingerprint(root: Path | str, previous: Fingerprint | None = None) -> Fingerprint:
+    """source -> (size, mtime_ns, sha256) for every text/roadmap file, for change sensors.
+
+    A file whose size and mtime match `previous` keeps its recorded hash without being
+    read again, so polling an unchanged corpus costs one walk. Unreadable files get an
+    empty hash, so they show up as changed once they become readable.
+    """
+    previous = previous or {}
+    result: Fingerprint = {}
+    for item in walk_corpus(root):
+        if isinstance(item, ManifestEntry):
+            continue
+        old = previous.get(item.source)
+        if old is not None and old[0] == item.size and old[1] == item.mtime_ns and old[2]:
+            result[item.source] = old
+            continue
+        try:
+            digest = hashlib.sha256(read_file(item)).hexdigest()
+        except OSError:
+            digest = ""
+        result[item.source] = (item.size, item.mtime_ns, digest)
+    return result

@@ -1,0 +1,124 @@
+"""Corpus in, knowledge store out: the single ingest used by the CLI and the Dagster asset."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from brain_pipeline.corpus.chunking import chunk_roadmap, chunk_text, decode_text
+from brain_pipeline.corpus.discovery import (
+    STATUS_ROADMAP,
+    STATUS_SKIPPED,
+    CorpusFile,
+    ManifestEntry,
+    file_entry,
+    read_file,
+    unreadable_entry,
+    walk_corpus,
+)
+from brain_pipeline.corpus.store import Chunk, deduplicate, serialize_store
+
+EMPTY_CORPUS_WARNING = "no chunks: the corpus holds no usable text or roadmap files"
+
+
+@dataclass
+class IngestResult:
+    """Everything one ingest learned: the store content and the report around it.
+
+    `files_seen` counts text and roadmap files found (read or not); `problems` lists
+    (source, reason) for what is malformed, unreadable or refused, plus a warning
+    (source ".") when the corpus produced no chunks at all.
+    """
+
+    root: Path
+    manifest: list[ManifestEntry]
+    chunks: list[Chunk]
+    duplicates_collapsed: int
+    problems: list[tuple[str, str]]
+    skipped_by_reason: dict[str, int]
+    chunks_per_area: dict[str, int]
+    files_seen: int
+    areas: list[str] = field(default_factory=list)
+
+    def store_bytes(self) -> bytes:
+        """knowledge-store.json exactly as the original script would have written it."""
+        return serialize_store(self.chunks)
+
+
+@dataclass
+class FileOutcome:
+    """What one corpus file contributed: its manifest line and its chunks."""
+
+    entry: ManifestEntry
+    chunks: list[Chunk]
+
+
+def ingest_file(found: CorpusFile) -> FileOutcome:
+    """Read, hash and chunk one file; an OSError is reported in the entry, never raised."""
+    try:
+        data = read_file(found)
+    except OSError as exc:
+        return FileOutcome(unreadable_entry(found, exc), [])
+    entry = file_entry(found, hashlib.sha256(data).hexdigest())
+    text = decode_text(data)
+    if found.kind != STATUS_ROADMAP:
+        return FileOutcome(entry, chunk_text(text, found.area, found.source))
+    outcome = chunk_roadmap(text, found.area, found.source)
+    if outcome.reason is not None:
+        status = STATUS_SKIPPED if not outcome.chunks else entry.status
+        entry = ManifestEntry(
+            entry.area,
+            entry.source,
+            status,
+            outcome.reason,
+            outcome.detail,
+            outcome.problem,
+            entry.size,
+            entry.sha256,
+            entry.mtime_ns,
+        )
+    return FileOutcome(entry, outcome.chunks)
+
+
+def _describe(entry: ManifestEntry) -> str:
+    return f"{entry.reason}: {entry.detail}" if entry.detail else str(entry.reason)
+
+
+def ingest_corpus(root: Path | str) -> IngestResult:
+    """Walk, chunk and de-duplicate the corpus at `root` (first occurrence wins).
+
+    Raises CorpusNotFoundError (a FileNotFoundError) when `root` is not a directory;
+    everything wrong inside the corpus is reported in the result instead.
+    """
+    walk = walk_corpus(root)
+    manifest: list[ManifestEntry] = []
+    all_chunks: list[Chunk] = []
+    files_seen = 0
+    for item in walk:
+        if isinstance(item, ManifestEntry):
+            manifest.append(item)
+            continue
+        files_seen += 1
+        outcome = ingest_file(item)
+        manifest.append(outcome.entry)
+        all_chunks.extend(outcome.chunks)
+    chunks, collapsed = deduplicate(all_chunks)
+    problems = [(e.source, _describe(e)) for e in manifest if e.problem]
+    if not chunks:
+        problems.append((".", EMPTY_CORPUS_WARNING))
+    skipped = Counter(str(e.reason) for e in manifest if e.status == STATUS_SKIPPED)
+    per_area = dict.fromkeys(walk.areas, 0)
+    per_area.update(Counter(c.area for c in chunks))
+    return IngestResult(
+        root=Path(root),
+        manifest=manifest,
+        chunks=chunks,
+        duplicates_collapsed=collapsed,
+        problems=problems,
+        skipped_by_reason=dict(skipped),
+        chunks_per_area=per_area,
+        files_seen=files_seen,
+        areas=list(walk.areas),
+    )

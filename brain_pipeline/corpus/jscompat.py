@@ -1,0 +1,416 @@
+"""The JavaScript semantics the knowledge-store contract depends on.
+
+The original ingest script ran on Node.js, so its output is defined by JavaScript's
+whitespace class, truthiness, `String()`, Number::toString, `JSON.parse` and
+`JSON.stringify`. Python's nearest equivalents differ in small ways (its `\\s` includes
+U+0085 and U+001C-U+001F but not U+FEFF, its JSON parser accepts `NaN` and recurses, its
+strings can hold lone surrogates that UTF-8 cannot encode), and every one of those
+differences changes bytes in the store. This module is the one place that knows them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
+from json.encoder import encode_basestring as _quote_string  # the C encoder when available
+from typing import Any
+
+# --- whitespace ---------------------------------------------------------------------------
+
+#: JavaScript's WhiteSpace + LineTerminator code points: what `\s` matches and what
+#: `String.prototype.trim` removes. Deliberately NOT U+0085 or U+001C-U+001F.
+JS_WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680"
+    "\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
+#: The same set as a regular-expression character class body.
+JS_WS_CLASS = r"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+#: JavaScript line terminators: where `^`/`$` match in multi-line mode, what `.` refuses.
+JS_LINE_TERMINATORS = "\n\r\u2028\u2029"
+
+
+def js_trim(text: str) -> str:
+    """`String.prototype.trim`: strip exactly JavaScript's whitespace set."""
+    return text.strip(JS_WHITESPACE)
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def utf16_length(text: str) -> int:
+    """`string.length` in JavaScript: UTF-16 code units, so astral characters count 2."""
+    if text.isascii():
+        return len(text)
+    return len(text) + len(_ASTRAL.findall(text))
+
+
+# --- lone surrogates ----------------------------------------------------------------------
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def join_surrogate_pairs(text: str) -> str:
+    """Merge adjacent high+low surrogate code points into one astral character.
+
+    A JavaScript string is UTF-16, so a high surrogate followed by a low one *is* the
+    astral character; Python keeps them apart. Lone surrogates are left as they are.
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+
+
+def utf8_bytes(text: str) -> bytes:
+    """UTF-8 bytes as Node.js produces them for a string: lone surrogates become U+FFFD."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", join_surrogate_pairs(text)).encode("utf-8")
+
+
+def escape_lone_surrogates(json_text: str) -> str:
+    """Write lone surrogates as JSON.stringify does (lower-case `\\udxxx` escapes).
+
+    Valid only on JSON text, where every surrogate sits inside a string literal and two
+    literals are never adjacent, so pairs can be joined across the whole text at once.
+    """
+    joined = join_surrogate_pairs(json_text)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
+
+
+def quote(text: str) -> str:
+    """A string literal exactly as JSON.stringify writes it.
+
+    Python's C `encode_basestring` already matches JavaScript for everything except lone
+    surrogates: `"` and `\\` escaped, `\\b \\f \\n \\r \\t` short forms, other controls as
+    lower-case `\\u00xx`, and `/`, U+007F, U+2028, U+2029 and non-ASCII left raw.
+    """
+    quoted: str = _quote_string(text)
+    if text.isascii() or not _SURROGATE.search(quoted):
+        return quoted
+    return escape_lone_surrogates(quoted)
+
+
+# --- values -------------------------------------------------------------------------------
+
+
+class JSTypeError(TypeError):
+    """What JavaScript would throw as a TypeError while converting or reading a value."""
+
+
+def is_truthy(value: Any) -> bool:
+    """JavaScript truthiness for JSON values: `[]` and `{}` are truthy, `0`, `""` are not."""
+    if value is None or value is False:
+        return False
+    if value is True:
+        return True
+    if isinstance(value, float):
+        return not (value == 0.0 or math.isnan(value))
+    if isinstance(value, int | str):
+        return bool(value)
+    return True
+
+
+def number_to_string(value: float) -> str:
+    """ECMAScript Number::toString(x) for radix 10.
+
+    Python's `repr` already yields the shortest round-tripping digits; only the choice
+    between plain and exponent notation (and the spelling of the exponent) differs.
+    """
+    if math.isnan(value):
+        return "NaN"
+    if value == 0:
+        return "0"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    sign = "-" if value < 0 else ""
+    mantissa, _, exponent = repr(abs(float(value))).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = whole + fraction
+    point = len(whole) + (int(exponent) if exponent else 0)  # value = 0.digits * 10**point
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    digits = stripped.rstrip("0")
+    k, n = len(digits), point
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        exp = f"e{'+' if e >= 0 else '-'}{abs(e)}"
+        text = digits + exp if k == 1 else digits[0] + "." + digits[1:] + exp
+    return sign + text
+
+
+def _scalar_to_string(value: Any) -> str:
+    """ToString for anything but an array (objects throw when they own `toString`)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int | float):
+        return number_to_string(float(value))
+    if isinstance(value, dict):
+        # OrdinaryToPrimitive: an own, non-callable `toString` is skipped, then valueOf
+        # returns the object itself, so the conversion throws.
+        if "toString" in value:
+            raise JSTypeError("Cannot convert object to primitive value")
+        return "[object Object]"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def _array_to_string(array: list[Any]) -> str:
+    """Array.prototype.join(","): null elements give "", nested arrays join recursively.
+
+    Iterative, because JSON input may nest arrays deeper than Python's recursion limit.
+    """
+    parts: list[str] = []
+    stack = [iter(array)]
+    first = [True]
+    while stack:
+        for item in stack[-1]:
+            if not first[-1]:
+                parts.append(",")
+            first[-1] = False
+            if isinstance(item, list):
+                stack.append(iter(item))
+                first.append(True)
+                break
+            if item is not None:
+                parts.append(_scalar_to_string(item))
+        else:
+            stack.pop()
+            first.pop()
+    return "".join(parts)
+
+
+def js_string(value: Any) -> str:
+    """JavaScript `String(value)` (and template-literal interpolation) for JSON values."""
+    if isinstance(value, list):
+        return _array_to_string(value)
+    return _scalar_to_string(value)
+
+
+# --- JSON.stringify -----------------------------------------------------------------------
+
+_ARRAY_INDEX = re.compile(r"0|[1-9][0-9]{0,9}")
+
+
+def _is_array_index(key: str) -> bool:
+    return _ARRAY_INDEX.fullmatch(key) is not None and int(key) < 4294967295
+
+
+def js_property_order(obj: dict[str, Any]) -> list[str]:
+    """Own-key order of a JavaScript object: array-index keys ascending, then insertion."""
+    indices = [k for k in obj if _is_array_index(k)]
+    if not indices:
+        return list(obj)
+    rest = [k for k in obj if not _is_array_index(k)]
+    return sorted(indices, key=int) + rest
+
+
+def _primitive_json(value: Any) -> str:
+    if isinstance(value, str):
+        return quote(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int | float):
+        number = float(value)
+        return number_to_string(number) if math.isfinite(number) else "null"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
+    """`JSON.stringify(value, null, indent)` for JSON values, starting `level` deep.
+
+    `level` lets the store writer embed a value that sits inside its own indentation.
+    Iterative for the same reason as `_array_to_string`.
+    """
+    if not isinstance(value, list | dict):
+        return _primitive_json(value)
+    out: list[str] = []
+    # Each frame: (remaining items iterator, closing bracket, depth, is_first)
+    stack: list[list[Any]] = []
+
+    def open_container(container: list[Any] | dict[str, Any], depth: int) -> None:
+        if isinstance(container, list):
+            if not container:
+                out.append("[]")
+                return
+            out.append("[")
+            stack.append([iter([(None, v) for v in container]), "]", depth, True])
+        else:
+            if not container:
+                out.append("{}")
+                return
+            out.append("{")
+            items = [(k, container[k]) for k in js_property_order(container)]
+            stack.append([iter(items), "}", depth, True])
+
+    open_container(value, level)
+    while stack:
+        frame = stack[-1]
+        items, closing, depth, first = frame
+        pad = "\n" + indent * (depth + 1)
+        for key, item in items:
+            out.append(pad if first else "," + pad)
+            first = frame[3] = False
+            if key is not None:
+                out.append(quote(key) + ": ")
+            if isinstance(item, list | dict):
+                open_container(item, depth + 1)
+                if item:
+                    break
+            else:
+                out.append(_primitive_json(item))
+        else:
+            stack.pop()
+            out.append("\n" + indent * depth + closing)
+    return "".join(out)
+
+
+# --- JSON.parse ---------------------------------------------------------------------------
+
+
+class JSONSyntaxError(ValueError):
+    """The text is not accepted by JavaScript's JSON.parse."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise JSONSyntaxError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_int=float, parse_constant=_reject_constant, strict=True)
+
+
+def parse_json(text: str) -> Any:
+    """JSON.parse: strict grammar, every number a double, any nesting depth.
+
+    Python's C scanner agrees with JSON.parse once `NaN`/`Infinity` are refused and
+    integers are read as floats; only its recursion limit differs, so deeply nested
+    documents fall back to an iterative parser with the same grammar.
+    """
+    if text.startswith("\ufeff"):
+        raise JSONSyntaxError("unexpected byte order mark")
+    try:
+        return _DECODER.decode(text)
+    except RecursionError:
+        return parse_json_iterative(text)
+    except JSONSyntaxError:
+        raise
+    except ValueError as exc:
+        raise JSONSyntaxError(str(exc)) from None
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_LITERALS = (("true", True), ("false", False), ("null", None))
+
+
+def _fail(message: str, pos: int) -> JSONSyntaxError:
+    return JSONSyntaxError(f"{message} at position {pos}")
+
+
+def _read_key(text: str, pos: int) -> tuple[str, int]:
+    """Read `"key"` then `:`; return the key and the position of the value."""
+    if text.startswith('"', pos):
+        try:
+            key, pos = _scanstring(text, pos + 1, True)
+        except ValueError as exc:
+            raise JSONSyntaxError(str(exc)) from None
+        pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+        if text.startswith(":", pos):
+            return key, _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
+        raise _fail("expected ':'", pos)
+    raise _fail("expected a property name", pos)
+
+
+def parse_json_iterative(text: str) -> Any:
+    """The JSON.parse grammar without recursion (used for documents nested very deeply).
+
+    Containers are attached to their parent when they close, which inserts object keys
+    in source order; a repeated key keeps its first position and takes the last value,
+    as in JavaScript.
+    """
+    ws = _WS.match
+    end = len(text)
+    pos = ws(text, 0).end()  # type: ignore[union-attr]
+    # Each frame: [container, pending key (objects) or None]
+    stack: list[list[Any]] = []
+    while True:
+        # -- read one value starting at pos (or open a container) --
+        if pos >= end:
+            raise _fail("unexpected end of input", pos)
+        char = text[pos]
+        value: Any
+        if char == "{" or char == "[":
+            pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
+            closing = "}" if char == "{" else "]"
+            if text.startswith(closing, pos):
+                value = {} if char == "{" else []
+                pos += 1
+            elif char == "{":
+                key, pos = _read_key(text, pos)
+                stack.append([{}, key])
+                continue
+            else:
+                stack.append([[], None])
+                continue
+        elif char == '"':
+            try:
+                value, pos = _scanstring(text, pos + 1, True)
+            except ValueError as exc:
+                raise JSONSyntaxError(str(exc)) from None
+        else:
+            match = _NUMBER.match(text, pos)
+            if match:
+                value = float(match.group())
+                pos = match.end()
+            else:
+                for literal, literal_value in _LITERALS:
+                    if text.startswith(literal, pos):
+                        value = literal_value
+                        pos += len(literal)
+                        break
+                else:
+                    raise _fail(f"unexpected character {char!r}", pos)
+        # -- attach the finished value, closing containers as far as possible --
+        while True:
+            pos = ws(text, pos).end()  # type: ignore[union-attr]
+            if not stack:
+                if pos != end:
+                    raise _fail("unexpected data after the JSON value", pos)
+                return value
+            frame = stack[-1]
+            container = frame[0]
+            if isinstance(container, list):
+                container.append(value)
+                closing = "]"
+            else:
+                container[frame[1]] = value
+                closing = "}"
+            if text.startswith(",", pos):
+                pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
+                if closing == "}":
+                    frame[1], pos = _read_key(text, pos)
+                break
+            if text.startswith(closing, pos):
+                pos += 1
+                value = container
+                stack.pop()
+                continue
+            raise _fail(f"expected ',' or '{closing}'", pos)
