@@ -231,3 +231,21 @@ def test_same_content_in_two_areas_stays_in_its_area() -> None:
     for area in ("a", "b"):
         hits = retriever.search("shared", area, mode="lexical").hits
         assert [h.chunk.source for h in hits] == [f"{area}/x.md"]
+
+
+def test_prepare_builds_without_embedding_and_changes_nothing(
+    chunks: list[Chunk], embeddings: EmbeddingStore
+) -> None:
+    calls: list[str] = []
+
+    def counting(query: str) -> npt.NDArray[np.float64]:
+        calls.append(query)
+        return toy_embed(query)
+
+    prepared = Retriever(chunks, embeddings, counting)
+    prepared.prepare()
+    prepared.prepare("nowhere")
+    assert calls == []
+    lazy = Retriever(chunks, embeddings, toy_embed)
+    for area in ("python", "sql"):
+        assert prepared.search("rows lists", area, 3) == lazy.search("rows lists", area, 3)
