@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from brain_pipeline.corpus.store import STORE_FILENAME
+from brain_pipeline.publishing.local import embeddings_refusal
 from brain_pipeline.publishing.manifest import (
     EMBEDDINGS_FILENAME,
     MANIFEST_FILENAME,
@@ -62,17 +63,18 @@ class PublishError(RuntimeError):
     """Publishing failed; the message names the destination and the cause (no secrets)."""
 
 
-S3Action = Literal["uploaded", "unchanged"]
+S3Action = Literal["uploaded", "unchanged", "removed"]
 
 
 @dataclass(frozen=True)
 class S3ObjectOutcome:
-    """One object: what happened, its size and hex SHA-256, and how it was verified."""
+    """One object: what happened, its size and hex SHA-256, and how it was verified
+    (size/sha256 None and verified_by "" for a removal)."""
 
     key: str
     action: S3Action
-    size: int
-    sha256: str
+    size: int | None
+    sha256: str | None
     verified_by: str
 
 
@@ -115,7 +117,9 @@ class S3PublishReport:
         if self.status == "skipped":
             return f"S3: skipped: {self.reason}"
         lines = [f"s3://{self.bucket}/{self.prefix}: {self.status}"]
-        lines += [f"  {o.key}: {o.action} {o.size} bytes sha256 {o.sha256}" for o in self.objects]
+        for o in self.objects:
+            detail = f" {o.size} bytes sha256 {o.sha256}" if o.sha256 else ""
+            lines.append(f"  {o.key}: {o.action}{detail}")
         return "\n".join(lines)
 
 
@@ -308,6 +312,7 @@ def publish_s3(
     endpoint_url: str | None = None,
     include_embeddings: bool = False,
     manifest: PublishManifest | None = None,
+    agent_query_model: str | None = None,
     client: Any = None,
 ) -> S3PublishReport:
     """Upload knowledge-store.json (+ embeddings.bin when asked) and manifest.json.
@@ -316,15 +321,21 @@ def publish_s3(
     `manifest` should be the one published locally (built with `build_manifest`);
     without it a minimal one is built from the bytes. When embeddings are not part of
     this upload, the uploaded manifest says so.
+
+    With `agent_query_model` set, embeddings from another model are withheld as in
+    `publish_local`; and when `include_embeddings` is on but no vectors go out this
+    time, an embeddings.bin left by an earlier upload is deleted (it no longer matches
+    the store), which needs s3:DeleteObject.
     """
     key_prefix = normalize_prefix(prefix)
     if not bucket:
         return S3PublishReport("skipped", None, key_prefix, endpoint_url, reason="no bucket")
-    send_vectors = include_embeddings and embeddings_bytes is not None
+    refusal = _vectors_refusal(embeddings_bytes, include_embeddings, agent_query_model)
+    send_vectors = refusal is None
     if manifest is None:
         manifest = build_manifest(store_bytes, embeddings_bytes if send_vectors else None)
-    if not send_vectors and manifest.embeddings is not None:
-        manifest = manifest.without_embeddings("embeddings are not uploaded to S3")
+    if refusal is not None:
+        manifest = manifest.without_embeddings(refusal)
 
     if client is None:
         client = make_s3_client(region, endpoint_url)
@@ -334,6 +345,10 @@ def publish_s3(
     files: list[tuple[str, bytes, str]] = []
     if send_vectors and embeddings_bytes is not None:
         files.append((EMBEDDINGS_FILENAME, embeddings_bytes, BINARY_CONTENT_TYPE))
+    elif include_embeddings:
+        removed = _remove_object(dest, key_prefix + EMBEDDINGS_FILENAME)
+        if removed is not None:
+            objects.append(removed)
     files.append((STORE_FILENAME, store_bytes, JSON_CONTENT_TYPE))
     for filename, data, content_type in files:
         objects.append(_publish_object(dest, key_prefix + filename, data, content_type))
@@ -342,7 +357,7 @@ def publish_s3(
     live = _live_manifest(dest.read_small(manifest_key), manifest)
     objects.append(_publish_object(dest, manifest_key, live.to_json(), JSON_CONTENT_TYPE))
 
-    changed = any(o.action == "uploaded" for o in objects)
+    changed = any(o.action != "unchanged" for o in objects)
     return S3PublishReport(
         status="published" if changed else "unchanged",
         bucket=bucket,
@@ -351,6 +366,27 @@ def publish_s3(
         objects=tuple(objects),
         manifest=live,
     )
+
+
+def _vectors_refusal(
+    embeddings_bytes: bytes | None, include_embeddings: bool, agent_query_model: str | None
+) -> str | None:
+    """Why no embeddings.bin goes to S3 this time, or None when it does."""
+    if not include_embeddings:
+        return "embeddings are not uploaded to S3 (include_embeddings is off)"
+    if agent_query_model is not None:
+        return embeddings_refusal(embeddings_bytes, agent_query_model)
+    if embeddings_bytes is None:
+        return "no embeddings were built"
+    return None
+
+
+def _remove_object(dest: _Destination, key: str) -> S3ObjectOutcome | None:
+    if dest.probe(key) is None:
+        return None
+    with dest.errors(f"removing stale {key}"):
+        dest.client.delete_object(Bucket=dest.bucket, Key=key)
+    return S3ObjectOutcome(key, "removed", None, None, "")
 
 
 def _live_manifest(existing: bytes | None, new: PublishManifest) -> PublishManifest:

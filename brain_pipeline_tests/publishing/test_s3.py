@@ -14,6 +14,7 @@ from brain_pipeline.publishing.manifest import PublishManifest, build_manifest, 
 from brain_pipeline.publishing.s3 import PublishError, S3PublishReport, publish_s3
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.publishing.conftest import (
+    AGENT_MODEL,
     TEST_REGION,
     TEST_SECRET,
     SampleBuild,
@@ -285,3 +286,25 @@ def test_request_log_sees_the_puts(s3: MotoS3Server, build: SampleBuild) -> None
         f"/{BUCKET}/{PREFIX}knowledge-store.json",
         f"/{BUCKET}/{PREFIX}manifest.json",
     ]
+
+
+def test_vectors_of_another_model_are_withheld_and_the_stale_object_removed(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    make_bucket()
+    run(build, agent_query_model=AGENT_MODEL)
+    other = make_build(model="all-MiniLM-L6-v2", salt="v2 ")
+
+    report = run(other, agent_query_model=AGENT_MODEL)
+
+    actions = {o.key: o.action for o in report.objects}
+    assert actions == {
+        PREFIX + "embeddings.bin": "removed",
+        PREFIX + "knowledge-store.json": "uploaded",
+        PREFIX + "manifest.json": "uploaded",
+    }
+    listed = plain_client().list_objects_v2(Bucket=BUCKET)["Contents"]
+    assert PREFIX + "embeddings.bin" not in {o["Key"] for o in listed}
+    assert report.manifest is not None and report.manifest.embeddings is None
+    assert report.manifest.embeddings_note and "all-MiniLM-L6-v2" in report.manifest.embeddings_note
+    assert run(other, agent_query_model=AGENT_MODEL).status == "unchanged"
