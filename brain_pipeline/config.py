@@ -242,7 +242,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of keys, not {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: the top level must be a mapping of keys, not {type(data).__name__}"
+        )
     return data
 
 
@@ -273,7 +275,9 @@ def _absolutise(cfg: BrainConfig, base: Path, env_paths: Mapping[str, Path]) -> 
     cfg.build_dir = fix("build_dir", cfg.build_dir) or cfg.build_dir
     cfg.dagster_home = fix("", cfg.dagster_home)
     cfg.publish.root = fix("publish.root", cfg.publish.root)
-    cfg.evaluation.fixture = fix("evaluation.fixture", cfg.evaluation.fixture) or cfg.evaluation.fixture
+    cfg.evaluation.fixture = (
+        fix("evaluation.fixture", cfg.evaluation.fixture) or cfg.evaluation.fixture
+    )
     return cfg
 
 
@@ -283,7 +287,9 @@ def config_path_from_env(env: Mapping[str, str] | None = None) -> Path:
     return Path(raw).expanduser().resolve() if raw else (Path.cwd() / DEFAULT_CONFIG_NAME).resolve()
 
 
-def load_config(path: Path | str | None = None, env: Mapping[str, str] | None = None) -> BrainConfig:
+def load_config(
+    path: Path | str | None = None, env: Mapping[str, str] | None = None
+) -> BrainConfig:
     """Load and validate the configuration, apply environment overrides, absolutise paths.
 
     `path` defaults to BRAIN_CONFIG, else ./corpus_config.yaml. A missing default file is
@@ -291,7 +297,9 @@ def load_config(path: Path | str | None = None, env: Mapping[str, str] | None = 
     """
     env = os.environ if env is None else env
     explicit = path is not None or bool(env.get("BRAIN_CONFIG", "").strip())
-    config_path = Path(path).expanduser().resolve() if path is not None else config_path_from_env(env)
+    config_path = (
+        Path(path).expanduser().resolve() if path is not None else config_path_from_env(env)
+    )
     if config_path.exists() or explicit:
         data = _read_yaml(config_path)
         source = str(config_path)

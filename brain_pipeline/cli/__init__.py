@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("chunk", "materialize", "search", "eval", "bench", "status")
+COMMANDS = ("materialize", "chunk", "search", "eval", "bench", "status", "ui")
 
 DESCRIPTION = """\
 Build, evaluate and publish the knowledge store behind the teaching agent.

@@ -1,0 +1,44 @@
+"""`brain-pipeline ui`: the Dagster web UI on this project's shared instance."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+
+HELP = "open the Dagster UI (dagster dev) on the same instance the CLI uses"
+DESCRIPTION = """\
+Start `dagster dev -w workspace.yaml` with DAGSTER_HOME set to the project's instance
+(DAGSTER_HOME when set, else .dagster_home/ beside corpus_config.yaml), so runs started by
+`brain-pipeline materialize` appear in the UI's history. Stop it with Ctrl-C.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument("-p", "--port", type=int, default=3000, help="port (default 3000)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from brain_pipeline.config import ConfigError, load_config
+    from brain_pipeline.instance import ensure_instance_home
+
+    try:
+        cfg = load_config()
+    except ConfigError as exc:
+        print(f"brain-pipeline: {exc}", file=sys.stderr)
+        return 2
+    home = ensure_instance_home(cfg.instance_home())
+    workspace = cfg.base_dir / "workspace.yaml"
+    dagster = shutil.which("dagster")
+    if dagster is None:
+        print("brain-pipeline: the `dagster` command is not installed", file=sys.stderr)
+        return 2
+    print(f"Dagster UI on http://{args.host}:{args.port} (instance {home})", file=sys.stderr)
+    os.chdir(cfg.base_dir)
+    command = [dagster, "dev", "-w", str(workspace), "-h", args.host, "-p", str(args.port)]
+    os.execv(dagster, command)
+    return 0  # pragma: no cover - execv does not return

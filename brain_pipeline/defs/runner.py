@@ -1,0 +1,99 @@
+"""Materialise a selection in-process with its checks, for the CLI and tests."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import dagster as dg
+
+from brain_pipeline.defs.definitions import defs as default_defs
+
+
+@dataclass
+class MaterializeOutcome:
+    success: bool
+    run_id: str
+    lines: list[str] = field(default_factory=list)
+    failed_checks: list[str] = field(default_factory=list)
+
+
+def _describe(event: dg.DagsterEvent) -> str | None:
+    kind = event.event_type_value
+    if kind == "STEP_SUCCESS":
+        return f"  ok       {event.step_key}"
+    if kind == "STEP_FAILURE":
+        data = event.step_failure_data
+        reason = data.error.message.strip().splitlines()[0] if data and data.error else "failed"
+        return f"  FAILED   {event.step_key}: {reason}"
+    if kind == "STEP_SKIPPED":
+        return f"  skipped  {event.step_key}"
+    if kind == "ASSET_CHECK_EVALUATION":
+        evaluation = event.event_specific_data
+        passed = getattr(evaluation, "passed", None)
+        name = getattr(getattr(evaluation, "asset_check_key", None), "name", event.step_key)
+        description = getattr(evaluation, "description", None) or ""
+        verdict = "passed" if passed else f"FAILED {description}"
+        return f"  check    {name}: {verdict}".rstrip()
+    return None
+
+
+def materialize_selection(
+    selection: str = "*",
+    *,
+    definitions: dg.Definitions | None = None,
+    instance: dg.DagsterInstance | None = None,
+    force_publish: bool = False,
+    verbose: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> MaterializeOutcome:
+    """Run the implicit asset job over `selection`, checks of the selected assets included.
+
+    Dagster includes the checks of selected assets, so a failing blocking check stops the
+    publish steps of the same run exactly as a UI launch or the schedule would.
+    """
+    defs = definitions or default_defs
+    graph = defs.resolve_asset_graph()
+    with warnings.catch_warnings():
+        # Parsing '*' touches a beta parameter inside Dagster itself; not our concern.
+        warnings.simplefilter("ignore", category=dg.BetaWarning)
+        keys = dg.AssetSelection.from_string(selection).resolve(graph)
+    if not keys:
+        raise ValueError(f"the selection {selection!r} matches no asset")
+    job = defs.resolve_implicit_global_asset_job_def()
+    run_config: dict[str, object] = {}
+    if not verbose:
+        # Our own one-line-per-step summary replaces Dagster's console log.
+        run_config["loggers"] = {"console": {"config": {"log_level": "CRITICAL"}}}
+    publish_keys = {dg.AssetKey("published_local"), dg.AssetKey("published_s3")}
+    if force_publish:
+        run_config["ops"] = {
+            key.to_python_identifier(): {"config": {"force": True}} for key in keys & publish_keys
+        }
+    result = job.execute_in_process(
+        instance=instance or dg.DagsterInstance.get(),
+        asset_selection=sorted(keys, key=lambda k: k.to_user_string()),
+        run_config=run_config,
+        raise_on_error=False,
+        tags={"launched_by": "brain-pipeline materialize", "selection": selection},
+    )
+    outcome = MaterializeOutcome(success=result.success, run_id=result.run_id)
+    for event in result.all_events:
+        line = _describe(event)
+        if line is None:
+            continue
+        outcome.lines.append(line)
+        if echo is not None:
+            echo(line)
+        if line.startswith("  check") and "FAILED" in line:
+            outcome.failed_checks.append(line.strip())
+    finished = {e.step_key for e in result.all_events if e.step_key and e.is_step_event}
+    for key in sorted(keys, key=lambda k: k.to_user_string()):
+        step = key.to_python_identifier()
+        if step not in finished:
+            line = f"  blocked  {step}: not run (an upstream step or blocking check failed)"
+            outcome.lines.append(line)
+            if echo is not None:
+                echo(line)
+    return outcome

@@ -1,0 +1,131 @@
+"""Configuration -> core wiring shared by the Dagster layer and the CLI (no Dagster import).
+
+Each function here is the one code path for a behaviour that both the assets and the
+command line need: which embedder the configuration asks for, and how a build directory
+is evaluated against the fixture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from brain_pipeline.config import BrainConfig
+
+if TYPE_CHECKING:
+    from brain_pipeline.embedding.providers import Embedder
+    from brain_pipeline.retrieval.vectors import EmbeddingStore
+
+
+def embedder_for(cfg: BrainConfig) -> Embedder | None:
+    """The embedder the configuration selects (`auto` resolved), or None for `none`."""
+    from brain_pipeline.embedding.providers import make_embedder
+
+    emb = cfg.embedding
+    return make_embedder(
+        cfg.effective_provider(),
+        model=emb.model,
+        dimension=emb.dimension,
+        api_key=cfg.gemini_api_key(),
+        texts_per_minute=emb.texts_per_minute,
+        requests_per_minute=emb.requests_per_minute,
+        max_attempts=emb.max_attempts,
+        batch_size=emb.batch_size,
+        local_model=emb.local_model,
+    )
+
+
+def read_embeddings(path: Path, warn: Any = None) -> EmbeddingStore | None:
+    """Decode embeddings.bin if present; a file that is not a store is ignored with a warning."""
+    from brain_pipeline.retrieval.vectors import NotAnEmbeddingStore, decode_embeddings
+
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        return decode_embeddings(data)
+    except NotAnEmbeddingStore as exc:
+        if warn is not None:
+            warn(f"ignoring {path}: {exc}")
+        return None
+
+
+@dataclass
+class EvaluationOutcome:
+    """What the blocking check and `brain-pipeline eval` report."""
+
+    failures: list[str]
+    stale_ids: list[str] = field(default_factory=list)
+    flat_metrics: dict[str, float] = field(default_factory=dict)
+    markdown: str = ""
+    report: Any = None
+
+
+def query_embedder_for(
+    cfg: BrainConfig, embeddings: EmbeddingStore | None
+) -> tuple[Any, str | None]:
+    """The query side of hybrid retrieval: (embedder callable or None, its model name).
+
+    Only built when there are vectors to compare against; a provider that cannot be
+    built (e.g. no key) means lexical retrieval, never a crash.
+    """
+    if embeddings is None:
+        return None, None
+    try:
+        embedder = embedder_for(cfg)
+    except Exception:  # noqa: BLE001 - any provider failure means "no dense side"
+        return None, None
+    if embedder is None:
+        return None, None
+    return embedder.embed_query, embedder.name
+
+
+def evaluate_store_dir(
+    cfg: BrainConfig, store_dir: Path, fixture: Path | None = None, warn: Any = None
+) -> EvaluationOutcome:
+    """Evaluate the store (and vectors) in `store_dir` against the fixture and thresholds.
+
+    The single code path behind the blocking `retrieval_eval` check and `brain-pipeline
+    eval`: an empty store, a stale fixture or a missed threshold are failures.
+    """
+    from brain_pipeline.corpus.store import STORE_FILENAME, load_store
+    from brain_pipeline.evaluation.fixture import FixtureError
+    from brain_pipeline.evaluation.runner import run_evaluation
+
+    store_file = store_dir / STORE_FILENAME
+    if not store_file.exists():
+        return EvaluationOutcome(
+            failures=[f"no store at {store_file}: materialise knowledge_store first"]
+        )
+    chunks = load_store(store_file)
+    embeddings = read_embeddings(store_dir / "embeddings.bin", warn=warn)
+    query_embedder, query_model = query_embedder_for(cfg, embeddings)
+    thresholds = dict(cfg.evaluation.thresholds)
+    if cfg.effective_provider() == "none":
+        # No vectors by choice: hybrid *is* BM25, so only BM25's floors can be judged.
+        thresholds.pop("hybrid", None)
+    try:
+        report, failures = run_evaluation(
+            chunks,
+            fixture or cfg.evaluation.fixture,
+            thresholds,
+            embeddings=embeddings,
+            query_embedder=query_embedder,
+            query_model=query_model,
+        )
+    except (FixtureError, FileNotFoundError) as exc:
+        return EvaluationOutcome(failures=[f"fixture unusable: {exc}"])
+    return EvaluationOutcome(
+        failures=list(failures),
+        stale_ids=list(getattr(report, "stale_ids", []) or []),
+        flat_metrics=report.flat_metrics(),
+        markdown=report.to_markdown(),
+        report=report,
+    )
+
+
+def evaluate_build(cfg: BrainConfig, warn: Any = None) -> EvaluationOutcome:
+    """Evaluate the build directory's store and vectors."""
+    return evaluate_store_dir(cfg, cfg.build_dir, warn=warn)
