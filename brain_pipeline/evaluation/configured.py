@@ -91,6 +91,8 @@ def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -
             f"the store's vectors were made by {embeddings.model!r}, but the configured "
             f"{provider} provider embeds queries with {expected!r}",
         )
+    if provider == "gemini" and not cfg.gemini_api_key():
+        return QueryEmbedding(None, None, "no Gemini API key (set GEMINI_API_KEY)")
     from brain_pipeline.embedding.providers import EmbeddingError, make_embedder
 
     try:
