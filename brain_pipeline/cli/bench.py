@@ -62,25 +62,18 @@ def run(args: argparse.Namespace) -> int:
     cache = None
     embedding_errors: tuple[type[Exception], ...] = ()
     if args.mode != "lexical":
-        from brain_pipeline.embedding.providers import EmbeddingError, make_embedder
+        from brain_pipeline.embedding.providers import EmbeddingError
+        from brain_pipeline.services import embedder_for
 
         embedding_errors = (EmbeddingError,)
-
         try:
             cfg = load_config()
             configured = cfg.effective_provider()
-            provider = args.provider or (configured if configured != "none" else "local")
-            embedder = make_embedder(
-                provider,
-                model=cfg.embedding.model,
-                dimension=cfg.embedding.dimension,
-                api_key=cfg.gemini_api_key(),
-                texts_per_minute=cfg.embedding.texts_per_minute,
-                requests_per_minute=cfg.embedding.requests_per_minute,
-                max_attempts=cfg.embedding.max_attempts,
-                batch_size=cfg.embedding.batch_size,
-                local_model=cfg.embedding.local_model,
+            # The benchmark needs vectors: "none" means the offline model here.
+            cfg.embedding.provider = args.provider or (
+                configured if configured != "none" else "local"
             )
+            embedder = embedder_for(cfg)
         except (ConfigError, EmbeddingError, ValueError) as exc:
             print(f"brain-pipeline bench: {exc}", file=sys.stderr)
             return 2

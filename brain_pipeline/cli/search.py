@@ -41,12 +41,12 @@ def _note(message: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError, load_config
-    from brain_pipeline.evaluation.configured import (
+    from brain_pipeline.evaluation.search import (
+        BatchFormatError,
         StoreNotFoundError,
         choose_query_embedder,
         open_store,
     )
-    from brain_pipeline.evaluation.search import BatchFormatError
     from brain_pipeline.retrieval.hybrid import Retriever
 
     if (args.query is None) == (args.queries is None):

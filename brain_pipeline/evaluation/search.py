@@ -1,19 +1,106 @@
-"""Searching a built store by hand or in bulk: provenance rendering and batch query files.
+"""Searching a built store by hand or in bulk (what `brain-pipeline search` runs).
 
-Batch files let any outside tool evaluate our retrieval: one `{"qid", "query", "area"}`
-object per line in, one `{"qid", "ids", "scores"}` object per line out.
+A store directory holds knowledge-store.json and, optionally, embeddings.bin. Queries
+are embedded with the configured provider only when that provider made the store's
+vectors; every other case searches lexically and says why, as the agent would.
+Passages are printed under the agent's provenance lines. Batch files let any outside
+tool evaluate our retrieval: one `{"qid", "query", "area"}` object per line in, one
+`{"qid", "ids", "scores"}` object per line out.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from brain_pipeline.corpus.store import Chunk
+from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, load_store
 from brain_pipeline.retrieval.hybrid import Hit, Retriever
+from brain_pipeline.retrieval.vectors import EmbeddingStore
+
+if TYPE_CHECKING:
+    from brain_pipeline.config import BrainConfig
+
+EMBEDDINGS_FILENAME = "embeddings.bin"
+
+
+class StoreNotFoundError(FileNotFoundError):
+    """No knowledge-store.json where the store was expected."""
+
+
+@dataclass
+class OpenedStore:
+    """A store directory's chunks, its vectors when readable, and what was wrong."""
+
+    directory: Path
+    chunks: list[Chunk]
+    embeddings: EmbeddingStore | None
+    warnings: list[str] = field(default_factory=list)
+
+
+def open_store(path: Path | str) -> OpenedStore:
+    """Read a store directory (or a knowledge-store.json path and its neighbour).
+
+    An embeddings.bin that is not PATBEMB1 is ignored with a warning, never misread.
+    """
+    target = Path(path)
+    store_file = target / STORE_FILENAME if target.is_dir() else target
+    if not store_file.is_file():
+        raise StoreNotFoundError(
+            f"no {STORE_FILENAME} at {store_file}; build it first (brain-pipeline materialize) "
+            "or pass --store DIR"
+        )
+    chunks = load_store(store_file)
+    directory = store_file.parent
+    from brain_pipeline.services import read_embeddings
+
+    warnings: list[str] = []
+    embeddings = read_embeddings(directory / EMBEDDINGS_FILENAME, warn=warnings.append)
+    return OpenedStore(directory, chunks, embeddings, warnings)
+
+
+@dataclass(frozen=True)
+class QueryEmbedding:
+    """How queries get vectors: `embed` and its model, or None and `note` saying why not."""
+
+    embed: Callable[[str], Any] | None
+    model: str | None
+    note: str | None = None
+
+
+def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -> QueryEmbedding:
+    """The configured provider's query embedder, if it made `embeddings`; else why not.
+
+    Nothing is loaded or contacted when the answer is "lexical".
+    """
+    if embeddings is None:
+        return QueryEmbedding(None, None, f"no readable {EMBEDDINGS_FILENAME} in the store")
+    provider = cfg.effective_provider()
+    if provider == "none":
+        return QueryEmbedding(None, None, "the embedding provider is 'none'")
+    expected = cfg.effective_model()
+    if embeddings.model != expected:
+        return QueryEmbedding(
+            None,
+            None,
+            f"the store's vectors were made by {embeddings.model!r}, but the configured "
+            f"{provider} provider embeds queries with {expected!r}",
+        )
+    if provider == "gemini" and not cfg.gemini_api_key():
+        return QueryEmbedding(None, None, "no Gemini API key (set GEMINI_API_KEY)")
+    from brain_pipeline.embedding.providers import EmbeddingError
+    from brain_pipeline.services import embedder_for
+
+    try:
+        embedder = embedder_for(cfg)
+    except (EmbeddingError, ValueError) as exc:
+        return QueryEmbedding(None, None, f"cannot embed queries with {provider}: {exc}")
+    if embedder is None:
+        return QueryEmbedding(None, None, "the embedding provider is 'none'")
+    return QueryEmbedding(embedder.embed_query, embedder.name)
 
 
 class BatchFormatError(ValueError):

@@ -20,7 +20,7 @@ def test_prints_the_table_and_passes(project: Project, capsys: pytest.CaptureFix
     for name in ("legacy", "bm25", "hybrid (= bm25)"):
         row = next(line for line in out.splitlines() if line.startswith(name + " "))
         assert row.split()[-4:] == ["1.000", "1.000", "1.000", "0/3"]
-    assert "no readable embeddings.bin" in out
+    assert "hybrid answered 3/3 queries with BM25" in out
 
 
 def test_failed_thresholds_exit_non_zero_and_say_which(
@@ -66,7 +66,7 @@ def test_json_and_store_option(
     assert [r["name"] for r in report["retrievers"]] == ["legacy", "bm25", "hybrid"]
     assert report["chunks"] == 4
     assert main(["eval", "--store", str(tmp_path / "nowhere")]) == 2
-    assert "no knowledge-store.json" in capsys.readouterr().err
+    assert "nowhere/knowledge-store.json" in capsys.readouterr().err
 
 
 def test_unreadable_vectors_are_a_warning(
@@ -74,4 +74,4 @@ def test_unreadable_vectors_are_a_warning(
 ) -> None:
     (project.build / "embeddings.bin").write_bytes(b"JUNKJUNK" + bytes(40))
     assert main(["eval"]) == 0
-    assert "bad magic" in capsys.readouterr().out
+    assert "bad magic" in capsys.readouterr().err

@@ -1,8 +1,7 @@
-"""Store directories, the query-embedder choice and the configured evaluation."""
+"""Opening store directories and choosing the query embedder for search."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -10,14 +9,12 @@ import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, serialize_store
-from brain_pipeline.evaluation.configured import (
+from brain_pipeline.evaluation.search import (
     StoreNotFoundError,
     choose_query_embedder,
-    evaluate_store,
     open_store,
 )
 from brain_pipeline.retrieval.vectors import EmbeddingStore, encode_embeddings, quantize
-from brain_pipeline_tests.evaluation.helpers import WordHashEmbedder
 
 
 def write_store(directory: Path, chunks: list[Chunk], vectors: bytes | None = None) -> Path:
@@ -95,24 +92,3 @@ def test_matching_local_model_embeds_queries(tmp_path: Path) -> None:
     vector = np.asarray(choice.embed("what is a vpc"))
     assert vector.shape == (384,)
     assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-3)
-
-
-def test_evaluate_store_uses_the_configured_fixture_and_thresholds(
-    tmp_path: Path, store: list[Chunk], embedder: WordHashEmbedder
-) -> None:
-    write_store(tmp_path / "build", store, vectors_bytes(store, embedder.name))
-    fixture = tmp_path / "fixture.json"
-    fixture.write_text(
-        json.dumps({"queries": [{"query": "vpc", "area": "aws", "relevant": [store[0].id]}]})
-    )
-    cfg = config(
-        tmp_path,
-        "local",
-        evaluation=f"\n  fixture: {fixture}\n  thresholds:\n    bm25:\n      min_recall_at_10: 1.0",
-    )
-    report, failures = evaluate_store(cfg)
-    assert failures == []
-    assert report.fixture_source == str(fixture)
-    assert any("were made by 'word-hash-16'" in note for note in report.notes)
-    hybrid = report.summary("hybrid")
-    assert hybrid is not None and hybrid.fell_back_entirely
