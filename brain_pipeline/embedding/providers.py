@@ -1,0 +1,144 @@
+"""The one small interface every embedding provider implements, and the factory.
+
+The builder, the Dagster asset and the retriever only ever see `Embedder`; whether the
+vectors come from Gemini over HTTP or from the bundled ONNX model is decided once, here.
+Provider modules are imported lazily so that choosing one never loads the other's
+dependencies (the SDK or onnxruntime).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from brain_pipeline.embedding.pacing import RetryStats
+
+FloatMatrix = npt.NDArray[np.float32]
+FloatVector = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    """Turns texts into float32 vectors of a fixed dimension.
+
+    `name` is the model name written into embeddings.bin: vectors are only ever reused
+    by a later build when both `name` and `dimension` match.
+    `max_batch` is how many texts the builder hands over per call (and so per checkpoint).
+    """
+
+    name: str
+    dimension: int
+    max_batch: int
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        """One unit-length float32 row per text (n × dimension)."""
+        ...
+
+    def embed_query(self, text: str) -> FloatVector:
+        """A unit-length float32 vector (dimension,) for a search query."""
+        ...
+
+
+@runtime_checkable
+class ReportsStats(Protocol):
+    """Providers that talk to a service expose request, 429 and waiting figures."""
+
+    stats: RetryStats
+
+
+class EmbeddingError(RuntimeError):
+    """Embedding could not be done. Messages never contain credentials."""
+
+
+class EmbeddingRejected(EmbeddingError):
+    """The service refused the request for a reason retrying cannot fix (key, access, model)."""
+
+
+class EmbeddingUnavailable(EmbeddingError):
+    """The service kept failing (quota exhausted, 5xx, network) after every allowed attempt."""
+
+
+class LocalModelUnavailable(EmbeddingError):
+    """The bundled ONNX model or its tokenizer is missing or not the file we pinned."""
+
+
+PROVIDERS = ("gemini", "local", "none")
+
+
+class QueryCache:
+    """A tiny LRU of query vectors, so a session of searches embeds each query once."""
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._items: OrderedDict[str, FloatVector] = OrderedDict()
+
+    def get_or_compute(self, text: str, compute: Callable[[str], FloatVector]) -> FloatVector:
+        hit = self._items.get(text)
+        if hit is not None:
+            self._items.move_to_end(text)
+            return hit
+        vector = compute(text)
+        vector.setflags(write=False)
+        self._items[text] = vector
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
+        return vector
+
+
+def unit_rows(matrix: npt.ArrayLike) -> FloatMatrix:
+    """L2-normalise rows in float32; zero rows stay zero."""
+    data = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(data, axis=1, keepdims=True)
+    return np.divide(data, norms, out=np.zeros_like(data), where=norms > 0)
+
+
+def make_embedder(
+    provider: str,
+    *,
+    model: str | None = None,
+    dimension: int | None = None,
+    api_key: str | None = None,
+    texts_per_minute: float = 3000,
+    requests_per_minute: float | None = None,
+    max_attempts: int = 6,
+    batch_size: int = 100,
+    local_model: str | None = None,
+    base_url: str | None = None,
+) -> Embedder | None:
+    """Build the provider named by `provider` ("gemini" | "local" | "none").
+
+    "auto" must be resolved by the caller (config.effective_provider()). For "gemini",
+    `model`/`dimension` default to gemini-embedding-001 at 256 and `api_key` is required;
+    `base_url` defaults to the SDK's own resolution (GOOGLE_GEMINI_BASE_URL, then
+    Google's). For "local", `local_model` names the bundled model (only
+    all-MiniLM-L6-v2-int8 exists); `model` and `dimension` are Gemini settings and are
+    ignored (the local model's dimension is fixed at 384).
+    """
+    if provider == "none":
+        return None
+    if provider == "gemini":
+        from brain_pipeline.embedding.gemini import DEFAULT_DIMENSION, DEFAULT_MODEL, GeminiEmbedder
+
+        if not api_key:
+            raise EmbeddingRejected("the Gemini provider needs an API key (GEMINI_API_KEY)")
+        return GeminiEmbedder(
+            api_key=api_key,
+            model=model or DEFAULT_MODEL,
+            dimension=dimension or DEFAULT_DIMENSION,
+            texts_per_minute=texts_per_minute,
+            requests_per_minute=requests_per_minute,
+            max_attempts=max_attempts,
+            batch_size=batch_size,
+            base_url=base_url,
+        )
+    if provider == "local":
+        from brain_pipeline.embedding.local import LOCAL_MODEL_NAME, LocalEmbedder
+
+        name = local_model or LOCAL_MODEL_NAME
+        if name != LOCAL_MODEL_NAME:
+            raise ValueError(f"unknown local model {name!r}; the bundled one is {LOCAL_MODEL_NAME}")
+        return LocalEmbedder()
+    raise ValueError(f"unknown embedding provider {provider!r}; expected one of {PROVIDERS}")

@@ -1,0 +1,1 @@
+"""Tests of the embedding core against our Gemini peer and the bundled local model."""

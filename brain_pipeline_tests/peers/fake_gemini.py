@@ -1,0 +1,283 @@
+"""A Gemini embeddings REST server on loopback, for driving the real google-genai SDK.
+
+It implements `POST /{v1,v1beta}/models/{model}:batchEmbedContents` as the service does
+(body and error shapes as observed), plus what tests and benchmarks need to stage
+trouble:
+
+* deterministic vectors from a hash of (text, dimension): `fake_vector()`;
+* a quota of `quota_texts` texts per fixed window of `window_seconds`, answering 429
+  RESOURCE_EXHAUSTED with a RetryInfo `retryDelay` equal to the time left in the window
+  (a refused request does not count against the quota);
+* scripted answers (`script=[200, 500, 503, ...]` consumed one per request; 200 means
+  "answer normally", so a failure can be placed mid-run), a per-request
+  `delay_seconds`, 400 beyond 100 texts, 400 INVALID_ARGUMENT for a wrong key, 403 for
+  keys listed in `forbidden_keys`, 404 for models outside `models`;
+* `GET /stats` (texts, requests, rate_limited, task types, batch sizes) and
+  `POST /reset` / `POST /config` (JSON body of settings), so a test can steer a server
+  that another process is talking to.
+
+The server runs in a daemon thread of the test process; use it as a context manager.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+MAX_BATCH = 100
+DEFAULT_MODELS = ("gemini-embedding-001", "text-embedding-004")
+
+
+def fake_vector(text: str, dimension: int) -> npt.NDArray[np.float64]:
+    """The vector the server returns for `text` at `dimension` (not normalised, as Gemini's)."""
+    seed = hashlib.sha256(f"{dimension}\x00{text}".encode("utf-8", "surrogatepass")).digest()
+    rng = np.random.default_rng(int.from_bytes(seed[:8], "little"))
+    return rng.standard_normal(dimension) * 0.3
+
+
+@dataclass
+class Settings:
+    """What the server does; every field can be changed through configure() or /config."""
+
+    api_key: str | None = "test-key"  # None accepts any key
+    forbidden_keys: list[str] = field(default_factory=list)
+    models: list[str] = field(default_factory=lambda: list(DEFAULT_MODELS))
+    quota_texts: int | None = None
+    window_seconds: float = 60.0
+    delay_seconds: float = 0.0
+    script: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Stats:
+    """What the server saw. `texts` counts texts in accepted (200) requests only."""
+
+    texts: int = 0
+    requests: int = 0
+    rate_limited: int = 0
+    errors: int = 0
+    task_types: dict[str, int] = field(default_factory=dict)
+    batch_sizes: list[int] = field(default_factory=list)
+    accepted_at: list[float] = field(default_factory=list)  # monotonic, one per accepted request
+
+
+def _error(code: int, status: str, message: str, details: list[dict[str, Any]] | None = None
+           ) -> tuple[int, dict[str, Any]]:
+    body: dict[str, Any] = {"code": code, "message": message, "status": status}
+    if details:
+        body["details"] = details
+    return code, {"error": body}
+
+
+class FakeGemini:
+    """The server object: `url`, `configure(**settings)`, `stats()`, `reset()`."""
+
+    def __init__(self, **settings: Any) -> None:
+        self._lock = threading.Lock()
+        self.settings = Settings(**settings)
+        self._stats = Stats()
+        self._window_start = time.monotonic()
+        self._window_used = 0
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    # -------------------------------------------------------------- lifecycle
+    def start(self) -> FakeGemini:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeGemini:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    # -------------------------------------------------------------- control
+    def configure(self, **settings: Any) -> None:
+        """Change settings; changing the quota or window starts a fresh window."""
+        with self._lock:
+            for key, value in settings.items():
+                if not hasattr(self.settings, key):
+                    raise ValueError(f"unknown setting {key}")
+                setattr(self.settings, key, value)
+            if {"quota_texts", "window_seconds"} & settings.keys():
+                self._window_start = time.monotonic()
+                self._window_used = 0
+
+    def reset(self) -> None:
+        """Default settings, zeroed statistics, a fresh quota window."""
+        with self._lock:
+            self.settings = Settings()
+            self._stats = Stats()
+            self._window_start = time.monotonic()
+            self._window_used = 0
+
+    def stats(self) -> Stats:
+        with self._lock:
+            s = self._stats
+            return Stats(s.texts, s.requests, s.rate_limited, s.errors, dict(s.task_types),
+                         list(s.batch_sizes), list(s.accepted_at))
+
+    # -------------------------------------------------------------- the endpoint
+    def embed(self, version: str, model: str, key: str | None, body: Any
+              ) -> tuple[int, dict[str, Any]]:
+        """Answer one batchEmbedContents call: (HTTP status, JSON body)."""
+        with self._lock:
+            self._stats.requests += 1
+            delay = self.settings.delay_seconds
+        if delay:
+            time.sleep(delay)
+        with self._lock:
+            status, payload = self._decide(version, model, key, body)
+            if status == 429:
+                self._stats.rate_limited += 1
+            elif status != 200:
+                self._stats.errors += 1
+            return status, payload
+
+    def _decide(self, version: str, model: str, key: str | None, body: Any
+                ) -> tuple[int, dict[str, Any]]:
+        s = self.settings
+        code = s.script.pop(0) if s.script else 200
+        if code != 200:
+            status = {500: "INTERNAL", 503: "UNAVAILABLE"}.get(code, "UNKNOWN")
+            return _error(code, status, "scripted failure")
+        if s.api_key is not None and key != s.api_key:
+            return _error(400, "INVALID_ARGUMENT",
+                          "API key not valid. Please pass a valid API key.",
+                          [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                            "reason": "API_KEY_INVALID", "domain": "googleapis.com"}])
+        if key in s.forbidden_keys:
+            return _error(403, "PERMISSION_DENIED",
+                          "Method doesn't allow unregistered callers or this project.")
+        if model not in s.models:
+            return _error(404, "NOT_FOUND", f"models/{model} is not found for API version "
+                          f"{version}, or is not supported for embedContent.")
+        requests = body.get("requests") if isinstance(body, dict) else None
+        if not isinstance(requests, list) or not requests:
+            return _error(400, "INVALID_ARGUMENT", "requests must be a non-empty list")
+        if len(requests) > MAX_BATCH:
+            return _error(400, "INVALID_ARGUMENT",
+                          f"* BatchEmbedContentsRequest.requests: at most {MAX_BATCH} "
+                          "requests can be in one batch")
+        refusal = self._charge_quota(len(requests))
+        if refusal is not None:
+            return refusal
+        vectors = []
+        for item in requests:
+            text = "".join(part.get("text", "") for part in item["content"]["parts"])
+            dim = int(item.get("outputDimensionality") or 3072)
+            task = str(item.get("taskType", "TASK_TYPE_UNSPECIFIED"))
+            self._stats.task_types[task] = self._stats.task_types.get(task, 0) + 1
+            vectors.append({"values": fake_vector(text, dim).tolist()})
+        self._stats.texts += len(requests)
+        self._stats.batch_sizes.append(len(requests))
+        self._stats.accepted_at.append(time.monotonic())
+        return 200, {"embeddings": vectors}
+
+    def _charge_quota(self, n: int) -> tuple[int, dict[str, Any]] | None:
+        """Fixed windows from the last reset; a refused request costs nothing."""
+        quota = self.settings.quota_texts
+        if quota is None:
+            return None
+        window = self.settings.window_seconds
+        now = time.monotonic()
+        elapsed = now - self._window_start
+        if elapsed >= window:
+            self._window_start += window * int(elapsed // window)
+            self._window_used = 0
+        if self._window_used + n <= quota:
+            self._window_used += n
+            return None
+        left = window - (now - self._window_start)
+        return _error(
+            429, "RESOURCE_EXHAUSTED",
+            "Quota exceeded for metric: generativelanguage.googleapis.com/"
+            "embed_content_free_tier_requests, limit: " + str(quota),
+            [
+                {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                 "violations": [{"quotaMetric": "embed_content_requests", "quotaId": "Fake"}]},
+                {"@type": "type.googleapis.com/google.rpc.Help", "links": []},
+                {"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                 "retryDelay": f"{max(left, 0.0):.9f}s"},
+            ],
+        )
+
+    # -------------------------------------------------------------- HTTP plumbing
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return  # keep test output quiet
+
+            def _send(self, status: int, payload: Any) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json; charset=UTF-8")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _body(self) -> Any:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    return json.loads(raw) if raw else {}
+                except ValueError:
+                    return None
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path.rstrip("/") == "/stats":
+                    self._send(200, server.stats().__dict__)
+                else:
+                    self._send(*_error(404, "NOT_FOUND", f"no route {self.path}"))
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self._body()
+                path = self.path.split("?", 1)[0]
+                if path == "/reset":
+                    server.reset()
+                    self._send(200, {})
+                    return
+                if path == "/config":
+                    try:
+                        server.configure(**(body or {}))
+                    except (TypeError, ValueError) as exc:
+                        self._send(*_error(400, "INVALID_ARGUMENT", str(exc)))
+                        return
+                    self._send(200, {})
+                    return
+                parts = path.strip("/").split("/")
+                if (len(parts) == 3 and parts[0] in ("v1", "v1beta") and parts[1] == "models"
+                        and parts[2].endswith(":batchEmbedContents")):
+                    model = parts[2].rsplit(":", 1)[0]
+                    key = self.headers.get("x-goog-api-key")
+                    self._send(*server.embed(parts[0], model, key, body))
+                    return
+                self._send(*_error(404, "NOT_FOUND", f"no route {path}"))
+
+        return Handler
