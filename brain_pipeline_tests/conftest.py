@@ -6,6 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from brain_pipeline_tests.peers.moto_s3 import (
+    TEST_ACCESS_KEY,
+    TEST_REGION,
+    TEST_SECRET,
+    MotoS3Server,
+)
+
 # Variables that would point a test at a real service, a real corpus or another config.
 LEAKY_ENV = (
     "GEMINI_API_KEY",
@@ -40,3 +47,28 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in LEAKY_ENV:
         monkeypatch.delenv(name, raising=False)
     yield
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoS3Server]:
+    """moto's standalone S3 server on 127.0.0.1, one child process for the session."""
+    with MotoS3Server.start() as server:
+        yield server
+
+
+@pytest.fixture
+def s3(moto_server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoS3Server]:
+    """A clean moto server reachable by a plain boto3 client through the environment."""
+    moto_server.disable_auth()
+    moto_server.reset()
+    moto_server.requests_settled()
+    moto_server.clear_requests()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto_server.endpoint_url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEST_ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", TEST_REGION)
+    try:
+        yield moto_server
+    finally:
+        moto_server.disable_auth()
+        moto_server.reset()

@@ -78,20 +78,23 @@ def build_corpus_sensor(cfg: BrainConfig) -> dg.SensorDefinition:
     )
     def corpus_changed_sensor(
         context: dg.SensorEvaluationContext,
-    ) -> dg.SensorResult | dg.SkipReason:
+    ) -> dg.SensorResult:
         live = load_config(cfg.config_path) if cfg.config_path else cfg
         before: dict[str, Any] = json.loads(context.cursor) if context.cursor else {}
         after = corpus_state(live, before)
         if not context.cursor:
+            # First look: remember the corpus; the nightly schedule covers what came before.
             return dg.SensorResult(
-                run_requests=[
-                    dg.RunRequest(run_key=change_key({}, after)[0], tags={"trigger": "first-look"})
-                ],
+                skip_reason=f"baseline recorded ({len(after)} files watched)",
                 cursor=json.dumps(after, sort_keys=True),
             )
         key, changed = change_key(before, after)
         if not changed:
-            return dg.SkipReason(f"no corpus change ({len(after)} files watched)")
+            # Keep the refreshed cursor: touched-but-identical files are not re-hashed next tick.
+            return dg.SensorResult(
+                skip_reason=f"no corpus change ({len(after)} files watched)",
+                cursor=json.dumps(after, sort_keys=True),
+            )
         preview = ", ".join(changed[:5]) + (
             f" and {len(changed) - 5} more" if len(changed) > 5 else ""
         )

@@ -105,7 +105,7 @@ def _manifest(
         parse_store(artifacts.store_bytes),
         artifacts.evaluation,
         fingerprint,
-        context.run_id,
+        context.run.run_id,
     )
 
 

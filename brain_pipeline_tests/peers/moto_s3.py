@@ -34,6 +34,13 @@ _REQUEST_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<
 _STARTUP_TIMEOUT_S = 20.0
 
 
+# Dummy credentials for the loopback server. The secret is distinctive so a test can
+# prove it never surfaces in a message.
+TEST_REGION = "us-east-1"
+TEST_ACCESS_KEY = "TESTPUBLISHKEY000001"
+TEST_SECRET = "sEcReT-never-print-me-0123456789abcdefgh"
+
+
 @dataclass(frozen=True)
 class LoggedRequest:
     """One line of the server's request log."""

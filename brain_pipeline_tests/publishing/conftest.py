@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,13 +12,11 @@ import pytest
 
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
-from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
+from brain_pipeline_tests.peers.moto_s3 import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET
+
+__all__ = ["TEST_ACCESS_KEY", "TEST_REGION", "TEST_SECRET"]
 
 AGENT_MODEL = "gemini-embedding-001"
-TEST_REGION = "us-east-1"
-TEST_ACCESS_KEY = "TESTPUBLISHKEY000001"
-# Distinctive so a test can prove it never surfaces in a message.
-TEST_SECRET = "sEcReT-never-print-me-0123456789abcdefgh"
 
 
 @dataclass(frozen=True)
@@ -66,36 +64,6 @@ def publish_root(tmp_path: Path) -> Path:
     root = tmp_path / "agent"
     root.mkdir()
     return root
-
-
-# -- S3 -------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def moto_server() -> Iterator[MotoS3Server]:
-    with MotoS3Server.start() as server:
-        yield server
-
-
-@pytest.fixture
-def s3(moto_server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[MotoS3Server]:
-    """A clean moto server reachable by a plain boto3 client through the environment."""
-    moto_server.disable_auth()
-    moto_server.reset()
-    moto_server.requests_settled()
-    moto_server.clear_requests()
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto_server.endpoint_url)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", TEST_ACCESS_KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", TEST_SECRET)
-    monkeypatch.setenv("AWS_DEFAULT_REGION", TEST_REGION)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
-    try:
-        yield moto_server
-    finally:
-        moto_server.disable_auth()
-        moto_server.reset()
 
 
 @pytest.fixture

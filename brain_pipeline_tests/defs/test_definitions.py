@@ -1,0 +1,92 @@
+"""The one Definitions object: what the UI, the schedule and the CLI all load."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import dagster as dg
+import yaml
+
+from brain_pipeline.defs.definitions import build_definitions, defs
+
+REPO = Path(__file__).resolve().parents[2]
+EXPECTED_GROUPS = {
+    "corpus_manifest": "ingest",
+    "knowledge_chunks": "ingest",
+    "knowledge_store": "ingest",
+    "embeddings": "embed",
+    "published_local": "publish",
+    "published_s3": "publish",
+}
+
+
+def test_every_asset_has_its_group_kinds_and_description() -> None:
+    graph = defs.resolve_asset_graph()
+    keys = {key.to_user_string() for key in graph.get_all_asset_keys()}
+    assert keys == set(EXPECTED_GROUPS)
+    for name, group in EXPECTED_GROUPS.items():
+        node = graph.get(dg.AssetKey(name))
+        assert node.group_name == group
+        assert node.description and len(node.description) > 40
+        assert any(tag.startswith("dagster/kind/") for tag in node.tags), name
+    assert "dagster/kind/s3" in graph.get(dg.AssetKey("published_s3")).tags
+    assert "dagster/kind/gemini" in graph.get(dg.AssetKey("embeddings")).tags
+
+
+def test_retrieval_eval_is_a_blocking_check_upstream_of_all_publishing() -> None:
+    graph = defs.resolve_asset_graph()
+    check_key = dg.AssetCheckKey(dg.AssetKey("embeddings"), "retrieval_eval")
+    assert check_key in graph.asset_check_keys
+    spec = graph.get_check_spec(check_key)
+    assert spec.blocking is True
+    for name in ("published_local", "published_s3"):
+        upstream = graph.get(dg.AssetKey(name)).parent_keys
+        ancestors = set(upstream)
+        frontier = list(upstream)
+        while frontier:
+            parents = graph.get(frontier.pop()).parent_keys
+            frontier.extend(parents - ancestors)
+            ancestors |= parents
+        assert dg.AssetKey("embeddings") in ancestors, name
+
+
+def test_reingest_job_selects_every_asset_and_the_check() -> None:
+    job = defs.resolve_job_def("reingest_job")
+    graph = defs.resolve_asset_graph()
+    selected = job.asset_layer.selected_asset_keys
+    assert selected == set(graph.get_all_asset_keys())
+    assert dg.AssetCheckKey(dg.AssetKey("embeddings"), "retrieval_eval") in (
+        job.asset_layer.asset_graph.asset_check_keys
+    )
+
+
+def test_schedule_follows_the_configuration(tmp_path: Path) -> None:
+    config = tmp_path / "corpus_config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {"schedule": {"cron": "15 4 * * 1", "timezone": "Europe/Paris", "enabled": False}}
+        )
+    )
+    custom = build_definitions(str(config))
+    schedule = custom.resolve_schedule_def("reingest_schedule")
+    assert schedule.cron_schedule == "15 4 * * 1"
+    assert schedule.execution_timezone == "Europe/Paris"
+    assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
+    assert schedule.job_name == "reingest_job"
+    default = defs.resolve_schedule_def("reingest_schedule")
+    assert default.cron_schedule == "0 3 * * *"
+    assert default.default_status == dg.DefaultScheduleStatus.RUNNING
+
+
+def test_workspace_and_dg_point_at_the_same_module() -> None:
+    workspace = yaml.safe_load((REPO / "workspace.yaml").read_text())
+    module = workspace["load_from"][0]["python_module"]["module_name"]
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert project["tool"]["dg"]["project"]["code_location_target_module"] == module
+    assert module == "brain_pipeline.defs.definitions"
+
+
+def test_in_process_executor_by_default() -> None:
+    job = defs.resolve_implicit_global_asset_job_def()
+    assert job.executor_def.name == "in_process"

@@ -1,0 +1,209 @@
+"""The asset graph, materialised in-process: ingest, evaluation gate, publishing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+import dagster as dg
+import pytest
+
+from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.store import parse_store
+from brain_pipeline_tests.defs.conftest import (
+    TINY_PARAGRAPHS,
+    Project,
+    make_project,
+    tiny_fixture,
+    write_tiny_corpus,
+)
+
+CHECK_KEY = dg.AssetCheckKey(dg.AssetKey("embeddings"), "retrieval_eval")
+
+
+def _asset_metadata(project: Project, name: str) -> dict[str, object]:
+    event = project.instance.get_latest_materialization_event(dg.AssetKey(name))
+    assert event is not None and event.asset_materialization is not None
+    return {k: getattr(v, "value", v) for k, v in event.asset_materialization.metadata.items()}
+
+
+def test_ingest_group_on_the_sample_corpus(sample_project: Project) -> None:
+    outcome = sample_project.materialize("group:ingest")
+    assert outcome.success, outcome.lines
+    stored = parse_store(sample_project.store_file.read_bytes())
+    areas = {c.area for c in stored}
+    assert areas == {
+        "aws-tutor",
+        "cellular-automata",
+        "english-certification-instructor",
+        "job-techinical-interview",
+    }
+    assert len(stored) >= 400
+    assert len({c.id for c in stored}) == len(stored)
+    # Nothing under a raw/ folder, and the malformed roadmap is reported.
+    assert not any("/raw/" in c.source for c in stored)
+    manifest_meta = _asset_metadata(sample_project, "corpus_manifest")
+    assert int(str(manifest_meta["files_seen"])) >= 40
+    chunks_meta = _asset_metadata(sample_project, "knowledge_chunks")
+    assert int(str(chunks_meta["duplicates_collapsed"])) >= 1
+    assert "formatted-broken-draft.json" in str(chunks_meta["problems"])
+    store_meta = _asset_metadata(sample_project, "knowledge_store")
+    assert store_meta["chunks"] == len(stored)
+
+
+def test_graph_publishes_what_passed(tiny_project: Project) -> None:
+    (tiny_project.publish_root / "dist").mkdir(parents=True)
+    outcome = tiny_project.materialize()
+    assert outcome.success, outcome.lines
+    build_bytes = tiny_project.store_file.read_bytes()
+    for kind in ("src", "dist"):
+        target = tiny_project.published(kind)
+        assert (target / "knowledge-store.json").read_bytes() == build_bytes
+        manifest = json.loads((target / "manifest.json").read_text())
+        assert manifest["chunk_count"] == len(parse_store(build_bytes))
+        assert not (target / "embeddings.bin").exists()  # provider none: no vectors
+    record = tiny_project.instance.get_latest_asset_check_evaluation_record(CHECK_KEY)
+    assert record is not None and record.status.value == "SUCCEEDED"
+    meta = _asset_metadata(tiny_project, "published_s3")
+    assert meta["status"] == "skipped: no bucket"
+
+
+def test_rerun_with_nothing_changed_reports_unchanged(tiny_project: Project) -> None:
+    assert tiny_project.materialize().success
+    store_mtime = tiny_project.store_file.stat().st_mtime_ns
+    published = tiny_project.published() / "knowledge-store.json"
+    published_mtime = published.stat().st_mtime_ns
+    assert tiny_project.materialize().success
+    assert _asset_metadata(tiny_project, "knowledge_store")["status"] == "unchanged"
+    assert _asset_metadata(tiny_project, "published_local")["status"] == "unchanged"
+    assert tiny_project.store_file.stat().st_mtime_ns == store_mtime
+    assert published.stat().st_mtime_ns == published_mtime
+
+
+def _assert_nothing_published(project: Project, bucket: str | None = None) -> None:
+    for kind in ("src", "dist"):
+        assert not (project.published(kind) / "knowledge-store.json").exists()
+    if bucket is not None:
+        listing = boto3.client("s3").list_objects_v2(Bucket=bucket)
+        assert listing.get("KeyCount", 0) == 0
+
+
+def test_impossible_threshold_blocks_every_publish(tiny_project: Project, s3: object) -> None:
+    boto3.client("s3").create_bucket(Bucket="gated")
+    (tiny_project.publish_root / "dist").mkdir(parents=True)
+    tiny_project.write_config(
+        **{
+            "evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0, "min_recall_at_10": 1.0}},
+            "publish.s3": {"bucket": "gated"},
+        }
+    )
+    outcome = tiny_project.materialize()
+    assert not outcome.success
+    assert any("retrieval_eval: FAILED" in line for line in outcome.lines)
+    assert any(line.startswith("  blocked  published_local") for line in outcome.lines)
+    _assert_nothing_published(tiny_project, bucket="gated")
+
+
+def test_stale_fixture_blocks_publishing(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    ids = write_tiny_corpus(corpus)
+    fixture = tiny_fixture(ids)
+    fixture["queries"][0]["relevant"].append("0123456789ab")
+    project = make_project(tmp_path, corpus, fixture)
+    outcome = project.materialize()
+    assert not outcome.success
+    failure = " ".join(outcome.failed_checks)
+    assert "stale" in failure and "0123456789ab" in failure
+    _assert_nothing_published(project)
+
+
+def test_empty_store_blocks_publishing(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "alpha").mkdir(parents=True)
+    (corpus / "alpha" / "short.md").write_text("too short\n\nalso short\n")
+    ids = {p: "000000000000" for ps in TINY_PARAGRAPHS.values() for p in ps}
+    project = make_project(tmp_path, corpus, tiny_fixture(ids))
+    outcome = project.materialize()
+    assert not outcome.success
+    assert parse_store(project.store_file.read_bytes()) == []
+    assert "empty" in " ".join(outcome.failed_checks)
+    _assert_nothing_published(project)
+
+
+def test_publish_alone_refuses_after_a_failed_evaluation_unless_forced(
+    tiny_project: Project,
+) -> None:
+    tiny_project.write_config(**{"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0}}})
+    assert not tiny_project.materialize().success
+    alone = tiny_project.materialize("published_local")
+    assert not alone.success
+    assert any("publishing refused" in line for line in alone.lines)
+    _assert_nothing_published(tiny_project)
+    forced = tiny_project.materialize("published_local", force_publish=True)
+    assert forced.success, forced.lines
+    published = tiny_project.published() / "knowledge-store.json"
+    assert published.read_bytes() == tiny_project.store_file.read_bytes()
+
+
+def test_publish_alone_refuses_data_that_was_not_the_data_evaluated(
+    tiny_project: Project,
+) -> None:
+    assert tiny_project.materialize().success
+    # The corpus changes and the store is rebuilt, but the check is not run again.
+    (tiny_project.corpus / "alpha" / "extra.md").write_text(
+        "A brand new paragraph that nobody has evaluated yet.\n"
+    )
+    assert tiny_project.materialize("group:ingest").success
+    alone = tiny_project.materialize("published_local")
+    assert not alone.success
+    published = tiny_project.published() / "knowledge-store.json"
+    assert published.read_bytes() != tiny_project.store_file.read_bytes()
+
+
+def test_s3_bucket_holds_a_byte_identical_store(tiny_project: Project, s3: object) -> None:
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="agent-store")
+    tiny_project.write_config(**{"publish.s3": {"bucket": "agent-store", "prefix": "kb"}})
+    outcome = tiny_project.materialize()
+    assert outcome.success, outcome.lines
+    body = client.get_object(Bucket="agent-store", Key="kb/knowledge-store.json")
+    assert body["ContentType"] == "application/json"
+    assert body["Body"].read() == tiny_project.store_file.read_bytes()
+
+
+def test_s3_failure_fails_the_asset_and_keeps_the_local_publish(
+    tiny_project: Project, s3: object
+) -> None:
+    tiny_project.write_config(**{"publish.s3": {"bucket": "no-such-bucket"}})
+    outcome = tiny_project.materialize()
+    assert not outcome.success
+    assert any(
+        "FAILED   published_s3" in line and "no-such-bucket" in line for line in outcome.lines
+    )
+    published = tiny_project.published() / "knowledge-store.json"
+    assert published.read_bytes() == tiny_project.store_file.read_bytes()
+
+
+def test_store_asset_matches_the_cli_ingest(tiny_project: Project) -> None:
+    assert tiny_project.materialize("group:ingest").success
+    assert tiny_project.store_file.read_bytes() == ingest_corpus(tiny_project.corpus).store_bytes()
+
+
+def test_cli_materialize_exits_non_zero_when_the_check_fails(
+    sample_project: Project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from brain_pipeline.cli import main
+
+    sample_project.write_config(**{"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0}}})
+    monkeypatch.setenv("BRAIN_CONFIG", str(sample_project.config_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    assert main(["materialize"]) == 1
+    _assert_nothing_published(sample_project)
+    # The CLI used the shared, persistent instance: the failed check is on record there.
+    instance = dg.DagsterInstance.get()
+    try:
+        record = instance.get_latest_asset_check_evaluation_record(CHECK_KEY)
+        assert record is not None and record.status.value == "FAILED"
+    finally:
+        instance.dispose()
