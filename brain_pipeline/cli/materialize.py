@@ -14,7 +14,7 @@ uses. Exits non-zero when any step fails or is blocked.
 
 Selection uses Dagster's asset selection syntax, e.g.:
   brain-pipeline materialize                          everything
-  brain-pipeline materialize --select '+embeddings'   embeddings and what it needs
+  brain-pipeline materialize --select '*embeddings'   embeddings and everything upstream
   brain-pipeline materialize --select 'group:ingest'  discovery, chunks and the store
 """
 
