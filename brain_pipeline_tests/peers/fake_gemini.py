@@ -89,7 +89,9 @@ class FakeGemini:
         self._window_used = 0
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     # -------------------------------------------------------------- lifecycle
     def start(self) -> FakeGemini:

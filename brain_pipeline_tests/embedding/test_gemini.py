@@ -1,0 +1,163 @@
+"""GeminiEmbedder through the real google-genai SDK against our fake Gemini server."""
+
+from __future__ import annotations
+
+import socket
+import time
+import traceback
+
+import numpy as np
+import pytest
+
+from brain_pipeline.embedding.gemini import GeminiEmbedder
+from brain_pipeline.embedding.pacing import RetryPolicy
+from brain_pipeline.embedding.providers import (
+    EmbeddingRejected,
+    EmbeddingUnavailable,
+    make_embedder,
+)
+from brain_pipeline_tests.embedding.helpers import API_KEY, gemini
+from brain_pipeline_tests.peers.fake_gemini import FakeGemini, fake_vector
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+def test_environment_base_url_reaches_our_server_with_documents_task(
+    gemini_server: FakeGemini,
+) -> None:
+    embedder = gemini(dimension=24)  # no base_url: the SDK must read GOOGLE_GEMINI_BASE_URL
+    vectors = embedder.embed_documents(["alpha paragraph", "beta paragraph"])
+    assert vectors.shape == (2, 24)
+    assert vectors.dtype == np.float32
+    for row, text in zip(vectors, ["alpha paragraph", "beta paragraph"], strict=True):
+        np.testing.assert_allclose(row, _unit(fake_vector(text, 24)), rtol=1e-5, atol=1e-6)
+    stats = gemini_server.stats()
+    assert stats.requests == 1
+    assert stats.task_types == {"RETRIEVAL_DOCUMENT": 2}
+
+
+def test_batches_never_exceed_one_hundred_texts(gemini_server: FakeGemini) -> None:
+    texts = [f"text number {i}" for i in range(250)]
+    vectors = gemini().embed_documents(texts)
+    assert vectors.shape == (250, 16)
+    assert gemini_server.stats().batch_sizes == [100, 100, 50]
+
+
+def test_the_server_refuses_oversized_batches_as_the_service_does(
+    gemini_server: FakeGemini,
+) -> None:
+    from google import genai
+    from google.genai import errors
+
+    client = genai.Client(api_key=API_KEY)
+    with pytest.raises(errors.ClientError) as caught:
+        client.models.embed_content(model="gemini-embedding-001",
+                                    contents=[f"t{i}" for i in range(101)])
+    assert caught.value.code == 400
+
+
+def test_query_uses_query_task_and_is_cached(gemini_server: FakeGemini) -> None:
+    embedder = gemini()
+    first = embedder.embed_query("how are vectors reused")
+    second = embedder.embed_query("how are vectors reused")
+    np.testing.assert_array_equal(first, second)
+    assert first.shape == (16,)
+    stats = gemini_server.stats()
+    assert stats.requests == 1
+    assert stats.task_types == {"RETRIEVAL_QUERY": 1}
+
+
+def test_quota_refusal_is_waited_out_using_the_stated_delay(gemini_server: FakeGemini) -> None:
+    gemini_server.configure(quota_texts=20, window_seconds=1.0)
+    embedder = gemini(batch_size=10)  # paced for far more than the server allows
+    started = time.monotonic()
+    vectors = embedder.embed_documents([f"quota text {i}" for i in range(50)])
+    elapsed = time.monotonic() - started
+    assert vectors.shape == (50, 16)
+    stats = gemini_server.stats()
+    assert stats.texts == 50
+    assert stats.rate_limited >= 2
+    assert embedder.stats.rate_limited == stats.rate_limited
+    assert elapsed >= 2.0  # 50 texts at 20 per 1 s window need at least two window changes
+    assert embedder.stats.waited_seconds >= 1.0  # at least one whole window was waited out
+
+
+def test_server_errors_are_retried(gemini_server: FakeGemini) -> None:
+    gemini_server.configure(script=[500, 503])
+    embedder = gemini()
+    vectors = embedder.embed_documents(["survives two failures"])
+    assert vectors.shape == (1, 16)
+    assert gemini_server.stats().requests == 3
+    assert embedder.stats.retries == 2
+
+
+def test_server_errors_give_up_after_the_allowed_attempts(gemini_server: FakeGemini) -> None:
+    gemini_server.configure(script=[503] * 10)
+    with pytest.raises(EmbeddingUnavailable, match="503"):
+        gemini().embed_documents(["never answered"])
+    assert gemini_server.stats().requests == 4
+
+
+def test_a_slow_response_times_out_and_is_retried(gemini_server: FakeGemini) -> None:
+    gemini_server.configure(delay_seconds=0.6)
+    embedder = gemini(timeout_seconds=0.2,
+                      retry_policy=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.02))
+    with pytest.raises(EmbeddingUnavailable, match="ReadTimeout"):
+        embedder.embed_documents(["too slow"])
+    assert embedder.stats.requests == 2
+
+
+def test_connection_refused_is_retried_then_reported() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    embedder = gemini(base_url=f"http://127.0.0.1:{port}")  # nothing listens there
+    with pytest.raises(EmbeddingUnavailable, match="ConnectError"):
+        embedder.embed_documents(["nobody home"])
+    assert embedder.stats.requests == 4
+
+
+def _assert_key_free(exc: BaseException, key: str) -> None:
+    text = "".join(traceback.format_exception(exc))
+    assert key not in text
+    assert key not in repr(exc)
+
+
+@pytest.mark.parametrize(
+    ("settings", "overrides", "cause"),
+    [
+        ({}, {"api_key": "wrong-key-secret-0123456789"}, "API key"),
+        ({"forbidden_keys": [API_KEY]}, {}, "refused access"),
+        ({}, {"model": "gemini-embedding-404"}, "does not know the model 'gemini-embedding-404'"),
+    ],
+    ids=["bad-key", "forbidden", "unknown-model"],
+)
+def test_refusals_stop_at_once_with_a_key_free_message(
+    gemini_server: FakeGemini, settings: dict[str, object], overrides: dict[str, object],
+    cause: str,
+) -> None:
+    gemini_server.configure(**settings)
+    embedder = gemini(**overrides)
+    key = str(overrides.get("api_key", API_KEY))
+    with pytest.raises(EmbeddingRejected) as caught:
+        embedder.embed_documents(["refused"])
+    assert cause in str(caught.value)
+    _assert_key_free(caught.value, key)
+    assert key not in repr(embedder)
+    assert gemini_server.stats().requests == 1  # never retried
+
+
+def test_make_embedder_builds_gemini_and_requires_a_key(gemini_server: FakeGemini) -> None:
+    embedder = make_embedder("gemini", model="gemini-embedding-001", dimension=32,
+                             api_key=API_KEY, texts_per_minute=3000)
+    assert isinstance(embedder, GeminiEmbedder)
+    assert (embedder.name, embedder.dimension, embedder.max_batch) == (
+        "gemini-embedding-001", 32, 100)
+    assert embedder.embed_documents(["x"]).shape == (1, 32)
+    with pytest.raises(EmbeddingRejected):
+        make_embedder("gemini", api_key=None)
+    assert make_embedder("none") is None
+    with pytest.raises(ValueError):
+        make_embedder("auto")
