@@ -207,7 +207,7 @@ def test_report_metadata_is_flat_and_complete(gemini_server: FakeGemini, tmp_pat
                 "texts_per_minute"):
         assert key in meta
     assert all(isinstance(v, int | float | str) for v in meta.values())
-    assert meta["texts_per_minute"] > 0
+    assert float(meta["texts_per_minute"]) > 0
 
 
 def test_a_file_from_another_model_with_same_ids_is_not_mixed_in(

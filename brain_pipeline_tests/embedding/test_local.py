@@ -1,0 +1,92 @@
+"""The bundled ONNX MiniLM: real model, a handful of texts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from brain_pipeline.embedding import local
+from brain_pipeline.embedding.builder import build_embeddings
+from brain_pipeline.embedding.local import LocalEmbedder
+from brain_pipeline.embedding.providers import LocalModelUnavailable, make_embedder
+from brain_pipeline.retrieval.vectors import decode_embeddings
+from brain_pipeline_tests.embedding.helpers import corpus
+
+
+@pytest.fixture(scope="module")
+def embedder() -> LocalEmbedder:
+    made = make_embedder("local", model="gemini-embedding-001", dimension=256,
+                         local_model="all-MiniLM-L6-v2-int8")
+    assert isinstance(made, LocalEmbedder)
+    return made
+
+
+def test_embeds_unit_vectors_of_dimension_384(embedder: LocalEmbedder) -> None:
+    vectors = embedder.embed_documents(["A cat sat on the mat.", "Gradient descent converges."])
+    assert vectors.shape == (2, 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, rtol=1e-5)
+    assert (embedder.name, embedder.dimension) == ("all-MiniLM-L6-v2-int8", 384)
+
+
+def test_is_deterministic_and_independent_of_batch_order(embedder: LocalEmbedder) -> None:
+    texts = ["short", "a somewhat longer sentence about databases and indexes", "mid length text"]
+    first = embedder.embed_documents(texts)
+    again = embedder.embed_documents(texts)
+    np.testing.assert_array_equal(first, again)
+    reversed_rows = embedder.embed_documents(texts[::-1])[::-1]
+    np.testing.assert_allclose(first, reversed_rows, atol=1e-5)
+    np.testing.assert_allclose(embedder.embed_query(texts[1]), first[1], atol=1e-5)
+
+
+def test_a_paraphrase_is_closer_than_an_unrelated_sentence(embedder: LocalEmbedder) -> None:
+    anchor, paraphrase, unrelated = embedder.embed_documents([
+        "How do I reset my forgotten password?",
+        "Steps to recover access when you cannot remember your password",
+        "The mitochondria produce most of the cell's chemical energy.",
+    ])
+    assert anchor @ paraphrase > anchor @ unrelated + 0.3
+
+
+def test_truncates_at_256_tokens_not_the_files_128(embedder: LocalEmbedder) -> None:
+    vocabulary = ["river", "stone", "garden", "window", "yellow", "music", "paper", "table",
+                  "bridge", "winter", "market", "letter", "forest", "school", "engine"]
+    base = " ".join(vocabulary[i % len(vocabulary)] for i in range(170))  # 128 < tokens < 256
+    assert 128 < embedder.token_count(base) < 256
+    changed_late = base + " completely different ending about volcanoes"
+    a, b = embedder.embed_documents([base, changed_late])
+    assert not np.allclose(a, b, atol=1e-4)  # tokens past 128 still count
+
+    long_text = " ".join(vocabulary[i % len(vocabulary)] for i in range(600))
+    assert embedder.token_count(long_text) == 256
+    c, d = embedder.embed_documents([long_text, long_text + " extra words beyond the limit"])
+    np.testing.assert_allclose(c, d, atol=1e-6)  # tokens past 256 do not
+
+
+def test_query_vectors_are_cached(embedder: LocalEmbedder) -> None:
+    first = embedder.embed_query("cached query")
+    assert embedder.embed_query("cached query") is first
+
+
+def test_local_build_writes_a_384_dimension_store(embedder: LocalEmbedder, tmp_path: Path) -> None:
+    chunks = corpus({"a.md": 5})
+    report = build_embeddings(chunks, tmp_path / "embeddings.bin", embedder)
+    store = decode_embeddings((tmp_path / "embeddings.bin").read_bytes())
+    assert (store.model, store.dim, store.count) == ("all-MiniLM-L6-v2-int8", 384, 5)
+    assert (report.embedded, report.requests) == (5, 0)
+
+
+def test_a_file_with_the_wrong_digest_is_refused(tmp_path: Path) -> None:
+    impostor = tmp_path / "model.onnx"
+    impostor.write_bytes(b"not the model")
+    with pytest.raises(LocalModelUnavailable, match="refusing"):
+        local._verified(impostor, local.MODEL_SHA256)
+    assert local.model_file().name == "model.onnx"
+    assert local.tokenizer_file().name == "tokenizer.json"
+
+
+def test_unknown_local_model_names_are_refused() -> None:
+    with pytest.raises(ValueError, match="unknown local model"):
+        make_embedder("local", local_model="bge-large")
