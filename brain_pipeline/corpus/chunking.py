@@ -7,6 +7,7 @@ fixture: a different trim, split or heading choice changes the ids.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,12 +29,17 @@ from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_id
 PARAGRAPH_SPLIT = re.compile(rf"\n[{JS_WS_CLASS}]*\n")
 
 _NOT_TERMINATOR = f"[^{JS_LINE_TERMINATORS}]"
-#: `/^\s*#{1,6}\s+(.+?)\s*$/m` with JavaScript semantics: `^` at the start or after any
-#: line terminator, `$` at the end or before one, `.` = anything but a line terminator.
-HEADING = re.compile(
+#: The original heading regex `/^\s*#{1,6}\s+(.+?)\s*$/m` with JavaScript semantics:
+#: `^` at the start or after any line terminator, `$` at the end or before one, `.` =
+#: anything but a line terminator. Kept as the specification; `find_heading` is faster.
+HEADING_JS = re.compile(
     rf"(?<!{_NOT_TERMINATOR})[{JS_WS_CLASS}]*#{{1,6}}[{JS_WS_CLASS}]+"
     rf"({_NOT_TERMINATOR}+?)[{JS_WS_CLASS}]*(?!{_NOT_TERMINATOR})"
 )
+_HEADING_FAST = re.compile(
+    rf"(?m)^[{JS_WS_CLASS}]*#{{1,6}}[{JS_WS_CLASS}]+([^\n]*[^{JS_WS_CLASS}])[{JS_WS_CLASS}]*$"
+)
+_TERMINATORS_TO_NEWLINE = str.maketrans("\r\u2028\u2029", "\n\n\n")
 
 #: Paragraphs must be longer than this, in UTF-16 code units, to be kept.
 MIN_CHUNK_LENGTH = 20
@@ -54,6 +60,27 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
+def find_heading(content: str) -> str | None:
+    """The trimmed capture of HEADING_JS's first match in a *trimmed* paragraph, or None.
+
+    Equivalent to HEADING_JS there, about 20 times faster: mapping every line terminator
+    to a newline (one for one, so positions hold) gives Python's `^`, `$` and `[^\\n]`
+    the JavaScript meaning, and the lazy `(.+?)\\s*$` becomes "up to the last non-space
+    of the line". That rewrite is exact because in a trimmed paragraph the greedy `\\s+`
+    after the hashes always stops on a non-space character, so the lazy capture can
+    never be made of spaces alone (it could at the very end of an untrimmed string).
+    """
+    if "#" not in content:
+        return None
+    probe = content
+    if "\r" in content or (not content.isascii() and ("\u2028" in content or "\u2029" in content)):
+        probe = content.translate(_TERMINATORS_TO_NEWLINE)
+    match = _HEADING_FAST.search(probe)
+    if match is None:
+        return None
+    return content[match.start(1) : match.end(1)].strip(JS_WHITESPACE)
+
+
 def chunk_text(text: str, area: str, source: str) -> list[Chunk]:
     """Paragraph chunks of a text file, each carrying the latest heading seen before it.
 
@@ -61,20 +88,23 @@ def chunk_text(text: str, area: str, source: str) -> list[Chunk]:
     paragraph too short to keep (a lone `# Title` line sets the heading of what follows).
     """
     chunks: list[Chunk] = []
+    append = chunks.append
     heading: Any = NO_HEADING
     whitespace = JS_WHITESPACE
-    find_heading = HEADING.search
+    sha256 = hashlib.sha256
     for paragraph in PARAGRAPH_SPLIT.split(text):
         content = paragraph.strip(whitespace)
         if "#" in content:
-            match = find_heading(content)
-            if match:
-                heading = match.group(1).strip(whitespace)
+            found = find_heading(content)
+            if found is not None:
+                heading = found
         size = len(content)
         if size > MIN_CHUNK_LENGTH or (
             size > MIN_CHUNK_LENGTH // 2 and utf16_length(content) > MIN_CHUNK_LENGTH
         ):
-            chunks.append(Chunk(chunk_id(content), content, area, source, heading))
+            # chunk_id inlined: decoded file text never holds lone surrogates
+            key = sha256(content.encode("utf-8")).hexdigest()[:12]
+            append(Chunk(key, content, area, source, heading))
     return chunks
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring as _quote_string  # the C encoder when available
-from typing import Any
+from typing import Any, cast
 
 # --- whitespace ---------------------------------------------------------------------------
 
@@ -79,6 +80,10 @@ def escape_lone_surrogates(json_text: str) -> str:
     """
     joined = join_surrogate_pairs(json_text)
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", joined)
+
+
+#: `quote` without the lone-surrogate pass, for callers that escape a whole text at once.
+quote_raw = cast("Callable[[str], str]", _quote_string)
 
 
 def quote(text: str) -> str:

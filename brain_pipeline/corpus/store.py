@@ -19,7 +19,7 @@ from brain_pipeline.corpus.jscompat import (
     parse_json,
     utf8_bytes,
 )
-from brain_pipeline.corpus.jscompat import quote as _quote
+from brain_pipeline.corpus.jscompat import quote_raw as _quote_raw
 
 STORE_FILENAME = "knowledge-store.json"
 
@@ -85,39 +85,37 @@ def deduplicate(chunks: Iterable[Chunk]) -> tuple[list[Chunk], int]:
     return kept, collapsed
 
 
-def _heading_json(heading: Any) -> str:
-    """The `"heading": ...` member (with its leading separator), or "" when absent."""
-    if heading is NO_HEADING:
-        return ""
-    if isinstance(heading, str):
-        return ',\n    "heading": ' + _quote(heading)
-    return ',\n    "heading": ' + json_stringify(heading, "  ", 2)
-
-
 def serialize_store(chunks: Sequence[Chunk]) -> bytes:
     """knowledge-store.json bytes, exactly as `JSON.stringify(chunks, null, 2)`.
 
-    Built row by row with the C string encoder because `json.dumps(indent=2)` drops to
-    the pure-Python encoder; the quoted forms agree with JavaScript's except for lone
-    surrogates, which are escaped afterwards only when the text cannot be encoded.
+    `json.dumps(indent=2)` drops to the pure-Python encoder, so the text is assembled
+    here from the C string encoder and joined once. Its quoting agrees with JavaScript's
+    except for lone surrogates, which it leaves raw: they make the final UTF-8 encoding
+    fail, and only then is the text escaped (rare: only roadmap JSON can carry them).
     """
     if not chunks:
         return b"[]"
-    q = _quote
-    rows = [
-        '  {\n    "id": '
-        + q(c.id)
-        + ',\n    "content": '
-        + q(c.content)
-        + ',\n    "area": '
-        + q(c.area)
-        + ',\n    "source": '
-        + q(c.source)
-        + (_heading_json(c.heading) if c.heading is not NO_HEADING else "")
-        + "\n  }"
-        for c in chunks
-    ]
-    text = "[\n" + ",\n".join(rows) + "\n]"
+    q = _quote_raw
+    parts: list[str] = []
+    add = parts.append
+    opening = '[\n  {\n    "id": '
+    for c in chunks:
+        add(opening)
+        add(q(c.id))
+        add(',\n    "content": ')
+        add(q(c.content))
+        add(',\n    "area": ')
+        add(q(c.area))
+        add(',\n    "source": ')
+        add(q(c.source))
+        heading = c.heading
+        if heading is not NO_HEADING:
+            add(',\n    "heading": ')
+            add(q(heading) if isinstance(heading, str) else json_stringify(heading, "  ", 2))
+        add("\n  }")
+        opening = ',\n  {\n    "id": '
+    add("\n]")
+    text = "".join(parts)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:

@@ -164,8 +164,8 @@ def build_edge_corpus(root: Path, outside: Path) -> None:
     _put(outside / "escaped.md", "This file lives outside the corpus root entirely.")
     for name, content in TEXT_FILES.items():
         _put(root / "text" / name, content)
-    for name, content in ROADMAPS.items():
-        _put(root / "maps" / "roadmaps" / f"{name}.json", _roadmap_bytes(content))
+    for name, roadmap in ROADMAPS.items():
+        _put(root / "maps" / "roadmaps" / f"{name}.json", _roadmap_bytes(roadmap))
 
     # Discovery: names, suffixes, raw folders, roadmap rules.
     long = " is a paragraph that is long enough to keep."
@@ -268,7 +268,7 @@ def _random_paragraph(rng: random.Random) -> str:
 
 
 def _random_value(rng: random.Random, depth: int = 0) -> object:
-    choices = [None, True, False, 0, 1, -2.5, 1e21, "", "x", "Topic", [], {}]
+    choices: list[object] = [None, True, False, 0, 1, -2.5, 1e21, "", "x", "Topic", [], {}]
     if depth > 2 or rng.random() < 0.6:
         return rng.choice(choices)
     if rng.random() < 0.5:
@@ -277,7 +277,7 @@ def _random_value(rng: random.Random, depth: int = 0) -> object:
 
 
 def _random_roadmap(rng: random.Random) -> str:
-    topics = []
+    topics: list[object] = []
     for _ in range(rng.randrange(6)):
         if rng.random() < 0.05:
             topics.append(None)

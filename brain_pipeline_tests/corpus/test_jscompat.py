@@ -92,7 +92,8 @@ def test_non_finite_numbers() -> None:
 def test_truthiness() -> None:
     for falsy in (None, False, 0.0, -0.0, math.nan, "", 0):
         assert not is_truthy(falsy)
-    for truthy in ([], {}, "0", " ", 1e-300, True, math.inf, [0]):
+    truthy_values: list[object] = [[], {}, "0", " ", 1e-300, True, math.inf, [0]]
+    for truthy in truthy_values:
         assert is_truthy(truthy)
 
 

@@ -1,0 +1,76 @@
+"""`brain-pipeline chunk`: thin, atomic, and honest on stderr."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from brain_pipeline.cli import main
+from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline_tests.corpus.conftest import Writer
+
+TEXT = "# Title\n\nA paragraph long enough to be kept in the store.\n"
+
+
+def test_writes_the_store_and_a_summary(
+    corpus: Path, write: Writer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("a/x.md", TEXT)
+    write("a/formatted-bad.json", "{")
+    out = tmp_path / "out" / "store.json"
+    assert main(["chunk", str(corpus), "-o", str(out)]) == 0
+    assert out.read_bytes() == ingest_corpus(corpus).store_bytes()
+    err = capsys.readouterr().err
+    assert "a/formatted-bad.json: invalid JSON" in err
+    summary = err.strip().splitlines()[-1]
+    assert "2 files, 1 chunks, 0 duplicates collapsed, 1 problems" in summary
+    assert sorted(p.name for p in out.parent.iterdir()) == ["store.json"]  # no temp files
+
+
+def test_default_output_is_knowledge_store_json_in_the_working_directory(
+    corpus: Path, write: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("a/x.md", TEXT)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["chunk", str(corpus)]) == 0
+    assert (work / "knowledge-store.json").read_bytes() == ingest_corpus(corpus).store_bytes()
+
+
+def test_unchanged_store_is_not_rewritten(
+    corpus: Path, write: Writer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("a/x.md", TEXT)
+    out = tmp_path / "store.json"
+    assert main(["chunk", str(corpus), "-o", str(out)]) == 0
+    os.utime(out, ns=(1, 1))
+    assert main(["chunk", str(corpus), "-o", str(out), "-q"]) == 0
+    assert out.stat().st_mtime_ns == 1
+    assert "(unchanged)" in capsys.readouterr().err
+
+
+def test_missing_corpus_exits_non_zero_with_a_clear_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "absent"
+    assert main(["chunk", str(missing), "-o", str(tmp_path / "s.json")]) == 2
+    err = capsys.readouterr().err
+    assert "corpus directory does not exist" in err and str(missing) in err
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_console_script_runs_without_importing_dagster(corpus: Path, write: Writer) -> None:
+    write("a/x.md", TEXT)
+    probe = (
+        "import sys; from brain_pipeline.cli import main; "
+        f"code = main(['chunk', {str(corpus)!r}, '-o', {str(corpus.parent / 'o.json')!r}]); "
+        "assert 'dagster' not in sys.modules, 'dagster imported'; sys.exit(code)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "1 chunks" in done.stderr
