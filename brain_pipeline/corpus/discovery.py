@@ -14,9 +14,10 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 TEXT_SUFFIXES = (".md", ".txt")
 ROADMAP_SUFFIX = ".json"
@@ -335,11 +336,14 @@ def discover(root: Path | str) -> Manifest:
 Fingerprint = dict[str, tuple[int, int, str]]
 
 
-def corpus_fingerprint(root: Path | str, previous: Fingerprint | None = None) -> Fingerprint:
+def corpus_fingerprint(
+    root: Path | str, previous: Mapping[str, Sequence[Any]] | None = None
+) -> Fingerprint:
     """source -> (size, mtime_ns, sha256) for every text/roadmap file, for change sensors.
 
     A file whose size and mtime match `previous` keeps its recorded hash without being
-    read again, so polling an unchanged corpus costs one walk. Unreadable files get an
+    read again, so polling an unchanged corpus costs one walk. `previous` may come back
+    from a JSON cursor (lists instead of tuples). Unreadable files get an
     empty hash, so they show up as changed once they become readable.
     """
     previous = previous or {}
@@ -349,7 +353,7 @@ def corpus_fingerprint(root: Path | str, previous: Fingerprint | None = None) ->
             continue
         old = previous.get(item.source)
         if old is not None and old[0] == item.size and old[1] == item.mtime_ns and old[2]:
-            result[item.source] = old
+            result[item.source] = (item.size, item.mtime_ns, str(old[2]))  # JSON gives lists
             continue
         try:
             digest = hashlib.sha256(read_file(item)).hexdigest()

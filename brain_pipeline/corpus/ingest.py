@@ -46,6 +46,17 @@ class IngestResult:
         """knowledge-store.json exactly as the original script would have written it."""
         return serialize_store(self.chunks)
 
+    def summary(self) -> dict[str, object]:
+        """Plain, JSON-ready figures (for logs and asset metadata)."""
+        return {
+            "files": self.files_seen,
+            "chunks": len(self.chunks),
+            "duplicates_collapsed": self.duplicates_collapsed,
+            "problems": len(self.problems),
+            "skipped_by_reason": dict(self.skipped_by_reason),
+            "chunks_per_area": dict(self.chunks_per_area),
+        }
+
 
 @dataclass
 class FileOutcome:

@@ -42,6 +42,18 @@ def test_default_output_is_knowledge_store_json_in_the_working_directory(
     assert (work / "knowledge-store.json").read_bytes() == ingest_corpus(corpus).store_bytes()
 
 
+def test_without_a_corpus_argument_the_configured_corpus_is_used(
+    corpus: Path, write: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write("a/x.md", TEXT)
+    work = tmp_path / "elsewhere"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("CURATED_CONTENT_PATH", str(corpus))
+    assert main(["chunk", "-o", "s.json"]) == 0
+    assert (work / "s.json").read_bytes() == ingest_corpus(corpus).store_bytes()
+
+
 def test_unchanged_store_is_not_rewritten(
     corpus: Path, write: Writer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

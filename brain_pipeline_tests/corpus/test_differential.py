@@ -40,3 +40,12 @@ def test_random_corpus_matches_reference(
     theirs = reference(root)
     assert ours == theirs, _first_difference(ours, theirs)
     assert result.duplicates_collapsed > 0 and len(result.chunks) > 100
+
+
+def test_sample_corpus_matches_reference(reference: Callable[[Path], bytes]) -> None:
+    sample = Path(__file__).resolve().parents[2] / "examples" / "curated-content"
+    result = ingest_corpus(sample)
+    ours = result.store_bytes()
+    theirs = reference(sample)
+    assert ours == theirs, _first_difference(ours, theirs)
+    assert len(result.chunks) > 100

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -317,6 +318,8 @@ def test_fingerprint_reuses_hashes_of_unchanged_files(corpus: Path, write: Write
     path.write_text("jello")  # same size; put the old mtime back
     os.utime(path, ns=(stamp, stamp))
     assert corpus_fingerprint(corpus, first) == first  # not re-read: size and mtime agree
+    from_json = json.loads(json.dumps(first))  # a sensor cursor round-trip
+    assert corpus_fingerprint(corpus, from_json) == first
     os.utime(path, ns=(stamp + 10**9, stamp + 10**9))
     again = corpus_fingerprint(corpus, first)
     assert again["a/x.md"][2] == hashlib.sha256(b"jello").hexdigest()
