@@ -165,6 +165,8 @@ class CorpusWalk:
         self._seen_files: dict[tuple[int, int], str] = {}
 
     def __iter__(self) -> Iterator[CorpusFile | ManifestEntry]:
+        self.areas.clear()
+        self._seen_files.clear()  # "reached twice" is per walk: iterating again starts afresh
         root_st = os.stat(self.root_real)
         for entry in _sorted_entries(self.root_real):
             name = entry.name
@@ -294,11 +296,23 @@ def walk_corpus(root: Path | str) -> CorpusWalk:
 
 
 def read_file(found: CorpusFile) -> bytes:
-    with open(found.path, "rb") as handle:
-        return handle.read()
+    """The file's bytes (OSError when it vanished or changed kind since the walk saw it).
+
+    Plain `os.read` calls sized from the walk's stat: about half the cost of `open()`
+    with its buffered file object, which shows on a corpus of thousands of small files.
+    """
+    fd = os.open(found.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        parts = [os.read(fd, found.size + 1)]
+        while parts[-1]:  # read to end of file even if it grew since the stat
+            parts.append(os.read(fd, 1 << 16))
+    finally:
+        os.close(fd)
+    return parts[0] if len(parts) == 2 else b"".join(parts)
 
 
 def unreadable_entry(found: CorpusFile, exc: OSError) -> ManifestEntry:
+    """The manifest line of a file the walk found but that could not be read."""
     detail = exc.strerror or str(exc)
     return ManifestEntry(
         found.area, found.source, STATUS_SKIPPED, REASON_UNREADABLE, detail, True, found.size
@@ -306,6 +320,7 @@ def unreadable_entry(found: CorpusFile, exc: OSError) -> ManifestEntry:
 
 
 def file_entry(found: CorpusFile, sha256: str) -> ManifestEntry:
+    """The manifest line of a file that was read."""
     return ManifestEntry(
         found.area,
         found.source,

@@ -330,3 +330,11 @@ def test_walk_yields_only_files_and_manifest_entries(corpus: Path, write: Writer
     write("a/y.png", "x")
     kinds = [type(item) for item in walk_corpus(corpus)]
     assert kinds == [CorpusFile, ManifestEntry]
+
+
+def test_a_walk_can_be_iterated_again(corpus: Path, write: Writer) -> None:
+    write("a/x.md", "x")
+    walk = walk_corpus(corpus)
+    first, second = list(walk), list(walk)
+    assert first == second and walk.areas == ["a"]
+    assert isinstance(second[0], CorpusFile)
