@@ -85,13 +85,23 @@ def deduplicate(chunks: Iterable[Chunk]) -> tuple[list[Chunk], int]:
     return kept, collapsed
 
 
+def _heading_member(heading: Any) -> str:
+    """The end of a row: `"heading": ...` when there is one, then the closing brace."""
+    if heading is NO_HEADING:
+        return "\n  }"
+    value = _quote_raw(heading) if isinstance(heading, str) else json_stringify(heading, "  ", 2)
+    return ',\n    "heading": ' + value + "\n  }"
+
+
 def serialize_store(chunks: Sequence[Chunk]) -> bytes:
     """knowledge-store.json bytes, exactly as `JSON.stringify(chunks, null, 2)`.
 
     `json.dumps(indent=2)` drops to the pure-Python encoder, so the text is assembled
-    here from the C string encoder and joined once. Its quoting agrees with JavaScript's
-    except for lone surrogates, which it leaves raw: they make the final UTF-8 encoding
-    fail, and only then is the text escaped (rare: only roadmap JSON can carry them).
+    here from the C string encoder and joined once; area, source and heading repeat from
+    one chunk to the next (store order is file order) and are quoted once per run. The C
+    encoder's quoting agrees with JavaScript's except for lone surrogates, which it
+    leaves raw: they make the final UTF-8 encoding fail, and only then is the text
+    escaped (rare: only roadmap JSON can carry them).
     """
     if not chunks:
         return b"[]"
@@ -99,20 +109,27 @@ def serialize_store(chunks: Sequence[Chunk]) -> bytes:
     parts: list[str] = []
     add = parts.append
     opening = '[\n  {\n    "id": '
+    last_area: object = None
+    last_source: object = None
+    last_heading: object = None
+    area_json = source_json = heading_json = ""
     for c in chunks:
         add(opening)
         add(q(c.id))
         add(',\n    "content": ')
         add(q(c.content))
-        add(',\n    "area": ')
-        add(q(c.area))
-        add(',\n    "source": ')
-        add(q(c.source))
-        heading = c.heading
-        if heading is not NO_HEADING:
-            add(',\n    "heading": ')
-            add(q(heading) if isinstance(heading, str) else json_stringify(heading, "  ", 2))
-        add("\n  }")
+        if c.area is not last_area:
+            last_area = c.area
+            area_json = ',\n    "area": ' + q(c.area) + ',\n    "source": '
+        add(area_json)
+        if c.source is not last_source:
+            last_source = c.source
+            source_json = q(c.source)
+        add(source_json)
+        if c.heading is not last_heading or last_heading is None:
+            last_heading = c.heading
+            heading_json = _heading_member(c.heading)
+        add(heading_json)
         opening = ',\n  {\n    "id": '
     add("\n]")
     text = "".join(parts)

@@ -43,7 +43,9 @@ def _js_rows(chunks: list[Chunk]) -> list[dict[str, Any]]:
     return rows
 
 
-def _node_store(node: Any, chunks: list[Chunk], heading_texts: list[str] | None = None) -> bytes:
+def _node_store(
+    node: Any, chunks: list[Chunk], heading_texts: list[str | None] | None = None
+) -> bytes:
     """Node's JSON.stringify(chunks, null, 2); headings travel as JSON text for JSON.parse."""
     payload = [
         [r, json.dumps(r.pop("heading"), ensure_ascii=True) if "heading" in r else None]
@@ -73,6 +75,8 @@ def test_serialization_matches_json_stringify_on_random_strings(node: Any) -> No
 
 
 HEADINGS = [
+    "null",
+    "null",
     "1",
     "1e400",
     "-0",
@@ -93,7 +97,11 @@ def test_non_string_headings_match_json_stringify(node: Any) -> None:
         Chunk(chunk_id(str(i)), f"content {i}", "a", "a/r.json", parse_json(text))
         for i, text in enumerate(HEADINGS)
     ]
-    assert serialize_store(chunks) == _node_store(node, chunks, HEADINGS)
+    shared = parse_json('[1, {"a": "b"}]')  # one heading object reused by neighbours
+    chunks += [Chunk(f"s{i}", "s", "a", "a/r.json", shared) for i in range(2)]
+    chunks.append(Chunk("t", "t", "a", "a/r.json"))
+    texts: list[str | None] = [*HEADINGS, '[1, {"a": "b"}]', '[1, {"a": "b"}]', None]
+    assert serialize_store(chunks) == _node_store(node, chunks, texts)
 
 
 def test_empty_store_and_exact_layout() -> None:
