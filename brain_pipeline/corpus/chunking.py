@@ -84,8 +84,9 @@ def find_heading(content: str) -> str | None:
 def chunk_text(text: str, area: str, source: str) -> list[Chunk]:
     """Paragraph chunks of a text file, each carrying the latest heading seen before it.
 
-    The heading regex is matched on the trimmed paragraph, and a match counts even in a
-    paragraph too short to keep (a lone `# Title` line sets the heading of what follows).
+    `text` is what `decode_text` returns, so it holds no lone surrogates. The heading
+    regex is matched on the trimmed paragraph, and a match counts even in a paragraph
+    too short to keep (a lone `# Title` line sets the heading of what follows).
     """
     chunks: list[Chunk] = []
     append = chunks.append
