@@ -61,7 +61,7 @@ def corpus_manifest(
 
 def _manifest_digest(entries: Any) -> str:
     """Hash of (source, sha256) pairs: tells whether two walks saw the same bytes."""
-    pairs = sorted((e.source, e.sha256 or "") for e in entries if e.status != STATUS_SKIPPED)
+    pairs = sorted((e.source, e.sha256) for e in entries if e.sha256 is not None)
     return hashlib.sha256(repr(pairs).encode("utf-8")).hexdigest()
 
 
