@@ -1,0 +1,169 @@
+"""End to end through the Dagster web UI: what a person sees and clicks in `dagster dev`.
+
+The server and the browser are real (see conftest.py); the only shortcut is reading
+run and check status from the UI's own GraphQL endpoint instead of scraping it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brain_pipeline_tests.ui.conftest import DagsterDev
+
+pytestmark = pytest.mark.ui
+
+# The asset graph the issue describes: names a person looks for on the lineage page.
+ASSETS = {
+    "corpus_manifest",
+    "knowledge_chunks",
+    "knowledge_store",
+    "embeddings",
+    "published_local",
+    "published_s3",
+}
+CHECK = "retrieval_eval"
+CHECKED_ASSET = "embeddings"
+RUN_TIMEOUT = 120.0
+TERMINAL_RUN_STATUSES = {"SUCCESS", "FAILURE", "CANCELED"}
+
+ASSET_KEYS_QUERY = "{ assetNodes { assetKey { path } } }"
+RUN_QUERY = """
+query Run($runId: ID!) {
+  runOrError(runId: $runId) {
+    __typename
+    ... on Run {
+      status
+      jobName
+      assetSelection { path }
+      assetCheckSelection { name assetKey { path } }
+    }
+  }
+}
+"""
+CHECK_EXECUTIONS_QUERY = """
+query Checks($assetKey: AssetKeyInput!, $checkName: String!) {
+  assetCheckExecutions(assetKey: $assetKey, checkName: $checkName, limit: 5) {
+    runId
+    status
+    evaluation { success severity }
+  }
+}
+"""
+
+
+def open_lineage_with_groups_expanded(page: Any, server: DagsterDev) -> None:
+    """The global lineage page, with every group unfolded as a person would do it."""
+    page.goto(f"{server.base_url}/asset-groups")
+    page.get_by_role("button", name="Materialize all").wait_for()
+    # Groups start collapsed; the graph's settings menu (the last gear on the page, the
+    # first being the navigation's) unfolds them all.
+    page.locator('[aria-label="settings"]').last.click()
+    page.get_by_role("menuitem", name="Expand all groups").click()
+    page.keyboard.press("Escape")
+
+
+def launch_from_materialize_all(page: Any, server: DagsterDev) -> str:
+    """Click "Materialize all" on the lineage page; return the run id its toast links to."""
+    page.goto(f"{server.base_url}/asset-groups")
+    button = page.get_by_role("button", name="Materialize all")
+    button.wait_for()
+    button.click()
+    launched = re.compile(r"Launched run ([0-9a-f]{8})")
+    toast = page.get_by_text(launched).first
+    toast.wait_for()
+    prefix = launched.search(toast.inner_text())
+    assert prefix, toast.inner_text()
+    # The toast's "View" link carries the full id.
+    link = page.locator(f'a[href*="/runs/{prefix.group(1)}"]').first
+    link.wait_for()
+    href = link.get_attribute("href") or ""
+    match = re.search(r"/runs/([0-9a-f-]{36})", href)
+    assert match, f"the launch toast links to {href!r}, not a run"
+    return match.group(1)
+
+
+def wait_for_run(server: DagsterDev, run_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while time.monotonic() < deadline:
+        server.assert_running()
+        run: dict[str, Any] = server.graphql(RUN_QUERY, {"runId": run_id})["runOrError"]
+        assert run["__typename"] == "Run", run
+        if run["status"] in TERMINAL_RUN_STATUSES:
+            return run
+        time.sleep(0.5)
+    pytest.fail(f"run {run_id} did not finish in {RUN_TIMEOUT:.0f} s:\n{server.log_tail()}")
+
+
+def test_lineage_page_shows_every_asset_and_the_check(
+    page: Any, dagster_dev: DagsterDev, artifacts_dir: Path
+) -> None:
+    served = {
+        "/".join(node["assetKey"]["path"])
+        for node in dagster_dev.graphql(ASSET_KEYS_QUERY)["assetNodes"]
+    }
+    assert served == ASSETS, "the code location serves another asset graph than the issue's"
+
+    open_lineage_with_groups_expanded(page, dagster_dev)
+    try:
+        for name in sorted(ASSETS):  # a missing one times out naming itself
+            page.get_by_text(name, exact=True).first.wait_for(state="visible", timeout=15_000)
+    finally:
+        page.screenshot(path=str(artifacts_dir / "lineage.png"))
+
+    page.goto(f"{dagster_dev.base_url}/assets/{CHECKED_ASSET}?view=checks")
+    try:
+        page.get_by_text(CHECK, exact=True).first.wait_for(state="visible")
+        page.get_by_text("blocking", exact=True).first.wait_for(state="visible")
+    finally:
+        page.screenshot(path=str(artifacts_dir / "embeddings-checks-before-run.png"))
+
+
+def test_materialize_all_from_the_ui_publishes_the_evaluated_store(
+    page: Any, dagster_dev: DagsterDev, artifacts_dir: Path
+) -> None:
+    started = time.monotonic()
+    run_id = launch_from_materialize_all(page, dagster_dev)
+    run = wait_for_run(dagster_dev, run_id)
+    dagster_dev.timings["ui_run_s"] = time.monotonic() - started
+    page.goto(f"{dagster_dev.base_url}/runs/{run_id}")
+    page.get_by_text(re.compile(r"^(Success|Failure|Canceled)$")).first.wait_for()
+    page.screenshot(path=str(artifacts_dir / "run.png"))
+    assert run["status"] == "SUCCESS", f"run {run_id} ended {run['status']}:\n" + (
+        dagster_dev.log_tail()
+    )
+
+    # What the button launched: every asset, and the blocking check with them.
+    assert {"/".join(key["path"]) for key in run["assetSelection"]} == ASSETS
+    assert {
+        ("/".join(check["assetKey"]["path"]), check["name"]) for check in run["assetCheckSelection"]
+    } == {(CHECKED_ASSET, CHECK)}
+
+    executions = dagster_dev.graphql(
+        CHECK_EXECUTIONS_QUERY,
+        {"assetKey": {"path": [CHECKED_ASSET]}, "checkName": CHECK},
+    )["assetCheckExecutions"]
+    in_run = [e for e in executions if e["runId"] == run_id]
+    assert len(in_run) == 1, executions
+    assert in_run[0]["status"] == "SUCCEEDED"
+    assert in_run[0]["evaluation"]["success"] is True
+
+    built = dagster_dev.build_dir / "knowledge-store.json"
+    published = dagster_dev.publish_root / "src" / "storage" / "knowledge-store.json"
+    assert built.is_file(), f"{built} missing after the run"
+    assert published.is_file(), f"{published} missing after the run"
+    assert published.read_bytes() == built.read_bytes()
+    from brain_pipeline.corpus.store import parse_store
+
+    assert parse_store(published.read_bytes()), "the published store has no chunks"
+
+    # And the person looking at the asset sees the check passed.
+    page.goto(f"{dagster_dev.base_url}/assets/{CHECKED_ASSET}?view=checks")
+    try:
+        page.get_by_text("Passed", exact=True).first.wait_for(state="visible")
+    finally:
+        page.screenshot(path=str(artifacts_dir / "embeddings-checks.png"))
