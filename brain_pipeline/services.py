@@ -7,11 +7,13 @@ is evaluated against the fixture.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.config import BrainConfig
+from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
 if TYPE_CHECKING:
     from brain_pipeline.embedding.providers import Embedder
@@ -63,23 +65,44 @@ class EvaluationOutcome:
     report: Any = None
 
 
-def query_embedder_for(
-    cfg: BrainConfig, embeddings: EmbeddingStore | None
-) -> tuple[Any, str | None]:
-    """The query side of hybrid retrieval: (embedder callable or None, its model name).
+@dataclass(frozen=True)
+class QueryEmbedding:
+    """How queries get vectors: `embed` and its model, or None and `note` saying why not."""
 
-    Only built when there are vectors to compare against; a provider that cannot be
-    built (e.g. no key) means lexical retrieval, never a crash.
+    embed: Callable[[str], Any] | None
+    model: str | None
+    note: str | None = None
+
+
+def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -> QueryEmbedding:
+    """The configured provider's query embedder, if it made `embeddings`; else why not.
+
+    Nothing is loaded or contacted when the answer is "lexical".
     """
     if embeddings is None:
-        return None, None
+        return QueryEmbedding(None, None, f"no readable {EMBEDDINGS_FILENAME} in the store")
+    provider = cfg.effective_provider()
+    if provider == "none":
+        return QueryEmbedding(None, None, "the embedding provider is 'none'")
+    expected = cfg.effective_model()
+    if embeddings.model != expected:
+        return QueryEmbedding(
+            None,
+            None,
+            f"the store's vectors were made by {embeddings.model!r}, but the configured "
+            f"{provider} provider embeds queries with {expected!r}",
+        )
+    if provider == "gemini" and not cfg.gemini_api_key():
+        return QueryEmbedding(None, None, "no Gemini API key (set GEMINI_API_KEY)")
+    from brain_pipeline.embedding.providers import EmbeddingError
+
     try:
         embedder = embedder_for(cfg)
-    except Exception:  # noqa: BLE001 - any provider failure means "no dense side"
-        return None, None
+    except (EmbeddingError, ValueError) as exc:
+        return QueryEmbedding(None, None, f"cannot embed queries with {provider}: {exc}")
     if embedder is None:
-        return None, None
-    return embedder.embed_query, embedder.name
+        return QueryEmbedding(None, None, "the embedding provider is 'none'")
+    return QueryEmbedding(embedder.embed_query, embedder.name)
 
 
 def evaluate_store_dir(
@@ -100,8 +123,8 @@ def evaluate_store_dir(
             failures=[f"no store at {store_file}: materialise knowledge_store first"]
         )
     chunks = load_store(store_file)
-    embeddings = read_embeddings(store_dir / "embeddings.bin", warn=warn)
-    query_embedder, query_model = query_embedder_for(cfg, embeddings)
+    embeddings = read_embeddings(store_dir / EMBEDDINGS_FILENAME, warn=warn)
+    choice = choose_query_embedder(cfg, embeddings)
     thresholds = dict(cfg.evaluation.thresholds)
     if cfg.effective_provider() == "none":
         # No vectors by choice: hybrid *is* BM25, so only BM25's floors can be judged.
@@ -112,11 +135,15 @@ def evaluate_store_dir(
             fixture or cfg.evaluation.fixture,
             thresholds,
             embeddings=embeddings,
-            query_embedder=query_embedder,
-            query_model=query_model,
+            query_embedder=choice.embed,
+            query_model=choice.model,
         )
     except (FixtureError, FileNotFoundError) as exc:
         return EvaluationOutcome(failures=[f"fixture unusable: {exc}"])
+    if choice.note:
+        report.notes.append(f"hybrid runs without query vectors: {choice.note}")
+    if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in thresholds:
+        report.notes.append("hybrid thresholds not applied: embedding.provider is 'none'")
     return EvaluationOutcome(
         failures=list(failures),
         stale_ids=list(getattr(report, "stale_ids", []) or []),

@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
 
     from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.evaluation.beir import BeirFormatError, load_beir, run_bench
+    from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
     try:
         dataset = load_beir(args.dataset, args.split)
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         cache = (
             Path(args.cache)
             if args.cache
-            else cfg.build_dir / "bench" / dataset.name / "embeddings.bin"
+            else cfg.build_dir / "bench" / dataset.name / EMBEDDINGS_FILENAME
         )
 
     def log(message: str) -> None:

@@ -44,10 +44,10 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.evaluation.search import (
         BatchFormatError,
         StoreNotFoundError,
-        choose_query_embedder,
         open_store,
     )
     from brain_pipeline.retrieval.hybrid import Retriever
+    from brain_pipeline.services import choose_query_embedder
 
     if (args.query is None) == (args.queries is None):
         print("brain-pipeline search: give either QUERY or --queries FILE", file=sys.stderr)

@@ -9,8 +9,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.corpus.store import STORE_FILENAME
-
-EMBEDDINGS_FILENAME = "embeddings.bin"
+from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
 
 def store_path(build_dir: Path) -> Path:

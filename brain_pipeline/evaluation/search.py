@@ -12,19 +12,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, load_store
 from brain_pipeline.retrieval.hybrid import Hit, Retriever
-from brain_pipeline.retrieval.vectors import EmbeddingStore
+from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, EmbeddingStore
 
 if TYPE_CHECKING:
-    from brain_pipeline.config import BrainConfig
+    pass
 
-EMBEDDINGS_FILENAME = "embeddings.bin"
 
 
 class StoreNotFoundError(FileNotFoundError):
@@ -60,47 +59,6 @@ def open_store(path: Path | str) -> OpenedStore:
     warnings: list[str] = []
     embeddings = read_embeddings(directory / EMBEDDINGS_FILENAME, warn=warnings.append)
     return OpenedStore(directory, chunks, embeddings, warnings)
-
-
-@dataclass(frozen=True)
-class QueryEmbedding:
-    """How queries get vectors: `embed` and its model, or None and `note` saying why not."""
-
-    embed: Callable[[str], Any] | None
-    model: str | None
-    note: str | None = None
-
-
-def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -> QueryEmbedding:
-    """The configured provider's query embedder, if it made `embeddings`; else why not.
-
-    Nothing is loaded or contacted when the answer is "lexical".
-    """
-    if embeddings is None:
-        return QueryEmbedding(None, None, f"no readable {EMBEDDINGS_FILENAME} in the store")
-    provider = cfg.effective_provider()
-    if provider == "none":
-        return QueryEmbedding(None, None, "the embedding provider is 'none'")
-    expected = cfg.effective_model()
-    if embeddings.model != expected:
-        return QueryEmbedding(
-            None,
-            None,
-            f"the store's vectors were made by {embeddings.model!r}, but the configured "
-            f"{provider} provider embeds queries with {expected!r}",
-        )
-    if provider == "gemini" and not cfg.gemini_api_key():
-        return QueryEmbedding(None, None, "no Gemini API key (set GEMINI_API_KEY)")
-    from brain_pipeline.embedding.providers import EmbeddingError
-    from brain_pipeline.services import embedder_for
-
-    try:
-        embedder = embedder_for(cfg)
-    except (EmbeddingError, ValueError) as exc:
-        return QueryEmbedding(None, None, f"cannot embed queries with {provider}: {exc}")
-    if embedder is None:
-        return QueryEmbedding(None, None, "the embedding provider is 'none'")
-    return QueryEmbedding(embedder.embed_query, embedder.name)
 
 
 class BatchFormatError(ValueError):

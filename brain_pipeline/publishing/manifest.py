@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, parse_store
-from brain_pipeline.retrieval.vectors import NotAnEmbeddingStore, decode_embeddings
+from brain_pipeline.retrieval.vectors import (
+    EMBEDDINGS_FILENAME,
+    NotAnEmbeddingStore,
+    decode_embeddings,
+)
 
 MANIFEST_FILENAME = "manifest.json"
-EMBEDDINGS_FILENAME = "embeddings.bin"
 MANIFEST_FORMAT = 1
 
 # Fields that record *when/which run* published, not *what* was published.

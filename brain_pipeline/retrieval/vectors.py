@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+EMBEDDINGS_FILENAME = "embeddings.bin"
 MAGIC = b"PATBEMB1"
 ID_WIDTH = 12
 _HEADER = struct.Struct("<8sHIH")

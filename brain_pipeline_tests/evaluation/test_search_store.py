@@ -11,10 +11,10 @@ from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.evaluation.search import (
     StoreNotFoundError,
-    choose_query_embedder,
     open_store,
 )
 from brain_pipeline.retrieval.vectors import EmbeddingStore, encode_embeddings, quantize
+from brain_pipeline.services import choose_query_embedder
 
 
 def write_store(directory: Path, chunks: list[Chunk], vectors: bytes | None = None) -> Path:
