@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -9,6 +11,30 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 from brain_pipeline.defs.definitions import defs as default_defs
+
+
+class _StepFormatter(logging.Formatter):
+    """`  step_name         message`: what a person at a terminal needs, no run ids."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        meta = getattr(record, "dagster_meta", None) or {}
+        step = meta.get("step_key") or ""
+        message = meta.get("orig_message") or record.getMessage()
+        level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
+        return f"  {step:<26} {level}{message}"
+
+
+@dg.logger(
+    config_schema={"log_level": dg.Field(str, is_required=False, default_value="INFO")},
+    description="One concise line per message the assets log, for the command line.",
+)
+def concise_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger:
+    level = init_context.logger_config["log_level"]
+    logger = logging.Logger("brain_pipeline.run", level=level)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_StepFormatter())
+    logger.addHandler(handler)
+    return logger
 
 
 @dataclass
@@ -34,8 +60,14 @@ def _describe(event: dg.DagsterEvent) -> str | None:
         passed = getattr(evaluation, "passed", None)
         name = getattr(getattr(evaluation, "asset_check_key", None), "name", event.step_key)
         description = getattr(evaluation, "description", None) or ""
+        metadata = getattr(evaluation, "metadata", None) or {}
+        figures = ", ".join(
+            f"{name.split('.')[0]} nDCG@10 {getattr(metadata[name], 'value', 0.0):.3f}"
+            for name in ("bm25.ndcg_at_10", "hybrid.ndcg_at_10")
+            if name in metadata
+        )
         verdict = "passed" if passed else f"FAILED {description}"
-        return f"  check    {name}: {verdict}".rstrip()
+        return f"  check    {name}: {verdict}" + (f" ({figures})" if figures else "")
     return None
 
 
@@ -62,10 +94,12 @@ def materialize_selection(
     if not keys:
         raise ValueError(f"the selection {selection!r} matches no asset")
     job = defs.resolve_implicit_global_asset_job_def()
+    if not verbose:
+        job = job.with_logger_defs({"concise": concise_console_logger})
     run_config: dict[str, object] = {}
     if not verbose:
-        # Our own one-line-per-step summary replaces Dagster's console log.
-        run_config["loggers"] = {"console": {"config": {"log_level": "CRITICAL"}}}
+        # Asset log lines (progress, warnings) without Dagster's per-event debug output.
+        run_config["loggers"] = {"concise": {"config": {"log_level": "INFO"}}}
     publish_keys = {dg.AssetKey("published_local"), dg.AssetKey("published_s3")}
     if force_publish:
         run_config["ops"] = {
@@ -79,6 +113,8 @@ def materialize_selection(
         tags={"launched_by": "brain-pipeline materialize", "selection": selection},
     )
     outcome = MaterializeOutcome(success=result.success, run_id=result.run_id)
+    if echo is not None:
+        echo("run summary:")
     for event in result.all_events:
         line = _describe(event)
         if line is None:
