@@ -107,7 +107,7 @@ def _render(report: dict[str, Any]) -> str:
         lines.append(f"Vectors: none ({m.get('embeddings_note') or 'not published'})")
     if m.get("evaluation"):
         lines.append("Evaluation:")
-        lines += [f"  {k}: {v}" for k, v in _flat(m["evaluation"])]
+        lines += [f"  {k}: {_figure(v)}" for k, v in _flat(m["evaluation"])]
     lines.append("Files:")
     for art in (m.get("embeddings"), m["store"]):
         if art:
@@ -147,3 +147,10 @@ def run(args: argparse.Namespace) -> int:
         stream = sys.stderr if code == EXIT_NOTHING_PUBLISHED else sys.stdout
         print(_render(report), file=stream)
     return code
+
+
+def _figure(value: object) -> str:
+    """Counts as integers, rates to three decimals; anything else as it is."""
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.3f}"
+    return str(value)
