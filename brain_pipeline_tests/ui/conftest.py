@@ -160,10 +160,19 @@ LOCATIONS_QUERY = """
 
 
 def wait_for_code_location(server: DagsterDev, deadline: float) -> None:
-    """Until every code location is LOADED with a repository; fail at once on a load error."""
+    """Until every code location is LOADED with a repository; fail at once on a load error.
+
+    Transport hiccups right after start-up are retried until the deadline.
+    """
+    last_error = ""
     while time.monotonic() < deadline:
         server.assert_running()
-        workspace = server.graphql(LOCATIONS_QUERY)["workspaceOrError"]
+        try:
+            workspace = server.graphql(LOCATIONS_QUERY)["workspaceOrError"]
+        except (urllib.error.URLError, ConnectionError, TimeoutError, GraphQLError) as error:
+            last_error = repr(error)
+            time.sleep(0.5)
+            continue
         if workspace["__typename"] != "Workspace":
             pytest.fail(f"workspace failed to load: {workspace.get('message')}")
         entries = workspace["locationEntries"]
@@ -179,7 +188,9 @@ def wait_for_code_location(server: DagsterDev, deadline: float) -> None:
         if entries and len(loaded) == len(entries):
             return
         time.sleep(0.5)
-    pytest.fail(f"the code location did not load in time:\n{server.log_tail()}")
+    pytest.fail(
+        f"the code location did not load in time ({last_error or 'no error'}):\n{server.log_tail()}"
+    )
 
 
 def process_group_alive(pgid: int) -> bool:
