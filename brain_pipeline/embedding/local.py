@@ -8,7 +8,8 @@ that later builds reuse by model name.
 
 The shipped tokenizer.json truncates and pads to a fixed 128 tokens; we truncate at 256
 (what sentence-transformers uses for this model) and pad each batch only to its longest
-text, sorting texts by length so batches carry little padding.
+text, sorting texts by token count so batches carry little padding, and cap each batch
+at a token budget so long texts cannot blow up memory.
 """
 
 from __future__ import annotations
@@ -86,13 +87,15 @@ class LocalEmbedder:
     def __init__(
         self,
         *,
-        inference_batch: int = 32,
+        inference_batch: int = 64,
+        max_batch_tokens: int = 4096,
         max_batch: int = 256,
         max_tokens: int = MAX_TOKENS,
         threads: int | None = None,
     ) -> None:
         self.max_batch = max_batch
         self.inference_batch = inference_batch
+        self.max_batch_tokens = max_batch_tokens
         self.max_tokens = max_tokens
         self.threads = threads or available_cores()
         self._session: Any = None
@@ -108,10 +111,12 @@ class LocalEmbedder:
 
         tokenizer = Tokenizer.from_file(str(tokenizer_file()))
         tokenizer.enable_truncation(max_length=self.max_tokens)
-        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")  # pad to the batch's longest
+        tokenizer.no_padding()  # we pad each length-sorted batch ourselves
         options = ort.SessionOptions()
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
+        # Without the arena, memory of a big batch is returned instead of kept for good.
+        options.enable_cpu_mem_arena = False
         session = ort.InferenceSession(
             str(model_file()), sess_options=options, providers=["CPUExecutionProvider"]
         )
@@ -126,21 +131,43 @@ class LocalEmbedder:
 
     def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
         self._load()
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        for start in range(0, len(order), self.inference_batch):
-            rows = order[start : start + self.inference_batch]
-            out[rows] = self._run([texts[i] for i in rows])
+        encodings = self._tokenizer.encode_batch(list(texts))
+        out = np.zeros((len(encodings), self.dimension), dtype=np.float32)
+        for rows in self._batches([len(e.ids) for e in encodings]):
+            out[rows] = self._run([encodings[i] for i in rows])
         return out
+
+    def _batches(self, lengths: list[int]) -> list[list[int]]:
+        """Row groups sorted by token count, each under the token budget.
+
+        Sorting keeps padding small; the budget bounds the attention tensors (which grow
+        with batch × length²) so peak memory stays flat however long the texts are.
+        """
+        order = sorted(range(len(lengths)), key=lengths.__getitem__)
+        batches: list[list[int]] = []
+        current: list[int] = []
+        for row in order:
+            longest = max(lengths[row], 1)
+            full = len(current) >= self.inference_batch
+            if current and (full or (len(current) + 1) * longest > self.max_batch_tokens):
+                batches.append(current)
+                current = []
+            current.append(row)
+        if current:
+            batches.append(current)
+        return batches
 
     def embed_query(self, text: str) -> FloatVector:
         return self._queries.get_or_compute(text, lambda q: self.embed_documents([q])[0])
 
-    def _run(self, texts: list[str]) -> FloatMatrix:
-        """One session.run: tokenise, infer, mean-pool over real tokens, L2-normalise."""
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.asarray([e.ids for e in encodings], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in encodings], dtype=np.int64)
+    def _run(self, encodings: list[Any]) -> FloatMatrix:
+        """One session.run over padded encodings; mean-pool over real tokens, L2-normalise."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), width), dtype=np.int64)  # [PAD] is id 0
+        mask = np.zeros_like(ids)
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names:
             feeds["token_type_ids"] = np.zeros_like(ids)
