@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 
 HELP = "open the Dagster UI (dagster dev) on the same instance the CLI uses"
@@ -40,5 +41,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"Dagster UI on http://{args.host}:{args.port} (instance {home})", file=sys.stderr)
     os.chdir(cfg.base_dir)
     command = [dagster, "dev", "-w", str(workspace), "-h", args.host, "-p", str(args.port)]
+    # `dagster dev` treats SIGTERM like SIGINT, and a process started in the background of
+    # a non-interactive shell inherits SIGINT *ignored*: it would then ignore both. Restore
+    # the defaults so `kill` and Ctrl-C stop the UI wherever it was started from.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.execv(dagster, command)
     return 0  # pragma: no cover - execv does not return

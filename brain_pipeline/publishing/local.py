@@ -204,8 +204,6 @@ def publish_local(
     _check_manifest_matches(manifest, store_bytes, embeddings_bytes)
     refusal = embeddings_refusal(embeddings_bytes, agent_query_model)
     if refusal is not None:
-        level = logging.INFO if embeddings_bytes is None else logging.WARNING
-        log.log(level, "embeddings not published: %s", refusal)
         manifest = manifest.without_embeddings(refusal)
     targets = storage_dirs(publish_root)
     live = _manifest_to_write(manifest, targets)

@@ -43,17 +43,6 @@ CHROMIUM_ARGS = [
 SERVER_START_TIMEOUT = 90.0
 STOP_GRACE_SECONDS = 10.0
 
-# `dagster dev` maps SIGTERM to whatever SIGINT does, and a process started in the
-# background of a non-interactive shell inherits SIGINT *ignored*, so it would ignore
-# SIGTERM too. This trampoline restores both to their defaults and then becomes dagster.
-RESET_SIGNALS_AND_EXEC = (
-    "import os, signal, sys\n"
-    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
-    "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
-    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
-)
-
-
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "ui: drives the Dagster web UI in headless Chromium (deselect: -m 'not ui')"
@@ -228,7 +217,7 @@ def artifacts_dir() -> Path:
 def dagster_dev(
     tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path
 ) -> Iterator[DagsterDev]:
-    """`dagster dev -w workspace.yaml` from the repo root, in its own process group."""
+    """`brain-pipeline ui` (= `dagster dev -w workspace.yaml`) in its own process group."""
     root = tmp_path_factory.mktemp("dagster_ui")
     home = root / "dagster_home"
     home.mkdir()
@@ -237,20 +226,9 @@ def dagster_dev(
     build_dir, publish_root = root / "build", root / "agent"
     log_path = root / "dagster-dev.log"
     port = free_loopback_port()
-    command = [
-        sys.executable,
-        "-c",
-        RESET_SIGNALS_AND_EXEC,
-        "-m",
-        "dagster",
-        "dev",
-        "-w",
-        "workspace.yaml",
-        "-h",
-        "127.0.0.1",
-        "-p",
-        str(port),
-    ]
+    # The README's command: it sets DAGSTER_HOME-aware instance use, restores SIGINT and
+    # SIGTERM (see brain_pipeline.cli.ui) and becomes `dagster dev -w workspace.yaml`.
+    command = [sys.executable, "-m", "brain_pipeline.cli", "ui", "--host", "127.0.0.1", "-p", str(port)]
     started = time.monotonic()
     with log_path.open("wb") as log:
         process = subprocess.Popen(
