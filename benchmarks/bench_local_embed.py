@@ -113,11 +113,11 @@ def main() -> None:
     print(f"embedder          {len(texts) / ours:8.1f} texts/s  ({ours:6.1f} s)  "
           f"peak RSS {peak_rss_mb():7.0f} MB")
 
+    del vectors
     chunks = [Chunk(id=chunk_id(t), content=t, area="bench", source="bench/x") for t in texts]
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = LocalEmbedder()
         started = time.perf_counter()
-        report = build_embeddings(chunks, Path(tmp) / "embeddings.bin", fresh)
+        report = build_embeddings(chunks, Path(tmp) / "embeddings.bin", embedder)
         built = time.perf_counter() - started
     print(f"build_embeddings  {report.embedded / built:8.1f} texts/s  ({built:6.1f} s)  "
           f"peak RSS {peak_rss_mb():7.0f} MB  ({report.embedded} embedded)")

@@ -36,6 +36,7 @@ def test_environment_base_url_reaches_our_server_with_documents_task(
     stats = gemini_server.stats()
     assert stats.requests == 1
     assert stats.task_types == {"RETRIEVAL_DOCUMENT": 2}
+    assert stats.api_versions == {"v1": 1}
 
 
 def test_batches_never_exceed_one_hundred_texts(gemini_server: FakeGemini) -> None:
@@ -161,3 +162,25 @@ def test_make_embedder_builds_gemini_and_requires_a_key(gemini_server: FakeGemin
     assert make_embedder("none") is None
     with pytest.raises(ValueError):
         make_embedder("auto")
+
+
+def test_v1beta_and_the_http_control_endpoints(gemini_server: FakeGemini) -> None:
+    import json
+    import urllib.request
+
+    def call(method: str, path: str, body: object = None) -> object:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(gemini_server.url + path, data=data, method=method,
+                                         headers={"content-type": "application/json"})
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return json.loads(response.read())
+
+    call("POST", "/config", {"script": [503]})
+    embedder = gemini(api_version="v1beta")
+    assert embedder.embed_documents(["over v1beta"]).shape == (1, 16)
+    stats = call("GET", "/stats")
+    assert isinstance(stats, dict)
+    assert (stats["requests"], stats["texts"], stats["errors"]) == (2, 1, 1)
+    assert stats["api_versions"] == {"v1beta": 2}
+    call("POST", "/reset")
+    assert gemini_server.stats().requests == 0

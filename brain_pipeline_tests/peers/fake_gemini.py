@@ -66,6 +66,7 @@ class Stats:
     rate_limited: int = 0
     errors: int = 0
     task_types: dict[str, int] = field(default_factory=dict)
+    api_versions: dict[str, int] = field(default_factory=dict)
     batch_sizes: list[int] = field(default_factory=list)
     accepted_at: list[float] = field(default_factory=list)  # monotonic, one per accepted request
 
@@ -139,7 +140,7 @@ class FakeGemini:
         with self._lock:
             s = self._stats
             return Stats(s.texts, s.requests, s.rate_limited, s.errors, dict(s.task_types),
-                         list(s.batch_sizes), list(s.accepted_at))
+                         dict(s.api_versions), list(s.batch_sizes), list(s.accepted_at))
 
     # -------------------------------------------------------------- the endpoint
     def embed(self, version: str, model: str, key: str | None, body: Any
@@ -147,6 +148,7 @@ class FakeGemini:
         """Answer one batchEmbedContents call: (HTTP status, JSON body)."""
         with self._lock:
             self._stats.requests += 1
+            self._stats.api_versions[version] = self._stats.api_versions.get(version, 0) + 1
             delay = self.settings.delay_seconds
         if delay:
             time.sleep(delay)
