@@ -23,27 +23,27 @@ from brain_pipeline.services import embedder_for
     ),
 )
 def embeddings(context: dg.AssetExecutionContext, settings: BrainSettings) -> dg.MaterializeResult:
-    from brain_pipeline.embedding.builder import build_embeddings
+    from brain_pipeline.embedding.builder import (
+        EmbeddingBuildInterrupted,
+        build_embeddings,
+        prune_embeddings,
+    )
 
     cfg = settings.load()
     chunks = load_store(store_path(cfg.build_dir))
     out = embeddings_path(cfg.build_dir)
     embedder = embedder_for(cfg)
     if embedder is None:
-        # provider "none": an older file would describe another store, so it goes.
-        removed = out.exists()
-        out.unlink(missing_ok=True)
-        context.log.info("embedding provider is 'none': the store stays lexical-only")
-        return dg.MaterializeResult(
-            metadata=to_metadata(
-                {
-                    "provider": "none",
-                    "coverage_pct": 0.0,
-                    "chunks": len(chunks),
-                    "removed_old_file": removed,
-                }
-            )
-        )
+        # provider "none": embed nothing, but keep the vectors that still match live chunks
+        # (finished work is never thrown away) and drop the orphans.
+        pruned = prune_embeddings(chunks, out, log=context.log.info)
+        context.log.info("embedding provider is 'none': nothing embedded")
+        none_meta: dict[str, object] = {"provider": "none", "chunks": len(chunks)}
+        if pruned is None:
+            none_meta["coverage"] = 0.0
+        else:
+            none_meta.update(pruned.as_metadata())
+        return dg.MaterializeResult(metadata=to_metadata(none_meta))
 
     last_log = [0.0]
 
@@ -53,7 +53,14 @@ def embeddings(context: dg.AssetExecutionContext, settings: BrainSettings) -> dg
             last_log[0] = now
             context.log.info(f"embedded {done}/{total} texts")
 
-    report = build_embeddings(chunks, out, embedder, progress=progress, log=context.log.info)
+    try:
+        report = build_embeddings(chunks, out, embedder, progress=progress, log=context.log.info)
+    except EmbeddingBuildInterrupted as exc:
+        # The checkpoint beside the file keeps every finished batch; the next run resumes.
+        raise dg.Failure(
+            description=f"embedding stopped: {exc}",
+            metadata=to_metadata(dict(exc.report.as_metadata())),
+        ) from None
     metadata: dict[str, object] = dict(report.as_metadata())
     metadata["provider"] = cfg.effective_provider()
     metadata["embeddings_sha256"] = file_sha256(out)

@@ -61,3 +61,16 @@ def test_rerun_with_nothing_changed_sends_zero_texts(gemini_project: Project) ->
     assert server.stats().task_types.get("RETRIEVAL_DOCUMENT", 0) == documents_before
     meta = _metadata(gemini_project, "embeddings")
     assert meta["embedded"] == 0 and meta["reused"] == documents_before
+
+
+def test_a_rejected_key_fails_the_embeddings_step_without_leaking_it(
+    gemini_project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrong_key = "wrong-key-should-never-print-93af"
+    monkeypatch.setenv("GEMINI_API_KEY", wrong_key)
+    outcome = gemini_project.materialize()
+    assert not outcome.success
+    failure = next(line for line in outcome.lines if "FAILED   embeddings" in line)
+    assert "key" in failure.lower()
+    assert wrong_key not in "\n".join(outcome.lines)
+    assert not (gemini_project.published() / "knowledge-store.json").exists()
