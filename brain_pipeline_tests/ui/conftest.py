@@ -43,6 +43,7 @@ CHROMIUM_ARGS = [
 SERVER_START_TIMEOUT = 90.0
 STOP_GRACE_SECONDS = 10.0
 
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "ui: drives the Dagster web UI in headless Chromium (deselect: -m 'not ui')"
@@ -228,7 +229,16 @@ def dagster_dev(
     port = free_loopback_port()
     # The README's command: it sets DAGSTER_HOME-aware instance use, restores SIGINT and
     # SIGTERM (see brain_pipeline.cli.ui) and becomes `dagster dev -w workspace.yaml`.
-    command = [sys.executable, "-m", "brain_pipeline.cli", "ui", "--host", "127.0.0.1", "-p", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "brain_pipeline.cli",
+        "ui",
+        "--host",
+        "127.0.0.1",
+        "-p",
+        str(port),
+    ]
     started = time.monotonic()
     with log_path.open("wb") as log:
         process = subprocess.Popen(
