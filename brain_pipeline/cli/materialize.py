@@ -35,15 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from brain_pipeline.config import ConfigError, load_config
-    from brain_pipeline.instance import ensure_instance_home
+    from brain_pipeline.cli.instance_setup import configured_instance
 
-    try:
-        cfg = load_config()
-    except ConfigError as exc:
-        print(f"brain-pipeline: {exc}", file=sys.stderr)
+    if configured_instance("materialize") is None:
         return 2
-    ensure_instance_home(cfg.instance_home())
     from brain_pipeline.defs.runner import materialize_selection
 
     started = time.monotonic()

@@ -24,15 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from brain_pipeline.config import ConfigError, load_config
-    from brain_pipeline.instance import ensure_instance_home
+    from brain_pipeline.cli.instance_setup import configured_instance
 
-    try:
-        cfg = load_config()
-    except ConfigError as exc:
-        print(f"brain-pipeline: {exc}", file=sys.stderr)
+    cfg = configured_instance("ui")
+    if cfg is None:
         return 2
-    home = ensure_instance_home(cfg.instance_home())
+    home = cfg.instance_home()
     workspace = cfg.base_dir / "workspace.yaml"
     dagster = shutil.which("dagster")
     if dagster is None:
