@@ -144,10 +144,14 @@ def published_local(
             "embeddings_note": report.embeddings_note or "",
             "chunk_count": report.manifest.chunk_count,
             "store_sha256": report.manifest.store.sha256,
-            "evaluated_in_run": artifacts.evaluation_run_id or "",
-            "published_in_run": report.manifest.run_id or "",
         }
     )
+    # Links in the UI: the run whose check passed these bytes, and the run that made the
+    # manifest now live (an earlier one when this publish changed nothing).
+    if artifacts.evaluation_run_id:
+        metadata["evaluated_in_run"] = dg.MetadataValue.dagster_run(artifacts.evaluation_run_id)
+    if report.manifest.run_id:
+        metadata["live_since_run"] = dg.MetadataValue.dagster_run(report.manifest.run_id)
     metadata["manifest"] = dg.MetadataValue.md(report.manifest.to_markdown())
     metadata["targets"] = dg.MetadataValue.json(report.to_metadata()["targets"])
     return dg.MaterializeResult(metadata=metadata)
