@@ -105,30 +105,38 @@ def test_impossible_threshold_blocks_every_publish(tiny_project: Project, s3: ob
     _assert_nothing_published(tiny_project, bucket="gated")
 
 
-def test_stale_fixture_blocks_publishing(tmp_path: Path) -> None:
+def _with_bucket_and_dist(project: Project, bucket: str) -> None:
+    boto3.client("s3").create_bucket(Bucket=bucket)
+    (project.publish_root / "dist").mkdir(parents=True)
+    project.write_config(**{"publish.s3": {"bucket": bucket}})
+
+
+def test_stale_fixture_blocks_publishing(tmp_path: Path, s3: object) -> None:
     corpus = tmp_path / "corpus"
     ids = write_tiny_corpus(corpus)
     fixture = tiny_fixture(ids)
     fixture["queries"][0]["relevant"].append("0123456789ab")
     project = make_project(tmp_path, corpus, fixture)
+    _with_bucket_and_dist(project, "stale-gate")
     outcome = project.materialize()
     assert not outcome.success
     failure = " ".join(outcome.failed_checks)
     assert "stale" in failure and "0123456789ab" in failure
-    _assert_nothing_published(project)
+    _assert_nothing_published(project, bucket="stale-gate")
 
 
-def test_empty_store_blocks_publishing(tmp_path: Path) -> None:
+def test_empty_store_blocks_publishing(tmp_path: Path, s3: object) -> None:
     corpus = tmp_path / "corpus"
     (corpus / "alpha").mkdir(parents=True)
     (corpus / "alpha" / "short.md").write_text("too short\n\nalso short\n")
     ids = {p: "000000000000" for ps in TINY_PARAGRAPHS.values() for p in ps}
     project = make_project(tmp_path, corpus, tiny_fixture(ids))
+    _with_bucket_and_dist(project, "empty-gate")
     outcome = project.materialize()
     assert not outcome.success
     assert parse_store(project.store_file.read_bytes()) == []
     assert "empty" in " ".join(outcome.failed_checks)
-    _assert_nothing_published(project)
+    _assert_nothing_published(project, bucket="empty-gate")
 
 
 def test_publish_alone_refuses_after_a_failed_evaluation_unless_forced(
