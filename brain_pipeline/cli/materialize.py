@@ -39,12 +39,16 @@ def run(args: argparse.Namespace) -> int:
 
     if configured_instance("materialize") is None:
         return 2
-    from brain_pipeline.defs.runner import materialize_selection
+    from brain_pipeline.defs.runner import SelectionError, materialize_selection
 
     started = time.monotonic()
-    outcome = materialize_selection(
-        args.select, force_publish=args.force_publish, verbose=args.verbose, echo=print
-    )
+    try:
+        outcome = materialize_selection(
+            args.select, force_publish=args.force_publish, verbose=args.verbose, echo=print
+        )
+    except SelectionError as exc:
+        print(f"brain-pipeline materialize: bad --select: {exc}", file=sys.stderr)
+        return 2
     print(
         f"{'succeeded' if outcome.success else 'FAILED'}: run {outcome.run_id} "
         f"in {time.monotonic() - started:.1f}s (see it in the UI: brain-pipeline ui)",

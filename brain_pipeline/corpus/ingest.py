@@ -97,15 +97,51 @@ def _describe(entry: ManifestEntry) -> str:
     return f"{entry.reason}: {entry.detail}" if entry.detail else str(entry.reason)
 
 
-def ingest_corpus(root: Path | str) -> IngestResult:
-    """Walk, chunk and de-duplicate the corpus at `root` (first occurrence wins).
+@dataclass
+class ChunkedCorpus:
+    """Every chunk occurrence in discovery order, before de-duplication, with provenance.
+
+    Kept apart from `IngestResult` so the pipeline can show what each file produced
+    (duplicates included) before content addressing collapses repeats.
+    """
+
+    root: Path
+    manifest: list[ManifestEntry]
+    occurrences: list[Chunk]
+    files_seen: int
+    areas: list[str]
+
+    def deduplicated(self) -> IngestResult:
+        """De-duplicate by id across the corpus, first occurrence wins."""
+        chunks, collapsed = deduplicate(self.occurrences)
+        problems = [(e.source, _describe(e)) for e in self.manifest if e.problem]
+        if not chunks:
+            problems.append((".", EMPTY_CORPUS_WARNING))
+        skipped = Counter(str(e.reason) for e in self.manifest if e.status == STATUS_SKIPPED)
+        per_area = dict.fromkeys(self.areas, 0)
+        per_area.update(Counter(c.area for c in chunks))
+        return IngestResult(
+            root=self.root,
+            manifest=self.manifest,
+            chunks=chunks,
+            duplicates_collapsed=collapsed,
+            problems=problems,
+            skipped_by_reason=dict(skipped),
+            chunks_per_area=per_area,
+            files_seen=self.files_seen,
+            areas=list(self.areas),
+        )
+
+
+def chunk_corpus(root: Path | str) -> ChunkedCorpus:
+    """Walk the corpus at `root` and chunk every text and roadmap file (no de-duplication).
 
     Raises CorpusNotFoundError (a FileNotFoundError) when `root` is not a directory;
-    everything wrong inside the corpus is reported in the result instead.
+    everything wrong inside the corpus is reported in the manifest instead.
     """
     walk = walk_corpus(root)
     manifest: list[ManifestEntry] = []
-    all_chunks: list[Chunk] = []
+    occurrences: list[Chunk] = []
     files_seen = 0
     for item in walk:
         if isinstance(item, ManifestEntry):
@@ -114,22 +150,10 @@ def ingest_corpus(root: Path | str) -> IngestResult:
         files_seen += 1
         outcome = ingest_file(item)
         manifest.append(outcome.entry)
-        all_chunks.extend(outcome.chunks)
-    chunks, collapsed = deduplicate(all_chunks)
-    problems = [(e.source, _describe(e)) for e in manifest if e.problem]
-    if not chunks:
-        problems.append((".", EMPTY_CORPUS_WARNING))
-    skipped = Counter(str(e.reason) for e in manifest if e.status == STATUS_SKIPPED)
-    per_area = dict.fromkeys(walk.areas, 0)
-    per_area.update(Counter(c.area for c in chunks))
-    return IngestResult(
-        root=Path(root),
-        manifest=manifest,
-        chunks=chunks,
-        duplicates_collapsed=collapsed,
-        problems=problems,
-        skipped_by_reason=dict(skipped),
-        chunks_per_area=per_area,
-        files_seen=files_seen,
-        areas=list(walk.areas),
-    )
+        occurrences.extend(outcome.chunks)
+    return ChunkedCorpus(Path(root), manifest, occurrences, files_seen, list(walk.areas))
+
+
+def ingest_corpus(root: Path | str) -> IngestResult:
+    """Walk, chunk and de-duplicate the corpus at `root` (first occurrence wins)."""
+    return chunk_corpus(root).deduplicated()

@@ -7,7 +7,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED, Manifest, discover
-from brain_pipeline.corpus.ingest import IngestResult, ingest_corpus
+from brain_pipeline.corpus.ingest import ChunkedCorpus, chunk_corpus
 from brain_pipeline.defs.common import markdown_table, store_path, to_metadata
 from brain_pipeline.defs.resources import BrainSettings
 
@@ -69,62 +69,72 @@ def _manifest_digest(entries: Any) -> str:
     group_name="ingest",
     kinds={"python"},
     description=(
-        "Paragraph chunks (text files) and roadmap statements (JSON), with area, source and "
-        "heading, content-addressed ids (sha256), de-duplicated across the corpus with the "
-        "first occurrence winning — exactly as the agent's original ingest."
+        "Paragraph chunks (text files) and roadmap statements (JSON) with their provenance — "
+        "area, corpus-relative source, heading — and content-addressed ids (sha256 of the "
+        "text), every occurrence in discovery order, duplicates included."
     ),
 )
 def knowledge_chunks(
     context: dg.AssetExecutionContext, settings: BrainSettings, corpus_manifest: Manifest
-) -> dg.Output[IngestResult]:
+) -> dg.Output[ChunkedCorpus]:
     cfg = settings.load()
-    result = ingest_corpus(cfg.corpus_root())
-    if _manifest_digest(result.manifest) != _manifest_digest(corpus_manifest.entries):
+    chunked = chunk_corpus(cfg.corpus_root())
+    if _manifest_digest(chunked.manifest) != _manifest_digest(corpus_manifest.entries):
         context.log.warning(
             "the corpus changed since corpus_manifest was taken; chunks reflect the newer files"
         )
-    for source, reason in result.problems:
-        context.log.warning(f"{source}: {reason}")
+    problems = [e for e in chunked.manifest if e.problem]
+    for entry in problems:
+        context.log.warning(
+            f"{entry.source}: {entry.reason}{f': {entry.detail}' if entry.detail else ''}"
+        )
+    per_area = Counter(c.area for c in chunked.occurrences)
+    per_file = Counter(c.source for c in chunked.occurrences)
     metadata = to_metadata(
         {
-            "chunks": len(result.chunks),
-            "files_seen": result.files_seen,
-            "duplicates_collapsed": result.duplicates_collapsed,
-            "malformed_or_problem_files": len(result.problems),
+            "occurrences": len(chunked.occurrences),
+            "files_seen": chunked.files_seen,
+            "files_with_chunks": len(per_file),
+            "malformed_or_problem_files": len(problems),
         }
     )
-    metadata["chunks_per_area"] = dg.MetadataValue.json(result.chunks_per_area)
-    for area, count in result.chunks_per_area.items():
-        metadata[f"chunks.{area}"] = dg.MetadataValue.int(count)
+    metadata["occurrences_per_area"] = dg.MetadataValue.json(dict(per_area))
     metadata["problems"] = dg.MetadataValue.md(
-        markdown_table(["file", "reason"], [list(p) for p in result.problems])
-        if result.problems
+        markdown_table(
+            ["file", "reason", "detail"],
+            [[e.source, e.reason or "", e.detail or ""] for e in problems],
+        )
+        if problems
         else "none"
     )
-    return dg.Output(result, metadata=metadata)
+    return dg.Output(chunked, metadata=metadata)
 
 
 @dg.asset(
     group_name="ingest",
     kinds={"python"},
     description=(
-        "knowledge-store.json in the build directory, byte-identical to what the agent's "
+        "knowledge-store.json in the build directory: chunks de-duplicated by content id "
+        "across the whole corpus (first occurrence wins), byte-identical to what the agent's "
         "original ingest wrote (JSON.stringify(chunks, null, 2)). Rewritten atomically, and "
         "only when its bytes change."
     ),
 )
 def knowledge_store(
-    context: dg.AssetExecutionContext, settings: BrainSettings, knowledge_chunks: IngestResult
+    context: dg.AssetExecutionContext, settings: BrainSettings, knowledge_chunks: ChunkedCorpus
 ) -> dg.MaterializeResult:
     from brain_pipeline.publishing.atomic import write_if_changed
 
     cfg = settings.load()
-    data = knowledge_chunks.store_bytes()
+    result = knowledge_chunks.deduplicated()
+    data = result.store_bytes()
     target = store_path(cfg.build_dir)
     changed = write_if_changed(target, data)
-    chunks = knowledge_chunks.chunks
+    chunks = result.chunks
     if not chunks:
         context.log.warning("the knowledge store is empty: the corpus produced no chunks")
+    if result.duplicates_collapsed:
+        context.log.info(f"{result.duplicates_collapsed} duplicate chunk(s) collapsed")
     preview = [
         [c.id, c.area, c.source, "" if not c.has_heading else c.heading, c.content[:80]]
         for c in chunks[:PREVIEW_ROWS]
@@ -134,11 +144,14 @@ def knowledge_store(
             "path": str(target),
             "status": "written" if changed else "unchanged",
             "chunks": len(chunks),
-            "duplicates_collapsed": knowledge_chunks.duplicates_collapsed,
+            "duplicates_collapsed": result.duplicates_collapsed,
             "store_bytes": len(data),
             "store_sha256": hashlib.sha256(data).hexdigest(),
         }
     )
+    metadata["chunks_per_area"] = dg.MetadataValue.json(result.chunks_per_area)
+    for area, count in result.chunks_per_area.items():
+        metadata[f"chunks.{area}"] = dg.MetadataValue.int(count)
     metadata["preview"] = dg.MetadataValue.md(
         markdown_table(["id", "area", "source", "heading", "content"], preview)
     )

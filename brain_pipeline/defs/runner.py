@@ -37,6 +37,10 @@ def concise_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger
     return logger
 
 
+class SelectionError(ValueError):
+    """The --select string does not parse or names no asset; the message lists the assets."""
+
+
 @dataclass
 class MaterializeOutcome:
     success: bool
@@ -52,6 +56,11 @@ def _describe(event: dg.DagsterEvent) -> str | None:
     if kind == "STEP_FAILURE":
         data = event.step_failure_data
         reason = data.error.message.strip().splitlines()[0] if data and data.error else "failed"
+        if data and data.error and "DagsterExecutionLoadInputError" in (data.error.cls_name or ""):
+            reason = (
+                "an upstream asset was never materialised in this instance; select it too, "
+                "e.g. --select '*" + str(event.step_key) + "'"
+            )
         return f"  FAILED   {event.step_key}: {reason}"
     if kind == "STEP_SKIPPED":
         return f"  skipped  {event.step_key}"
@@ -87,12 +96,18 @@ def materialize_selection(
     """
     defs = definitions or default_defs
     graph = defs.resolve_asset_graph()
+    known = ", ".join(sorted(k.to_user_string() for k in graph.get_all_asset_keys()))
     with warnings.catch_warnings():
         # Parsing '*' touches a beta parameter inside Dagster itself; not our concern.
         warnings.simplefilter("ignore", category=dg.BetaWarning)
-        keys = dg.AssetSelection.from_string(selection).resolve(graph)
+        try:
+            keys = dg.AssetSelection.from_string(selection).resolve(graph)
+        except dg.DagsterError as exc:
+            raise SelectionError(
+                f"{selection!r}: {str(exc).rstrip('.')}. Assets: {known}"
+            ) from None
     if not keys:
-        raise ValueError(f"the selection {selection!r} matches no asset")
+        raise SelectionError(f"the selection {selection!r} matches no asset. Assets: {known}")
     job = defs.resolve_implicit_global_asset_job_def()
     if not verbose:
         job = job.with_logger_defs({"concise": concise_console_logger})

@@ -46,10 +46,13 @@ def test_ingest_group_on_the_sample_corpus(sample_project: Project) -> None:
     manifest_meta = _asset_metadata(sample_project, "corpus_manifest")
     assert int(str(manifest_meta["files_seen"])) >= 40
     chunks_meta = _asset_metadata(sample_project, "knowledge_chunks")
-    assert int(str(chunks_meta["duplicates_collapsed"])) >= 1
     assert "formatted-broken-draft.json" in str(chunks_meta["problems"])
     store_meta = _asset_metadata(sample_project, "knowledge_store")
     assert store_meta["chunks"] == len(stored)
+    # Chunking keeps every occurrence; the store collapses the repeated paragraph.
+    collapsed = store_meta["duplicates_collapsed"]
+    assert isinstance(collapsed, int) and collapsed >= 1
+    assert chunks_meta["occurrences"] == len(stored) + collapsed
 
 
 def test_graph_publishes_what_passed(tiny_project: Project) -> None:
@@ -215,3 +218,11 @@ def test_cli_materialize_exits_non_zero_when_the_check_fails(
         assert record is not None and record.status.value == "FAILED"
     finally:
         instance.dispose()
+
+
+def test_a_bad_selection_is_refused_with_the_asset_names(tiny_project: Project) -> None:
+    from brain_pipeline.defs.runner import SelectionError
+
+    with pytest.raises(SelectionError) as err:
+        tiny_project.materialize("no_such_asset")
+    assert "knowledge_store" in str(err.value) and "published_local" in str(err.value)
