@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.config import BrainConfig
+from brain_pipeline.embedding.store_file import read_embeddings
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
 if TYPE_CHECKING:
@@ -36,22 +37,6 @@ def embedder_for(cfg: BrainConfig) -> Embedder | None:
         batch_size=emb.batch_size,
         local_model=emb.local_model,
     )
-
-
-def read_embeddings(path: Path, warn: Any = None) -> EmbeddingStore | None:
-    """Decode embeddings.bin if present; a file that is not a store is ignored with a warning."""
-    from brain_pipeline.retrieval.vectors import NotAnEmbeddingStore, decode_embeddings
-
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        return decode_embeddings(data)
-    except NotAnEmbeddingStore as exc:
-        if warn is not None:
-            warn(f"ignoring {path}: {exc}")
-        return None
 
 
 @dataclass

@@ -31,11 +31,10 @@ from brain_pipeline.embedding.providers import (
     EmbeddingUnavailable,
     ReportsStats,
 )
+from brain_pipeline.embedding.store_file import read_embeddings
 from brain_pipeline.publishing.atomic import write_if_changed
 from brain_pipeline.retrieval.vectors import (
     EmbeddingStore,
-    NotAnEmbeddingStore,
-    decode_embeddings,
     encode_embeddings,
     quantize,
 )
@@ -114,18 +113,13 @@ def _live_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:
 
 def _read_previous(out_path: Path, report: EmbeddingReport, log: Log) -> EmbeddingStore | None:
     """The previous file, or None when it is absent or not a readable PATBEMB1 store."""
-    try:
-        data = out_path.read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        return decode_embeddings(data)
-    except NotAnEmbeddingStore as exc:
-        warning = f"ignored {out_path.name}: {exc}"
+
+    def unreadable(warning: str) -> None:
         report.warnings.append(warning)
-        report.rebuilt_because = f"previous file unreadable ({exc})"
+        report.rebuilt_because = f"previous file unreadable ({warning})"
         log(f"warning: {warning}")
-        return None
+
+    return read_embeddings(out_path, warn=unreadable)
 
 
 def _reusable_previous(
@@ -299,12 +293,8 @@ def prune_embeddings(
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
     live = _live_chunks(chunks)
-    try:
-        previous = decode_embeddings(out_path.read_bytes())
-    except FileNotFoundError:
-        return None
-    except NotAnEmbeddingStore as exc:
-        say(f"warning: ignored {out_path.name}: {exc}")
+    previous = read_embeddings(out_path, warn=lambda warning: say(f"warning: {warning}"))
+    if previous is None:
         return None
     report = EmbeddingReport(model=previous.model, dimension=previous.dim, chunks=len(live))
     known: dict[str, Int8Row] = {}

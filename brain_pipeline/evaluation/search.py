@@ -54,7 +54,7 @@ def open_store(path: Path | str) -> OpenedStore:
         )
     chunks = load_store(store_file)
     directory = store_file.parent
-    from brain_pipeline.services import read_embeddings
+    from brain_pipeline.embedding.store_file import read_embeddings
 
     warnings: list[str] = []
     embeddings = read_embeddings(directory / EMBEDDINGS_FILENAME, warn=warnings.append)
