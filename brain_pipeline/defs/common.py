@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.corpus.store import STORE_FILENAME
+from brain_pipeline.publishing.manifest import sha256_hex
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
 
@@ -23,7 +23,7 @@ def embeddings_path(build_dir: Path) -> Path:
 def file_sha256(path: Path) -> str | None:
     """sha256 of a file's bytes, or None when it does not exist."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256_hex(path.read_bytes())
     except FileNotFoundError:
         return None
 

@@ -1,6 +1,5 @@
 """Assets of group `ingest`: corpus_manifest -> knowledge_chunks -> knowledge_store."""
 
-import hashlib
 from collections import Counter
 from typing import Any
 
@@ -10,6 +9,7 @@ from brain_pipeline.corpus.discovery import STATUS_SKIPPED, Manifest, discover
 from brain_pipeline.corpus.ingest import ChunkedCorpus, chunk_corpus
 from brain_pipeline.defs.common import markdown_table, store_path, to_metadata
 from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.publishing.manifest import fingerprint_digest, sha256_hex
 
 PREVIEW_ROWS = 12
 
@@ -60,9 +60,8 @@ def corpus_manifest(
 
 
 def _manifest_digest(entries: Any) -> str:
-    """Hash of (source, sha256) pairs: tells whether two walks saw the same bytes."""
-    pairs = sorted((e.source, e.sha256) for e in entries if e.sha256 is not None)
-    return hashlib.sha256(repr(pairs).encode("utf-8")).hexdigest()
+    """The corpus digest the publish manifest records, over the files this walk hashed."""
+    return fingerprint_digest({e.source: e for e in entries if e.sha256 is not None})
 
 
 @dg.asset(
@@ -146,7 +145,8 @@ def knowledge_store(
             "chunks": len(chunks),
             "duplicates_collapsed": result.duplicates_collapsed,
             "store_bytes": len(data),
-            "store_sha256": hashlib.sha256(data).hexdigest(),
+            "store_sha256": sha256_hex(data),
+            "corpus_digest": _manifest_digest(result.manifest),
         }
     )
     metadata["chunks_per_area"] = dg.MetadataValue.json(result.chunks_per_area)

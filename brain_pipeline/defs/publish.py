@@ -15,6 +15,7 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.checks import CHECK_NAME
 from brain_pipeline.defs.common import embeddings_path, store_path, to_metadata
 from brain_pipeline.defs.embed import embeddings
+from brain_pipeline.defs.ingest import knowledge_store
 from brain_pipeline.defs.resources import BrainSettings
 
 CHECK_KEY = dg.AssetCheckKey(embeddings.key, CHECK_NAME)
@@ -29,6 +30,7 @@ class PublishConfig(dg.Config):
 class BuildArtifacts:
     store_bytes: bytes
     embeddings_bytes: bytes | None
+    chunks: list[Any]
     evaluation: dict[str, float]
     evaluation_run_id: str | None
 
@@ -74,8 +76,9 @@ def _gate(context: dg.AssetExecutionContext, cfg: BrainConfig, force: bool) -> B
     if passed is not None and not same_data:
         context.log.warning("the latest retrieval_eval evaluated other bytes than the build holds")
         passed = None
+    chunks = parse_store(store_bytes)
     decision = publish_decision(
-        passed, force=force or cfg.publish.force, store_chunk_count=len(parse_store(store_bytes))
+        passed, force=force or cfg.publish.force, store_chunk_count=len(chunks)
     )
     if not decision.allowed:
         raise dg.Failure(description=f"publishing refused: {decision.reason}")
@@ -86,27 +89,50 @@ def _gate(context: dg.AssetExecutionContext, cfg: BrainConfig, force: bool) -> B
         for k, v in metadata.items()
         if isinstance(v, int | float) and not isinstance(v, bool)
     }
-    return BuildArtifacts(store_bytes, emb_bytes, figures, eval_run)
+    return BuildArtifacts(store_bytes, emb_bytes, chunks, figures, eval_run)
 
 
-def _manifest(
-    context: dg.AssetExecutionContext, cfg: BrainConfig, artifacts: BuildArtifacts
-) -> Any:
-    from brain_pipeline.corpus.store import parse_store
-    from brain_pipeline.publishing.manifest import build_manifest, corpus_digest
+def _ingested_corpus_digest(instance: dg.DagsterInstance, store_sha256: str) -> str | None:
+    """The corpus digest recorded when *these* store bytes were built, if known.
 
-    try:
-        fingerprint = corpus_digest(cfg.corpus_root())
-    except FileNotFoundError:
-        fingerprint = None
+    Taken from knowledge_store's metadata rather than from the corpus as it is now, so
+    `brain-pipeline status` can tell when the corpus moved on after the build.
+    """
+    event = instance.get_latest_materialization_event(knowledge_store.key)
+    materialization = event.asset_materialization if event else None
+    if materialization is None:
+        return None
+    metadata = {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
+    if metadata.get("store_sha256") != store_sha256:
+        return None
+    digest = metadata.get("corpus_digest")
+    return str(digest) if digest else None
+
+
+def _manifest(context: dg.AssetExecutionContext, artifacts: BuildArtifacts) -> Any:
+    from brain_pipeline.publishing.manifest import build_manifest, sha256_hex
+
     return build_manifest(
         artifacts.store_bytes,
         artifacts.embeddings_bytes,
-        parse_store(artifacts.store_bytes),
+        artifacts.chunks,
         artifacts.evaluation,
-        fingerprint,
+        _ingested_corpus_digest(context.instance, sha256_hex(artifacts.store_bytes)),
         context.run.run_id,
     )
+
+
+def _live_local_manifest(cfg: BrainConfig, artifacts: BuildArtifacts) -> Any | None:
+    """The manifest published_local made for these bytes, so S3 carries the same one."""
+    from brain_pipeline.publishing.local import storage_dirs
+    from brain_pipeline.publishing.manifest import PublishManifest, sha256_hex
+
+    path = storage_dirs(cfg.publish_root())[0] / "manifest.json"
+    try:
+        manifest = PublishManifest.from_json(path.read_bytes())
+    except (OSError, ValueError, KeyError):
+        return None
+    return manifest if manifest.store.sha256 == sha256_hex(artifacts.store_bytes) else None
 
 
 @dg.asset(
@@ -132,7 +158,7 @@ def published_local(
         artifacts.embeddings_bytes,
         cfg.publish_root(),
         agent_query_model=cfg.publish.agent_query_model,
-        manifest=_manifest(context, cfg, artifacts),
+        manifest=_manifest(context, artifacts),
     )
     for line in report.summary().splitlines():
         context.log.info(line)
@@ -190,7 +216,7 @@ def published_s3(
             region=s3.region,
             endpoint_url=s3.endpoint_url,
             include_embeddings=s3.include_embeddings,
-            manifest=_manifest(context, cfg, artifacts),
+            manifest=_live_local_manifest(cfg, artifacts) or _manifest(context, artifacts),
         )
     except PublishError as exc:
         raise dg.Failure(description=f"S3 publish failed: {exc}") from None

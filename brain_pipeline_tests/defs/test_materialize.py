@@ -11,6 +11,7 @@ import pytest
 
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.store import parse_store
+from brain_pipeline.publishing.manifest import corpus_digest
 from brain_pipeline_tests.defs.conftest import (
     TINY_PARAGRAPHS,
     Project,
@@ -65,6 +66,8 @@ def test_graph_publishes_what_passed(tiny_project: Project) -> None:
         assert (target / "knowledge-store.json").read_bytes() == build_bytes
         manifest = json.loads((target / "manifest.json").read_text())
         assert manifest["chunk_count"] == len(parse_store(build_bytes))
+        # The digest of the corpus the store was built from, as status recomputes it.
+        assert manifest["corpus_fingerprint"] == corpus_digest(tiny_project.corpus)
         assert not (target / "embeddings.bin").exists()  # provider none: no vectors
     record = tiny_project.instance.get_latest_asset_check_evaluation_record(CHECK_KEY)
     assert record is not None and record.status.value == "SUCCEEDED"
@@ -183,6 +186,23 @@ def test_s3_bucket_holds_a_byte_identical_store(tiny_project: Project, s3: objec
     assert body["Body"].read() == tiny_project.store_file.read_bytes()
 
 
+def test_s3_carries_the_manifest_that_is_live_locally(tiny_project: Project, s3: object) -> None:
+    first = tiny_project.materialize()  # no bucket yet: local publish only
+    assert first.success, first.lines
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="later")
+    tiny_project.write_config(**{"publish.s3": {"bucket": "later"}})
+    second = tiny_project.materialize("published_s3")
+    assert second.success, second.lines
+    remote = json.loads(client.get_object(Bucket="later", Key="manifest.json")["Body"].read())
+    local = json.loads((tiny_project.published() / "manifest.json").read_text())
+    # Same publication: made by the first run, describing the same bytes. Only the note
+    # on vectors may differ, as S3 gets none by default.
+    assert remote["run_id"] == local["run_id"] == first.run_id
+    for key in ("published_at", "store", "corpus_fingerprint", "evaluation"):
+        assert remote[key] == local[key], key
+
+
 def test_s3_failure_fails_the_asset_and_keeps_the_local_publish(
     tiny_project: Project, s3: object
 ) -> None:
@@ -226,3 +246,15 @@ def test_a_bad_selection_is_refused_with_the_asset_names(tiny_project: Project) 
     with pytest.raises(SelectionError) as err:
         tiny_project.materialize("no_such_asset")
     assert "knowledge_store" in str(err.value) and "published_local" in str(err.value)
+
+
+def test_manifest_records_the_corpus_the_store_was_built_from(tiny_project: Project) -> None:
+    assert tiny_project.materialize().success
+    built_from = corpus_digest(tiny_project.corpus)
+    (tiny_project.corpus / "alpha" / "later.md").write_text(
+        "Written after the build, so the live store does not contain it yet.\n"
+    )
+    # Re-publishing the same (evaluated) store must not claim the newer corpus.
+    assert tiny_project.materialize("published_local").success
+    manifest = json.loads((tiny_project.published() / "manifest.json").read_text())
+    assert manifest["corpus_fingerprint"] == built_from != corpus_digest(tiny_project.corpus)
