@@ -40,6 +40,12 @@ def test_schedule_requests_a_reingest_run(tiny_project: Project) -> None:
         instance=tiny_project.instance, tags=data.run_requests[0].tags
     )
     assert result.success
+    checks = [
+        e.event_specific_data.asset_check_key.name  # type: ignore[union-attr]
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    assert checks == ["retrieval_eval"]
     assert (tiny_project.published() / "knowledge-store.json").exists()
 
 
