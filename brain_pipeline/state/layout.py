@@ -1,0 +1,90 @@
+"""The one layout of a build directory: every path the pipeline keeps between runs.
+
+```
+<build dir>/
+  knowledge-store.json  embeddings.bin     the artifacts (the agent's contract)
+  state/
+    files.*            corpus file index: path -> size, mtime_ns, sha256 (re-hash on change)
+    snapshots/         one corpus snapshot per digest (what an observation saw)
+    chunks/            per-file chunk cache keyed by file sha256 + chunking version
+    store/             sidecar index of knowledge-store.json (offsets, ids, areas)
+    index/             BM25 indexes per area, keyed by the area's chunk digest
+    history/           every chunk id ever written to a store (fixture repair)
+    assets/            one record per asset: inputs' digests -> outputs' digests
+    eval.json          the last evaluation keyed by its input digests (publish gate)
+    locks/             one writer per build directory (OS locks, holder described)
+  publish/             staged copies and the intent record of a publication commit
+```
+
+Paths are only named here; each module that owns a file creates it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+STATE_DIRNAME = "state"
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """Paths inside one build directory."""
+
+    build_dir: Path
+
+    @classmethod
+    def of(cls, build_dir: Path | str) -> StateLayout:
+        return cls(Path(build_dir).expanduser().resolve())
+
+    @property
+    def state_dir(self) -> Path:
+        return self.build_dir / STATE_DIRNAME
+
+    @property
+    def store_file(self) -> Path:
+        return self.build_dir / "knowledge-store.json"
+
+    @property
+    def embeddings_file(self) -> Path:
+        return self.build_dir / "embeddings.bin"
+
+    @property
+    def files_index(self) -> Path:
+        return self.state_dir / "files.json"
+
+    @property
+    def snapshots_dir(self) -> Path:
+        return self.state_dir / "snapshots"
+
+    @property
+    def chunks_dir(self) -> Path:
+        return self.state_dir / "chunks"
+
+    @property
+    def store_index_dir(self) -> Path:
+        return self.state_dir / "store"
+
+    @property
+    def bm25_dir(self) -> Path:
+        return self.state_dir / "index"
+
+    @property
+    def history_dir(self) -> Path:
+        return self.state_dir / "history"
+
+    @property
+    def assets_dir(self) -> Path:
+        return self.state_dir / "assets"
+
+    @property
+    def eval_record(self) -> Path:
+        return self.state_dir / "eval.json"
+
+    @property
+    def locks_dir(self) -> Path:
+        return self.state_dir / "locks"
+
+    @property
+    def publish_dir(self) -> Path:
+        return self.build_dir / "publish"
