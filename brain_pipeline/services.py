@@ -7,13 +7,13 @@ is evaluated against the fixture.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.embedding.store_file import read_embeddings
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
 if TYPE_CHECKING:
@@ -48,6 +48,14 @@ class EvaluationOutcome:
     flat_metrics: dict[str, float] = field(default_factory=dict)
     markdown: str = ""
     report: Any = None
+    reused: bool = False
+    """True when the outcome is the stored one for identical inputs (nothing re-ran)."""
+    evaluated_at: str | None = None
+    """ISO-8601 UTC time the evaluation actually ran (the earlier run when `reused`)."""
+    record_key: str | None = None
+    """Digest of the inputs (state/eval_record.py); None when nothing could be evaluated."""
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """The digests the key covers: store, embeddings, fixture, thresholds, code, provider."""
 
 
 @dataclass(frozen=True)
@@ -91,51 +99,126 @@ def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -
 
 
 def evaluate_store_dir(
-    cfg: BrainConfig, store_dir: Path, fixture: Path | None = None, warn: Any = None
+    cfg: BrainConfig,
+    store_dir: Path,
+    fixture: Path | None = None,
+    warn: Any = None,
+    *,
+    reuse: bool = True,
+    now: Callable[[], Any] | None = None,
 ) -> EvaluationOutcome:
     """Evaluate the store (and vectors) in `store_dir` against the fixture and thresholds.
 
     The single code path behind the blocking `retrieval_eval` check and `brain-pipeline
-    eval`: an empty store, a stale fixture or a missed threshold are failures.
+    eval`: an empty store, a stale fixture or a missed threshold are failures. The store
+    is read through the memory-mapped StoreView and BM25 indexes come from the cache in
+    `<store_dir>/state/`; when the inputs (store, embeddings and fixture digests,
+    thresholds, code version, query provider and model) match a stored record, that
+    outcome is returned with `reused=True` and nothing is re-evaluated.
     """
-    from brain_pipeline.corpus.store import STORE_FILENAME, load_store
-    from brain_pipeline.evaluation.fixture import FixtureError
-    from brain_pipeline.evaluation.runner import run_evaluation
+    from brain_pipeline.corpus.store import STORE_FILENAME
+    from brain_pipeline.evaluation.fixture import FixtureError, parse_fixture
+    from brain_pipeline.evaluation.runner import EvaluationReport, run_evaluation
+    from brain_pipeline.evaluation.search import read_embeddings_mapped
+    from brain_pipeline.state import eval_record
+    from brain_pipeline.state.bm25_cache import ViewSource
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.store_view import open_store_view
 
     store_file = store_dir / STORE_FILENAME
     if not store_file.exists():
         return EvaluationOutcome(
             failures=[f"no store at {store_file}: materialise knowledge_store first"]
         )
-    chunks = load_store(store_file)
-    embeddings = read_embeddings(store_dir / EMBEDDINGS_FILENAME, warn=warn)
-    choice = choose_query_embedder(cfg, embeddings)
+    layout = StateLayout.of(store_dir)
+    fixture_path = Path(fixture or cfg.evaluation.fixture)
+    try:
+        # Read once: the digest in the record is of exactly the bytes evaluated.
+        fixture_bytes = fixture_path.read_bytes()
+        loaded = parse_fixture(fixture_bytes, source=str(fixture_path))
+    except FileNotFoundError:
+        return EvaluationOutcome(
+            failures=[f"fixture unusable: {fixture_path}: fixture file not found"]
+        )
+    except OSError as exc:
+        return EvaluationOutcome(
+            failures=[f"fixture unusable: {fixture_path}: cannot read fixture: {exc.strerror}"]
+        )
+    except FixtureError as exc:
+        return EvaluationOutcome(failures=[f"fixture unusable: {exc}"])
+    view = open_store_view(store_file, layout)
+    embeddings_file = store_dir / EMBEDDINGS_FILENAME
     thresholds = dict(cfg.evaluation.thresholds)
     if cfg.effective_provider() == "none":
         # No vectors by choice: hybrid *is* BM25, so only BM25's floors can be judged.
         thresholds.pop("hybrid", None)
-    try:
-        report, failures = run_evaluation(
-            chunks,
-            fixture or cfg.evaluation.fixture,
-            thresholds,
-            embeddings=embeddings,
-            query_embedder=choice.embed,
-            query_model=choice.model,
-        )
-    except (FixtureError, FileNotFoundError) as exc:
-        return EvaluationOutcome(failures=[f"fixture unusable: {exc}"])
+    provider = cfg.effective_provider()
+    inputs = eval_record.EvalInputs(
+        store_sha256=view.sha256,
+        embeddings_sha256=eval_record.file_sha256(layout, embeddings_file),
+        fixture_sha256=hashlib.sha256(fixture_bytes).hexdigest(),
+        thresholds={name: _plain(bounds) for name, bounds in sorted(thresholds.items())},
+        provider=provider,
+        model=cfg.effective_model() or None,
+        query_embedder=f"{provider}; gemini key set: {bool(cfg.gemini_api_key())}",
+    )
+    key = inputs.key()
+    if reuse:
+        record = eval_record.lookup(layout, key)
+        if record is not None and record.report is not None:
+            return EvaluationOutcome(
+                failures=list(record.failures),
+                stale_ids=list(record.stale_ids),
+                flat_metrics=dict(record.figures),
+                markdown=record.markdown,
+                report=EvaluationReport.from_dict(record.report),
+                reused=True,
+                evaluated_at=record.when,
+                record_key=key,
+                inputs=dict(record.inputs),
+            )
+
+    embeddings = read_embeddings_mapped(embeddings_file, warn=warn)
+    choice = choose_query_embedder(cfg, embeddings)
+    report, failures = run_evaluation(
+        ViewSource(view, layout),
+        loaded,
+        thresholds,
+        embeddings=embeddings,
+        query_embedder=choice.embed,
+        query_model=choice.model,
+    )
     if choice.note:
         report.notes.append(f"hybrid runs without query vectors: {choice.note}")
     if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in thresholds:
         report.notes.append("hybrid thresholds not applied: embedding.provider is 'none'")
-    return EvaluationOutcome(
+    outcome = EvaluationOutcome(
         failures=list(failures),
         stale_ids=list(getattr(report, "stale_ids", []) or []),
         flat_metrics=report.flat_metrics(),
         markdown=report.to_markdown(),
         report=report,
+        record_key=key,
+        inputs=asdict(inputs),
     )
+    # A query that fell back because the provider failed (not by configuration) may
+    # answer differently next time: such an outcome is not kept for reuse.
+    transient = not choice.note and any(s.fallback_queries for s in report.retrievers)
+    if not transient:
+        try:
+            saved = eval_record.save(layout, inputs, outcome, now=now or eval_record.utc_now)
+        except OSError:
+            pass  # a read-only store directory: evaluated, just not remembered
+        else:
+            outcome.evaluated_at = saved.when
+    return outcome
+
+
+def _plain(bounds: Any) -> Any:
+    """A threshold entry as plain JSON (pydantic model or mapping)."""
+    if hasattr(bounds, "model_dump"):
+        return bounds.model_dump()
+    return dict(bounds) if isinstance(bounds, dict) else bounds
 
 
 def evaluate_build(cfg: BrainConfig, warn: Any = None) -> EvaluationOutcome:

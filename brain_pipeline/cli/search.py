@@ -75,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
             _note(f"searching lexically: {choice.note}")
             mode = "lexical"
         embed, model = choice.embed, choice.model
-    retriever = Retriever(opened.chunks, opened.embeddings, embed, query_model=model)
+    # The memory-mapped store and cached BM25 indexes: one query decodes only its hits.
+    retriever = Retriever(opened.source(), opened.embeddings, embed, query_model=model)
 
     try:
         if args.queries is not None:

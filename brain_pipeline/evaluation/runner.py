@@ -19,7 +19,7 @@ from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation.fixture import Fixture, load_fixture, stale_ids, unknown_areas
 from brain_pipeline.evaluation.legacy import LegacyRetriever
 from brain_pipeline.evaluation.metrics import fixture_metrics
-from brain_pipeline.retrieval.hybrid import QueryEmbedder, Retriever
+from brain_pipeline.retrieval.hybrid import ChunkSource, QueryEmbedder, Retriever, as_source
 from brain_pipeline.retrieval.vectors import EmbeddingStore
 
 K = 10
@@ -109,6 +109,19 @@ class EvaluationReport:
             "notes": list(self.notes),
             "queries": [asdict(q) for q in self.queries],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EvaluationReport:
+        """The inverse of `to_dict` (a stored outcome is shown exactly as when it ran)."""
+        return cls(
+            retrievers=[RetrieverSummary(**s) for s in data["retrievers"]],
+            queries=[QueryResult(**q) for q in data["queries"]],
+            stale_ids=list(data["stale_ids"]),
+            unknown_areas=list(data["unknown_areas"]),
+            n_chunks=int(data["chunks"]),
+            fixture_source=str(data["fixture"]),
+            notes=list(data.get("notes", [])),
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
@@ -202,7 +215,8 @@ Ranker = Callable[[str, str], tuple[list[str], str, str | None]]
 
 
 def _rankers(
-    chunks: Sequence[Chunk],
+    source: ChunkSource,
+    areas: Sequence[str],
     names: Sequence[str],
     embeddings: EmbeddingStore | None,
     query_embedder: QueryEmbedder | None,
@@ -210,14 +224,15 @@ def _rankers(
 ) -> dict[str, Ranker]:
     rankers: dict[str, Ranker] = {}
     if "legacy" in names:
-        legacy = LegacyRetriever(chunks)
+        # The baseline searches within an area, so only the fixture's areas are decoded.
+        legacy = LegacyRetriever([c for area in areas for c in source.area_chunks(area)])
 
         def rank_legacy(query: str, area: str) -> tuple[list[str], str, str | None]:
             return [c.id for c, _ in legacy.search(query, area, K)], "legacy", None
 
         rankers["legacy"] = rank_legacy
     if any(name in _RETRIEVER_MODE for name in names):
-        retriever = Retriever(chunks, embeddings, query_embedder, query_model=query_model)
+        retriever = Retriever(source, embeddings, query_embedder, query_model=query_model)
         for name in names:
             if name in _RETRIEVER_MODE:
                 rankers[name] = _retriever_ranker(retriever, _RETRIEVER_MODE[name])
@@ -253,7 +268,7 @@ def _summarise(name: str, rows: Sequence[QueryResult]) -> RetrieverSummary:
 
 
 def evaluate(
-    chunks: Sequence[Chunk],
+    chunks: Sequence[Chunk] | ChunkSource,
     fixture: Fixture,
     *,
     embeddings: EmbeddingStore | None = None,
@@ -264,15 +279,19 @@ def evaluate(
     """Score every fixture query with each retriever (top 10, within the query's area).
 
     Hybrid needs `embeddings` and `query_embedder`; without them (or on any failure) the
-    retriever answers with BM25 and the report says so instead of pretending.
+    retriever answers with BM25 and the report says so instead of pretending. `chunks`
+    may be a `ChunkSource` (the memory-mapped store with cached indexes).
     """
     unknown = [name for name in retrievers if name not in KNOWN_RETRIEVERS]
     if unknown:
         raise ValueError(
             f"unknown retriever(s) {', '.join(unknown)}; choose from {', '.join(KNOWN_RETRIEVERS)}"
         )
-    missing_areas = unknown_areas(fixture, {c.area for c in chunks})
-    rankers = _rankers(chunks, retrievers, embeddings, query_embedder, query_model)
+    source = as_source(chunks)
+    present = source.areas()
+    missing_areas = unknown_areas(fixture, present)
+    asked = [area for area in fixture.areas if area in set(present)]
+    rankers = _rankers(source, asked, retrievers, embeddings, query_embedder, query_model)
     relevant = [list(q.relevant) for q in fixture.queries]
     rows: list[QueryResult] = []
     summaries: list[RetrieverSummary] = []
@@ -310,9 +329,9 @@ def evaluate(
     return EvaluationReport(
         retrievers=summaries,
         queries=rows,
-        stale_ids=stale_ids(fixture, (c.id for c in chunks)),
+        stale_ids=stale_ids(fixture, source.all_ids()),
         unknown_areas=missing_areas,
-        n_chunks=len(chunks),
+        n_chunks=source.count(),
         fixture_source=fixture.source,
     )
 
@@ -363,7 +382,7 @@ def check_thresholds(report: EvaluationReport, thresholds: Mapping[Any, Any] | N
 
 
 def run_evaluation(
-    chunks: Sequence[Chunk],
+    chunks: Sequence[Chunk] | ChunkSource,
     fixture: Fixture | Path | str,
     thresholds: Mapping[Any, Any] | None = None,
     *,

@@ -12,18 +12,24 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+import mmap
+import os
+import struct
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, load_store
+import numpy as np
+
+from brain_pipeline.corpus.store import STORE_FILENAME, Chunk
 from brain_pipeline.retrieval.hybrid import Hit, Retriever
-from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, EmbeddingStore
+from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, ID_WIDTH, MAGIC, EmbeddingStore
 
 if TYPE_CHECKING:
-    pass
-
+    from brain_pipeline.state.bm25_cache import ViewSource
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.store_view import StoreView
 
 
 class StoreNotFoundError(FileNotFoundError):
@@ -32,19 +38,40 @@ class StoreNotFoundError(FileNotFoundError):
 
 @dataclass
 class OpenedStore:
-    """A store directory's chunks, its vectors when readable, and what was wrong."""
+    """A store directory's memory-mapped store, its vectors when readable, and what was wrong.
+
+    Chunks are decoded on demand: `source` answers searches from the cached BM25 indexes
+    and decodes only the hits; `chunks` decodes everything (kept for callers that need it).
+    """
 
     directory: Path
-    chunks: list[Chunk]
+    view: StoreView
     embeddings: EmbeddingStore | None
+    layout: StateLayout
     warnings: list[str] = field(default_factory=list)
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """Every chunk in store order (parses the whole store: avoid on big stores)."""
+        return self.view.all_chunks()
+
+    def source(self) -> ViewSource:
+        """What a `Retriever` searches: the view plus BM25 indexes cached in `layout`."""
+        from brain_pipeline.state.bm25_cache import ViewSource
+
+        return ViewSource(self.view, self.layout)
 
 
 def open_store(path: Path | str) -> OpenedStore:
-    """Read a store directory (or a knowledge-store.json path and its neighbour).
+    """Open a store directory (or a knowledge-store.json path and its neighbour).
 
-    An embeddings.bin that is not PATBEMB1 is ignored with a warning, never misread.
+    The store is memory-mapped with its sidecar index, and BM25 indexes are cached, in
+    the directory's `state/` (StateLayout). An embeddings.bin that is not PATBEMB1 is
+    ignored with a warning, never misread.
     """
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.store_view import open_store_view
+
     target = Path(path)
     store_file = target / STORE_FILENAME if target.is_dir() else target
     if not store_file.is_file():
@@ -52,13 +79,62 @@ def open_store(path: Path | str) -> OpenedStore:
             f"no {STORE_FILENAME} at {store_file}; build it first (brain-pipeline materialize) "
             "or pass --store DIR"
         )
-    chunks = load_store(store_file)
-    directory = store_file.parent
-    from brain_pipeline.embedding.store_file import read_embeddings
-
+    directory = store_file.resolve().parent
+    layout = StateLayout.of(directory)
+    view = open_store_view(store_file, layout)
     warnings: list[str] = []
-    embeddings = read_embeddings(directory / EMBEDDINGS_FILENAME, warn=warnings.append)
-    return OpenedStore(directory, chunks, embeddings, warnings)
+    embeddings = read_embeddings_mapped(directory / EMBEDDINGS_FILENAME, warn=warnings.append)
+    return OpenedStore(directory, view, embeddings, layout, warnings)
+
+
+_HEADER = struct.Struct("<8sHIH")
+
+
+def read_embeddings_mapped(
+    path: Path, warn: Callable[[str], None] | None = None
+) -> EmbeddingStore | None:
+    """embeddings.bin with its vectors memory-mapped (read-only) instead of copied.
+
+    Same answers as `embedding.store_file.read_embeddings` (None when absent; a file
+    that is not PATBEMB1 is ignored with a warning), without reading 800 MB of vectors
+    into memory before a search touches one area's rows.
+    """
+    try:
+        with Path(path).open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < _HEADER.size:
+                return _not_a_store(path, "not a PATBEMB1 file (bad magic)", warn)
+            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except FileNotFoundError:
+        return None
+    magic, dim, count, name_len = _HEADER.unpack_from(mapped, 0)
+    if magic != MAGIC:
+        return _not_a_store(path, "not a PATBEMB1 file (bad magic)", warn)
+    offset = _HEADER.size
+    expected = offset + name_len + ID_WIDTH * count + dim * count
+    if size != expected:
+        return _not_a_store(
+            path, f"PATBEMB1 size mismatch: header says {expected} bytes, file has {size}", warn
+        )
+    try:
+        model = mapped[offset : offset + name_len].decode("utf-8")
+        offset += name_len
+        raw_ids = np.frombuffer(mapped, dtype=f"S{ID_WIDTH}", count=count, offset=offset)
+        ids = np.char.rstrip(np.char.decode(raw_ids, "ascii"), " ").tolist()
+    except UnicodeDecodeError as exc:
+        return _not_a_store(path, f"PATBEMB1 header is not text: {exc}", warn)
+    offset += ID_WIDTH * count
+    vectors = np.frombuffer(mapped, dtype=np.int8, count=dim * count, offset=offset)
+    return EmbeddingStore(model=model, dim=dim, ids=ids, vectors=vectors.reshape(count, dim))
+
+
+def _not_a_store(
+    path: Path, reason: str, warn: Callable[[str], None] | None
+) -> EmbeddingStore | None:
+    """Warn that the file is ignored; the answer is "no vectors" (never a misread)."""
+    if warn is not None:
+        warn(f"ignored {Path(path).name}: {reason}")
+    return None
 
 
 class BatchFormatError(ValueError):

@@ -15,9 +15,14 @@ ties; ties are then broken by id ascending, exactly as the reference sorts.
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +31,8 @@ from brain_pipeline.retrieval.text import raw_words, term_of, tokenize
 
 K1 = 1.2
 B = 0.75
+RETRIEVAL_VERSION = 1
+"""Bump whenever tokenising or index layout changes: cached indexes are keyed by it."""
 
 
 def _idf(n_docs: int, df: int) -> float:
@@ -74,25 +81,55 @@ def reference_search(
 
 
 class BM25Index:
-    """An immutable BM25 index over one set of documents (one area), built once."""
+    """An immutable BM25 index over one set of documents (one area), built once.
+
+    It can be saved to a directory of `.npy` files and loaded memory-mapped
+    (`save`/`load`), so a query in a new process reads only its terms' postings.
+    """
 
     def __init__(
         self,
-        ids: list[str],
-        vocabulary: dict[str, int],
+        ids: list[str] | npt.NDArray[np.bytes_],
+        vocabulary: dict[str, int] | list[str],
         indptr: npt.NDArray[np.int64],
         docs: npt.NDArray[np.int32],
         weights: npt.NDArray[np.float64],
         id_rank: npt.NDArray[np.int64],
     ) -> None:
-        self.ids = ids
-        self.vocabulary = vocabulary
-        bounds = indptr.tolist()
-        # term -> (start, stop) of its postings: one dict lookup per query term.
-        self._spans = {term: (bounds[t], bounds[t + 1]) for term, t in vocabulary.items()}
+        # Ids and the term -> span dict are materialised lazily: a loaded index answers
+        # one query after decoding only its hits' ids and looking up only its own terms.
+        self._ids: list[str] | None = ids if isinstance(ids, list) else None
+        self._id_array = None if isinstance(ids, list) else ids
+        self._terms: list[str] | None = vocabulary if isinstance(vocabulary, list) else None
+        self._vocabulary = vocabulary if isinstance(vocabulary, dict) else None
+        self._indptr = indptr
+        self._spans: dict[str, tuple[int, int]] | None = None
+        self._term_pos: dict[str, int] = {}
         self._docs = docs
         self._weights = weights
         self._id_rank = id_rank
+
+    @property
+    def ids(self) -> list[str]:
+        """Document ids in index order (the order they were given to `build`)."""
+        if self._ids is None:
+            assert self._id_array is not None
+            self._ids = np.char.decode(self._id_array, "utf-8").tolist()
+        return self._ids
+
+    @property
+    def vocabulary(self) -> dict[str, int]:
+        """term -> term number (the postings of term t are indptr[t]:indptr[t+1])."""
+        if self._vocabulary is None:
+            assert self._terms is not None
+            self._vocabulary = dict(zip(self._terms, range(len(self._terms)), strict=True))
+        return self._vocabulary
+
+    def _id_of(self, row: int) -> str:
+        if self._ids is not None:
+            return self._ids[row]
+        assert self._id_array is not None
+        return bytes(self._id_array[row]).decode("utf-8")
 
     @classmethod
     def build(
@@ -108,16 +145,62 @@ class BM25Index:
             raise ValueError(f"need one text per id: {len(ids)} ids, {len(texts)} texts")
         n_docs = len(ids)
         term_ids, token_docs, vocabulary = _term_ids_of(texts)
-        lengths = np.bincount(token_docs, minlength=n_docs)
-        avgdl = float(lengths.sum()) / n_docs if n_docs else 0.0
-
         # One (term, doc) key per kept token; unique keys sorted term-major are the postings.
         keys = term_ids.astype(np.int64) * max(n_docs, 1) + token_docs
         pair_keys, tf = np.unique(keys, return_counts=True)
         post_terms = pair_keys // max(n_docs, 1)
-        post_docs = (pair_keys - post_terms * max(n_docs, 1)).astype(np.int32)
-        df = np.bincount(post_terms, minlength=len(vocabulary))
-        indptr = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+        post_docs = pair_keys - post_terms * max(n_docs, 1)
+        return cls._from_postings(
+            list(ids), vocabulary, post_terms, post_docs, tf, k1=k1, b=b
+        )
+
+    @classmethod
+    def from_term_counts(
+        cls,
+        ids: list[str] | npt.NDArray[np.bytes_],
+        terms: list[str],
+        doc_of: npt.NDArray[np.int64],
+        term_of: npt.NDArray[np.int64],
+        counts: npt.NDArray[np.int64],
+        *,
+        k1: float = K1,
+        b: float = B,
+    ) -> BM25Index:
+        """The index from per-document term counts (one row per distinct (doc, term)).
+
+        This is how a cached area index is assembled from per-chunk token counts without
+        tokenising: the postings, lengths and weights are exactly those `build` computes
+        from the texts, so rankings and scores are identical.
+        """
+        n_docs = len(ids)
+        keys = term_of.astype(np.int64) * max(n_docs, 1) + doc_of
+        order = np.argsort(keys, kind="stable")
+        pair_keys = keys[order]
+        post_terms = pair_keys // max(n_docs, 1)
+        post_docs = pair_keys - post_terms * max(n_docs, 1)
+        return cls._from_postings(
+            ids, terms, post_terms, post_docs, counts[order], k1=k1, b=b
+        )
+
+    @classmethod
+    def _from_postings(
+        cls,
+        ids: list[str] | npt.NDArray[np.bytes_],
+        vocabulary: dict[str, int] | list[str],
+        post_terms: npt.NDArray[np.int64],
+        post_docs: npt.NDArray[np.int64],
+        tf: npt.NDArray[np.int64],
+        *,
+        k1: float,
+        b: float,
+    ) -> BM25Index:
+        """Weights from term-major postings; the arithmetic `reference_search` does."""
+        n_docs = len(ids)
+        n_terms = len(vocabulary)
+        lengths = np.bincount(post_docs, weights=tf, minlength=n_docs).astype(np.int64)
+        avgdl = float(lengths.sum()) / n_docs if n_docs else 0.0
+        df = np.bincount(post_terms, minlength=n_terms)
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
         np.cumsum(df, out=indptr[1:])
 
         idf = np.array([_idf(n_docs, int(d)) for d in df.tolist()], dtype=np.float64)
@@ -126,13 +209,67 @@ class BM25Index:
         # Same operation order as reference_search, element by element.
         weights = idf[post_terms] * (tf_f * (k1 + 1)) / (tf_f + k1 * (1 - b + b * dl / avgdl))
 
-        id_list = list(ids)
+        if isinstance(ids, list):
+            order = sorted(range(n_docs), key=ids.__getitem__)
+        else:
+            order = np.argsort(ids, kind="stable").tolist()
         id_rank = np.empty(n_docs, dtype=np.int64)
-        id_rank[sorted(range(n_docs), key=id_list.__getitem__)] = np.arange(n_docs)
-        return cls(id_list, vocabulary, indptr, post_docs, weights, id_rank)
+        id_rank[order] = np.arange(n_docs)
+        return cls(ids, vocabulary, indptr, post_docs.astype(np.int32), weights, id_rank)
+
+    # -- persistence ----------------------------------------------------------------
+
+    def save(self, directory: Path) -> None:
+        """Write the index as `.npy` files (plus terms.txt) into a new `directory`.
+
+        The files are written into a temporary sibling that is renamed into place, so a
+        reader sees a complete index or none; when another process got there first its
+        (identical) index is kept.
+        """
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        try:
+            ids = self._id_array if self._id_array is not None else _id_bytes(self.ids)
+            terms = self._terms if self._terms is not None else _terms_in_order(self.vocabulary)
+            for name, array in (
+                ("ids", ids),
+                ("indptr", self._indptr),
+                ("docs", self._docs),
+                ("weights", self._weights),
+                ("id_rank", self._id_rank),
+            ):
+                np.save(tmp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+            (tmp / "terms.txt").write_bytes("\n".join(terms).encode("ascii"))
+            try:
+                os.replace(tmp, directory)
+            except OSError:
+                if not (directory / "terms.txt").is_file():
+                    raise
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, directory: Path, *, mmap: bool = True) -> BM25Index:
+        """Read an index written by `save` (memory-mapped: postings are paged in on use)."""
+        directory = Path(directory)
+        mode: Literal["r"] | None = "r" if mmap else None
+
+        def array(name: str) -> Any:
+            return np.load(directory / f"{name}.npy", mmap_mode=mode, allow_pickle=False)
+
+        raw_terms = (directory / "terms.txt").read_bytes()
+        terms = raw_terms.decode("ascii").split("\n") if raw_terms else []
+        indptr = np.asarray(array("indptr"))
+        if len(indptr) != len(terms) + 1:
+            raise ValueError(f"damaged BM25 index at {directory}: terms and postings disagree")
+        return cls(
+            array("ids"), terms, indptr, array("docs"), array("weights"), array("id_rank")
+        )
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self._id_rank)
 
     def search(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
         """Top `limit` (id, score) for a raw query string."""
@@ -140,18 +277,39 @@ class BM25Index:
 
     def search_tokens(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         """Top `limit` (id, score) for already-tokenised terms (duplicates are ignored)."""
+        return [(self._id_of(row), score) for row, score in self.search_rows(terms, limit)]
+
+    def search_rows(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """Top `limit` (document position, score) for already-tokenised terms."""
         scores = self._scores(terms)
         if scores is None or limit <= 0:
             return []
         rows = _top_rows(scores, self._id_rank, limit)
-        ids = self.ids
         top_scores = scores[rows].tolist()
-        return [(ids[row], top_scores[i]) for i, row in enumerate(rows.tolist())]
+        return list(zip(rows.tolist(), top_scores, strict=True))
+
+    def _span(self, term: str) -> tuple[int, int] | None:
+        """Where term's postings are, or None when it is not indexed."""
+        if self._spans is None:
+            terms = self._terms
+            if self._vocabulary is None and terms is not None and len(self._term_pos) < 16:
+                # A freshly loaded index serving a query or two: a C-level list scan per
+                # term is cheaper than a dict of every term; after a few, build the dict.
+                t = self._term_pos.get(term)
+                if t is None:
+                    t = terms.index(term) if term in terms else -1
+                    self._term_pos[term] = t
+                if t < 0:
+                    return None
+                return int(self._indptr[t]), int(self._indptr[t + 1])
+            bounds = self._indptr.tolist()
+            self._spans = {t: (bounds[i], bounds[i + 1]) for t, i in self.vocabulary.items()}
+        return self._spans.get(term)
 
     def _scores(self, terms: Sequence[str]) -> npt.NDArray[np.float64] | None:
         """Dense score vector over all documents, or None when no term is indexed."""
-        spans = self._spans
-        slices = [spans[term] for term in _unique_in_order(terms) if term in spans]
+        found = (self._span(term) for term in _unique_in_order(terms))
+        slices = [span for span in found if span is not None]
         if not slices:
             return None
         if len(slices) == 1:
@@ -160,8 +318,22 @@ class BM25Index:
         else:
             docs = np.concatenate([self._docs[s:e] for s, e in slices])
             weights = np.concatenate([self._weights[s:e] for s, e in slices])
-        summed = np.bincount(docs, weights=weights, minlength=len(self.ids))
+        summed = np.bincount(docs, weights=weights, minlength=len(self))
         return summed.astype(np.float64, copy=False)
+
+
+def _id_bytes(ids: Sequence[str]) -> npt.NDArray[np.bytes_]:
+    """Ids as a numpy bytes array (chunk ids are 12 ASCII characters: `S12`)."""
+    encoded = [i.encode("utf-8") for i in ids]
+    width = max((len(e) for e in encoded), default=1)
+    return np.array(encoded, dtype=f"S{max(width, 1)}")
+
+
+def _terms_in_order(vocabulary: dict[str, int]) -> list[str]:
+    terms = [""] * len(vocabulary)
+    for term, t in vocabulary.items():
+        terms[t] = term
+    return terms
 
 
 def _term_ids_of(

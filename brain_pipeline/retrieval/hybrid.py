@@ -8,7 +8,8 @@ agent keeps answering lexically rather than erroring.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,92 @@ class SearchResult:
     """Why a hybrid/dense request was answered lexically; None when it was not."""
 
 
+class ChunkSource(ABC):
+    """Where a Retriever (and the evaluation) gets an area's chunks and BM25 index.
+
+    `ListSource` holds chunks in memory; `state.bm25_cache.ViewSource` reads them from
+    the memory-mapped store and loads cached indexes, decoding only what is asked for.
+    """
+
+    @abstractmethod
+    def areas(self) -> list[str]:
+        """Areas present, sorted."""
+
+    @abstractmethod
+    def area_ids(self, area: str) -> list[str]:
+        """The area's chunk ids in store order (empty for an unknown area)."""
+
+    @abstractmethod
+    def area_chunks(self, area: str) -> Sequence[Chunk]:
+        """The area's chunks in store order."""
+
+    @abstractmethod
+    def chunk(self, area: str, chunk_id: str) -> Chunk:
+        """The area's first chunk with this id."""
+
+    @abstractmethod
+    def bm25(self, area: str) -> BM25Index:
+        """The area's BM25 index over `area_ids(area)`, in that order."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """Number of chunks in the store."""
+
+    @abstractmethod
+    def all_ids(self) -> Iterable[str]:
+        """Every chunk id of the store."""
+
+
+class ListSource(ChunkSource):
+    """Chunks held in memory; BM25 indexes built lazily, once per area, thread-safely."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self._chunks = chunks
+        self._by_area: dict[str, list[Chunk]] = {}
+        # Keyed by (area, id): ids hash content, so an undeduplicated store could hold the
+        # same id in two areas.
+        self._chunk_of: dict[tuple[str, str], Chunk] = {}
+        for chunk in chunks:
+            self._by_area.setdefault(chunk.area, []).append(chunk)
+            self._chunk_of.setdefault((chunk.area, chunk.id), chunk)
+        self._bm25: dict[str, BM25Index] = {}
+        self._lock = threading.Lock()
+
+    def areas(self) -> list[str]:
+        return sorted(self._by_area)
+
+    def area_ids(self, area: str) -> list[str]:
+        return [c.id for c in self._by_area.get(area, [])]
+
+    def area_chunks(self, area: str) -> Sequence[Chunk]:
+        return self._by_area.get(area, [])
+
+    def chunk(self, area: str, chunk_id: str) -> Chunk:
+        return self._chunk_of[area, chunk_id]
+
+    def bm25(self, area: str) -> BM25Index:
+        index = self._bm25.get(area)
+        if index is None:
+            with self._lock:
+                index = self._bm25.get(area)
+                if index is None:
+                    chunks = self._by_area.get(area, [])
+                    index = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
+                    self._bm25[area] = index
+        return index
+
+    def count(self) -> int:
+        return len(self._chunks)
+
+    def all_ids(self) -> Iterable[str]:
+        return (c.id for c in self._chunks)
+
+
+def as_source(chunks: Sequence[Chunk] | ChunkSource) -> ChunkSource:
+    """A ChunkSource for either form callers hold."""
+    return chunks if isinstance(chunks, ChunkSource) else ListSource(chunks)
+
+
 # Largest dimension for which every int8 dot product (|sum| <= dim * 127**2) and every
 # partial sum of it is an integer below 2**24, hence exact in float32 in any order.
 _FLOAT32_EXACT_DIM = 2**24 // 127**2
@@ -79,9 +166,9 @@ class _VectorPool:
     agent computes in doubles, up to the final division.
     """
 
-    def __init__(self, chunks: list[Chunk], matrix: npt.NDArray[np.int8]) -> None:
-        self.chunks = chunks
-        self.id_rank = _rank_by_id(chunks)
+    def __init__(self, ids: list[str], matrix: npt.NDArray[np.int8]) -> None:
+        self.ids = ids
+        self.id_rank = _rank_by_id(ids)
         dim = matrix.shape[1] if matrix.ndim == 2 else 0
         self._dtype = np.float32 if dim <= _FLOAT32_EXACT_DIM else np.float64
         self._rows = matrix.astype(self._dtype)
@@ -106,28 +193,22 @@ class Retriever:
     """Searches one area at a time. Indexes are built lazily, once per area, thread-safely.
 
     Chunks are searched only within their own area; vectors are matched to chunks by id
-    and chunks without one are simply absent from the vector pool.
+    and chunks without one are simply absent from the vector pool. `chunks` is a list of
+    chunks or a `ChunkSource` (e.g. the memory-mapped store with cached BM25 indexes).
     """
 
     def __init__(
         self,
-        chunks: Sequence[Chunk],
+        chunks: Sequence[Chunk] | ChunkSource,
         embeddings: EmbeddingStore | None = None,
         query_embedder: QueryEmbedder | None = None,
         *,
         query_model: str | None = None,
     ) -> None:
-        self._by_area: dict[str, list[Chunk]] = {}
-        # Keyed by (area, id): ids hash content, so an undeduplicated store could hold the
-        # same id in two areas.
-        self._chunk_of: dict[tuple[str, str], Chunk] = {}
-        for chunk in chunks:
-            self._by_area.setdefault(chunk.area, []).append(chunk)
-            self._chunk_of.setdefault((chunk.area, chunk.id), chunk)
+        self._source = as_source(chunks)
         self._embeddings = embeddings
         self._embedder = query_embedder
         self._query_model = query_model
-        self._bm25: dict[str, BM25Index] = {}
         self._vectors: dict[str, _VectorPool] = {}
         self._query_vectors: dict[str, npt.NDArray[np.int8]] = {}
         self._row_of: dict[str, int] | None = None
@@ -135,7 +216,7 @@ class Retriever:
 
     def areas(self) -> list[str]:
         """Areas present in the chunks, sorted."""
-        return sorted(self._by_area)
+        return self._source.areas()
 
     def prepare(self, area: str | None = None) -> None:
         """Build the indexes of one area (all areas when None) now rather than on first use.
@@ -163,23 +244,15 @@ class Retriever:
         lexical = [chunk_id for chunk_id, _ in self._bm25_index(area).search(query, depth)]
         dense = [hit.chunk.id for hit in self._dense_hits(query_vector, area, depth)]
         fused = reciprocal_rank_fusion([lexical, dense], RRF_K)[: max(limit, 0)]
-        hits = [Hit(self._chunk_of[area, cid], score) for cid, score in fused]
+        hits = [Hit(self._source.chunk(area, cid), score) for cid, score in fused]
         return SearchResult(hits, "hybrid")
 
     def _lexical_hits(self, query: str, area: str, limit: int) -> list[Hit]:
         hits = self._bm25_index(area).search(query, limit)
-        return [Hit(self._chunk_of[area, cid], score) for cid, score in hits]
+        return [Hit(self._source.chunk(area, cid), score) for cid, score in hits]
 
     def _bm25_index(self, area: str) -> BM25Index:
-        index = self._bm25.get(area)
-        if index is None:
-            with self._lock:
-                index = self._bm25.get(area)
-                if index is None:
-                    chunks = self._by_area.get(area, [])
-                    index = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
-                    self._bm25[area] = index
-        return index
+        return self._source.bm25(area)
 
     def _vector_pool(self, area: str) -> _VectorPool:
         pool = self._vectors.get(area)
@@ -192,10 +265,10 @@ class Retriever:
                     if self._row_of is None:
                         self._row_of = store.index_of()
                     row_of = self._row_of
-                    chunks = [c for c in self._by_area.get(area, []) if c.id in row_of]
-                    store_rows = np.array([row_of[c.id] for c in chunks], dtype=np.intp)
-                    matrix = store.vectors[store_rows].reshape(len(chunks), store.dim)
-                    pool = _VectorPool(chunks, matrix)
+                    ids = [i for i in self._source.area_ids(area) if i in row_of]
+                    store_rows = np.array([row_of[i] for i in ids], dtype=np.intp)
+                    matrix = store.vectors[store_rows].reshape(len(ids), store.dim)
+                    pool = _VectorPool(ids, matrix)
                     self._vectors[area] = pool
         return pool
 
@@ -234,7 +307,7 @@ class Retriever:
     def _dense_hits(self, query_vector: npt.NDArray[np.int8], area: str, limit: int) -> list[Hit]:
         """The `limit` nearest chunks by int8 cosine (any sign), ties by id ascending."""
         pool = self._vector_pool(area)
-        if limit <= 0 or not pool.chunks:
+        if limit <= 0 or not pool.ids:
             return []
         scores = pool.cosines(query_vector)
         candidates = np.arange(len(scores))
@@ -242,11 +315,12 @@ class Retriever:
             cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]
             candidates = np.flatnonzero(scores >= cut)
         order = candidates[np.lexsort((pool.id_rank[candidates], -scores[candidates]))]
-        return [Hit(pool.chunks[i], float(scores[i])) for i in order[:limit].tolist()]
+        chunk = self._source.chunk
+        return [Hit(chunk(area, pool.ids[i]), float(scores[i])) for i in order[:limit].tolist()]
 
 
-def _rank_by_id(chunks: Sequence[Chunk]) -> npt.NDArray[np.int64]:
+def _rank_by_id(ids: Sequence[str]) -> npt.NDArray[np.int64]:
     """Each chunk's position in id order (stable), so ties sort by id with integers."""
-    rank = np.empty(len(chunks), dtype=np.int64)
-    rank[sorted(range(len(chunks)), key=lambda i: chunks[i].id)] = np.arange(len(chunks))
+    rank = np.empty(len(ids), dtype=np.int64)
+    rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
     return rank

@@ -1,0 +1,444 @@
+"""BM25 indexes cached in the build directory, assembled from per-chunk token counts.
+
+Two levels, both under `layout.bm25_dir`:
+
+* `area-v<RETRIEVAL_VERSION>-<digest>/`: a whole area's `BM25Index` (memory-mapped
+  `.npy` files), keyed by the area's chunk digest (sha256 over its ids in store order)
+  and the retrieval code version. A search or an unchanged evaluation loads it and
+  reads only the postings of its query terms.
+* `tokens-v<RETRIEVAL_VERSION>/seg-*.npz`: per-chunk term counts keyed by chunk id.
+  Ids hash content, so a chunk's counts never change; when an area changes (one file
+  edited) its new index is assembled from the cached counts of its chunks with a
+  vectorised CSR build, and only chunks never seen before are tokenised. Segments are
+  immutable (written atomically under a content-derived name, so concurrent writers
+  never clash) and are merged, dropping chunks no longer in the store, once there are
+  more than `_MAX_SEGMENTS`.
+
+Scores are identical to `BM25Index.build` over the area's texts: document lengths and
+term frequencies are the same integers, and the weights come from the same arithmetic.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import shutil
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from brain_pipeline.corpus.store import Chunk
+from brain_pipeline.publishing.atomic import atomic_write_bytes
+from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION, BM25Index, _term_ids_of
+from brain_pipeline.retrieval.hybrid import ChunkSource
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.store_view import StoreView
+
+_MAX_SEGMENTS = 8
+_KEEP_EXTRA_AREAS = 8  # area indexes kept beyond the current store's (older versions)
+
+Int64s = npt.NDArray[np.int64]
+
+
+@dataclass
+class _Segment:
+    """Term counts of a set of chunks: rows sorted by id, CSR by row, own term list."""
+
+    ids: npt.NDArray[np.bytes_]
+    indptr: Int64s
+    terms: npt.NDArray[np.int32]
+    counts: npt.NDArray[np.int32]
+    vocabulary: list[str]
+
+    def to_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        blob = "\n".join(self.vocabulary).encode("ascii")
+        np.savez(
+            buffer,
+            ids=self.ids,
+            indptr=self.indptr,
+            terms=self.terms,
+            counts=self.counts,
+            vocabulary=np.frombuffer(blob, dtype=np.uint8),
+        )
+        return buffer.getvalue()
+
+    @classmethod
+    def read(cls, path: Path) -> _Segment:
+        with np.load(path, allow_pickle=False) as saved:
+            blob = saved["vocabulary"].tobytes()
+            return cls(
+                saved["ids"],
+                saved["indptr"],
+                saved["terms"],
+                saved["counts"],
+                blob.decode("ascii").split("\n") if blob else [],
+            )
+
+
+def _tokenised(ids: npt.NDArray[np.bytes_], texts: Sequence[str]) -> _Segment:
+    """Tokenise `texts` (one per id, ids distinct) into a new segment sorted by id."""
+    term_ids, token_docs, vocabulary = _term_ids_of(texts)
+    n = len(texts)
+    keys = token_docs * max(len(vocabulary), 1) + term_ids
+    pair_keys, counts = np.unique(keys, return_counts=True)  # doc-major
+    docs = pair_keys // max(len(vocabulary), 1)
+    terms = pair_keys - docs * max(len(vocabulary), 1)
+    order = np.argsort(ids, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    # Re-number documents in id order, keeping each document's entries together.
+    new_docs = rank[docs]
+    resort = np.argsort(new_docs, kind="stable")
+    per_doc = np.bincount(new_docs, minlength=n)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(per_doc, out=indptr[1:])
+    return _Segment(
+        ids[order],
+        indptr,
+        terms[resort].astype(np.int32),
+        counts[resort].astype(np.int32),
+        _terms_list(vocabulary),
+    )
+
+
+def _terms_list(vocabulary: dict[str, int]) -> list[str]:
+    terms = [""] * len(vocabulary)
+    for term, t in vocabulary.items():
+        terms[t] = term
+    return terms
+
+
+def _ranges(starts: Int64s, stops: Int64s) -> Int64s:
+    """Concatenation of arange(start, stop) for each pair, vectorised."""
+    lengths = stops - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
+class _Gather:
+    """Collects (document, term, count) rows from several segments into one vocabulary."""
+
+    def __init__(self) -> None:
+        self.terms: list[str] = []
+        self._term_of: dict[str, int] = {}
+        self.docs: list[Int64s] = []
+        self.term_ids: list[Int64s] = []
+        self.counts: list[Int64s] = []
+
+    def add(self, segment: _Segment, docs: Int64s, rows: Int64s) -> None:
+        """Document `docs[i]` has the counts of `segment` row `rows[i]`."""
+        starts, stops = segment.indptr[rows], segment.indptr[rows + 1]
+        positions = _ranges(starts, stops)
+        local = segment.terms[positions].astype(np.int64)
+        used = np.unique(local)
+        mapping = np.full(len(segment.vocabulary), -1, dtype=np.int64)
+        term_of = self._term_of
+        words = segment.vocabulary
+        known = len(self.terms)
+        used_list = used.tolist()
+        mapped = [term_of.setdefault(words[t], len(term_of)) for t in used_list]
+        # New terms got consecutive numbers from `known` on, in this order.
+        self.terms.extend(words[t] for t, m in zip(used_list, mapped, strict=True) if m >= known)
+        mapping[used] = mapped
+        self.docs.append(np.repeat(docs, stops - starts))
+        self.term_ids.append(mapping[local])
+        self.counts.append(segment.counts[positions].astype(np.int64))
+
+    def arrays(self) -> tuple[Int64s, Int64s, Int64s]:
+        def cat(parts: list[Int64s]) -> Int64s:
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+        return cat(self.docs), cat(self.term_ids), cat(self.counts)
+
+
+class TokenCache:
+    """Per-chunk term counts under `directory`, keyed by chunk id (content-addressed)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._segments: dict[Path, _Segment] = {}
+        self.tokenised = 0
+        """Chunks tokenised by this object (the rest came from the cache)."""
+
+    def _load(self) -> list[_Segment]:
+        paths = sorted(self.directory.glob("seg-*.npz")) if self.directory.is_dir() else []
+        for path in paths:
+            if path not in self._segments:
+                try:
+                    self._segments[path] = _Segment.read(path)
+                except (OSError, ValueError, KeyError):
+                    with contextlib.suppress(OSError):
+                        path.unlink()  # damaged: its chunks are simply tokenised again
+        for gone in set(self._segments) - set(paths):
+            del self._segments[gone]
+        return [self._segments[p] for p in paths if p in self._segments]
+
+    def _write(self, segment: _Segment) -> None:
+        data = segment.to_bytes()
+        name = f"seg-{hashlib.sha256(segment.ids.tobytes()).hexdigest()[:24]}.npz"
+        path = self.directory / name
+        try:
+            atomic_write_bytes(path, data)
+        except OSError:
+            return  # a read-only build directory: the index is still built, not cached
+        self._segments[path] = segment
+
+    def index_for(
+        self,
+        ids: npt.NDArray[np.bytes_],
+        texts_of: Callable[[Int64s], list[str]],
+        *,
+        live: npt.NDArray[np.bytes_] | None = None,
+    ) -> BM25Index:
+        """The BM25 index of documents `ids` (in this order), tokenising only new ids.
+
+        `texts_of(positions)` returns the texts of `ids[positions]`; it is called once,
+        for the documents whose counts are not cached. `live` (every id of the store)
+        lets a merge drop counts of chunks that no longer exist.
+        """
+        segments = self._load()
+        n = len(ids)
+        seg_of = np.full(n, -1, dtype=np.int64)
+        row_of = np.zeros(n, dtype=np.int64)
+        for s, segment in enumerate(segments):
+            todo = np.flatnonzero(seg_of < 0)
+            if len(todo) == 0 or len(segment.ids) == 0:
+                continue
+            wanted = ids[todo]
+            pos = np.minimum(np.searchsorted(segment.ids, wanted), len(segment.ids) - 1)
+            hit = segment.ids[pos] == wanted
+            seg_of[todo[hit]] = s
+            row_of[todo[hit]] = pos[hit]
+        missing = np.flatnonzero(seg_of < 0)
+        if len(missing):
+            new_ids, first = np.unique(ids[missing], return_index=True)
+            texts = texts_of(missing[first])
+            fresh = _tokenised(new_ids, texts)
+            self.tokenised += len(new_ids)
+            self._write(fresh)
+            segments.append(fresh)
+            pos = np.searchsorted(fresh.ids, ids[missing])
+            seg_of[missing] = len(segments) - 1
+            row_of[missing] = pos
+        gather = _Gather()
+        for s, segment in enumerate(segments):
+            docs = np.flatnonzero(seg_of == s)
+            if len(docs):
+                gather.add(segment, docs, row_of[docs])
+        doc_of, term_of, counts = gather.arrays()
+        index = BM25Index.from_term_counts(ids, gather.terms, doc_of, term_of, counts)
+        if len(segments) > _MAX_SEGMENTS:
+            self._merge(segments, live)
+        return index
+
+    def _merge(self, segments: list[_Segment], live: npt.NDArray[np.bytes_] | None) -> None:
+        """Rewrite all segments as one, keeping only `live` ids when given."""
+        every = np.unique(np.concatenate([s.ids for s in segments]))
+        if live is not None:
+            every = every[np.isin(every, live)]
+        gather = _Gather()
+        for segment in segments:
+            pos = np.minimum(np.searchsorted(every, segment.ids), max(len(every) - 1, 0))
+            keep = (every[pos] == segment.ids) if len(every) else np.zeros(0, bool)
+            # First segment holding an id wins; later duplicates are identical anyway.
+            rows = np.flatnonzero(keep)
+            docs = pos[rows]
+            taken = np.zeros(len(every), dtype=bool)
+            if gather.docs:
+                taken[np.concatenate(gather.docs)] = True
+            fresh = ~taken[docs]
+            gather.add(segment, docs[fresh], rows[fresh].astype(np.int64))
+        doc_of, term_of, counts = gather.arrays()
+        order = np.lexsort((term_of, doc_of))
+        per_doc = np.bincount(doc_of, minlength=len(every))
+        indptr = np.zeros(len(every) + 1, dtype=np.int64)
+        np.cumsum(per_doc, out=indptr[1:])
+        merged = _Segment(
+            every,
+            indptr,
+            term_of[order].astype(np.int32),
+            counts[order].astype(np.int32),
+            list(gather.terms),
+        )
+        old = list(self._segments)
+        self._write(merged)
+        for path in old:
+            if path.name != f"seg-{hashlib.sha256(every.tobytes()).hexdigest()[:24]}.npz":
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                self._segments.pop(path, None)
+
+
+class _ViewTexts:
+    """Texts of the area's documents at given positions, decoded from the store view."""
+
+    def __init__(self, view: StoreView, rows: npt.NDArray[np.intp]) -> None:
+        self._view = view
+        self._rows = rows
+
+    def __call__(self, positions: Int64s) -> list[str]:
+        store_rows = np.sort(self._rows[positions])
+        by_row = dict(
+            zip(store_rows.tolist(), self._view.chunks_at(store_rows), strict=True)
+        )
+        return [by_row[int(r)].content for r in self._rows[positions].tolist()]
+
+
+@dataclass
+class AreaIndexStats:
+    """How one area index was obtained (for metadata and the benchmark)."""
+
+    area: str
+    loaded: bool
+    tokenised: int
+
+
+class BM25Cache:
+    """Cached BM25 indexes of one store's areas (one object per process and store)."""
+
+    def __init__(self, view: StoreView, layout: StateLayout | None) -> None:
+        self.view = view
+        self.layout = layout
+        self._indexes: dict[str, BM25Index] = {}
+        self._tokens = TokenCache(self._tokens_dir()) if layout is not None else None
+        self._lock = threading.Lock()
+        self.stats: list[AreaIndexStats] = []
+
+    def _tokens_dir(self) -> Path:
+        assert self.layout is not None
+        return self.layout.bm25_dir / f"tokens-v{RETRIEVAL_VERSION}"
+
+    def area_dir(self, area: str) -> Path | None:
+        """Where the area's index is cached (None without a layout)."""
+        if self.layout is None:
+            return None
+        digest = self.view.area_digest(area)
+        return self.layout.bm25_dir / f"area-v{RETRIEVAL_VERSION}-{digest[:40]}"
+
+    def index(self, area: str) -> BM25Index:
+        """The area's index: from memory, from disk, assembled from counts, or built."""
+        index = self._indexes.get(area)
+        if index is not None:
+            return index
+        with self._lock:
+            index = self._indexes.get(area)
+            if index is None:
+                index = self._obtain(area)
+                self._indexes[area] = index
+        return index
+
+    def _obtain(self, area: str) -> BM25Index:
+        view = self.view
+        rows = view.rows_of_area(area)
+        directory = self.area_dir(area)
+        if directory is not None and (directory / "terms.txt").is_file():
+            try:
+                index = BM25Index.load(directory)
+            except (OSError, ValueError):
+                shutil.rmtree(directory, ignore_errors=True)
+            else:
+                if len(index) == len(rows):
+                    self.stats.append(AreaIndexStats(area, True, 0))
+                    return index
+        ids = view.id_array[rows]
+        if self._tokens is None:
+            chunks = view.chunks_at(rows)
+            index = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
+            self.stats.append(AreaIndexStats(area, False, len(chunks)))
+            return index
+        before = self._tokens.tokenised
+        index = self._tokens.index_for(ids, _ViewTexts(view, rows), live=view.id_array)
+        self.stats.append(AreaIndexStats(area, False, self._tokens.tokenised - before))
+        if directory is not None:
+            with contextlib.suppress(OSError):
+                index.save(directory)
+                self._prune_areas()
+        return index
+
+    def _prune_areas(self) -> None:
+        """Keep the current store's area indexes and a few recent others."""
+        assert self.layout is not None
+        current = {self.area_dir(a) for a in self.view.areas}
+        others = sorted(
+            (
+                p
+                for p in self.layout.bm25_dir.glob("area-v*")
+                if p not in current and not p.name.startswith(".")
+            ),
+            key=lambda p: p.stat().st_mtime_ns,
+            reverse=True,
+        )
+        for stale in others[_KEEP_EXTRA_AREAS:]:
+            shutil.rmtree(stale, ignore_errors=True)
+
+
+_CACHES: dict[tuple[int, Path | None], BM25Cache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def bm25_cache(view: StoreView, layout: StateLayout | None) -> BM25Cache:
+    """The process-wide BM25 cache of `view` (indexes are kept once loaded or built)."""
+    key = (id(view), layout.bm25_dir if layout is not None else None)
+    with _CACHES_LOCK:
+        cache = _CACHES.get(key)
+        if cache is None or cache.view is not view:
+            if len(_CACHES) > 8:
+                _CACHES.clear()
+            cache = _CACHES[key] = BM25Cache(view, layout)
+        return cache
+
+
+def area_index(view: StoreView, layout: StateLayout | None, area: str) -> BM25Index:
+    """The BM25 index of `area` in `view`'s store, cached under `layout.bm25_dir`."""
+    return bm25_cache(view, layout).index(area)
+
+
+class ViewSource(ChunkSource):
+    """A Retriever's chunks straight from a StoreView, with cached BM25 indexes.
+
+    Only what a query touches is decoded: the hits' chunk objects, and an area's ids
+    when its vectors are needed; a whole area is parsed only for the legacy baseline.
+    """
+
+    def __init__(self, view: StoreView, layout: StateLayout | None) -> None:
+        self.view = view
+        self.cache = bm25_cache(view, layout)
+        self._ids: dict[str, list[str]] = {}
+
+    def areas(self) -> list[str]:
+        return self.view.areas
+
+    def area_ids(self, area: str) -> list[str]:
+        ids = self._ids.get(area)
+        if ids is None:
+            rows = self.view.rows_of_area(area)
+            ids = self._ids[area] = np.char.decode(self.view.id_array[rows], "utf-8").tolist()
+        return ids
+
+    def area_chunks(self, area: str) -> Sequence[Chunk]:
+        return self.view.chunks_of_area(area)
+
+    def chunk(self, area: str, chunk_id: str) -> Chunk:
+        rows = self.view.rows_of_area(area)
+        match = np.flatnonzero(self.view.id_array[rows] == chunk_id.encode("utf-8"))
+        if len(match) == 0:
+            raise KeyError((area, chunk_id))
+        return self.view.chunk_at(int(rows[match[0]]))
+
+    def bm25(self, area: str) -> BM25Index:
+        return self.cache.index(area)
+
+    def count(self) -> int:
+        return len(self.view)
+
+    def all_ids(self) -> Iterable[str]:
+        return self.view.ids

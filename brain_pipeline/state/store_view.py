@@ -1,0 +1,501 @@
+"""The one fast reader of knowledge-store.json: a memory map plus a sidecar index.
+
+`parse_store` decodes the whole array into `Chunk`s (11 s and gigabytes at 1.1M chunks);
+most readers need far less: the ids (staleness, embeddings), the areas, or one area's
+chunks, or ten hits. The store's format is fixed (`JSON.stringify(chunks, null, 2)`):
+every chunk object starts with `\\n  {\\n    "id": "` and, since JSON strings never hold
+a raw newline, every line of a chunk is one member. So one vectorised scan over the
+newline positions finds each chunk's byte range, its id and its area line; the result
+(offsets, ids as numpy `S12`, area codes) is the *sidecar index*, saved under
+`layout.store_index_dir` keyed by the file's (size, mtime_ns, inode, ctime_ns) and
+carrying the file's sha256, so a later process maps the store and loads the index
+without reading the store at all.
+
+Chunks are decoded only on demand, fragment by fragment, with `json.loads` (a C call
+over a whole contiguous run of an area); a fragment whose heading is not a string or
+that escapes a surrogate goes through the JSON.parse-compatible `parse_json` instead,
+so every chunk equals what `parse_store` returns. A file that does not have the fixed
+layout (hand-written, compact JSON) is read with `parse_store` and served from memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import mmap
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from brain_pipeline.corpus.jscompat import parse_json
+from brain_pipeline.corpus.store import NO_HEADING, Chunk, _chunk_from_row, parse_store
+from brain_pipeline.publishing.atomic import atomic_writer
+from brain_pipeline.state.layout import StateLayout
+
+STORE_INDEX_VERSION = 1
+"""Bump when the sidecar's contents or the scan change; older sidecars are then ignored."""
+
+ID_WIDTH = 12
+_CHUNK_START = b'\n  {\n    "id": "'
+_ID_PREFIX = b'    "id": "'
+_CONTENT_PREFIX = b'    "content": "'
+_AREA_PREFIX = b'    "area": "'
+_SOURCE_PREFIX = b'    "source": "'
+_SCAN_BLOCK = 1 << 26  # bytes per vectorised newline scan (64 MiB of temporaries at most)
+_AREA_WIDTH = 64  # area names up to this many bytes are compared without Python
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_KEEP_SIDECARS = 4
+
+
+class StoreFormatError(ValueError):
+    """The file is not knowledge-store.json in the fixed layout (callers fall back)."""
+
+
+@dataclass(frozen=True)
+class _Stat:
+    size: int
+    mtime_ns: int
+    inode: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, path: Path) -> _Stat:
+        st = path.stat()
+        return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+    def key(self) -> str:
+        return f"{self.size}-{self.mtime_ns}-{self.inode}-{self.ctime_ns}"
+
+
+@dataclass
+class _Index:
+    """Per chunk: [start, stop) of its `{...}` object in the file, id, area code."""
+
+    starts: npt.NDArray[np.int64]
+    stops: npt.NDArray[np.int64]
+    ids: npt.NDArray[np.bytes_]
+    area_codes: npt.NDArray[np.int32]
+    area_names: list[str]
+    sha256: str | None
+
+
+def _sha256_of(buffer: Any) -> str:
+    digest = hashlib.sha256()
+    view = memoryview(buffer)
+    for start in range(0, len(view), 1 << 24):
+        digest.update(view[start : start + (1 << 24)])
+    return digest.hexdigest()
+
+
+def _newlines(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+    """Positions of every b"\\n", block by block so temporaries stay bounded."""
+    parts = []
+    for start in range(0, len(data), _SCAN_BLOCK):
+        block = data[start : start + _SCAN_BLOCK]
+        parts.append(np.flatnonzero(block == 10).astype(np.int64) + start)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _has_prefix(
+    data: npt.NDArray[np.uint8], positions: npt.NDArray[np.int64], prefix: bytes
+) -> bool:
+    """Whether `prefix` starts at every position (vectorised one column at a time)."""
+    if len(positions) == 0:
+        return True
+    if int(positions.max()) + len(prefix) > len(data):
+        return False
+    return all(bool(np.all(data[positions + j] == byte)) for j, byte in enumerate(prefix))
+
+
+def _columns(
+    data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], width: int
+) -> npt.NDArray[np.uint8]:
+    """data[starts[i] + j] for j < width as an (n, width) array, gathered column by column."""
+    out = np.empty((len(starts), width), dtype=np.uint8)
+    last = len(data) - 1
+    for j in range(width):
+        out[:, j] = data[np.minimum(starts + j, last)]
+    return out
+
+
+def _scan(data: npt.NDArray[np.uint8]) -> _Index:
+    """Build the index of a store in the fixed layout; StoreFormatError otherwise."""
+    size = len(data)
+    if size == 2 and bytes(data) == b"[]":
+        empty = np.zeros(0, dtype=np.int64)
+        return _Index(empty, empty, np.zeros(0, "S12"), np.zeros(0, np.int32), [], None)
+    if bytes(data[:5]) != b"[\n  {" or bytes(data[-6:]) != b"\n  }\n]":
+        raise StoreFormatError("not a JSON array in JSON.stringify(chunks, null, 2) layout")
+    nl = _newlines(data)
+    # A chunk starts at a newline followed by `  {` and a newline: nested heading
+    # containers are indented by at least four spaces, so nothing else matches.
+    cand = nl[nl + 4 < size]
+    is_open = (data[cand + 1] == 32) & (data[cand + 2] == 32) & (data[cand + 3] == 123)
+    is_open &= data[cand + 4] == 10
+    opens = cand[is_open]
+    n = len(opens)
+    if n == 0 or int(opens[0]) != 1:
+        raise StoreFormatError("no chunk objects where the layout puts them")
+    k = np.searchsorted(nl, opens)  # index of each chunk's opening newline in `nl`
+    if int(k.max()) + 5 >= len(nl):
+        raise StoreFormatError("truncated chunk object")
+    id_line, content_line = nl[k + 1] + 1, nl[k + 2] + 1
+    area_line, source_line = nl[k + 3] + 1, nl[k + 4] + 1
+    for positions, prefix in (
+        (id_line, _ID_PREFIX),
+        (content_line, _CONTENT_PREFIX),
+        (area_line, _AREA_PREFIX),
+        (source_line, _SOURCE_PREFIX),
+    ):
+        if not _has_prefix(data, positions, prefix):
+            raise StoreFormatError(f"a chunk does not have {prefix.strip()!r} where expected")
+    id_start = id_line + len(_ID_PREFIX)
+    if not np.all(nl[k + 2] - id_start == ID_WIDTH + 2):  # `<12 bytes>",`
+        raise StoreFormatError("a chunk id is not 12 characters")
+    ids = _columns(data, id_start, ID_WIDTH).view(f"S{ID_WIDTH}").reshape(n)
+    starts = opens + 3
+    stops = np.empty(n, dtype=np.int64)
+    stops[:-1] = opens[1:] - 1  # the comma before the next `\n  {`
+    stops[-1] = size - 2  # before the final `\n]`
+    if not np.all(data[stops - 1] == 125):
+        raise StoreFormatError("a chunk object does not end with '}'")
+    codes, names = _area_codes(data, area_line + len(_AREA_PREFIX), nl[k + 4] - 2)
+    return _Index(starts, stops, ids, codes, names, None)
+
+
+def _area_codes(
+    data: npt.NDArray[np.uint8], begin: npt.NDArray[np.int64], end: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int32], list[str]]:
+    """Code per chunk of its area (the JSON string between `begin` and `end`), and names.
+
+    Rows are compared with their predecessor in numpy, so Python decodes one area string
+    per run of equal areas (stores are area by area), not one per chunk.
+    """
+    n = len(begin)
+    lengths = end - begin
+    if n and int(lengths.max()) <= _AREA_WIDTH:
+        changed = np.ones(n, dtype=bool)
+        changed[1:] = lengths[1:] != lengths[:-1]
+        last = len(data) - 1
+        for j in range(int(lengths.max())):
+            # Past a name's end the byte compared is its closing quote or later: equal
+            # lengths make that harmless, unequal lengths are already a change.
+            col = data[np.minimum(begin + j, last)]
+            changed[1:] |= (col[1:] != col[:-1]) & (lengths[1:] > j)
+        run_starts = np.flatnonzero(changed)
+    else:
+        run_starts = np.arange(n)
+    names: list[str] = []
+    code_of: dict[bytes, int] = {}
+    run_codes = np.empty(len(run_starts), dtype=np.int32)
+    for r, row in enumerate(run_starts.tolist()):
+        raw = bytes(data[begin[row] : end[row]])
+        code = code_of.get(raw)
+        if code is None:
+            text = raw.decode("utf-8")
+            name = json.loads(b'"' + raw + b'"') if "\\" in text else text
+            code = code_of[raw] = len(names)
+            names.append(name)
+        run_codes[r] = code
+    counts = np.diff(np.append(run_starts, n))
+    return np.repeat(run_codes, counts).astype(np.int32), names
+
+
+def _fragment_row(fragment: bytes) -> Chunk:
+    """One chunk object's bytes as `parse_store` would decode it."""
+    if _SURROGATE_ESCAPE.search(fragment):
+        return _chunk_from_row(parse_json(fragment.decode("utf-8")))
+    try:
+        row = json.loads(fragment)
+    except RecursionError:  # a very deeply nested heading: JSON.parse has no depth limit
+        return _chunk_from_row(parse_json(fragment.decode("utf-8")))
+    heading = row.get("heading", NO_HEADING)
+    if heading is not NO_HEADING and not isinstance(heading, str):
+        return _chunk_from_row(parse_json(fragment.decode("utf-8")))
+    return _chunk_from_row(row)
+
+
+def _run_chunks(buffer: Any, start: int, stop: int) -> list[Chunk]:
+    """Chunks of the contiguous objects in buffer[start:stop] (one `json.loads` call)."""
+    text = b"[" + bytes(buffer[start:stop]) + b"]"
+    if _SURROGATE_ESCAPE.search(text):
+        return [_chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
+    try:
+        rows = json.loads(text)
+    except RecursionError:  # a very deeply nested heading: JSON.parse has no depth limit
+        return [_chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
+    out: list[Chunk] = []
+    for row in rows:
+        heading = row.get("heading", NO_HEADING)
+        if heading is not NO_HEADING and not isinstance(heading, str):
+            # Numbers must come back as doubles, keys in JavaScript order: re-read the row
+            # with JSON.parse semantics (rare: malformed roadmap titles only).
+            return [_chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
+        out.append(_chunk_from_row(row))
+    return out
+
+
+class StoreView:
+    """A read-only view of one knowledge-store.json (one file version).
+
+    Cheap to open when the sidecar is cached; chunks are decoded only when asked for.
+    Thread-safe for readers. Use `open_store_view` rather than the constructor.
+    """
+
+    def __init__(self, path: Path, stat: _Stat, layout: StateLayout | None) -> None:
+        self.path = path
+        self._stat = stat
+        self._layout = layout
+        self._lock = threading.Lock()
+        self._chunks: list[Chunk] | None = None  # fallback mode: the whole parsed store
+        self._mmap: mmap.mmap | None = None
+        self._buffer: Any = b""
+        if stat.size:
+            with path.open("rb") as handle:
+                self._mmap = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            self._buffer = self._mmap
+        index = self._load_sidecar()
+        if index is None:
+            data = np.frombuffer(self._buffer, dtype=np.uint8) if stat.size else np.zeros(0, "u1")
+            try:
+                index = _scan(data)
+            except StoreFormatError:
+                index = self._index_by_parsing()
+            else:
+                self._save_sidecar(index)
+        self._index = index
+        self._rows_of_area: dict[str, npt.NDArray[np.intp]] = {}
+
+    # -- construction helpers -------------------------------------------------------
+
+    def _index_by_parsing(self) -> _Index:
+        """Any valid store that is not in the fixed layout: parse it whole, keep it."""
+        chunks = parse_store(bytes(self._buffer))
+        self._chunks = chunks
+        names: dict[str, int] = {}
+        codes = np.array([names.setdefault(c.area, len(names)) for c in chunks], dtype=np.int32)
+        encoded = [c.id.encode("utf-8") for c in chunks]
+        ids = np.array(encoded) if encoded else np.zeros(0, dtype=f"S{ID_WIDTH}")
+        empty = np.zeros(len(chunks), dtype=np.int64)
+        return _Index(empty, empty, ids, codes, list(names), None)
+
+    def _sidecar_path(self) -> Path | None:
+        if self._layout is None:
+            return None
+        name = f"v{STORE_INDEX_VERSION}-{self._stat.key()}.npz"
+        return self._layout.store_index_dir / name
+
+    def _load_sidecar(self) -> _Index | None:
+        path = self._sidecar_path()
+        if path is None or not path.is_file():
+            return None
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                meta = json.loads(bytes(saved["meta"]).decode("utf-8"))
+                index = _Index(
+                    saved["starts"],
+                    saved["stops"],
+                    saved["ids"],
+                    saved["area_codes"],
+                    list(meta["areas"]),
+                    meta.get("sha256"),
+                )
+        except (OSError, ValueError, KeyError):
+            return None  # a damaged sidecar is rebuilt, never trusted
+        if len(index.starts) and int(index.stops[-1]) > self._stat.size:
+            return None
+        return index
+
+    def _save_sidecar(self, index: _Index) -> None:
+        """Persist the index (and the sha256, computed now) for the next process."""
+        path = self._sidecar_path()
+        if path is None:
+            return
+        index.sha256 = _sha256_of(self._buffer)
+        meta = json.dumps({"areas": index.area_names, "sha256": index.sha256}).encode("utf-8")
+        try:
+            with atomic_writer(path) as handle:
+                np.savez(
+                    handle,
+                    starts=index.starts,
+                    stops=index.stops,
+                    ids=index.ids,
+                    area_codes=index.area_codes,
+                    meta=np.frombuffer(meta, dtype=np.uint8),
+                )
+            _prune(path.parent, keep=path)
+        except OSError:
+            pass  # a read-only store directory still works, just without the cache
+
+    # -- the public surface ---------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._index.ids)
+
+    @property
+    def size(self) -> int:
+        """Byte size of the file this view reads."""
+        return self._stat.size
+
+    @property
+    def sha256(self) -> str:
+        """Hex SHA-256 of the store's bytes (from the sidecar when it was cached)."""
+        if self._index.sha256 is None:
+            self._index.sha256 = _sha256_of(self._buffer)
+        return self._index.sha256
+
+    @property
+    def id_array(self) -> npt.NDArray[np.bytes_]:
+        """Chunk ids in store order as numpy `S12` (no Python strings made)."""
+        return self._index.ids
+
+    @property
+    def ids(self) -> list[str]:
+        """Chunk ids in store order."""
+        if self._chunks is not None:
+            return [c.id for c in self._chunks]
+        decoded: list[str] = np.char.decode(self._index.ids, "utf-8").tolist()
+        return decoded
+
+    @property
+    def areas(self) -> list[str]:
+        """The areas present, sorted."""
+        counts = self.count_per_area()
+        return sorted(name for name, n in counts.items() if n)
+
+    @property
+    def area_codes(self) -> npt.NDArray[np.int32]:
+        """Per chunk, its area's position in `area_names`."""
+        return self._index.area_codes
+
+    @property
+    def area_names(self) -> list[str]:
+        """Area names in order of first appearance (indexed by `area_codes`)."""
+        return list(self._index.area_names)
+
+    def count_per_area(self) -> dict[str, int]:
+        """Number of chunks per area."""
+        counts = np.bincount(self._index.area_codes, minlength=len(self._index.area_names))
+        return dict(zip(self._index.area_names, counts.tolist(), strict=True))
+
+    def rows_of_area(self, area: str) -> npt.NDArray[np.intp]:
+        """Store positions of the area's chunks, ascending (empty for an unknown area)."""
+        rows = self._rows_of_area.get(area)
+        if rows is None:
+            try:
+                code = self._index.area_names.index(area)
+            except ValueError:
+                rows = np.zeros(0, dtype=np.intp)
+            else:
+                rows = np.flatnonzero(self._index.area_codes == code)
+            self._rows_of_area[area] = rows
+        return rows
+
+    def area_digest(self, area: str) -> str:
+        """sha256 over the area's ids in store order: what its BM25 index is keyed by."""
+        ids = self._index.ids[self.rows_of_area(area)]
+        return hashlib.sha256(np.ascontiguousarray(ids).tobytes()).hexdigest()
+
+    def chunk_at(self, i: int) -> Chunk:
+        """The chunk at store position `i`."""
+        if self._chunks is not None:
+            return self._chunks[i]
+        start, stop = int(self._index.starts[i]), int(self._index.stops[i])
+        return _fragment_row(bytes(self._buffer[start:stop]))
+
+    def chunks_at(self, rows: Sequence[int] | npt.NDArray[np.intp]) -> list[Chunk]:
+        """Chunks at the given positions, in that order; contiguous runs decode together."""
+        positions = np.asarray(rows, dtype=np.int64)
+        if self._chunks is not None:
+            return [self._chunks[i] for i in positions.tolist()]
+        if len(positions) == 0:
+            return []
+        if np.all(np.diff(positions) > 0):
+            return self._decode_runs(positions)
+        return [self.chunk_at(i) for i in positions.tolist()]
+
+    def _decode_runs(self, rows: npt.NDArray[np.int64]) -> list[Chunk]:
+        """Decode ascending rows, one `json.loads` per run of adjacent chunks."""
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        out: list[Chunk] = []
+        for run in np.split(rows, breaks):
+            first, last = int(run[0]), int(run[-1])
+            start, stop = int(self._index.starts[first]), int(self._index.stops[last])
+            out.extend(_run_chunks(self._buffer, start, stop))
+        return out
+
+    def chunks_of_area(self, area: str) -> list[Chunk]:
+        """The area's chunks in store order, decoding only the area's byte ranges."""
+        rows = self.rows_of_area(area)
+        if self._chunks is not None:
+            return [self._chunks[i] for i in rows.tolist()]
+        if len(rows) == 0:
+            return []
+        return self._decode_runs(rows.astype(np.int64))
+
+    def all_chunks(self) -> list[Chunk]:
+        """Every chunk in store order (what `parse_store` returns)."""
+        if self._chunks is not None:
+            return list(self._chunks)
+        if not len(self):
+            return []
+        return _run_chunks(self._buffer, int(self._index.starts[0]), int(self._index.stops[-1]))
+
+    def close(self) -> None:
+        """Release the memory map (the view must not be used afterwards)."""
+        if self._mmap is not None:
+            with contextlib.suppress(BufferError):
+                self._mmap.close()
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Keep the newest few sidecars: one per store version a reader may still hold."""
+    sidecars = sorted(
+        (p for p in directory.glob("v*.npz") if p != keep),
+        key=lambda p: p.stat().st_mtime_ns,
+        reverse=True,
+    )
+    for stale in sidecars[_KEEP_SIDECARS - 1 :]:
+        with contextlib.suppress(FileNotFoundError):
+            stale.unlink()
+
+
+_VIEWS: dict[Path, tuple[tuple[_Stat, Path | None], StoreView]] = {}
+_VIEWS_LOCK = threading.Lock()
+
+
+def open_store_view(store_file: Path | str, layout: StateLayout | None = None) -> StoreView:
+    """The view of `store_file`, memoised per process by path and (size, mtime, inode).
+
+    With a `layout`, the sidecar index is loaded from (or saved to)
+    `layout.store_index_dir`; without one it is built in memory. A file replaced since
+    (atomic writes make a new inode) gets a new view. FileNotFoundError when absent.
+    """
+    path = Path(store_file).resolve()
+    stat = _Stat.of(path)
+    where = layout.store_index_dir if layout is not None else None
+    with _VIEWS_LOCK:
+        cached = _VIEWS.get(path)
+        if cached is not None and cached[0] == (stat, where):
+            return cached[1]
+        view = StoreView(path, stat, layout)
+        _VIEWS[path] = ((stat, where), view)
+        return view
+
+
+def cache_layout_for(store_file: Path | str) -> StateLayout:
+    """Where a store's caches live: the state/ directory of the store's own directory."""
+    return StateLayout.of(Path(store_file).resolve().parent)
+
+
+def clear_views() -> None:
+    """Forget memoised views (tests and benchmarks use it to simulate a new process)."""
+    with _VIEWS_LOCK:
+        _VIEWS.clear()

@@ -1,0 +1,166 @@
+"""Cached and assembled BM25 indexes must rank exactly like a fresh `BM25Index.build`."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
+from brain_pipeline.retrieval.bm25 import BM25Index, reference_search
+from brain_pipeline.retrieval.hybrid import Retriever
+from brain_pipeline.state import bm25_cache as cache_module
+from brain_pipeline.state.bm25_cache import BM25Cache, ViewSource, bm25_cache
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.store_view import clear_views, open_store_view
+
+WORDS = [
+    "apple", "apples", "banana", "cherry", "cherries", "data", "datum", "box", "boxes", "the",
+    "of", "and", "x", "7", "42", "study", "studies", "Matrix", "matrices", "zeta", "indices",
+    "vertex", "criteria", "hypotheses", "running", "runner",
+]  # fmt: skip
+
+
+def _text(rng: random.Random, n: int) -> str:
+    return rng.choice([" ", ", ", "-", "\n"]).join(rng.choice(WORDS) for _ in range(n))
+
+
+def _chunks(rng: random.Random, n: int, areas: tuple[str, ...] = ("a", "b", "c")) -> list[Chunk]:
+    out: dict[str, Chunk] = {}
+    while len(out) < n:
+        content = f"{_text(rng, rng.randint(0, 25))} {len(out)}"
+        area = rng.choice(areas)
+        cid = chunk_id(content)
+        out.setdefault(cid, Chunk(cid, content, area, f"{area}/f{len(out) % 7}.md"))
+    return sorted(out.values(), key=lambda c: c.area)
+
+
+def _write(layout: StateLayout, chunks: list[Chunk]) -> None:
+    tmp = layout.build_dir / ".next.json"
+    tmp.write_bytes(serialize_store(chunks))
+    os.replace(tmp, layout.store_file)
+
+
+QUERIES = ["apple cherry boxes", "the of and", "matrices data study 42", "zeta", "indices 7",
+           "running runner studies", "nothing-here", "box box apple"]  # fmt: skip
+
+
+def _assert_identical(got: BM25Index, chunks: list[Chunk]) -> None:
+    fresh = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
+    assert len(got) == len(fresh)
+    for query in QUERIES:
+        for limit in (1, 5, 50):
+            assert got.search(query, limit) == fresh.search(query, limit)  # bit-identical
+    texts = [c.content for c in chunks]
+    ids = [c.id for c in chunks]
+    want = reference_search(ids, texts, QUERIES[0], 10)
+    assert [i for i, _ in got.search(QUERIES[0], 10)] == [i for i, _ in want]
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> StateLayout:
+    build = tmp_path / "build"
+    build.mkdir()
+    clear_views()
+    return StateLayout.of(build)
+
+
+def test_saved_index_loads_and_ranks_identically(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    for trial in range(20):
+        chunks = _chunks(rng, rng.randint(0, 60))
+        index = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
+        target = tmp_path / f"idx{trial}"
+        index.save(target)
+        for mmap in (True, False):
+            _assert_identical(BM25Index.load(target, mmap=mmap), chunks)
+
+
+def test_area_indexes_are_assembled_cached_and_reloaded(layout: StateLayout) -> None:
+    chunks = _chunks(random.Random(1), 300)
+    _write(layout, chunks)
+    view = open_store_view(layout.store_file, layout)
+    cold = BM25Cache(view, layout)
+    for area in view.areas:
+        _assert_identical(cold.index(area), [c for c in chunks if c.area == area])
+    assert [s.loaded for s in cold.stats] == [False] * len(view.areas)
+    assert sum(s.tokenised for s in cold.stats) == len(chunks)
+
+    clear_views()  # a new process: the sidecar and the area indexes come from disk
+    view = open_store_view(layout.store_file, layout)
+    warm = BM25Cache(view, layout)
+    for area in view.areas:
+        _assert_identical(warm.index(area), [c for c in chunks if c.area == area])
+    assert all(s.loaded and s.tokenised == 0 for s in warm.stats)
+
+
+def test_an_edit_tokenises_only_new_chunks(layout: StateLayout) -> None:
+    rng = random.Random(2)
+    chunks = _chunks(rng, 400)
+    _write(layout, chunks)
+    first = BM25Cache(open_store_view(layout.store_file, layout), layout)
+    for area in ("a", "b", "c"):
+        first.index(area)
+    # One "file" of area b edited: two chunks replaced, one removed, one added.
+    b_rows = [i for i, c in enumerate(chunks) if c.area == "b"]
+    edited = list(chunks)
+    for n, i in enumerate(b_rows[:2]):
+        content = f"edited {n} apple zeta {edited[i].content}"
+        edited[i] = Chunk(chunk_id(content), content, "b", edited[i].source)
+    del edited[b_rows[3]]
+    extra = "brand new apple apple chunk criteria"
+    edited.insert(b_rows[5], Chunk(chunk_id(extra), extra, "b", "b/new.md"))
+    _write(layout, edited)
+    clear_views()
+    second = BM25Cache(open_store_view(layout.store_file, layout), layout)
+    for area in ("a", "b", "c"):
+        _assert_identical(second.index(area), [c for c in edited if c.area == area])
+    by_area = {s.area: s for s in second.stats}
+    assert by_area["a"].loaded and by_area["c"].loaded
+    assert not by_area["b"].loaded
+    assert by_area["b"].tokenised == 3  # not the whole area
+
+
+def test_segments_are_merged_and_dead_chunks_dropped(
+    layout: StateLayout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "_MAX_SEGMENTS", 2)
+    rng = random.Random(3)
+    chunks = _chunks(rng, 120)
+    for step in range(5):
+        more = _chunks(random.Random(100 + step), 30)
+        chunks = sorted(chunks[10:] + more, key=lambda c: c.area)
+        _write(layout, chunks)
+        clear_views()
+        cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
+        for area in ("a", "b", "c"):
+            _assert_identical(cache.index(area), [c for c in chunks if c.area == area])
+    segments = list((layout.bm25_dir / "tokens-v1").glob("seg-*.npz"))
+    assert 1 <= len(segments) <= 3
+
+
+def test_retriever_over_the_view_answers_like_one_over_chunks(layout: StateLayout) -> None:
+    chunks = _chunks(random.Random(4), 200)
+    _write(layout, chunks)
+    plain = Retriever(chunks)
+    viewed = Retriever(ViewSource(open_store_view(layout.store_file, layout), layout))
+    assert viewed.areas() == plain.areas()
+    for area in plain.areas():
+        for query in QUERIES:
+            got = viewed.search(query, area, limit=7, mode="lexical")
+            want = plain.search(query, area, limit=7, mode="lexical")
+            assert [(h.chunk, h.score) for h in got.hits] == [
+                (h.chunk, h.score) for h in want.hits
+            ]
+
+
+def test_without_a_layout_nothing_is_written(tmp_path: Path) -> None:
+    chunks = _chunks(random.Random(5), 50)
+    store = tmp_path / "knowledge-store.json"
+    store.write_bytes(serialize_store(chunks))
+    view = open_store_view(store)
+    cache = bm25_cache(view, None)
+    _assert_identical(cache.index("a"), [c for c in chunks if c.area == "a"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["knowledge-store.json"]

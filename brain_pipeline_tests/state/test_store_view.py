@@ -1,0 +1,152 @@
+"""StoreView must read exactly what `parse_store` reads, from the sidecar or without it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.store import NO_HEADING, Chunk, parse_store, serialize_store
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.store_view import StoreView, clear_views, open_store_view
+from brain_pipeline_tests.corpus.corpora import build_edge_corpus, build_random_corpus
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "curated-content"
+
+
+def _tokens(value: Any) -> list[tuple[str, Any]]:
+    """A flat, typed rendering of a JSON value (iterative: headings nest very deeply)."""
+    out: list[tuple[str, Any]] = []
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, list):
+            out.append(("list", len(item)))
+            stack.extend(reversed(item))
+        elif isinstance(item, dict):
+            out.append(("dict", list(item)))
+            stack.extend(reversed(list(item.values())))
+        else:
+            out.append((type(item).__name__, item))
+    return out
+
+
+def _same(got: list[Chunk], expected: list[Chunk]) -> None:
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected, strict=True):
+        assert (a.id, a.content, a.area, a.source) == (b.id, b.content, b.area, b.source)
+        assert a.has_heading == b.has_heading
+        assert _tokens(a.heading) == _tokens(b.heading)
+
+
+def _check_view(view: StoreView, data: bytes) -> None:
+    expected = parse_store(data)
+    _same(view.all_chunks(), expected)
+    assert view.ids == [c.id for c in expected]
+    assert len(view) == len(expected)
+    assert view.areas == sorted({c.area for c in expected})
+    counts: dict[str, int] = {}
+    for c in expected:
+        counts[c.area] = counts.get(c.area, 0) + 1
+    assert {a: n for a, n in view.count_per_area().items() if n} == counts
+    for area in view.areas:
+        _same(view.chunks_of_area(area), [c for c in expected if c.area == area])
+    _same([view.chunk_at(i) for i in range(len(expected))], expected)
+    rows = list(range(len(expected)))[::3]
+    _same(view.chunks_at(rows), [expected[i] for i in rows])
+
+
+def _store_dir(tmp_path: Path, data: bytes) -> StateLayout:
+    build = tmp_path / "build"
+    build.mkdir()
+    layout = StateLayout.of(build)
+    layout.store_file.write_bytes(data)
+    return layout
+
+
+def _both_ways(tmp_path: Path, data: bytes, *, fixed_layout: bool = True) -> None:
+    """Fresh scan (saving the sidecar), then a 'new process' that loads the sidecar."""
+    layout = _store_dir(tmp_path, data)
+    clear_views()
+    _check_view(open_store_view(layout.store_file, layout), data)
+    saved = list(layout.store_index_dir.glob("*.npz"))
+    assert bool(saved) == fixed_layout, "a sidecar is saved exactly for the fixed layout"
+    clear_views()
+    view = open_store_view(layout.store_file, layout)
+    _check_view(view, data)
+    import hashlib
+
+    assert view.sha256 == hashlib.sha256(data).hexdigest()
+    clear_views()
+    _check_view(open_store_view(layout.store_file), data)  # no layout: in memory only
+
+
+def test_edge_corpus(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    build_edge_corpus(root, tmp_path / "outside")
+    data = serialize_store(ingest_corpus(root).chunks)
+    assert b"\\ud" in data, "the edge corpus should exercise escaped lone surrogates"
+    _both_ways(tmp_path, data)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_corpus(tmp_path: Path, seed: int) -> None:
+    root = tmp_path / "corpus"
+    build_random_corpus(root, seed, files=60)
+    _both_ways(tmp_path, serialize_store(ingest_corpus(root).chunks))
+
+
+def test_sample_corpus(tmp_path: Path) -> None:
+    _both_ways(tmp_path, serialize_store(ingest_corpus(EXAMPLES).chunks))
+
+
+def test_odd_headings_and_areas(tmp_path: Path) -> None:
+    chunks = [
+        Chunk("aaaaaaaaaaaa", "text one is here", 'we"ird\\area', "s/a.md", NO_HEADING),
+        Chunk("bbbbbbbbbbbb", "text two", 'we"ird\\area', "s/a.json", 12345678901234567890.0),
+        Chunk("cccccccccccc", "x\ud800y", "b", "b/r.json", [1.5, {"k": [None, {}]}, []]),
+        Chunk("dddddddddddd", "emoji \U0001f600 ok", "b", "b/x.md", {"2": 1.0, "a": "z"}),
+        Chunk("eeeeeeeeeeee", "after", 'we"ird\\area', "s/c.md", "head\u2028ing"),
+        Chunk("ffffffffffff", "long area", "a" * 100, "x/y", float("inf")),
+    ]
+    data = serialize_store(chunks)
+    _both_ways(tmp_path, data)
+
+
+def test_empty_and_foreign_layouts(tmp_path: Path) -> None:
+    for name in ("empty", "compact", "odd"):
+        (tmp_path / name).mkdir()
+    _both_ways(tmp_path / "empty", b"[]")
+    rows = [{"id": "abc", "content": "short id", "area": "a", "source": "a/x"}]
+    _both_ways(tmp_path / "compact", json.dumps(rows).encode(), fixed_layout=False)
+    odd_id = serialize_store([Chunk("abc", "short id", "a", "a/x")])
+    _both_ways(tmp_path / "odd", odd_id, fixed_layout=False)
+
+
+def test_a_replaced_store_is_reread(tmp_path: Path) -> None:
+    one = serialize_store([Chunk("aaaaaaaaaaaa", "first text", "a", "a/1")])
+    two = serialize_store([Chunk("bbbbbbbbbbbb", "second text", "b", "b/2")])
+    layout = _store_dir(tmp_path, one)
+    assert open_store_view(layout.store_file, layout).ids == ["aaaaaaaaaaaa"]
+    tmp = layout.build_dir / "new.json"
+    tmp.write_bytes(two)
+    os.replace(tmp, layout.store_file)
+    view = open_store_view(layout.store_file, layout)
+    assert view.ids == ["bbbbbbbbbbbb"]
+    assert view.areas == ["b"]
+    assert np.array_equal(view.rows_of_area("a"), np.zeros(0))
+
+
+def test_a_damaged_sidecar_is_rebuilt(tmp_path: Path) -> None:
+    data = serialize_store([Chunk("aaaaaaaaaaaa", "first text", "a", "a/1")])
+    layout = _store_dir(tmp_path, data)
+    open_store_view(layout.store_file, layout)
+    clear_views()
+    for sidecar in layout.store_index_dir.glob("*.npz"):
+        sidecar.write_bytes(b"garbage")
+    assert open_store_view(layout.store_file, layout).all_chunks() == parse_store(data)
