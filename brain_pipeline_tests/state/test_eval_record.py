@@ -1,4 +1,4 @@
-"""The evaluation record: an unchanged evaluation is reused and says so; any input change re-runs."""
+"""The evaluation record: unchanged inputs reuse the outcome and say so; a change re-runs."""
 
 from __future__ import annotations
 
@@ -118,9 +118,11 @@ def test_reuse_can_be_refused_and_a_missing_store_is_never_recorded(setup: Setup
 
 def test_the_record_keeps_several_keys(setup: Setup) -> None:
     layout = StateLayout.of(setup.build)
-    keys = []
+    keys: list[str] = []
     for n in range(3):
         setup.write_fixture([(f"private network {n}", "aws", [setup.chunks[0].id])])
-        keys.append(setup.evaluate().record_key)
+        key = setup.evaluate().record_key
+        assert key is not None
+        keys.append(key)
     assert all(eval_record.lookup(layout, k) is not None for k in keys)
     assert eval_record.lookup(layout, "0" * 64) is None
