@@ -122,15 +122,16 @@ def evaluate_store_dir(
     from brain_pipeline.evaluation.search import read_embeddings_mapped
     from brain_pipeline.state import eval_record
     from brain_pipeline.state.bm25_cache import ViewSource
-    from brain_pipeline.state.layout import StateLayout
-    from brain_pipeline.state.store_view import open_store_view
+    from brain_pipeline.state.store_view import cache_layout, open_store_view
 
     store_file = store_dir / STORE_FILENAME
     if not store_file.exists():
         return EvaluationOutcome(
             failures=[f"no store at {store_file}: materialise knowledge_store first"]
         )
-    layout = StateLayout.of(store_dir)
+    # The build directory remembers evaluations (and caches indexes) in its state/; a
+    # store elsewhere is evaluated from scratch unless it has a state/ of its own.
+    layout = cache_layout(store_dir, cfg.build_dir)
     fixture_path = Path(fixture or cfg.evaluation.fixture)
     try:
         # Read once: the digest in the record is of exactly the bytes evaluated.
@@ -163,7 +164,7 @@ def evaluate_store_dir(
         query_embedder=f"{provider}; gemini key set: {bool(cfg.gemini_api_key())}",
     )
     key = inputs.key()
-    if reuse:
+    if reuse and layout is not None:
         record = eval_record.lookup(layout, key)
         if record is not None and record.report is not None:
             return EvaluationOutcome(
@@ -204,7 +205,7 @@ def evaluate_store_dir(
     # A query that fell back because the provider failed (not by configuration) may
     # answer differently next time: such an outcome is not kept for reuse.
     transient = not choice.note and any(s.fallback_queries for s in report.retrievers)
-    if not transient:
+    if not transient and layout is not None:
         try:
             saved = eval_record.save(layout, inputs, outcome, now=now or eval_record.utc_now)
         except OSError:

@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         cfg = load_config()
-        opened = open_store(args.store or cfg.build_dir)
+        opened = open_store(args.store or cfg.build_dir, build_dir=cfg.build_dir)
     except (ConfigError, StoreNotFoundError, ValueError) as exc:
         print(f"brain-pipeline search: {exc}", file=sys.stderr)
         return 2

@@ -47,7 +47,8 @@ class OpenedStore:
     directory: Path
     view: StoreView
     embeddings: EmbeddingStore | None
-    layout: StateLayout
+    layout: StateLayout | None
+    """Where the sidecar and BM25 indexes are cached; None keeps them in memory only."""
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -62,15 +63,15 @@ class OpenedStore:
         return ViewSource(self.view, self.layout)
 
 
-def open_store(path: Path | str) -> OpenedStore:
+def open_store(path: Path | str, build_dir: Path | str | None = None) -> OpenedStore:
     """Open a store directory (or a knowledge-store.json path and its neighbour).
 
-    The store is memory-mapped with its sidecar index, and BM25 indexes are cached, in
-    the directory's `state/` (StateLayout). An embeddings.bin that is not PATBEMB1 is
-    ignored with a warning, never misread.
+    The store is memory-mapped with its sidecar index; the sidecar and BM25 indexes are
+    cached in the directory's `state/` when it is the build directory (`build_dir`) or
+    already has one (see `store_view.cache_layout`). An embeddings.bin that is not
+    PATBEMB1 is ignored with a warning, never misread.
     """
-    from brain_pipeline.state.layout import StateLayout
-    from brain_pipeline.state.store_view import open_store_view
+    from brain_pipeline.state.store_view import cache_layout, open_store_view
 
     target = Path(path)
     store_file = target / STORE_FILENAME if target.is_dir() else target
@@ -80,7 +81,7 @@ def open_store(path: Path | str) -> OpenedStore:
             "or pass --store DIR"
         )
     directory = store_file.resolve().parent
-    layout = StateLayout.of(directory)
+    layout = cache_layout(directory, build_dir)
     view = open_store_view(store_file, layout)
     warnings: list[str] = []
     embeddings = read_embeddings_mapped(directory / EMBEDDINGS_FILENAME, warn=warnings.append)

@@ -145,7 +145,7 @@ def save(
     return record
 
 
-def file_sha256(layout: StateLayout, path: Path) -> str | None:
+def file_sha256(layout: StateLayout | None, path: Path) -> str | None:
     """sha256 of `path` (None when absent), memoised in the record by its stat signature."""
     try:
         st = Path(path).stat()
@@ -153,7 +153,7 @@ def file_sha256(layout: StateLayout, path: Path) -> str | None:
         return None
     signature = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
     name = str(Path(path).resolve())
-    data = _read(layout)
+    data = _read(layout) if layout is not None else {"digests": {}}
     known = data["digests"].get(name)
     if isinstance(known, dict) and known.get("stat") == signature:
         return str(known["sha256"])
@@ -162,6 +162,8 @@ def file_sha256(layout: StateLayout, path: Path) -> str | None:
         while block := handle.read(1 << 24):
             digest.update(block)
     sha = digest.hexdigest()
+    if layout is None:
+        return sha
     data["digests"] = {name: {"stat": signature, "sha256": sha}} | {
         k: v for k, v in data["digests"].items() if k != name
     }

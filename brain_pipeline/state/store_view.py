@@ -490,9 +490,17 @@ def open_store_view(store_file: Path | str, layout: StateLayout | None = None) -
         return view
 
 
-def cache_layout_for(store_file: Path | str) -> StateLayout:
-    """Where a store's caches live: the state/ directory of the store's own directory."""
-    return StateLayout.of(Path(store_file).resolve().parent)
+def cache_layout(store_dir: Path | str, build_dir: Path | str | None = None) -> StateLayout | None:
+    """Where caches of the store in `store_dir` may be kept, or None for "memory only".
+
+    The build directory keeps its caches in its own `state/`; any other store directory
+    (a published copy the agent reads, say) gets caches only if it already has a
+    `state/` directory, so searching a published store never writes into it.
+    """
+    layout = StateLayout.of(store_dir)
+    if build_dir is not None and layout == StateLayout.of(build_dir):
+        return layout
+    return layout if layout.state_dir.is_dir() else None
 
 
 def clear_views() -> None:

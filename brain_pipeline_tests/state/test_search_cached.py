@@ -51,7 +51,7 @@ def test_view_retriever_equals_the_parsed_one_in_every_mode(build: Path) -> None
     plain = Retriever(chunks, decoded, _embed)
     for run in range(2):  # the second run loads every index from state/
         clear_views()
-        opened = open_store(build)
+        opened = open_store(build, build_dir=build)
         viewed = Retriever(opened.source(), opened.embeddings, _embed)
         assert viewed.areas() == plain.areas()
         for area in plain.areas():
@@ -79,3 +79,15 @@ def test_cli_answers_are_the_same_cold_and_warm(
         assert main(["search", "network data", "--area", area, "--json", "--limit", "5"]) == 0
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1] and '"hits"' in outputs[0]
+
+
+def test_a_store_outside_the_build_directory_is_searched_without_writing(build: Path) -> None:
+    before = sorted(p.name for p in build.iterdir())
+    opened = open_store(build)  # not the build directory, and no state/ of its own
+    assert opened.layout is None
+    plain = Retriever(load_store(build / "knowledge-store.json"))
+    for area in opened.view.areas:
+        got = Retriever(opened.source()).search("role data", area, mode="lexical").hits
+        want = plain.search("role data", area, mode="lexical").hits
+        assert [(h.chunk, h.score) for h in got] == [(h.chunk, h.score) for h in want]
+    assert sorted(p.name for p in build.iterdir()) == before
