@@ -174,12 +174,10 @@ class BM25Index:
         """
         n_docs = len(ids)
         keys = term_of.astype(np.int64) * max(n_docs, 1) + doc_of
-        order = np.argsort(keys, kind="stable")
-        pair_keys = keys[order]
-        post_terms = pair_keys // max(n_docs, 1)
-        post_docs = pair_keys - post_terms * max(n_docs, 1)
+        order = np.argsort(keys)  # keys are distinct: no stability needed
+        del keys
         return cls._from_postings(
-            ids, terms, post_terms, post_docs, counts[order], k1=k1, b=b
+            ids, terms, term_of[order], doc_of[order], counts[order], k1=k1, b=b
         )
 
     @classmethod
@@ -197,6 +195,7 @@ class BM25Index:
         """Weights from term-major postings; the arithmetic `reference_search` does."""
         n_docs = len(ids)
         n_terms = len(vocabulary)
+        # Document length = kept tokens = the sum of its term frequencies (exact in float64).
         lengths = np.bincount(post_docs, weights=tf, minlength=n_docs).astype(np.int64)
         avgdl = float(lengths.sum()) / n_docs if n_docs else 0.0
         df = np.bincount(post_terms, minlength=n_terms)

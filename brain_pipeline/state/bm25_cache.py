@@ -139,7 +139,7 @@ class _Gather:
         starts, stops = segment.indptr[rows], segment.indptr[rows + 1]
         positions = _ranges(starts, stops)
         local = segment.terms[positions].astype(np.int64)
-        used = np.unique(local)
+        used = np.flatnonzero(np.bincount(local, minlength=len(segment.vocabulary)))
         mapping = np.full(len(segment.vocabulary), -1, dtype=np.int64)
         term_of = self._term_of
         words = segment.vocabulary

@@ -103,26 +103,46 @@ def _newlines(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
+def _words(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint64]:
+    """A little-endian uint64 starting at every byte offset (a strided view, no copy).
+
+    Gathering `words[positions]` reads 8 bytes per position in one numpy operation,
+    instead of one gather per byte.
+    """
+    count = max(len(data) - 7, 0)
+    return np.ndarray((count,), dtype="<u8", buffer=data, offset=0, strides=(1,))
+
+
 def _has_prefix(
-    data: npt.NDArray[np.uint8], positions: npt.NDArray[np.int64], prefix: bytes
+    words: npt.NDArray[np.uint64], positions: npt.NDArray[np.int64], prefix: bytes
 ) -> bool:
-    """Whether `prefix` starts at every position (vectorised one column at a time)."""
+    """Whether `prefix` starts at every position (8 bytes per vectorised comparison)."""
     if len(positions) == 0:
         return True
-    if int(positions.max()) + len(prefix) > len(data):
+    if int(positions.max()) + len(prefix) > len(words) + 7:
         return False
-    return all(bool(np.all(data[positions + j] == byte)) for j, byte in enumerate(prefix))
+    padded = prefix + bytes(-len(prefix) % 8)
+    for k in range(0, len(prefix), 8):
+        width = min(8, len(prefix) - k)
+        mask = np.uint64((1 << (8 * width)) - 1)
+        expected = np.uint64(int.from_bytes(padded[k : k + 8], "little")) & mask
+        at = np.minimum(positions + k, len(words) - 1)  # past the end: a mismatch, not a crash
+        if not bool(np.all((words[at] & mask) == expected)):
+            return False
+    return True
 
 
 def _columns(
-    data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], width: int
+    words: npt.NDArray[np.uint64], starts: npt.NDArray[np.int64], width: int
 ) -> npt.NDArray[np.uint8]:
-    """data[starts[i] + j] for j < width as an (n, width) array, gathered column by column."""
-    out = np.empty((len(starts), width), dtype=np.uint8)
-    last = len(data) - 1
-    for j in range(width):
-        out[:, j] = data[np.minimum(starts + j, last)]
-    return out
+    """The `width` bytes at each start as an (n, width) array, gathered 8 bytes at a time."""
+    chunks = -(-width // 8)
+    out = np.empty((len(starts), chunks * 8), dtype=np.uint8)
+    as_words = out.view("<u8")
+    last = len(words) - 1
+    for k in range(chunks):
+        as_words[:, k] = words[np.minimum(starts + 8 * k, last)]
+    return out[:, :width]
 
 
 def _scan(data: npt.NDArray[np.uint8]) -> _Index:
@@ -148,30 +168,35 @@ def _scan(data: npt.NDArray[np.uint8]) -> _Index:
         raise StoreFormatError("truncated chunk object")
     id_line, content_line = nl[k + 1] + 1, nl[k + 2] + 1
     area_line, source_line = nl[k + 3] + 1, nl[k + 4] + 1
+    words = _words(data)
     for positions, prefix in (
         (id_line, _ID_PREFIX),
         (content_line, _CONTENT_PREFIX),
         (area_line, _AREA_PREFIX),
         (source_line, _SOURCE_PREFIX),
     ):
-        if not _has_prefix(data, positions, prefix):
+        if not _has_prefix(words, positions, prefix):
             raise StoreFormatError(f"a chunk does not have {prefix.strip()!r} where expected")
     id_start = id_line + len(_ID_PREFIX)
     if not np.all(nl[k + 2] - id_start == ID_WIDTH + 2):  # `<12 bytes>",`
         raise StoreFormatError("a chunk id is not 12 characters")
-    ids = _columns(data, id_start, ID_WIDTH).view(f"S{ID_WIDTH}").reshape(n)
+    ids = np.ascontiguousarray(_columns(words, id_start, ID_WIDTH)).view(f"S{ID_WIDTH}")
+    ids = ids.reshape(n)
     starts = opens + 3
     stops = np.empty(n, dtype=np.int64)
     stops[:-1] = opens[1:] - 1  # the comma before the next `\n  {`
     stops[-1] = size - 2  # before the final `\n]`
     if not np.all(data[stops - 1] == 125):
         raise StoreFormatError("a chunk object does not end with '}'")
-    codes, names = _area_codes(data, area_line + len(_AREA_PREFIX), nl[k + 4] - 2)
+    codes, names = _area_codes(data, words, area_line + len(_AREA_PREFIX), nl[k + 4] - 2)
     return _Index(starts, stops, ids, codes, names, None)
 
 
 def _area_codes(
-    data: npt.NDArray[np.uint8], begin: npt.NDArray[np.int64], end: npt.NDArray[np.int64]
+    data: npt.NDArray[np.uint8],
+    words: npt.NDArray[np.uint64],
+    begin: npt.NDArray[np.int64],
+    end: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.int32], list[str]]:
     """Code per chunk of its area (the JSON string between `begin` and `end`), and names.
 
@@ -183,12 +208,16 @@ def _area_codes(
     if n and int(lengths.max()) <= _AREA_WIDTH:
         changed = np.ones(n, dtype=bool)
         changed[1:] = lengths[1:] != lengths[:-1]
-        last = len(data) - 1
-        for j in range(int(lengths.max())):
-            # Past a name's end the byte compared is its closing quote or later: equal
-            # lengths make that harmless, unequal lengths are already a change.
-            col = data[np.minimum(begin + j, last)]
-            changed[1:] |= (col[1:] != col[:-1]) & (lengths[1:] > j)
+        last = len(words) - 1
+        for j in range(0, int(lengths.max()), 8):
+            # Bytes past a name's end belong to what follows it; mask them off so equal
+            # names compare equal (unequal lengths are already a change).
+            col = words[np.minimum(begin + j, last)]
+            valid = np.clip(lengths - j, 0, 8).astype(np.uint64)
+            partial = (np.uint64(1) << (np.uint64(8) * np.minimum(valid, 7))) - np.uint64(1)
+            mask = np.where(valid == 8, np.uint64(2**64 - 1), partial)
+            col = col & mask
+            changed[1:] |= col[1:] != col[:-1]
         run_starts = np.flatnonzero(changed)
     else:
         run_starts = np.arange(n)
