@@ -45,15 +45,66 @@ _KEEP_EXTRA_AREAS = 8  # area indexes kept beyond the current store's (older ver
 Int64s = npt.NDArray[np.int64]
 
 
-@dataclass
 class _Segment:
-    """Term counts of a set of chunks: rows sorted by id, CSR by row, own term list."""
+    """Term counts of a set of chunks: rows sorted by id, CSR by row, own term list.
 
-    ids: npt.NDArray[np.bytes_]
-    indptr: Int64s
-    terms: npt.NDArray[np.int32]
-    counts: npt.NDArray[np.int32]
-    vocabulary: list[str]
+    A segment read from disk loads only its ids; the counts are read the first time a
+    document of the segment is needed, so an edit in one area does not read the counts
+    of every other area.
+    """
+
+    def __init__(
+        self,
+        ids: npt.NDArray[np.bytes_],
+        indptr: Int64s | None = None,
+        terms: npt.NDArray[np.int32] | None = None,
+        counts: npt.NDArray[np.int32] | None = None,
+        vocabulary: list[str] | None = None,
+        path: Path | None = None,
+    ) -> None:
+        self.ids = ids
+        self._indptr = indptr
+        self._terms = terms
+        self._counts = counts
+        self._vocabulary = vocabulary
+        self._path = path
+
+    def _load(self) -> None:
+        assert self._path is not None, "an in-memory segment has all its arrays"
+        with np.load(self._path, allow_pickle=False) as saved:
+            blob = saved["vocabulary"].tobytes()
+            self._indptr = saved["indptr"]
+            self._terms = saved["terms"]
+            self._counts = saved["counts"]
+        self._vocabulary = blob.decode("ascii").split("\n") if blob else []
+
+    @property
+    def indptr(self) -> Int64s:
+        if self._indptr is None:
+            self._load()
+        assert self._indptr is not None
+        return self._indptr
+
+    @property
+    def terms(self) -> npt.NDArray[np.int32]:
+        if self._terms is None:
+            self._load()
+        assert self._terms is not None
+        return self._terms
+
+    @property
+    def counts(self) -> npt.NDArray[np.int32]:
+        if self._counts is None:
+            self._load()
+        assert self._counts is not None
+        return self._counts
+
+    @property
+    def vocabulary(self) -> list[str]:
+        if self._vocabulary is None:
+            self._load()
+        assert self._vocabulary is not None
+        return self._vocabulary
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
@@ -70,15 +121,11 @@ class _Segment:
 
     @classmethod
     def read(cls, path: Path) -> _Segment:
+        """The segment at `path`, with only its ids read now."""
         with np.load(path, allow_pickle=False) as saved:
-            blob = saved["vocabulary"].tobytes()
-            return cls(
-                saved["ids"],
-                saved["indptr"],
-                saved["terms"],
-                saved["counts"],
-                blob.decode("ascii").split("\n") if blob else [],
-            )
+            if not {"ids", "indptr", "terms", "counts", "vocabulary"} <= set(saved.files):
+                raise ValueError(f"{path.name}: not a token segment")
+            return cls(saved["ids"], path=path)
 
 
 def _tokenised(ids: npt.NDArray[np.bytes_], texts: Sequence[str]) -> _Segment:
@@ -218,6 +265,12 @@ class TokenCache:
             hit = segment.ids[pos] == wanted
             seg_of[todo[hit]] = s
             row_of[todo[hit]] = pos[hit]
+        for s, segment in enumerate(segments):
+            if np.any(seg_of == s):
+                try:
+                    segment.indptr  # noqa: B018 - read the counts now, while the file exists
+                except (OSError, ValueError, KeyError):
+                    seg_of[seg_of == s] = -1  # merged away meanwhile: tokenise those again
         missing = np.flatnonzero(seg_of < 0)
         if len(missing):
             new_ids, first = np.unique(ids[missing], return_index=True)
