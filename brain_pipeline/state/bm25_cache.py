@@ -25,6 +25,7 @@ import hashlib
 import io
 import shutil
 import threading
+import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +44,8 @@ _MAX_SEGMENTS = 8
 _KEEP_EXTRA_AREAS = 8  # area indexes kept beyond the current store's (older versions)
 
 Int64s = npt.NDArray[np.int64]
+_UNREADABLE = (OSError, ValueError, KeyError, zipfile.BadZipFile)
+"""What reading a damaged or vanished segment raises: its chunks are tokenised again."""
 
 
 class _Segment:
@@ -222,7 +225,7 @@ class TokenCache:
             if path not in self._segments:
                 try:
                     self._segments[path] = _Segment.read(path)
-                except (OSError, ValueError, KeyError):
+                except _UNREADABLE:
                     with contextlib.suppress(OSError):
                         path.unlink()  # damaged: its chunks are simply tokenised again
         for gone in set(self._segments) - set(paths):
@@ -269,7 +272,7 @@ class TokenCache:
             if np.any(seg_of == s):
                 try:
                     segment.indptr  # noqa: B018 - read the counts now, while the file exists
-                except (OSError, ValueError, KeyError):
+                except _UNREADABLE:
                     seg_of[seg_of == s] = -1  # merged away meanwhile: tokenise those again
         missing = np.flatnonzero(seg_of < 0)
         if len(missing):

@@ -26,6 +26,7 @@ import json
 import mmap
 import re
 import threading
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -336,7 +337,7 @@ class StoreView:
                     list(meta["areas"]),
                     meta.get("sha256"),
                 )
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             return None  # a damaged sidecar is rebuilt, never trusted
         if len(index.starts) and int(index.stops[-1]) > self._stat.size:
             return None

@@ -12,7 +12,7 @@ from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.retrieval.bm25 import BM25Index, reference_search
 from brain_pipeline.retrieval.hybrid import Retriever
 from brain_pipeline.state import bm25_cache as cache_module
-from brain_pipeline.state.bm25_cache import BM25Cache, ViewSource, bm25_cache
+from brain_pipeline.state.bm25_cache import BM25Cache, TokenCache, ViewSource, bm25_cache
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.store_view import clear_views, open_store_view
 
@@ -164,3 +164,19 @@ def test_without_a_layout_nothing_is_written(tmp_path: Path) -> None:
     cache = bm25_cache(view, None)
     _assert_identical(cache.index("a"), [c for c in chunks if c.area == "a"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["knowledge-store.json"]
+
+
+def test_a_segment_damaged_after_its_ids_were_read_is_tokenised_again(layout: StateLayout) -> None:
+    chunks = _chunks(random.Random(6), 120)
+    _write(layout, chunks)
+    view = open_store_view(layout.store_file, layout)
+    BM25Cache(view, layout).index("a")
+    tokens = TokenCache(layout.bm25_dir / "tokens-v1")
+    tokens._load()  # ids only
+    for segment in (layout.bm25_dir / "tokens-v1").glob("seg-*.npz"):
+        segment.write_bytes(b"PK\x03\x04 torn")  # replaced under us after the ids were read
+    rows = view.rows_of_area("a")
+    area = [c for c in chunks if c.area == "a"]
+    index = tokens.index_for(view.id_array[rows], lambda pos: [area[int(i)].content for i in pos])
+    _assert_identical(index, area)
+    assert tokens.tokenised == len(area)

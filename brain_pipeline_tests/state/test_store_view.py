@@ -147,6 +147,8 @@ def test_a_damaged_sidecar_is_rebuilt(tmp_path: Path) -> None:
     layout = _store_dir(tmp_path, data)
     open_store_view(layout.store_file, layout)
     clear_views()
-    for sidecar in layout.store_index_dir.glob("*.npz"):
-        sidecar.write_bytes(b"garbage")
-    assert open_store_view(layout.store_file, layout).all_chunks() == parse_store(data)
+    for garbage in (b"garbage", b"PK\x03\x04 torn zip"):
+        for sidecar in layout.store_index_dir.glob("*.npz"):
+            sidecar.write_bytes(garbage)
+        clear_views()
+        assert open_store_view(layout.store_file, layout).all_chunks() == parse_store(data)
