@@ -40,7 +40,8 @@ from brain_pipeline.retrieval.hybrid import ChunkSource
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.store_view import StoreView
 
-_MAX_SEGMENTS = 8
+_MAX_SEGMENTS = 48
+_TOKENISE_BATCH = 65_536
 _KEEP_EXTRA_AREAS = 8  # area indexes kept beyond the current store's (older versions)
 
 Int64s = npt.NDArray[np.int64]
@@ -276,15 +277,21 @@ class TokenCache:
                     seg_of[seg_of == s] = -1  # merged away meanwhile: tokenise those again
         missing = np.flatnonzero(seg_of < 0)
         if len(missing):
-            new_ids, first = np.unique(ids[missing], return_index=True)
-            texts = texts_of(missing[first])
-            fresh = _tokenised(new_ids, texts)
-            self.tokenised += len(new_ids)
-            self._write(fresh)
-            segments.append(fresh)
-            pos = np.searchsorted(fresh.ids, ids[missing])
-            seg_of[missing] = len(segments) - 1
-            row_of[missing] = pos
+            _, first = np.unique(ids[missing], return_index=True)
+            todo = missing[np.sort(first)]  # one position per new id, in store order
+            # Batches bound the memory of tokenising (a cold area of 275k chunks would
+            # otherwise hold every raw word at once); each batch is its own segment.
+            for start in range(0, len(todo), _TOKENISE_BATCH):
+                batch = todo[start : start + _TOKENISE_BATCH]
+                fresh = _tokenised(ids[batch], texts_of(batch))
+                self.tokenised += len(batch)
+                self._write(fresh)
+                segments.append(fresh)
+                wanted = ids[missing]
+                pos = np.minimum(np.searchsorted(fresh.ids, wanted), len(fresh.ids) - 1)
+                hit = fresh.ids[pos] == wanted
+                seg_of[missing[hit]] = len(segments) - 1
+                row_of[missing[hit]] = pos[hit]
         gather = _Gather()
         for s, segment in enumerate(segments):
             docs = np.flatnonzero(seg_of == s)

@@ -127,6 +127,7 @@ def test_segments_are_merged_and_dead_chunks_dropped(
     layout: StateLayout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(cache_module, "_MAX_SEGMENTS", 2)
+    monkeypatch.setattr(cache_module, "_TOKENISE_BATCH", 7)  # several segments per area
     rng = random.Random(3)
     chunks = _chunks(rng, 120)
     for step in range(5):
