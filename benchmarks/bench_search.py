@@ -1,7 +1,7 @@
 """One `brain-pipeline search` on a big store: cold cache, warm cache, and today's path.
 
 Usage: python benchmarks/bench_search.py [--chunks 200000] [--areas 4] [--workdir DIR]
-                                         [--query "..."] [--keep]
+                                         [--query "..."] [--keep] [--eval]
 
 Each measurement is a fresh Python process, timed with `os.wait4` (wall seconds, user +
 system CPU seconds, peak RSS of that process):
@@ -17,7 +17,10 @@ system CPU seconds, peak RSS of that process):
 * edit:   one chunk of the area replaced (a new store file), then the same command: the
           area index is assembled from cached per-chunk counts; one chunk tokenised.
 
-The three search runs print the same hits as the today run (checked).
+The three search runs print the same hits as the today run (checked). With `--eval`,
+`brain-pipeline eval` (5 labelled queries per area, legacy + BM25 + hybrid=BM25) is
+timed too: first run, unchanged inputs (the evaluation record is reused), one chunk
+edited (the area index is assembled from cached counts; the record key changed).
 
 Generator (deterministic, seed 9): a vocabulary of 60,000 pronounceable pseudo-words
 drawn with Zipf-like frequencies (rank^-1.1), plus 300 common English words; each chunk
@@ -167,6 +170,23 @@ def _edit_one_chunk(store: Path, area: str) -> None:
     os.replace(tmp, store)
 
 
+def _write_fixture(store: Path, fixture: Path) -> None:
+    """Child-process step: 5 labelled queries per area, each 4 words of a known chunk."""
+    import json
+
+    from brain_pipeline.state.store_view import open_store_view
+
+    view = open_store_view(store)
+    queries = []
+    for area in view.areas:
+        rows = view.rows_of_area(area)
+        for row in rows[1 :: max(len(rows) // 5, 1)][:5].tolist():  # not the edited one
+            chunk = view.chunk_at(row)
+            words = chunk.content.replace(".", " ").split()
+            queries.append({"query": " ".join(words[1:5]), "area": area, "relevant": [chunk.id]})
+    fixture.write_text(json.dumps({"queries": queries}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chunks", type=int, default=200_000)
@@ -174,7 +194,12 @@ def main() -> None:
     parser.add_argument("--query", default="cache index latency partition")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the generated store")
-    parser.add_argument("--step", choices=("generate", "edit"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--eval", action="store_true", help="also time `brain-pipeline eval` (5 queries/area)"
+    )
+    parser.add_argument(
+        "--step", choices=("generate", "edit", "fixture"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--area", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -182,6 +207,8 @@ def main() -> None:
         return _generate_into(args.store, args.chunks, args.areas)
     if args.step == "edit":
         return _edit_one_chunk(args.store, args.area)
+    if args.step == "fixture":
+        return _write_fixture(args.store, Path(args.area))
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-search-"))
     build = work / "build"
@@ -215,6 +242,19 @@ def main() -> None:
                    env=env, check=True)
     rows.append(("edit: one chunk changed, then search", measure(cli, env)))
     rows.append(("warm again after the edit", measure(cli, env)))
+
+    if args.eval:
+        fixture = work / "fixture.json"
+        subprocess.run([*me, "--step", "fixture", "--store", str(store), "--area", str(fixture)],
+                       env=env, check=True)
+        config.write_text(f"build_dir: {build}\nembedding:\n  provider: none\n"
+                          f"evaluation:\n  fixture: {fixture}\n")
+        evaluate = [py, "-m", "brain_pipeline.cli", "eval"]
+        rows.append(("eval: first run (other areas indexed)", measure(evaluate, env)))
+        rows.append(("eval: nothing changed (record reused)", measure(evaluate, env)))
+        subprocess.run([*me, "--step", "edit", "--store", str(store), "--area", area],
+                       env=env, check=True)
+        rows.append(("eval: one chunk edited", measure(evaluate, env)))
 
     import json
 
