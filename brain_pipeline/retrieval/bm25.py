@@ -296,7 +296,10 @@ class BM25Index:
                 # term is cheaper than a dict of every term; after a few, build the dict.
                 t = self._term_pos.get(term)
                 if t is None:
-                    t = terms.index(term) if term in terms else -1
+                    try:
+                        t = terms.index(term)
+                    except ValueError:
+                        t = -1
                     self._term_pos[term] = t
                 if t < 0:
                     return None
