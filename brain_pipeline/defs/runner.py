@@ -6,6 +6,7 @@ import logging
 import sys
 import warnings
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 
 import dagster as dg
@@ -80,6 +81,23 @@ def _describe(event: dg.DagsterEvent) -> str | None:
     return None
 
 
+def observations_for(keys: AbstractSet[dg.AssetKey]) -> set[dg.AssetKey]:
+    """The observations a selection starts from, so every run reads a fresh observation.
+
+    Chunking reads the corpus snapshot this run observed; the evaluation's lineage names
+    the fixture version it read; the currency check compares with this run's corpus.
+    """
+    from brain_pipeline.defs.ingest import CORPUS, EVAL_FIXTURE
+
+    names = {key.to_user_string() for key in keys}
+    wanted: set[dg.AssetKey] = set()
+    if names & {"knowledge_chunks", "published_local"}:
+        wanted.add(CORPUS)
+    if "embeddings" in names:
+        wanted.add(EVAL_FIXTURE)
+    return wanted
+
+
 def materialize_selection(
     selection: str = "*",
     *,
@@ -108,6 +126,7 @@ def materialize_selection(
             ) from None
     if not keys:
         raise SelectionError(f"the selection {selection!r} matches no asset. Assets: {known}")
+    keys = keys | observations_for(keys)
     job = defs.resolve_implicit_global_asset_job_def()
     if not verbose:
         job = job.with_logger_defs({"concise": concise_console_logger})
