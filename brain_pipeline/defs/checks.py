@@ -7,14 +7,13 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.common import claim_build_dir, layout_for, table, to_metadata
+from brain_pipeline.defs.common import claim_build_dir, layout_for, to_metadata
 from brain_pipeline.defs.ingest import CORPUS, EVAL_FIXTURE
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import digest_of, read_record
 
 CHECK_NAME = "retrieval_eval"
-CURRENT_CHECK_NAME = "serves_current_corpus"
 EVAL_CODE_VERSION = "eval-1"
 
 
@@ -125,46 +124,10 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
     return retrieval_eval
 
 
-def _latest_observed_digest(instance: dg.DagsterInstance) -> str | None:
+def latest_observed_digest(instance: dg.DagsterInstance) -> str | None:
+    """The corpus digest of the newest observation of `corpus` (any run or sensor)."""
     from dagster._core.definitions.data_version import extract_data_version_from_entry
 
     record = instance.get_latest_data_version_record(CORPUS, is_source=True)
     version = extract_data_version_from_entry(record.event_log_entry) if record else None
     return version.value if version is not None else None
-
-
-def build_currency_check() -> dg.AssetChecksDefinition:
-    @dg.asset_check(
-        asset="published_local",
-        name=CURRENT_CHECK_NAME,
-        additional_deps=[CORPUS],
-        description=(
-            "WARN when the agent serves an older corpus than the latest observed one (the "
-            "published manifest's corpus digest differs from the corpus asset's data version). "
-            "Dagster marks only the direct children of a changed asset stale; this check "
-            "tells it at the end of the graph too."
-        ),
-    )
-    def serves_current_corpus(
-        context: dg.AssetCheckExecutionContext, settings: BrainSettings
-    ) -> dg.AssetCheckResult:
-        from brain_pipeline.publishing.local import inspect_publication
-
-        cfg = settings.load()
-        publication = inspect_publication(cfg.publish_root())
-        observed = _latest_observed_digest(context.instance)
-        published = publication.manifest.corpus_fingerprint if publication.manifest else None
-        current = published is not None and published == observed
-        rows = [["published", published or "nothing published"], ["observed", observed or "—"]]
-        return dg.AssetCheckResult(
-            passed=current,
-            severity=dg.AssetCheckSeverity.WARN,
-            description=(
-                "the agent serves the latest observed corpus"
-                if current
-                else "the agent serves an older corpus than the one on disk: re-run the graph"
-            ),
-            metadata={"digests": table([("which", "string"), ("corpus_digest", "string")], rows)},
-        )
-
-    return serves_current_corpus

@@ -11,8 +11,9 @@ from brain_pipeline.defs.automation import (
     build_reingest_schedule,
     reingest_job,
 )
-from brain_pipeline.defs.checks import build_currency_check, build_retrieval_eval
+from brain_pipeline.defs.checks import build_retrieval_eval
 from brain_pipeline.defs.embed import build_embeddings_asset
+from brain_pipeline.defs.health import HEALTH_CHECKS, build_freshness_check
 from brain_pipeline.defs.ingest import (
     build_knowledge_chunks,
     build_knowledge_store,
@@ -41,7 +42,7 @@ def build_definitions(config_path: str | None = None) -> dg.Definitions:
             published_local,
             published_s3,
         ],
-        asset_checks=[build_retrieval_eval(cfg), build_currency_check()],
+        asset_checks=[build_retrieval_eval(cfg), build_freshness_check(cfg), *HEALTH_CHECKS],
         jobs=[reingest_job],
         schedules=[build_reingest_schedule(cfg)],
         sensors=[build_observation_sensor(cfg), build_automation_sensor(cfg)],

@@ -25,6 +25,7 @@ from brain_pipeline.defs.common import (
     upstream_record,
 )
 from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.publishing.agent_limits import file_utf16_units
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, digest_of, stamp_outputs, write_record
 
@@ -32,6 +33,7 @@ CORPUS = dg.AssetKey("corpus")
 EVAL_FIXTURE = dg.AssetKey("eval_fixture")
 DATA_VERSION_TAG = "dagster/data_version"
 STORE_CODE_VERSION = "store-1"
+PROBLEM_ROWS_KEPT = 500
 
 
 def _snapshot_metadata(snapshot: Any, build_dir: str) -> dict[str, Any]:
@@ -192,7 +194,11 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
                 data_version=data_version,
                 code_version=code_version,
                 inputs={"corpus": snapshot.digest},
-                facts={"occurrences": report.occurrences},
+                facts={
+                    "occurrences": report.occurrences,
+                    "problems": _problem_rows(report.entries)[:PROBLEM_ROWS_KEPT],
+                    "problem_count": len(_problem_rows(report.entries)),
+                },
                 run_id=context.run.run_id,
             ),
         )
@@ -270,6 +276,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
                 "duplicates_collapsed": report.duplicates_collapsed,
                 "chunks_per_area": dict(report.chunks_per_area),
                 "corpus_digest": digest,
+                "utf16_units": file_utf16_units(layout.store_file),
             }
             status = "written" if report.written else "unchanged"
             recheck_input(layout, "knowledge_chunks", chunks.data_version)

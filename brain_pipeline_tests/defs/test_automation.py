@@ -54,7 +54,15 @@ def test_schedule_runs_the_whole_job_with_both_observations(tiny_project: Projec
         for e in result.all_events
         if e.event_type_value == "ASSET_CHECK_EVALUATION"
     )
-    assert checks == ["retrieval_eval", "serves_current_corpus"]
+    assert checks == [
+        "corpus_problems",
+        "embedding_coverage",
+        "fits_agent_string_limit",
+        "no_empty_area",
+        "published_store_is_current",
+        "retrieval_eval",
+        "vectors_reach_agent",
+    ]
     observed = {
         e.asset_key.to_user_string()  # type: ignore[union-attr]
         for e in result.all_events
