@@ -48,6 +48,8 @@ class EvaluationOutcome:
     flat_metrics: dict[str, float] = field(default_factory=dict)
     markdown: str = ""
     report: Any = None
+    thresholds: list[Any] = field(default_factory=list)
+    """ThresholdRow per configured bound that was applied (value, bound, margin)."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ def evaluate_store_dir(
     """
     from brain_pipeline.corpus.store import STORE_FILENAME, load_store
     from brain_pipeline.evaluation.fixture import FixtureError
-    from brain_pipeline.evaluation.runner import run_evaluation
+    from brain_pipeline.evaluation.runner import run_evaluation, threshold_rows
 
     store_file = store_dir / STORE_FILENAME
     if not store_file.exists():
@@ -135,6 +137,7 @@ def evaluate_store_dir(
         flat_metrics=report.flat_metrics(),
         markdown=report.to_markdown(),
         report=report,
+        thresholds=threshold_rows(report, thresholds),
     )
 
 

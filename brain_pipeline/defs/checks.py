@@ -7,7 +7,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.common import claim_build_dir, layout_for, to_metadata
+from brain_pipeline.defs.common import claim_build_dir, layout_for, table, to_metadata
 from brain_pipeline.defs.ingest import CORPUS, EVAL_FIXTURE
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.state.layout import StateLayout
@@ -46,6 +46,102 @@ def evaluation_key(inputs: dict[str, Any]) -> str:
     return digest_of(inputs)
 
 
+def _evaluate(cfg: BrainConfig) -> dict[str, Any]:
+    """Run the evaluation and flatten what the check shows (and the record keeps)."""
+    from brain_pipeline.services import evaluate_build
+
+    outcome = evaluate_build(cfg)
+    report = outcome.report
+    return {
+        "passed": not outcome.failures,
+        "failures": list(outcome.failures),
+        "figures": dict(outcome.flat_metrics),
+        "markdown": outcome.markdown,
+        "stale_ids": list(outcome.stale_ids),
+        "thresholds": [
+            {
+                "retriever": row.retriever,
+                "metric": row.metric,
+                "value": row.value,
+                "bound": row.bound,
+                "kind": row.kind,
+                "margin": row.margin,
+            }
+            for row in outcome.thresholds
+        ],
+        "queries": report.query_rows() if report is not None else [],
+        "retrievers": [s.name for s in report.retrievers] if report is not None else [],
+    }
+
+
+def _check_metadata(
+    cfg: BrainConfig,
+    result: dict[str, Any],
+    inputs: dict[str, Any] | None,
+    key: str | None,
+    reused: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Figures as numbers (one plot each), bounds and margins, tables with schemas.
+
+    Counters that only mean something for a run that evaluated (not for a reused
+    result) are left out of reused results, so plots are not flattened by repeats.
+    """
+    metadata: dict[str, Any] = to_metadata(dict(result["figures"]))
+    verdicts = []
+    for row in result["thresholds"]:
+        name = f"{row['retriever']}.{row['metric']}"
+        metadata[f"{name}.{row['kind']}"] = dg.MetadataValue.float(float(row["bound"]))
+        metadata[f"{name}.margin"] = dg.MetadataValue.float(round(float(row["margin"]), 4))
+        verdicts.append(
+            [
+                row["retriever"],
+                row["metric"],
+                round(float(row["value"]), 4),
+                f"{'≥' if row['kind'] == 'min' else '≤'} {row['bound']:g}",
+                round(float(row["margin"]), 4),
+                "pass" if row["margin"] >= 0 else "FAIL",
+            ]
+        )
+    metadata["thresholds"] = table(
+        [
+            ("retriever", "string"),
+            ("metric", "string"),
+            ("value", "float"),
+            ("bound", "string"),
+            ("margin", "float"),
+            ("verdict", "string"),
+        ],
+        verdicts,
+    )
+    names = list(result.get("retrievers") or [])
+    metadata["per_query"] = table(
+        [("query", "string"), ("area", "string")]
+        + [(f"{n}_rank", "int") for n in names]
+        + [("stale_label", "bool")],
+        [
+            [q["query"], q["area"], *[q.get(n) for n in names], bool(q.get("stale_label"))]
+            for q in result.get("queries") or []
+        ],
+    )
+    metadata["evaluation"] = dg.MetadataValue.md(str(result["markdown"]))
+    extra: dict[str, Any] = {
+        "verdict": "passed" if not result["failures"] else "failed",
+        "failures": "\n".join(result["failures"]) or "none",
+        "stale_ids": ", ".join(result.get("stale_ids") or []) or "none",
+        "evaluation_key": key or "—",
+        "reused": reused is not None,
+        "fixture": str(cfg.evaluation.fixture),
+    }
+    if reused is not None:
+        extra["reused_from_run"] = str(reused.get("run_id") or "—")
+    if inputs is not None:
+        extra["store_sha256"] = inputs["store"]
+        extra["embeddings_version"] = inputs["embeddings"] or "—"
+        extra["fixture_sha256"] = inputs["fixture"] or "missing"
+    metadata.update(to_metadata(extra))
+    return metadata
+
+
 def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
     @dg.asset_check(
         asset="embeddings",
@@ -64,7 +160,6 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
     def retrieval_eval(
         context: dg.AssetCheckExecutionContext, settings: BrainSettings
     ) -> dg.AssetCheckResult:
-        from brain_pipeline.services import evaluate_build
         from brain_pipeline.state import eval_record
 
         cfg = settings.load()
@@ -74,50 +169,25 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
         key = evaluation_key(inputs) if inputs is not None else None
         reused = eval_record.lookup(layout, key) if key is not None else None
         if reused is not None:
-            failures = list(reused["failures"])
-            flat = dict(reused["figures"])
-            markdown = str(reused["markdown"])
-            stale = list(reused.get("stale_ids", []))
+            result = dict(reused)
         else:
-            outcome = evaluate_build(cfg)
-            failures, flat, markdown = outcome.failures, outcome.flat_metrics, outcome.markdown
-            stale = outcome.stale_ids
+            result = _evaluate(cfg)
             if key is not None:
                 eval_record.save(
-                    layout,
-                    key,
-                    {
-                        "passed": not failures,
-                        "failures": failures,
-                        "figures": flat,
-                        "markdown": markdown,
-                        "stale_ids": stale,
-                        "inputs": inputs,
-                        "run_id": context.run.run_id,
-                    },
+                    layout, key, {**result, "inputs": inputs, "run_id": context.run.run_id}
                 )
+        failures: list[str] = list(result["failures"])
+        metadata = _check_metadata(cfg, result, inputs, key, reused)
+        reason = "; ".join(failures)
+        # The reason goes last in the step's log, so it is what a person reads at the end of
+        # the run page (Dagster's own trailing error cannot be changed).
         for failure in failures:
             context.log.error(f"retrieval_eval: {failure}")
-        metadata: dict[str, object] = dict(flat)
-        if inputs is not None:
-            metadata["store_sha256"] = inputs["store"]
-            metadata["embeddings_version"] = inputs["embeddings"] or "—"
-            metadata["fixture_sha256"] = inputs["fixture"] or "missing"
-        metadata["evaluation_key"] = key or "—"
-        metadata["reused"] = reused is not None
-        if reused is not None:
-            metadata["reused_from_run"] = str(reused.get("run_id") or "—")
-        metadata["fixture"] = str(cfg.evaluation.fixture)
-        metadata["failures"] = "\n".join(failures) or "none"
-        metadata["stale_ids"] = ", ".join(stale) or "none"
-        result_metadata = to_metadata(metadata)
-        result_metadata["evaluation"] = dg.MetadataValue.md(markdown)
-        reason = "; ".join(failures)
         return dg.AssetCheckResult(
             passed=not failures,
             severity=dg.AssetCheckSeverity.ERROR,
-            metadata=result_metadata,
-            description=("passed" if not failures else reason[:500])
+            metadata=metadata,
+            description=("passed" if not failures else reason[:1500])
             + (" (unchanged inputs: result reused)" if reused is not None else ""),
         )
 

@@ -78,6 +78,8 @@ class EvaluationReport:
     n_chunks: int
     fixture_source: str
     notes: list[str] = field(default_factory=list)
+    stale_labels: list[tuple[str, str, str]] = field(default_factory=list)
+    """(id, query, area) for every label whose id is not in the store, fixture order."""
 
     def summary(self, name: str) -> RetrieverSummary | None:
         """The aggregates of retriever `name`, or None when it was not evaluated."""
@@ -171,6 +173,23 @@ class EvaluationReport:
                     f"({s.fallback})" + ("; its figures are BM25's" if s.fell_back_entirely else "")
                 )
         return notes
+
+    def query_rows(self) -> list[dict[str, Any]]:
+        """One row per labelled query: area, first relevant rank per retriever, staleness."""
+        names = [s.name for s in self.retrievers]
+        stale_queries = {(query, area) for _, query, area in self.stale_labels}
+        ranks: dict[tuple[str, str], dict[str, int | None]] = {}
+        for q in self.queries:
+            ranks.setdefault((q.query, q.area), {})[q.retriever] = q.first_relevant_rank
+        return [
+            {
+                "query": query,
+                "area": area,
+                **{name: by_name.get(name) for name in names},
+                "stale_label": (query, area) in stale_queries,
+            }
+            for (query, area), by_name in ranks.items()
+        ]
 
     def _rank_table(self) -> list[str]:
         """Rank of the first relevant hit per query and retriever ("—" for a miss)."""
@@ -307,13 +326,19 @@ def evaluate(
         ]
         rows.extend(own_rows)
         summaries.append(_summarise(name, own_rows))
+    stale = stale_ids(fixture, (c.id for c in chunks))
+    stale_set = set(stale)
     return EvaluationReport(
         retrievers=summaries,
         queries=rows,
-        stale_ids=stale_ids(fixture, (c.id for c in chunks)),
+        stale_ids=stale,
         unknown_areas=missing_areas,
         n_chunks=len(chunks),
         fixture_source=fixture.source,
+        stale_labels=[
+            (chunk, q.query, q.area) for q in fixture.queries for chunk in q.relevant
+            if chunk in stale_set
+        ],
     )
 
 
@@ -335,9 +360,13 @@ def check_thresholds(report: EvaluationReport, thresholds: Mapping[Any, Any] | N
     if report.n_chunks == 0:
         failures.append("the knowledge store is empty: nothing can be retrieved")
     if report.stale_ids:
+        named = "; ".join(
+            f"{chunk} (query {query!r}, area {area})" for chunk, query, area in report.stale_labels
+        ) or ", ".join(report.stale_ids)
         failures.append(
             f"stale fixture: {len(report.stale_ids)} labelled chunk id(s) no longer in the "
-            f"store ({', '.join(report.stale_ids)}); relabel {report.fixture_source}"
+            f"store: {named}; relabel {report.fixture_source} "
+            "(`brain-pipeline fixture repair` proposes the new ids)"
         )
     if report.unknown_areas:
         failures.append(
@@ -360,6 +389,46 @@ def check_thresholds(report: EvaluationReport, thresholds: Mapping[Any, Any] | N
         if max_misses is not None and summary.misses > max_misses:
             failures.append(f"{name}: {summary.misses} misses > maximum {max_misses}")
     return failures
+
+
+@dataclass(frozen=True)
+class ThresholdRow:
+    """One configured bound, the measured figure, and how far it is from failing."""
+
+    retriever: str
+    metric: str
+    value: float
+    bound: float
+    kind: str  # "min" or "max"
+    margin: float
+    """value - bound for a floor, bound - value for a ceiling: negative means it failed."""
+
+    @property
+    def passed(self) -> bool:
+        return self.margin >= 0
+
+
+def threshold_rows(
+    report: EvaluationReport, thresholds: Mapping[Any, Any] | None
+) -> list[ThresholdRow]:
+    """Every configured bound next to its figure, for tables, plots and margins."""
+    rows: list[ThresholdRow] = []
+    for name, bounds in (thresholds or {}).items():
+        summary = report.summary(str(name))
+        if summary is None:
+            continue
+        for metric, key, kind in (
+            ("ndcg_at_10", "min_ndcg_at_10", "min"),
+            ("recall_at_10", "min_recall_at_10", "min"),
+            ("misses", "max_misses", "max"),
+        ):
+            bound = _threshold_value(bounds, key)
+            if bound is None:
+                continue
+            value = float(getattr(summary, metric))
+            margin = value - float(bound) if kind == "min" else float(bound) - value
+            rows.append(ThresholdRow(str(name), metric, value, float(bound), kind, margin))
+    return rows
 
 
 def run_evaluation(
