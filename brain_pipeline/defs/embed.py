@@ -93,6 +93,22 @@ def _build(
     return facts, True
 
 
+MIN_RATE_SAMPLE = 200
+REMOTE_ONLY = ("requests", "rate_limited", "retries", "waited_seconds")
+
+
+def _plotted(facts: dict[str, Any]) -> dict[str, Any]:
+    """The figures worth a plot: no always-zero remote counters on a local or reused
+    build, and a rate only when enough texts were embedded for it to mean something."""
+    shown = dict(facts)
+    if shown.get("provider") != "gemini" or not shown.get("embedded"):
+        for key in REMOTE_ONLY:
+            shown.pop(key, None)
+    if int(shown.get("embedded") or 0) < MIN_RATE_SAMPLE:
+        shown.pop("texts_per_minute", None)
+    return shown
+
+
 def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
     code_version = embeddings_code_version(cfg)
     provider = cfg.effective_provider()
@@ -150,7 +166,7 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
                 ),
             )
             facts = dict(facts, status="built")
-        metadata = to_metadata(facts)
+        metadata = to_metadata(_plotted(facts))
         metadata["provider_used"] = dg.MetadataValue.text(str(facts.get("provider", provider)))
         metadata["embeddings_sha256"] = dg.MetadataValue.text(data_version)
         return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(data_version))
