@@ -21,7 +21,8 @@ Then, in one process, it measures (CPU seconds of this process, and wall seconds
   no-change       the same again, nothing touched
   one-file-edit   one Markdown file gets a new paragraph
 
-and checks that every assembled store is byte-identical to `ingest_corpus`'s.
+and checks that every assembled store is byte-identical to `ingest_corpus`'s (run after
+the incremental rounds, so "peak RSS so far" is the incremental path's own).
 
     PYTHONPATH=. python benchmarks/bench_state.py --files 10000 [--seed 7] [--keep DIR]
 """
@@ -29,9 +30,11 @@ and checks that every assembled store is byte-identical to `ingest_corpus`'s.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import os
 import random
+import resource
 import shutil
 import tempfile
 import time
@@ -130,45 +133,54 @@ def measure(label: str, fn: Callable[[], T], figures: dict[str, Any]) -> T:
     return result
 
 
-def incremental(corpus: Path, layout: StateLayout, name: str, reference: bytes) -> None:
-    """One observe/chunk/assemble round, printed as a row, checked against `reference`."""
+def incremental(corpus: Path, layout: StateLayout, name: str) -> str:
+    """One observe/chunk/assemble round, printed as a row; returns the store's sha256."""
     figures: dict[str, Any] = {}
     target = layout.store_file
     snapshot = measure("observe", lambda: observe_corpus(corpus, layout), figures)
     report = measure("chunk", lambda: chunk_snapshot(snapshot, layout), figures)
     built = measure("assemble", lambda: assemble_store(snapshot, layout, target), figures)
-    same = target.read_bytes() == reference
     total_cpu = sum(cpu for cpu, _ in figures.values())
     total_wall = sum(wall for _, wall in figures.values())
     cells = "  ".join(f"{k} {c:6.2f}/{w:6.2f}" for k, (c, w) in figures.items())
     print(
         f"{name:14} {cells}  total {total_cpu:6.2f}/{total_wall:6.2f}  "
         f"rehashed {len(snapshot.rehashed)} chunked {report.files_chunked} "
-        f"store {built.status} identical={same}"
+        f"store {built.status}  peak RSS so far {peak_rss_mb():.0f} MB"
     )
-    if not same:
-        raise SystemExit(f"{name}: the assembled store differs from ingest_corpus")
+    return built.sha256
 
 
-def full_ingest(corpus: Path, name: str) -> bytes:
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def full_ingest(corpus: Path, name: str, expected_sha: str) -> None:
+    """`ingest_corpus` timed, and its bytes compared with the assembled store's."""
     figures: dict[str, Any] = {}
     result = measure("ingest", lambda: ingest_corpus(corpus), figures)
     data = measure("bytes", result.store_bytes, figures)
     cpu = sum(c for c, _ in figures.values())
     wall = sum(w for _, w in figures.values())
+    same = hashlib.sha256(data).hexdigest() == expected_sha
     print(
         f"{name:14} ingest_corpus+store_bytes {cpu:6.2f}/{wall:6.2f}  "
         f"chunks {len(result.chunks)} collapsed {result.duplicates_collapsed} "
-        f"store {len(data) / 1e6:.0f} MB"
+        f"store {len(data) / 1e6:.0f} MB  identical={same}"
     )
-    return data
+    if not same:
+        raise SystemExit(f"{name}: the assembled store differs from ingest_corpus")
 
 
-def edit_one_file(corpus: Path) -> None:
-    """Append a paragraph to the first Markdown file (in sorted order)."""
+EDIT = "\nA brand new paragraph written by the benchmark's one-file edit.\n"
+
+
+def edit_one_file(corpus: Path, *, undo: bool = False) -> None:
+    """Append a paragraph to the first Markdown file in sorted order (or take it away)."""
     first = min(corpus.rglob("file-*.md"))
-    with first.open("a", encoding="utf-8") as handle:
-        handle.write("\nA brand new paragraph written by the benchmark's one-file edit.\n")
+    text = first.read_text(encoding="utf-8")
+    text = text.removesuffix(EDIT) if undo else text + EDIT
+    first.write_text(text, encoding="utf-8")
 
 
 def main() -> None:
@@ -187,13 +199,15 @@ def main() -> None:
             print(f"generated {args.files} files in {time.perf_counter() - started:.1f} s")
         shutil.rmtree(build, ignore_errors=True)
         layout = StateLayout.of(build)
-        print("CPU-s/wall-s")
-        reference = full_ingest(corpus, "full")
-        incremental(corpus, layout, "full", reference)
-        incremental(corpus, layout, "no-change", reference)
+        print("CPU-s/wall-s; incremental rounds run first so their peak RSS is their own")
+        full_sha = incremental(corpus, layout, "full")
+        incremental(corpus, layout, "no-change")
         edit_one_file(corpus)
-        reference = full_ingest(corpus, "one-file-edit")
-        incremental(corpus, layout, "one-file-edit", reference)
+        edit_sha = incremental(corpus, layout, "one-file-edit")
+        edit_one_file(corpus, undo=True)
+        full_ingest(corpus, "full", full_sha)
+        edit_one_file(corpus)
+        full_ingest(corpus, "one-file-edit", edit_sha)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -29,6 +29,7 @@ from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.publishing.atomic import atomic_write_bytes, atomic_writer
 from brain_pipeline.state.chunk_cache import (
     FRAGMENT_SEPARATOR,
+    ID_SEPARATOR,
     CachedFile,
     cache_version,
     open_cache,
@@ -103,16 +104,30 @@ class _Dedup:
     preview: list[bytes] = field(default_factory=list)
 
     def add_file(self, area: str, ids_text: str, ends_raw: bytes, body: bytes) -> None:
-        ids = [ids_text[i : i + 12] for i in range(0, len(ids_text), 12)]
-        if not ids:
+        """Emit the file's fragments whose id was not seen before (all of them, usually).
+
+        The common case — no id seen before, none repeated inside the file — costs two
+        set operations and one write of the whole body.
+        """
+        if not ids_text:
             return
+        ids = ids_text.split(ID_SEPARATOR)
         seen = self.seen
-        if seen.isdisjoint(ids) and len(set(ids)) == len(ids):
+        if seen.isdisjoint(ids):
+            before = len(seen)
             seen.update(ids)
-            self._emit(area, [body], len(ids))
-            if len(self.preview) < PREVIEW_ROWS:
-                self._remember(ids, ends_raw, body)
-            return
+            if len(seen) - before == len(ids):
+                self._emit(area, body, len(ids))
+                if len(self.preview) < PREVIEW_ROWS:
+                    self._remember(ends_raw, body)
+                return
+            seen = set()  # only repeats inside this file remain to be dropped
+        self._emit_new(area, ids, ends_raw, body, seen)
+
+    def _emit_new(
+        self, area: str, ids: list[str], ends_raw: bytes, body: bytes, seen: set[str]
+    ) -> None:
+        """Emit fragment by fragment, skipping ids in `seen` (and adding the others)."""
         ends = array("q")
         ends.frombytes(ends_raw)
         parts: list[bytes] = []
@@ -124,19 +139,19 @@ class _Dedup:
                 seen.add(chunk_id)
                 parts.append(body[start:end])
             start = end + len(FRAGMENT_SEPARATOR)
+        self.seen.update(ids)
         if parts:
-            self._emit(area, [FRAGMENT_SEPARATOR.join(parts)], len(parts))
+            self._emit(area, FRAGMENT_SEPARATOR.join(parts), len(parts))
             if len(self.preview) < PREVIEW_ROWS:
                 self.preview.extend(parts[: PREVIEW_ROWS - len(self.preview)])
 
-    def _emit(self, area: str, bodies: list[bytes], count: int) -> None:
+    def _emit(self, area: str, body: bytes, count: int) -> None:
         self.stream.write(b"[\n  " if self.chunks == 0 else FRAGMENT_SEPARATOR)
-        for body in bodies:
-            self.stream.write(body)
+        self.stream.write(body)
         self.chunks += count
         self.per_area[area] += count
 
-    def _remember(self, ids: list[str], ends_raw: bytes, body: bytes) -> None:
+    def _remember(self, ends_raw: bytes, body: bytes) -> None:
         ends = array("q")
         ends.frombytes(ends_raw)
         start = 0

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from brain_pipeline.corpus.discovery import (
     REASON_UNREADABLE,
@@ -45,7 +46,10 @@ CHUNKING_VERSION = "1"
 CACHE_FILENAME = "cache.sqlite"
 #: What `serialize_store` writes between two chunks' fragments.
 FRAGMENT_SEPARATOR = b",\n  "
+#: Between two ids in a cached file's id list (`str.split` is the fastest way back).
+ID_SEPARATOR = "\n"
 _BOUNDARY = b'\n  },\n  {\n    "id": '
+BUSY_TIMEOUT_S = 120.0  # another process filling the cache holds the write lock meanwhile
 _COMMIT_EVERY = 500  # files per transaction while filling the cache
 
 _SCHEMA = """
@@ -109,16 +113,19 @@ def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
     never corrupt it, and a lost row only costs chunking that file again.
     """
     layout.chunks_dir.mkdir(parents=True, exist_ok=True)
-    with closing(sqlite3.connect(cache_path(layout), isolation_level=None)) as db:
+    path = cache_path(layout)
+    with closing(sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)) as db:
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
         db.executescript(_SCHEMA)
         yield db
 
 
-@dataclass(frozen=True, slots=True)
-class CachedFile:
-    """The metadata row of one cached file (its fragments live in `bodies`)."""
+class CachedFile(NamedTuple):
+    """The metadata row of one cached file (its fragments live in `bodies`).
+
+    A NamedTuple: 70,000 of them are made per run, twice as fast as a frozen dataclass.
+    """
 
     row: int
     status: str
@@ -155,7 +162,7 @@ def last_cached(db: sqlite3.Connection, source: str, version: str) -> CachedFile
 
 
 def fragments_of(chunks: Sequence[Chunk]) -> tuple[str, array[int], bytes]:
-    """(concatenated ids, fragment end offsets, fragments joined as the store joins them).
+    """(ids joined by newlines, fragment end offsets, fragments joined as the store joins them).
 
     `serialize_store` of the file's chunks is the file's slice of the store between the
     leading `[\\n  ` and the trailing `\\n]`, so one call yields the body. Fragment
@@ -163,7 +170,7 @@ def fragments_of(chunks: Sequence[Chunk]) -> tuple[str, array[int], bytes]:
     a JSON string and nested heading values are indented deeper, so it only matches
     between chunks; the count is checked and each chunk serialised alone otherwise.
     """
-    ids = "".join(c.id for c in chunks)
+    ids = ID_SEPARATOR.join(c.id for c in chunks)
     if not chunks:
         return ids, array("q"), b""
     body = serialize_store(chunks)[4:-2]
@@ -186,29 +193,30 @@ def fragments_of(chunks: Sequence[Chunk]) -> tuple[str, array[int], bytes]:
 
 
 def _store(db: sqlite3.Connection, version: str, kind: str, outcome: FileOutcome) -> CachedFile:
-    """Insert one chunked file (metadata and body) and return its metadata row."""
+    """Insert one chunked file (metadata and body) and return its metadata row.
+
+    Another process may have cached the same key meanwhile (chunking is deterministic,
+    so its row is as good as ours): the insert is then skipped and that row used.
+    """
     entry = outcome.entry
     ids, ends, body = fragments_of(outcome.chunks)
+    key = (version, entry.sha256, kind, entry.source)
     cursor = db.execute(
         "INSERT INTO files (version, sha256, kind, source, status, reason, detail, problem,"
-        " chunks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            version,
-            entry.sha256,
-            kind,
-            entry.source,
-            entry.status,
-            entry.reason,
-            entry.detail,
-            int(entry.problem),
-            len(outcome.chunks),
-        ),
+        " chunks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (*key, entry.status, entry.reason, entry.detail, int(entry.problem), len(outcome.chunks)),
     )
-    row = int(cursor.lastrowid or 0)
-    db.execute(
-        "INSERT INTO bodies (id, ids, ends, body) VALUES (?, ?, ?, ?)",
-        (row, ids, ends.tobytes(), body),
-    )
+    if cursor.rowcount == 1:
+        row = int(cursor.lastrowid or 0)
+        db.execute(
+            "INSERT INTO bodies (id, ids, ends, body) VALUES (?, ?, ?, ?)",
+            (row, ids, ends.tobytes(), body),
+        )
+    else:
+        (row,) = db.execute(
+            "SELECT id FROM files WHERE version = ? AND sha256 = ? AND kind = ? AND source = ?",
+            key,
+        ).fetchone()
     return CachedFile(
         row, entry.status, entry.reason, entry.detail, entry.problem, len(outcome.chunks)
     )
@@ -334,7 +342,7 @@ def chunk_snapshot(
     with open_cache(layout) as db:
         known = load_rows(db, version)
         pending = 0
-        db.execute("BEGIN")
+        db.execute("BEGIN IMMEDIATE")
         try:
             for entry in snapshot.entries:
                 if entry.status == STATUS_SKIPPED:
@@ -354,7 +362,7 @@ def chunk_snapshot(
                     pending += 1
                     if pending >= _COMMIT_EVERY:
                         db.execute("COMMIT")
-                        db.execute("BEGIN")
+                        db.execute("BEGIN IMMEDIATE")
                         pending = 0
                 else:
                     report.files_reused += 1

@@ -94,21 +94,24 @@ def test_duplicates_that_appear_and_vanish(
 ) -> None:
     write("b/late.md", f"# Late\n\n{SHARED}\n\nOnly in the late file, long enough.")
     write("c/later.md", f"{SHARED}\n\n{SHARED}")
+    write("c/self.md", "Repeated in its own file only.\n\nRepeated in its own file only.")
     _, _, built = rebuild(corpus, layout)
-    assert built.chunks_per_area == {"b": 2, "c": 0}
+    assert built.chunks_per_area == {"b": 2, "c": 1}
+    assert built.duplicates_collapsed == 3
     # The shared paragraph now appears earlier in discovery order: a's copy wins.
     write("a/early.md", f"# Early\n\n{SHARED}")
     _, report, built = rebuild(corpus, layout)
     assert report.files_chunked == 1
-    assert built.chunks_per_area == {"a": 1, "b": 1, "c": 0}
-    assert built.duplicates_collapsed == 3
+    assert built.chunks_per_area == {"a": 1, "b": 1, "c": 1}
+    assert built.duplicates_collapsed == 4
     # It vanishes from a: b's copy wins again without re-chunking b.
     write("a/early.md", "# Early\n\nNothing shared here any more, long enough.")
     _, report, built = rebuild(corpus, layout)
     assert report.files_chunked == 1
-    assert built.chunks_per_area == {"a": 1, "b": 2, "c": 0}
+    assert built.chunks_per_area == {"a": 1, "b": 2, "c": 1}
     # An area emptied keeps its zero.
     (corpus / "c" / "later.md").unlink()
+    (corpus / "c" / "self.md").unlink()
     _, _, built = rebuild(corpus, layout)
     assert built.chunks_per_area == {"a": 1, "b": 2, "c": 0}
 
