@@ -172,7 +172,8 @@ def full_ingest(corpus: Path, name: str, expected_sha: str) -> None:
         raise SystemExit(f"{name}: the assembled store differs from ingest_corpus")
 
 
-EDIT = "\nA brand new paragraph written by the benchmark's one-file edit.\n"
+#: Unique per benchmark run, so a corpus kept with --keep gets a genuinely new paragraph.
+EDIT = f"\nA brand new paragraph written by the benchmark's one-file edit {time.time_ns()}.\n"
 
 
 def edit_one_file(corpus: Path, *, undo: bool = False) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from brain_pipeline.corpus.discovery import discover
+from brain_pipeline.corpus.discovery import CorpusNotFoundError, discover
 from brain_pipeline.publishing.manifest import corpus_digest
 from brain_pipeline.state.corpus_index import (
     CorpusSnapshot,
@@ -160,3 +160,11 @@ def test_snapshot_json_round_trips(tmp_path: Path, layout: StateLayout) -> None:
     settle(root)
     snapshot = observe_corpus(root, layout, clock=now)
     assert CorpusSnapshot.from_json(snapshot.to_json()) == snapshot
+
+
+def test_a_missing_corpus_is_refused_before_anything_is_written(
+    tmp_path: Path, layout: StateLayout
+) -> None:
+    with pytest.raises(CorpusNotFoundError, match="missing"):
+        observe_corpus(tmp_path / "missing", layout, clock=now)
+    assert not layout.state_dir.exists()
