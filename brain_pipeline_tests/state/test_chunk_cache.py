@@ -13,12 +13,16 @@ import pytest
 
 from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry
 from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, chunk_corpus, ingest_corpus
+from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.assembly import AssemblyReport, assemble_store
 from brain_pipeline.state.chunk_cache import (
+    FRAGMENT_SEPARATOR,
+    ID_SEPARATOR,
     ChunkCacheMissError,
     ChunkingReport,
     CorpusChangedError,
     chunk_snapshot,
+    fragments_of,
     gc_chunk_cache,
 )
 from brain_pipeline.state.corpus_index import CorpusSnapshot, observe_corpus, snapshot_digest
@@ -274,3 +278,19 @@ def test_a_copied_build_directory_keeps_working(
     built = assemble_store(snapshot, copy, copy.store_file)
     assert not built.written  # the bytes are there, only the record's path differs
     assert os.path.getsize(copy.store_file) == built.size
+
+
+def test_cached_fragments_are_each_chunks_store_bytes(tmp_path: Path) -> None:
+    """Fragment boundaries hold for nested headings, surrogates, controls and CRLF."""
+    root = tmp_path / "edge"
+    build_edge_corpus(root, tmp_path / "outside")
+    by_file: dict[str, list[Chunk]] = {}
+    for chunk in chunk_corpus(root).occurrences:
+        by_file.setdefault(chunk.source, []).append(chunk)
+    assert len(by_file) > 20
+    for chunks in by_file.values():
+        ids, ends, body = fragments_of(chunks)
+        assert ids.split(ID_SEPARATOR) == [c.id for c in chunks]
+        starts = [0] + [end + len(FRAGMENT_SEPARATOR) for end in ends[:-1]]
+        pieces = [body[start:end] for start, end in zip(starts, ends, strict=True)]
+        assert pieces == [serialize_store([c])[4:-2] for c in chunks]
