@@ -277,6 +277,16 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
                 "chunks_per_area": dict(report.chunks_per_area),
                 "corpus_digest": digest,
                 "utf16_units": file_utf16_units(layout.store_file),
+                "preview": [
+                    [
+                        row["id"],
+                        row["area"],
+                        row["source"],
+                        str(row.get("heading", "")),
+                        str(row["content"])[:80],
+                    ]
+                    for row in report.preview
+                ],
             }
             status = "written" if report.written else "unchanged"
             recheck_input(layout, "knowledge_chunks", chunks.data_version)
@@ -312,6 +322,16 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
         )
         for area, count in per_area.items():
             metadata[f"chunks.{area}"] = dg.MetadataValue.int(count)
+        metadata["preview"] = table(
+            [
+                ("id", "string"),
+                ("area", "string"),
+                ("source", "string"),
+                ("heading", "string"),
+                ("content", "string"),
+            ],
+            list(facts.get("preview") or []),
+        )
         return dg.MaterializeResult(
             metadata=metadata, data_version=dg.DataVersion(str(facts["store_sha256"]))
         )
