@@ -160,7 +160,7 @@ class BrainConfig(_Section):
 
     def gemini_api_key(self) -> str | None:
         """GEMINI_API_KEY, else GOOGLE_API_KEY; never logged, never stored in metadata."""
-        for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        for name in GEMINI_KEY_VARIABLES:
             value = os.environ.get(name, "").strip()
             if value:
                 return value
@@ -197,6 +197,16 @@ class BrainConfig(_Section):
     def redacted(self) -> dict[str, Any]:
         """A JSON-safe view for logs and metadata; holds no secrets by construction."""
         return self.model_dump(mode="json")
+
+
+# Where the Gemini key is read from, first set wins. Never a configuration key: a key in a
+# file ends up in commits, and a key in Dagster config ends up in the run's metadata.
+GEMINI_KEY_VARIABLES: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def variables_for(prefix: str) -> list[str]:
+    """The environment variables that override configuration keys under `prefix`."""
+    return [name for name, key in ENV_OVERRIDES if key.startswith(prefix)]
 
 
 # Environment variable -> dotted config key. Order matters where two names map to one key:

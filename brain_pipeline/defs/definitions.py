@@ -21,7 +21,7 @@ from brain_pipeline.defs.ingest import (
     eval_fixture,
 )
 from brain_pipeline.defs.publish import published_local, published_s3
-from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient, S3Publisher
 
 
 def build_definitions(config_path: str | None = None) -> dg.Definitions:
@@ -46,7 +46,11 @@ def build_definitions(config_path: str | None = None) -> dg.Definitions:
         jobs=[reingest_job],
         schedules=[build_reingest_schedule(cfg)],
         sensors=[build_observation_sensor(cfg), build_automation_sensor(cfg)],
-        resources={"settings": BrainSettings(config_path=config_path)},
+        resources={
+            "settings": BrainSettings(config_path=config_path),
+            "embedding_client": EmbeddingClient(),
+            "s3_publisher": S3Publisher(),
+        },
         executor=dg.in_process_executor,
     )
 

@@ -14,7 +14,7 @@ from brain_pipeline.defs.common import (
     to_metadata,
     upstream_record,
 )
-from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
 from brain_pipeline.state.records import (
     AssetRecord,
     digest_of,
@@ -47,7 +47,7 @@ def _load_chunks(layout: Any) -> Any:
 
 
 def _build(
-    context: dg.AssetExecutionContext, cfg: BrainConfig, layout: Any
+    context: dg.AssetExecutionContext, cfg: BrainConfig, layout: Any, client: EmbeddingClient
 ) -> tuple[dict[str, Any], bool]:
     """Bring embeddings.bin up to date; (metadata facts, whether any vector exists)."""
     from brain_pipeline.embedding.builder import (
@@ -55,11 +55,9 @@ def _build(
         build_embeddings,
         prune_embeddings,
     )
-    from brain_pipeline.services import embedder_for
-
     chunks = _load_chunks(layout)
     out = layout.embeddings_file
-    embedder = embedder_for(cfg)
+    embedder = client.embedder(cfg)
     if embedder is None:
         # provider "none": embed nothing, but keep the vectors that still match live chunks
         # (finished work is never thrown away) and drop the orphans.
@@ -132,7 +130,9 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         ),
     )
     def embeddings(
-        context: dg.AssetExecutionContext, settings: BrainSettings
+        context: dg.AssetExecutionContext,
+        settings: BrainSettings,
+        embedding_client: EmbeddingClient,
     ) -> dg.MaterializeResult:
         cfg = settings.load()
         claim_build_dir(context.instance, cfg.build_dir)
@@ -147,7 +147,7 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
             facts.update(status="unchanged", embedded=0, reused=facts.get("chunks", 0))
             data_version = previous.data_version
         else:
-            facts, exists = _build(context, cfg, layout)
+            facts, exists = _build(context, cfg, layout, embedding_client)
             sha = file_sha256(layout.embeddings_file) if exists else None
             data_version = sha or f"absent-{store.data_version[:16]}"
             recheck_input(layout, "knowledge_store", store.data_version)

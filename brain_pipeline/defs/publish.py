@@ -18,7 +18,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.checks import evaluation_inputs, evaluation_key
 from brain_pipeline.defs.common import claim_build_dir, layout_for, to_metadata
-from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.defs.resources import BrainSettings, S3Publisher
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
 
@@ -195,9 +195,12 @@ def published_local(
     ),
 )
 def published_s3(
-    context: dg.AssetExecutionContext, settings: BrainSettings, config: PublishConfig
+    context: dg.AssetExecutionContext,
+    settings: BrainSettings,
+    s3_publisher: S3Publisher,
+    config: PublishConfig,
 ) -> Iterator[dg.MaterializeResult]:
-    from brain_pipeline.publishing.s3 import PublishError, publish_s3
+    from brain_pipeline.publishing.s3 import PublishError
 
     cfg = settings.load()
     s3 = cfg.publish.s3
@@ -212,15 +215,8 @@ def published_s3(
     artifacts = _gate(context, cfg, layout, config.force)
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(context, artifacts)
     try:
-        report = publish_s3(
-            artifacts.store_bytes,
-            artifacts.embeddings_bytes,
-            bucket=s3.bucket,
-            prefix=s3.prefix,
-            region=s3.region,
-            endpoint_url=s3.endpoint_url,
-            include_embeddings=s3.include_embeddings,
-            manifest=manifest,
+        report = s3_publisher.publish(
+            cfg, artifacts.store_bytes, artifacts.embeddings_bytes, manifest
         )
     except PublishError as exc:
         raise dg.Failure(description=f"S3 publish failed: {exc}") from None

@@ -102,3 +102,13 @@ def test_workspace_and_dg_point_at_the_same_module() -> None:
 def test_in_process_executor_by_default() -> None:
     job = defs.resolve_implicit_global_asset_job_def()
     assert job.executor_def.name == "in_process"
+
+
+def test_the_clients_are_resources_that_name_their_variables() -> None:
+    resources = defs.resources or {}
+    embedding = resources["embedding_client"]
+    s3 = resources["s3_publisher"]
+    assert "GEMINI_API_KEY" in embedding.key_variables  # type: ignore[attr-defined]
+    assert "GEMINI_EMBEDDING_MODEL" in embedding.setting_variables  # type: ignore[attr-defined]
+    assert "S3_BUCKET_NAME" in s3.setting_variables  # type: ignore[attr-defined]
+    assert "AWS_ENDPOINT_URL_S3" in s3.setting_variables  # type: ignore[attr-defined]
