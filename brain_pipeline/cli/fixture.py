@@ -212,6 +212,7 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
                 "area": s.area,
                 "id": s.id,
                 "source": was.source if was else None,
+                "heading": _heading(was.heading) if was else None,
                 "old_area": was.area if was else None,
                 "last_seen": was.last_seen if was else None,
                 "live_in": list(s.live_in),
@@ -235,13 +236,25 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
                 print("  old text unknown: not in the chunk history nor the published store")
             else:
                 seen = f", last live {row['last_seen']}" if row["last_seen"] else ""
-                print(f"  was in {row['source']} ({row['old_area']}){seen}")
+                heading = f" § {row['heading']}" if row["heading"] else ""
+                print(f"  was in {row['source']}{heading} ({row['old_area']}){seen}")
                 for line in str(row["old_text"]).splitlines():
                     print(f"  | {line}")
             if row["live_in"]:
                 print(f"  still live in area {', '.join(row['live_in'])}: moved to another area?")
         print("\nrepair: brain-pipeline fixture repair   (--write to apply the safe ones)")
     return EXIT_STALE if rows else 0
+
+
+def _heading(heading: Any) -> str | None:
+    """A heading as text (None when the chunk had none), as the store's JSON holds it."""
+    import json
+
+    from brain_pipeline.corpus.store import NO_HEADING
+
+    if heading is NO_HEADING or heading is None:
+        return None
+    return heading if isinstance(heading, str) else json.dumps(heading, ensure_ascii=False)
 
 
 def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:

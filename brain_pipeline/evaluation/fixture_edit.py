@@ -197,19 +197,26 @@ def add_comment(text: str, line: str) -> str:
     return text[:first_key] + member + separator + text[first_key:]
 
 
-_ID_QUOTED = '"{}"'
-
-
 def replace_ids(text: str, remaps: dict[str, str]) -> tuple[str, dict[str, int]]:
-    """Replace each quoted old id by the quoted new id; how many times each was replaced.
+    """Replace old ids by new ones inside every query's `relevant` list, nowhere else.
 
-    Ids are 12 hex digits, so a quoted id never occurs anywhere but as a label.
+    Returns the new text and how many labels each old id had. Only the string tokens of
+    `relevant` lists are spliced, so notes and comments that mention an id stay as written.
     """
-    counts: dict[str, int] = {}
-    for old, new in remaps.items():
-        needle = _ID_QUOTED.format(old)
-        counts[old] = text.count(needle)
-        text = text.replace(needle, _ID_QUOTED.format(new))
+    root = parse_positions(text)
+    queries = root.member("queries") if root.kind == "object" else None
+    counts = dict.fromkeys(remaps, 0)
+    spans: list[tuple[int, int, str]] = []
+    for item in queries.items if queries is not None and queries.kind == "array" else []:
+        relevant = item.member("relevant") if item.kind == "object" else None
+        if relevant is None or relevant.kind != "array":
+            continue
+        for label in relevant.items:
+            if label.kind == "string" and label.value in remaps:
+                counts[label.value] += 1
+                spans.append((label.start, label.end, _quote(remaps[label.value])))
+    for start, end, replacement in sorted(spans, reverse=True):
+        text = text[:start] + replacement + text[end:]
     return text, counts
 
 

@@ -618,7 +618,9 @@ def write_repair(path: Any, proposal: RepairProposal, when: str) -> WrittenRepai
     text, replaced = replace_ids(original.decode("utf-8"), remaps)
     missing = [old for old, count in replaced.items() if count == 0]
     if missing:
-        raise FixtureEditError(f"{target}: id(s) {', '.join(missing)} not found in the text")
+        raise FixtureEditError(
+            f"{target}: id(s) {', '.join(missing)} not found in any relevant list"
+        )
     comment = repair_comment(remaps, when)
     text = add_comment(text, comment)
     _, backup = write_fixture_text(target, original, text)

@@ -68,10 +68,13 @@ def test_comment_array_is_created_minimally_or_extended_from_a_string() -> None:
     assert json.loads(add_comment(single, "new"))["$comment"] == ["old", "new"]
 
 
-def test_ids_are_replaced_where_quoted() -> None:
-    edited, counts = replace_ids(HAND_WRITTEN, {"aaaaaaaaaaaa": "dddddddddddd"})
-    assert counts == {"aaaaaaaaaaaa": 1}
-    assert edited == HAND_WRITTEN.replace("aaaaaaaaaaaa", "dddddddddddd")
+def test_ids_are_replaced_in_relevant_lists_only() -> None:
+    text = HAND_WRITTEN.replace('"one line, odd spacing"', '"was \\"aaaaaaaaaaaa\\" before"')
+    assert json.loads(text)["queries"][0]["note"] == 'was "aaaaaaaaaaaa" before'
+    edited, counts = replace_ids(text, {"aaaaaaaaaaaa": "dddddddddddd", "ffffffffffff": "x"})
+    assert counts == {"aaaaaaaaaaaa": 1, "ffffffffffff": 0}
+    assert edited == text.replace('["aaaaaaaaaaaa"]', '["dddddddddddd"]')
+    assert 'was \\"aaaaaaaaaaaa\\" before' in edited
 
 
 def test_labels_extend_an_existing_query_in_its_style() -> None:
