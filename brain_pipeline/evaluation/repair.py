@@ -266,6 +266,19 @@ class RepairProposal:
             for r in self.rows
         ]
 
+    def to_metadata(self) -> dict[str, Any]:
+        """Plain values for the failing check's metadata (wrap `repair_proposal` as markdown).
+
+        `repair_command` is set only when there is something `--write` would apply.
+        """
+        return {
+            "stale_labels": len(self.rows),
+            "auto_repairable": len(self.remaps),
+            "need_a_person": len(self.for_human),
+            "repair_proposal": self.to_markdown(),
+            "repair_command": self.command if self.remaps else "",
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "fixture": self.fixture,

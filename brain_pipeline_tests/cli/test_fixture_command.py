@@ -149,3 +149,22 @@ def test_label_shows_both_lists_and_adds_labels(
     assert "not live chunk ids of area 'aws-tutor': feedfacecafe" in capsys.readouterr().err
     assert main(["fixture", "label", query, "--area", "nowhere"]) == 2
     assert "no area 'nowhere'" in capsys.readouterr().err
+
+
+def test_fixture_and_history_commands_do_not_import_dagster(sample: SampleProject) -> None:
+    import os
+    import subprocess
+    import sys
+
+    chunk, _ = _edit_one(sample, "typo")
+    probe = (
+        "import sys; from brain_pipeline.cli import main; "
+        f"codes = [main(['fixture', 'repair']), main(['history', {chunk.id!r}])]; "
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'dagster'], 'dagster'; "
+        "sys.exit(10 * codes[0] + codes[1])"
+    )
+    env = {**os.environ, "BRAIN_CONFIG": str(sample.config)}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 10, done.stderr  # repair: 1 (proposal not written), history: 0

@@ -201,3 +201,6 @@ def test_the_proposal_renders_for_the_check_metadata() -> None:
     assert "undo a delete \\| s3" in markdown  # the pipe cannot break the table
     assert "`brain-pipeline fixture repair --write`" in markdown
     assert json.loads(proposal.to_json())["remaps"] == {old.id: new.id}
+    metadata = proposal.to_metadata()
+    assert (metadata["stale_labels"], metadata["auto_repairable"]) == (1, 1)
+    assert metadata["repair_command"] == "brain-pipeline fixture repair --write"
