@@ -199,10 +199,12 @@ def run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
-    from brain_pipeline.evaluation.repair import find_stale, old_chunks_for
+    from brain_pipeline.evaluation.repair import find_stale, old_chunk_of, old_chunks_for
 
     stale = find_stale(inputs.fixture, inputs.chunks)
     old = old_chunks_for(inputs.layout, (s.id for s in stale), inputs.fallback_stores)
+    moved = {s.id for s in stale if s.live_in and s.id not in old}
+    old.update({c.id: old_chunk_of(c) for c in inputs.chunks if c.id in moved})
     rows: list[dict[str, Any]] = []
     for s in stale:
         was = old.get(s.id)

@@ -31,10 +31,14 @@ import json
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.corpus.store import NO_HEADING, Chunk
 from brain_pipeline.evaluation.fixture import Fixture
+
+if TYPE_CHECKING:
+    from brain_pipeline.state.layout import StateLayout
 
 MIN_SIMILARITY = 0.8
 MARGIN = 0.15
@@ -495,8 +499,11 @@ def propose_repair(
         by_source.setdefault((chunk.area, chunk.source), []).append(chunk)
     decisions: dict[tuple[str, str], _Decision] = {}
     rows: list[RepairRow] = []
+    moved_ids = {s.id for s in stale if s.live_in}
+    live_elsewhere = {c.id: c for c in chunks if c.id in moved_ids}
     for label in stale:
-        raw = old_chunks.get(label.id)
+        # An id still live in another area is its own old text (same content, same hash).
+        raw = old_chunks.get(label.id) or live_elsewhere.get(label.id)
         old = old_chunk_of(raw) if raw is not None else None
         if old is None:
             moved = f"; still live in area {', '.join(label.live_in)}" if label.live_in else ""
@@ -607,15 +614,13 @@ class WrittenRepair:
     comment: str | None
 
 
-def write_repair(path: Any, proposal: RepairProposal, when: str) -> WrittenRepair:
+def write_repair(path: Path | str, proposal: RepairProposal, when: str) -> WrittenRepair:
     """Apply the proposal's remaps to the fixture file as text (layout kept), atomically.
 
     Each quoted old id is replaced by the new one, one line saying so is appended to the
     `$comment` array, the edited text is re-validated, the previous file is kept as
     `<file>.bak`, and the file is replaced atomically. Nothing to apply: nothing written.
     """
-    from pathlib import Path
-
     from brain_pipeline.evaluation.fixture_edit import (
         FixtureEditError,
         add_comment,
@@ -641,15 +646,13 @@ def write_repair(path: Any, proposal: RepairProposal, when: str) -> WrittenRepai
 
 
 def old_chunks_for(
-    layout: Any, ids: Iterable[str], fallback_stores: Sequence[Any] = ()
+    layout: StateLayout, ids: Iterable[str], fallback_stores: Sequence[Path | str] = ()
 ) -> dict[str, OldChunk]:
     """What each id was: from the chunk history of `layout`, else from older store files.
 
     `fallback_stores` are knowledge-store.json paths read (in order) only for ids the
     history does not know, e.g. the live published store before the history is seeded.
     """
-    from pathlib import Path
-
     from brain_pipeline.corpus.store import load_store
     from brain_pipeline.state.history import lookup_many
 
@@ -667,11 +670,11 @@ def old_chunks_for(
 
 
 def propose_for_build(
-    layout: Any,
+    layout: StateLayout,
     chunks: Sequence[Chunk],
     fixture: Fixture,
     *,
-    fallback_stores: Sequence[Any] = (),
+    fallback_stores: Sequence[Path | str] = (),
     min_similarity: float = MIN_SIMILARITY,
     margin: float = MARGIN,
     split_gain: float = SPLIT_GAIN,

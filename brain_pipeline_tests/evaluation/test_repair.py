@@ -204,3 +204,14 @@ def test_the_proposal_renders_for_the_check_metadata() -> None:
     metadata = proposal.to_metadata()
     assert (metadata["stale_labels"], metadata["auto_repairable"]) == (1, 1)
     assert metadata["repair_command"] == "brain-pipeline fixture repair --write"
+
+
+def test_a_file_moved_to_another_area_is_explained_without_history() -> None:
+    moved = make_chunk(PARAGRAPH, area="storage", source="storage/s3.md")
+    stay = make_chunk("Lifecycle rules move objects to colder storage classes.", source="aws/s3.md")
+    fixture = _fixture(("versions", "aws", [moved.id]))
+    (stale,) = find_stale(fixture, [moved, stay])
+    assert stale.live_in == ("storage",)
+    (row,) = propose_repair(fixture, [moved, stay], {}).rows
+    assert row.verdict == NO_MATCH and row.old_source == "storage/s3.md"
+    assert "still live in area storage" in row.reason
