@@ -521,8 +521,8 @@ class PendingCommit:
     def describe(self) -> str:
         which = self.commit_id or "of unknown id (unreadable record)"
         return (
-            f"publication {which} was interrupted and awaits recovery ({self.record}); "
-            "the next pipeline run completes or undoes it"
+            f"publication {which} was interrupted (or is committing right now) and awaits "
+            f"recovery ({self.record}); the next pipeline run completes or undoes it"
         )
 
 

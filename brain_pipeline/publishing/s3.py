@@ -52,7 +52,7 @@ from brain_pipeline.publishing.manifest import (
 JSON_CONTENT_TYPE = "application/json"
 BINARY_CONTENT_TYPE = "application/octet-stream"
 
-MAX_ATTEMPTS = 2  # one retry: enough for a transient blip, quick when the endpoint is down
+MAX_ATTEMPTS = 2  # in all, one retry: enough for a blip, quick when the endpoint is down
 OBJECTS_DIRNAME = "objects"
 
 
@@ -189,7 +189,7 @@ def make_s3_client(
     config = Config(
         connect_timeout=timeouts.connect,
         read_timeout=timeouts.read,
-        retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"},
+        retries={"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"},
     )
     session = boto3.session.Session()
     return session.client(

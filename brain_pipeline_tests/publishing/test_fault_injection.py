@@ -303,3 +303,27 @@ def test_leftover_temp_files_from_an_older_writer_are_swept(tmp_path: Path) -> N
     report = recover_publication(root)
     assert report.action == "clean" and len(report.swept) == 3
     assert not any(p.exists() for p in junk) and mine.exists()
+
+
+def test_a_damaged_staging_rolls_back_to_the_previous_set(
+    tmp_path: Path, zygote: PublishZygote
+) -> None:
+    """Roll-forward needs every staged file intact; otherwise the previous set returns."""
+    scenario = SCENARIOS[0]
+    expected = expectations(scenario, tmp_path, zygote)
+    renames = [i for i, s in enumerate(expected.trace, 1) if s.startswith("replace")]
+    # kill after two data files went live: src is already half new
+    root = tmp_path / "damaged"
+    prepare(scenario, root)
+    spec = child_spec(scenario, root, tmp_path / "files")
+    assert zygote.run(spec, tmp_path, kill_at=renames[3]).killed
+    staged = sorted(root.glob("*/storage/.brain-staging-*/manifest.json"))
+    assert staged, "the manifests are still staged at this point"
+    staged[0].write_bytes(b"{}")  # bit rot, or a person poking around
+
+    report = recover_publication(root)
+
+    assert report.action == "rolled_back" and "damaged" in report.summary()
+    assert assert_whole_set(root, expected, "after roll-back") == "old"
+    publish_in_process(scenario.new, root, run_id="new")
+    assert inspect_publication(root).consistent
