@@ -73,6 +73,10 @@ class S3Settings(_Section):
     region: str | None = None
     endpoint_url: str | None = None
     include_embeddings: bool = False
+    # A silent endpoint (accepts connections, never answers) must fail within a minute.
+    connect_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
+    read_timeout_seconds: float = Field(default=20.0, gt=0, le=3600)
+    deadline_seconds: float = Field(default=60.0, gt=0, le=86400)
 
     @field_validator("prefix")
     @classmethod
