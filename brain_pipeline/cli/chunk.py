@@ -15,8 +15,11 @@ into paragraphs and its roadmap JSON into statements, de-duplicate by content id
 write knowledge-store.json exactly as the original ingest script did. The file is
 replaced atomically and left untouched when its bytes would not change.
 
-A one-line summary and any problems (malformed roadmaps, unreadable files, refused
-symlinks, ...) go to stderr. Exit status: 0 on success, 2 when the corpus is missing.
+Binary files and files over corpus.max_file_bytes are skipped, paragraphs over
+corpus.max_paragraph_chars are kept; each is reported. A one-line summary and any
+problems (malformed roadmaps, unreadable or junk files, refused symlinks, ...) go to
+stderr. Exit status: 0 on success, 2 when the corpus is missing or the configuration
+is unusable.
 """
 
 DEFAULT_OUTPUT = "knowledge-store.json"
@@ -41,27 +44,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _corpus_root(args: argparse.Namespace) -> Path:
-    if args.corpus is not None:
-        return Path(args.corpus)
-    from brain_pipeline.config import load_config  # only when needed: it is slower to import
-
-    return Path(load_config().corpus_root())
-
-
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
+    from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.corpus.discovery import CorpusNotFoundError
     from brain_pipeline.corpus.ingest import ingest_corpus
     from brain_pipeline.publishing.atomic import write_if_changed
 
     try:
-        root = _corpus_root(args)
-    except Exception as exc:  # a configuration problem: say it plainly, no traceback
+        # The configuration gives the junk limits even when CORPUS_DIR is given.
+        cfg = load_config()
+    except ConfigError as exc:
+        print(f"brain-pipeline chunk: {exc}", file=sys.stderr)
+        return 2
+    try:
+        root = Path(args.corpus) if args.corpus is not None else cfg.corpus_root()
+    except Exception as exc:  # no corpus configured: say it plainly, no traceback
         print(f"brain-pipeline chunk: no corpus: {exc}", file=sys.stderr)
         return 2
     try:
-        result = ingest_corpus(root)
+        result = ingest_corpus(root, cfg.ingest_limits())
     except CorpusNotFoundError as exc:
         print(f"brain-pipeline chunk: {exc}", file=sys.stderr)
         return 2

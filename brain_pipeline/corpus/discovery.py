@@ -323,7 +323,9 @@ def read_file(found: CorpusFile, max_bytes: int | None = None) -> bytes:
             total += len(parts[-1])
     finally:
         os.close(fd)
-    return parts[0] if len(parts) == 2 else b"".join(parts)
+    if len(parts) == 2 and not parts[1]:
+        return parts[0]  # the usual case: one read, then end of file
+    return b"".join(parts)
 
 
 def hash_file(found: CorpusFile, block: int = 1 << 20) -> str:
