@@ -17,7 +17,6 @@ COMMANDS = {
     "materialize": ["materialize"],
     "ui": ["ui"],
     "chunk": ["chunk"],
-    "chunk-with-a-corpus": ["chunk", "{corpus}"],
     "eval": ["eval"],
     "search": ["search", "what is a VPC", "--area", "aws"],
 }

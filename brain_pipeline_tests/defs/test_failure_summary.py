@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from brain_pipeline.defs.runner import materialize_selection
 from brain_pipeline_tests.defs.conftest import Project
@@ -103,3 +104,22 @@ def test_an_error_raised_while_handling_another_is_the_one_shown() -> None:
 
 def test_an_error_without_a_message_still_names_its_class() -> None:
     assert _line(fails_without_a_message) == "  FAILED   fails_without_a_message: ValueError"
+
+
+def test_the_materialize_command_prints_the_cause_in_its_summary(
+    tiny_project: Project,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from brain_pipeline.cli import main
+
+    missing = tiny_project.root / "gone"
+    tiny_project.write_config(**{"corpus.path": str(missing)})
+    monkeypatch.setenv("BRAIN_CONFIG", str(tiny_project.config_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tiny_project.root / "dagster-home"))
+    assert main(["materialize", "--select", "corpus_manifest"]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"  FAILED   corpus_manifest: CorpusNotFoundError: corpus path {missing} "
+        "(corpus.path / CURATED_CONTENT_PATH) is not a directory"
+    ) in out.splitlines()
