@@ -25,6 +25,3 @@ def test_binary_and_non_object_roadmaps_are_problems_not_chunks(tiny_project: Pr
     assert "alpha/formatted-list.json" in problems and "not an object" in problems
     sources = {c.source for c in parse_store(tiny_project.store_file.read_bytes())}
     assert sources == {"alpha/notes.md", "beta/guide.md"}
-    # The manifest (hashing only) already refuses the binary; a roadmap's shape is known
-    # once it is parsed, in knowledge_chunks.
-    assert _metadata(tiny_project, "corpus_manifest")["problems"] == 1
