@@ -55,6 +55,20 @@ class IngestLimits:
                 f"max_paragraph_chars={self.max_paragraph_chars})"
             )
 
+    @property
+    def cache_variant(self) -> str:
+        """A name for these limits in a cache key ("" for the defaults).
+
+        The limits decide what a file contributes, so per-file caches must key on them;
+        the defaults map to "" so caches built before the limits existed stay valid.
+        """
+        if self == DEFAULT_LIMITS:
+            return ""
+        return (
+            f"max_file_bytes={self.max_file_bytes},"
+            f"max_paragraph_chars={self.max_paragraph_chars}"
+        )
+
 
 DEFAULT_LIMITS = IngestLimits()
 

@@ -241,3 +241,9 @@ def test_a_long_roadmap_statement_is_reported_beside_the_roadmaps_own_problem(
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         IngestLimits(max_file_bytes=0)
+
+
+def test_limits_name_a_cache_variant_and_the_defaults_none() -> None:
+    assert DEFAULT_LIMITS.cache_variant == IngestLimits().cache_variant == ""
+    assert IngestLimits(100, 200).cache_variant == "max_file_bytes=100,max_paragraph_chars=200"
+    assert IngestLimits(100, 200).cache_variant != IngestLimits(100, 201).cache_variant
