@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 
@@ -51,12 +52,54 @@ class MaterializeOutcome:
 
 
 def _describe(event: dg.DagsterEvent) -> str | None:
+    """One summary line per step outcome and check; a failure names its root cause.
+
+    Dagster wraps whatever a step raised in `DagsterExecutionStepExecutionError: Error
+    occurred while executing op ...`, which says nothing. The line shows instead the
+    exception the step's code raised and, when that one was itself caused by another,
+    the innermost cause (`FileNotFoundError: [Errno 2] No such file or directory: '/x'`)
+    — found by walking the error's `.cause` chain (and `.context` past Dagster's own
+    wrappers). A `dg.Failure` shows its description only: it was written for people,
+    and what caused it may carry details (request bodies, keys) that must stay out.
+    Tracebacks stay in Dagster's own logs (`-v`).
+    """
+
+    def first_line(error: Any) -> str:
+        text = " ".join(line.strip() for line in (error.message or "").strip().splitlines())
+        name = error.cls_name or ""
+        head, sep, rest = text.partition(": ")
+        if sep and name and (head == name or head.endswith("." + name)):
+            text = rest if name == "Failure" else f"{name}: {rest}"  # drop the module path
+        elif name and not sep and text.endswith(name):
+            text = name  # an exception raised without a message
+        return text.strip()
+
+    def cause_of(error: Any) -> str:
+        framework = error
+        while framework.cls_name and framework.cls_name.startswith("Dagster"):
+            nested = framework.cause or framework.context
+            if nested is None:
+                break
+            framework = nested
+        raised = framework  # what the step's code raised
+        if raised.cls_name == "Failure":
+            return first_line(raised) or "failed"
+        root = raised
+        while root.cause is not None:
+            root = root.cause
+        outer, inner = first_line(raised), first_line(root)
+        if root is raised or not inner:
+            return outer or "failed"
+        if not outer or inner.endswith(outer):
+            return inner
+        return f"{outer} (caused by {inner})"
+
     kind = event.event_type_value
     if kind == "STEP_SUCCESS":
         return f"  ok       {event.step_key}"
     if kind == "STEP_FAILURE":
         data = event.step_failure_data
-        reason = data.error.message.strip().splitlines()[0] if data and data.error else "failed"
+        reason = cause_of(data.error) if data and data.error else "failed"
         if data and data.error and "DagsterExecutionLoadInputError" in (data.error.cls_name or ""):
             reason = (
                 "an upstream asset was never materialised in this instance; select it too, "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 import traceback
 
 import numpy as np
@@ -16,6 +15,7 @@ from brain_pipeline.embedding.providers import (
     EmbeddingUnavailable,
     make_embedder,
 )
+from brain_pipeline_tests.embedding.conftest import SDK_MODE_VARIABLES
 from brain_pipeline_tests.embedding.helpers import API_KEY, gemini
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini, fake_vector
 
@@ -70,19 +70,46 @@ def test_query_uses_query_task_and_is_cached(gemini_server: FakeGemini) -> None:
     assert stats.task_types == {"RETRIEVAL_QUERY": 1}
 
 
-def test_quota_refusal_is_waited_out_using_the_stated_delay(gemini_server: FakeGemini) -> None:
-    gemini_server.configure(quota_texts=20, window_seconds=1.0)
-    embedder = gemini(batch_size=10)  # paced for far more than the server allows
-    started = time.monotonic()
-    vectors = embedder.embed_documents([f"quota text {i}" for i in range(50)])
-    elapsed = time.monotonic() - started
+class SharedClock:
+    """One fake clock for client and server: time moves only when the client sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_quota_refusal_is_waited_out_using_the_stated_delay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No wall clock: the server's quota windows and the client's waits share a fake clock,
+    # so the test asserts the schedule of waits, the same on any machine at any load.
+    for name in SDK_MODE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    t = SharedClock()
+    with FakeGemini(api_key=API_KEY, clock=t.clock, quota_texts=20, window_seconds=1.0) as server:
+        embedder = gemini(base_url=server.url, batch_size=10, clock=t.clock, sleep=t.sleep)
+        vectors = embedder.embed_documents([f"quota text {i}" for i in range(50)])
+        stats = server.stats()
     assert vectors.shape == (50, 16)
-    stats = gemini_server.stats()
-    assert stats.texts == 50
-    assert stats.rate_limited >= 2
-    assert embedder.stats.rate_limited == stats.rate_limited
-    assert elapsed >= 2.0  # 50 texts at 20 per 1 s window need at least two window changes
-    assert embedder.stats.waited_seconds >= 1.0  # at least one whole window was waited out
+    assert stats.texts == 50 and stats.batch_sizes == [10] * 5
+    # The pacer (capacity one batch) spaces batches by `pace`. 20 texts per 1 s window in
+    # batches of 10: the third batch is refused with 1 - 2·pace s left in the window, the
+    # fifth with 0.95 - 2·pace s left (the client resumed 0.05 s into the second window).
+    # Each quota wait is the stated delay plus the policy's 0.05 s headroom, nothing more.
+    pace = 10 * 60.0 / embedder.pacer.texts_rate_per_minute
+    assert stats.rate_limited == 2 == embedder.stats.rate_limited
+    expected_sleeps = [pace, pace, 1.05 - 2 * pace, pace, pace, 1.0 - 2 * pace]
+    assert t.sleeps == [pytest.approx(s, abs=1e-9) for s in expected_sleeps]
+    assert embedder.stats.waited_seconds == pytest.approx(sum(expected_sleeps), abs=1e-9)
+    accepted = [at - 1000.0 for at in stats.accepted_at]
+    assert accepted == [pytest.approx(a, abs=1e-9) for a in (0, pace, 1.05, 1.05 + pace, 2.05)]
 
 
 def test_server_errors_are_retried(gemini_server: FakeGemini) -> None:

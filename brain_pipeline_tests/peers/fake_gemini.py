@@ -25,6 +25,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -55,6 +56,9 @@ class Settings:
     window_seconds: float = 60.0
     delay_seconds: float = 0.0
     script: list[int] = field(default_factory=list)
+    # Requests after this many are held unanswered until the setting is cleared (None):
+    # lets a test kill a client at a known point instead of racing it with sleeps.
+    hold_after_requests: int | None = None
 
 
 @dataclass
@@ -68,7 +72,7 @@ class Stats:
     task_types: dict[str, int] = field(default_factory=dict)
     api_versions: dict[str, int] = field(default_factory=dict)
     batch_sizes: list[int] = field(default_factory=list)
-    accepted_at: list[float] = field(default_factory=list)  # monotonic, one per accepted request
+    accepted_at: list[float] = field(default_factory=list)  # server clock, per accepted request
 
 
 def _error(code: int, status: str, message: str, details: list[dict[str, Any]] | None = None
@@ -82,11 +86,16 @@ def _error(code: int, status: str, message: str, details: list[dict[str, Any]] |
 class FakeGemini:
     """The server object: `url`, `configure(**settings)`, `stats()`, `reset()`."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic, **settings: Any) -> None:
+        # The quota windows follow `clock`: a test that drives the client's sleeps with a
+        # fake clock passes the same one here, so windows move only when the client waits.
+        self._clock = clock
         self._lock = threading.Lock()
         self.settings = Settings(**settings)
         self._stats = Stats()
-        self._window_start = time.monotonic()
+        self._released = threading.Event()
+        self._released.set()
+        self._window_start = clock()
         self._window_used = 0
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
@@ -100,6 +109,7 @@ class FakeGemini:
         return self
 
     def stop(self) -> None:
+        self._released.set()  # let held requests finish so their threads end
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -125,16 +135,25 @@ class FakeGemini:
                     raise ValueError(f"unknown setting {key}")
                 setattr(self.settings, key, value)
             if {"quota_texts", "window_seconds"} & settings.keys():
-                self._window_start = time.monotonic()
+                self._window_start = self._clock()
                 self._window_used = 0
+            if "hold_after_requests" in settings:
+                self._update_hold()
 
     def reset(self) -> None:
         """Default settings, zeroed statistics, a fresh quota window."""
         with self._lock:
             self.settings = Settings()
             self._stats = Stats()
-            self._window_start = time.monotonic()
+            self._update_hold()
+            self._window_start = self._clock()
             self._window_used = 0
+
+    def _update_hold(self) -> None:
+        if self.settings.hold_after_requests is None:
+            self._released.set()
+        else:
+            self._released.clear()
 
     def stats(self) -> Stats:
         with self._lock:
@@ -150,6 +169,10 @@ class FakeGemini:
             self._stats.requests += 1
             self._stats.api_versions[version] = self._stats.api_versions.get(version, 0) + 1
             delay = self.settings.delay_seconds
+            hold = self.settings.hold_after_requests
+            held = hold is not None and self._stats.requests > hold
+        if held:
+            self._released.wait()
         if delay:
             time.sleep(delay)
         with self._lock:
@@ -197,7 +220,7 @@ class FakeGemini:
             vectors.append({"values": fake_vector(text, dim).tolist()})
         self._stats.texts += len(requests)
         self._stats.batch_sizes.append(len(requests))
-        self._stats.accepted_at.append(time.monotonic())
+        self._stats.accepted_at.append(self._clock())
         return 200, {"embeddings": vectors}
 
     def _charge_quota(self, n: int) -> tuple[int, dict[str, Any]] | None:
@@ -206,7 +229,7 @@ class FakeGemini:
         if quota is None:
             return None
         window = self.settings.window_seconds
-        now = time.monotonic()
+        now = self._clock()
         elapsed = now - self._window_start
         if elapsed >= window:
             self._window_start += window * int(elapsed // window)
