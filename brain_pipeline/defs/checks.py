@@ -71,7 +71,24 @@ def _evaluate(cfg: BrainConfig) -> dict[str, Any]:
         ],
         "queries": report.query_rows() if report is not None else [],
         "retrievers": [s.name for s in report.retrievers] if report is not None else [],
+        "repair": _repair_proposal(cfg) if outcome.stale_ids else None,
     }
+
+
+def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
+    """What `brain-pipeline fixture repair` would do, for the failing check's metadata."""
+    from brain_pipeline.corpus.store import load_store
+    from brain_pipeline.evaluation.fixture import load_fixture
+    from brain_pipeline.evaluation.repair import propose_for_build
+
+    layout = layout_for(cfg)
+    proposal = propose_for_build(
+        layout,
+        load_store(layout.store_file),
+        load_fixture(cfg.evaluation.fixture),
+        fallback_stores=[cfg.publish_root() / "src" / "storage" / "knowledge-store.json"],
+    )
+    return {"metadata": proposal.to_metadata(), "rows": proposal.to_rows()}
 
 
 def _check_metadata(
@@ -124,6 +141,16 @@ def _check_metadata(
         ],
     )
     metadata["evaluation"] = dg.MetadataValue.md(str(result["markdown"]))
+    repair = result.get("repair")
+    if repair:
+        figures = dict(repair["metadata"])
+        metadata["repair_proposal"] = dg.MetadataValue.md(str(figures.pop("repair_proposal")))
+        metadata.update(to_metadata(figures))
+        columns = ["query", "area", "old_id", "proposed_id", "similarity", "verdict"]
+        metadata["repair_rows"] = table(
+            [(name, "float" if name == "similarity" else "string") for name in columns],
+            [[row.get(name) for name in columns] for row in repair["rows"]],
+        )
     extra: dict[str, Any] = {
         "verdict": "passed" if not result["failures"] else "failed",
         "failures": "\n".join(result["failures"]) or "none",

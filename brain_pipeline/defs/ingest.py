@@ -8,6 +8,7 @@ instance: each step reads its upstream's record in the build directory
 """
 
 
+import functools
 import hashlib
 from collections import Counter
 from typing import Any
@@ -16,6 +17,7 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED
+from brain_pipeline.corpus.ingest import ingest_file
 from brain_pipeline.defs.common import (
     claim_build_dir,
     layout_for,
@@ -58,7 +60,7 @@ def observe(cfg: BrainConfig) -> Any:
     """A fresh observation of the configured corpus (the file index makes it cheap)."""
     from brain_pipeline.state.corpus_index import observe_corpus
 
-    return observe_corpus(cfg.corpus_root(), layout_for(cfg))
+    return observe_corpus(cfg.corpus_root(), layout_for(cfg), limits=cfg.ingest_limits())
 
 
 def fixture_version(cfg: BrainConfig) -> str:
@@ -185,7 +187,13 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         claim_build_dir(context.instance, cfg.build_dir)
         layout = layout_for(cfg)
         snapshot = _snapshot_for_run(context, cfg)
-        report = chunk_snapshot(snapshot, layout)
+        limits = cfg.ingest_limits()
+        report = chunk_snapshot(
+            snapshot,
+            layout,
+            variant=limits.cache_variant,
+            chunker=functools.partial(ingest_file, limits=limits),
+        )
         data_version = digest_of([snapshot.digest, code_version])
         write_record(
             layout,
@@ -232,7 +240,26 @@ def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
     from brain_pipeline.state.assembly import assemble_store
     from brain_pipeline.state.corpus_index import load_snapshot
 
-    return assemble_store(load_snapshot(layout, digest), layout, layout.store_file)
+    return assemble_store(
+        load_snapshot(layout, digest),
+        layout,
+        layout.store_file,
+        variant=cfg.ingest_limits().cache_variant,
+    )
+
+
+def _remember_chunks(cfg: BrainConfig, layout: StateLayout) -> None:
+    """Add the store's chunks to the history (seeded first from the live published store,
+    which still holds the texts an edit replaced), so a stale label can be explained."""
+    from datetime import UTC, datetime
+
+    from brain_pipeline.corpus.store import load_store
+    from brain_pipeline.state import history
+
+    if history.is_empty(layout):
+        live = cfg.publish_root() / "src" / "storage" / layout.store_file.name
+        history.seed_from_store(layout, live)
+    history.record_store(layout, load_store(layout.store_file), datetime.now(UTC))
 
 
 def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
@@ -289,6 +316,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
                 ],
             }
             status = "written" if report.written else "unchanged"
+            _remember_chunks(cfg, layout)
             recheck_input(layout, "knowledge_chunks", chunks.data_version)
             write_record(
                 layout,

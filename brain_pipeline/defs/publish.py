@@ -43,6 +43,18 @@ class BuildArtifacts:
     corpus_digest: str | None
 
 
+def _recover(context: dg.AssetExecutionContext, cfg: BrainConfig) -> None:
+    """Finish or undo an interrupted publication before anything is judged or written."""
+    from brain_pipeline.publishing.commit import RecoveryError, recover_publication
+
+    try:
+        report = recover_publication(cfg.publish_root())
+    except RecoveryError as exc:
+        raise dg.Failure(description=str(exc)) from None
+    if report.changed_anything:
+        context.log.warning(report.summary())
+
+
 def _gate(
     context: dg.AssetExecutionContext, cfg: BrainConfig, layout: StateLayout, force: bool
 ) -> BuildArtifacts:
@@ -136,19 +148,24 @@ def _publish_version(manifest: Any) -> str:
 def published_local(
     context: dg.AssetExecutionContext, settings: BrainSettings, config: PublishConfig
 ) -> dg.MaterializeResult:
+    from brain_pipeline.publishing.commit import PublicationError
     from brain_pipeline.publishing.local import publish_local
 
     cfg = settings.load()
     claim_build_dir(context.instance, cfg.build_dir)
     layout = layout_for(cfg)
+    _recover(context, cfg)
     artifacts = _gate(context, cfg, layout, config.force)
-    report = publish_local(
-        artifacts.store_bytes,
-        artifacts.embeddings_bytes,
-        cfg.publish_root(),
-        agent_query_model=cfg.publish.agent_query_model,
-        manifest=_manifest(context, artifacts),
-    )
+    try:
+        report = publish_local(
+            artifacts.store_bytes,
+            artifacts.embeddings_bytes,
+            cfg.publish_root(),
+            agent_query_model=cfg.publish.agent_query_model,
+            manifest=_manifest(context, artifacts),
+        )
+    except PublicationError as exc:
+        raise dg.Failure(description=str(exc)) from None
     for line in report.summary().splitlines():
         context.log.info(line)
     metadata = to_metadata(

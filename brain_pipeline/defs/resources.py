@@ -53,7 +53,7 @@ class S3Publisher(dg.ConfigurableResource):
     def publish(
         self, cfg: BrainConfig, store_bytes: bytes, embeddings_bytes: bytes | None, manifest: Any
     ) -> Any:
-        from brain_pipeline.publishing.s3 import publish_s3
+        from brain_pipeline.publishing.s3 import S3Timeouts, publish_s3
 
         s3 = cfg.publish.s3
         return publish_s3(
@@ -65,4 +65,5 @@ class S3Publisher(dg.ConfigurableResource):
             endpoint_url=s3.endpoint_url,
             include_embeddings=s3.include_embeddings,
             manifest=manifest,
+            timeouts=S3Timeouts.from_settings(s3),
         )

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.evaluation.fixture import Fixture, load_fixture, stale_ids, unknown_areas
+from brain_pipeline.evaluation.fixture import Fixture, load_fixture, unknown_areas
 from brain_pipeline.evaluation.legacy import LegacyRetriever
 from brain_pipeline.evaluation.metrics import fixture_metrics
 from brain_pipeline.retrieval.hybrid import QueryEmbedder, Retriever
@@ -326,19 +326,18 @@ def evaluate(
         ]
         rows.extend(own_rows)
         summaries.append(_summarise(name, own_rows))
-    stale = stale_ids(fixture, (c.id for c in chunks))
-    stale_set = set(stale)
+    # A label is stale when its id is not live in its query's area (a moved file counts).
+    from brain_pipeline.evaluation.repair import find_stale
+
+    stale_labels = find_stale(fixture, chunks)
     return EvaluationReport(
         retrievers=summaries,
         queries=rows,
-        stale_ids=stale,
+        stale_ids=list(dict.fromkeys(label.id for label in stale_labels)),
         unknown_areas=missing_areas,
         n_chunks=len(chunks),
         fixture_source=fixture.source,
-        stale_labels=[
-            (chunk, q.query, q.area) for q in fixture.queries for chunk in q.relevant
-            if chunk in stale_set
-        ],
+        stale_labels=[(label.id, label.query, label.area) for label in stale_labels],
     )
 
 

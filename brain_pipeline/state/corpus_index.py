@@ -29,10 +29,10 @@ from brain_pipeline.corpus.discovery import (
     CorpusFile,
     ManifestEntry,
     file_entry,
-    read_file,
-    unreadable_entry,
+    screen_file,
     walk_corpus,
 )
+from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
 from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.publishing.manifest import fingerprint_digest
 from brain_pipeline.state.layout import StateLayout
@@ -164,6 +164,7 @@ class _Observer:
     window_ns: int
     current: dict[str, IndexRow] = field(default_factory=dict)
     rehashed: list[str] = field(default_factory=list)
+    limits: IngestLimits = DEFAULT_LIMITS
 
     def entries(self, walk: Iterable[CorpusFile | ManifestEntry]) -> Iterator[ManifestEntry]:
         for item in walk:
@@ -177,10 +178,11 @@ class _Observer:
         if row is not None and _settled(row, found, self.window_ns):
             self.current[found.source] = row
             return file_entry(found, row[2])
-        try:
-            digest = hashlib.sha256(read_file(found)).hexdigest()
-        except OSError as exc:
-            return unreadable_entry(found, exc)
+        # Junk (too large: never read; binary) is reported here as it is by discovery.
+        data = screen_file(found, self.limits)
+        if isinstance(data, ManifestEntry):
+            return data
+        digest = hashlib.sha256(data).hexdigest()
         self.rehashed.append(found.source)
         self.current[found.source] = [
             found.size,
@@ -198,6 +200,7 @@ def observe_corpus(
     *,
     clock: Clock = time.time_ns,
     window_ns: int = MTIME_WINDOW_NS,
+    limits: IngestLimits = DEFAULT_LIMITS,
 ) -> CorpusSnapshot:
     """Walk the corpus, hash only what may have changed, store and return the snapshot.
 
@@ -209,7 +212,7 @@ def observe_corpus(
     started_ns = clock()
     previous = _load_index(layout.files_index)
     walk = walk_corpus(root)
-    observer = _Observer(previous, started_ns, window_ns)
+    observer = _Observer(previous, started_ns, window_ns, limits=limits)
     entries = list(observer.entries(walk))
     if observer.rehashed or observer.current.keys() != previous.keys():
         _save_index(layout.files_index, observer.current, started_ns)

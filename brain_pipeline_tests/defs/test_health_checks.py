@@ -72,3 +72,17 @@ def test_a_new_corpus_version_is_reported_at_the_end_of_the_graph(tiny_project: 
         tiny_project, "published_local", "published_store_is_current"
     )
     assert not passed and severity == "WARN" and "older corpus" in description
+
+
+def test_junk_files_are_skipped_reported_and_never_published(tiny_project: Project) -> None:
+    tiny_project.write_config(**{"corpus.max_file_bytes": 4000})
+    big = tiny_project.corpus / "alpha" / "huge.txt"
+    big.write_text(("A long paragraph about subnets and routing. " * 20 + "\n\n") * 10)
+    binary = tiny_project.corpus / "beta" / "program.md"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8)
+    outcome = tiny_project.materialize()
+    assert outcome.success, outcome.lines
+    passed, severity, description = _check(tiny_project, "knowledge_chunks", "corpus_problems")
+    assert not passed and severity == "WARN" and description.startswith("2 file(s)")
+    published = (tiny_project.published() / "knowledge-store.json").read_text()
+    assert "huge.txt" not in published and "program.md" not in published
