@@ -71,9 +71,11 @@ def test_query_uses_query_task_and_is_cached(gemini_server: FakeGemini) -> None:
 
 
 def test_quota_refusal_is_waited_out_using_the_stated_delay(gemini_server: FakeGemini) -> None:
+    # Read the clock before the server's first window opens (configure() opens it), so
+    # the lower bound below holds however slowly the client is built on a busy machine.
+    started = time.monotonic()
     gemini_server.configure(quota_texts=20, window_seconds=1.0)
     embedder = gemini(batch_size=10)  # paced for far more than the server allows
-    started = time.monotonic()
     vectors = embedder.embed_documents([f"quota text {i}" for i in range(50)])
     elapsed = time.monotonic() - started
     assert vectors.shape == (50, 16)
