@@ -18,6 +18,7 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
 if TYPE_CHECKING:
     from brain_pipeline.embedding.providers import Embedder
+    from brain_pipeline.evaluation.runner import EvaluationProgress
     from brain_pipeline.retrieval.vectors import EmbeddingStore
 
 
@@ -93,12 +94,17 @@ def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -
 
 
 def evaluate_store_dir(
-    cfg: BrainConfig, store_dir: Path, fixture: Path | None = None, warn: Any = None
+    cfg: BrainConfig,
+    store_dir: Path,
+    fixture: Path | None = None,
+    warn: Any = None,
+    progress: EvaluationProgress | None = None,
 ) -> EvaluationOutcome:
     """Evaluate the store (and vectors) in `store_dir` against the fixture and thresholds.
 
     The single code path behind the blocking `retrieval_eval` check and `brain-pipeline
     eval`: an empty store, a stale fixture or a missed threshold are failures.
+    `progress` hears about every query of every retriever (the CLI prints on a clock).
     """
     from brain_pipeline.corpus.store import STORE_FILENAME, load_store
     from brain_pipeline.evaluation.fixture import FixtureError
@@ -124,6 +130,7 @@ def evaluate_store_dir(
             embeddings=embeddings,
             query_embedder=choice.embed,
             query_model=choice.model,
+            progress=progress,
         )
     except (FixtureError, FileNotFoundError) as exc:
         return EvaluationOutcome(failures=[f"fixture unusable: {exc}"])

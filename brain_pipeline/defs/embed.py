@@ -1,7 +1,6 @@
 """Asset `embeddings` (group embed): incremental, paced, resumable document vectors."""
 
 
-import time
 from typing import Any
 
 import dagster as dg
@@ -15,6 +14,7 @@ from brain_pipeline.defs.common import (
     upstream_record,
 )
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
+from brain_pipeline.embedding.progress import ThrottledProgress
 from brain_pipeline.state.records import (
     AssetRecord,
     digest_of,
@@ -70,13 +70,9 @@ def _build(
             facts.update(pruned.as_metadata())
         return facts, pruned is not None
 
-    last_log = [0.0]
-
-    def progress(done: int, total: int) -> None:
-        now = time.monotonic()
-        if now - last_log[0] >= 5 or done == total:
-            last_log[0] = now
-            context.log.info(f"embedded {done}/{total} texts")
+    progress = ThrottledProgress(
+        lambda done, total: context.log.info(f"embedded {done}/{total} texts")
+    )
 
     try:
         report = build_embeddings(chunks, out, embedder, progress=progress, log=context.log.info)

@@ -67,6 +67,11 @@ class RetrieverSummary:
         return self.n_queries > 0 and self.fallback_queries == self.n_queries
 
 
+EvaluationProgress = Callable[[str, int, int], None]
+"""(retriever, queries done, queries in the fixture): called before the first query of
+each retriever (done 0) and after every query, so a caller can report on its own clock."""
+
+
 @dataclass
 class EvaluationReport:
     """The evaluation's outcome: what `to_markdown` shows and the thresholds judge."""
@@ -279,11 +284,13 @@ def evaluate(
     query_embedder: QueryEmbedder | None = None,
     query_model: str | None = None,
     retrievers: Sequence[str] = RETRIEVERS,
+    progress: EvaluationProgress | None = None,
 ) -> EvaluationReport:
     """Score every fixture query with each retriever (top 10, within the query's area).
 
     Hybrid needs `embeddings` and `query_embedder`; without them (or on any failure) the
     retriever answers with BM25 and the report says so instead of pretending.
+    `progress` hears about every query (see `EvaluationProgress`).
     """
     unknown = [name for name in retrievers if name not in KNOWN_RETRIEVERS]
     if unknown:
@@ -295,11 +302,18 @@ def evaluate(
     relevant = [list(q.relevant) for q in fixture.queries]
     rows: list[QueryResult] = []
     summaries: list[RetrieverSummary] = []
+    total = len(fixture.queries)
     for name in retrievers:
-        answers = [
-            rankers[name](q.query, q.area) if q.area not in missing_areas else ([], "none", None)
-            for q in fixture.queries
-        ]
+        if progress:
+            progress(name, 0, total)
+        answers: list[tuple[list[str], str, str | None]] = []
+        for q in fixture.queries:
+            answers.append(
+                rankers[name](q.query, q.area) if q.area not in missing_areas
+                else ([], "none", None)
+            )
+            if progress:
+                progress(name, len(answers), total)
         scores = fixture_metrics([ids for ids, _, _ in answers], relevant, K)
         own_rows = [
             QueryResult(
@@ -439,6 +453,7 @@ def run_evaluation(
     query_embedder: QueryEmbedder | None = None,
     query_model: str | None = None,
     retrievers: Sequence[str] = RETRIEVERS,
+    progress: EvaluationProgress | None = None,
 ) -> tuple[EvaluationReport, list[str]]:
     """Evaluate and judge in one call: `(report, failures)`; passing means `not failures`.
 
@@ -452,5 +467,6 @@ def run_evaluation(
         query_embedder=query_embedder,
         query_model=query_model,
         retrievers=retrievers,
+        progress=progress,
     )
     return report, check_thresholds(report, thresholds)

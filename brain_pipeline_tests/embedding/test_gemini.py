@@ -211,3 +211,50 @@ def test_v1beta_and_the_http_control_endpoints(gemini_server: FakeGemini) -> Non
     assert stats["api_versions"] == {"v1beta": 2}
     call("POST", "/reset")
     assert gemini_server.stats().requests == 0
+
+
+EMBEDDING_MODELS = ("gemini-embedding-001", "gemini-embedding-2")
+
+
+@pytest.mark.parametrize("model", EMBEDDING_MODELS)
+def test_every_text_gets_its_own_vector_with_every_embedding_model(
+    gemini_server: FakeGemini, model: str
+) -> None:
+    texts = [f"paragraph {i} about model {model}" for i in range(130)]  # two requests
+    embedder = gemini(model=model, dimension=24)
+    vectors = embedder.embed_documents(texts)
+    assert vectors.shape == (130, 24)
+    stats = gemini_server.stats()
+    assert stats.batch_sizes == [100, 30]
+    assert stats.merged_contents == 0
+    for index in (0, 57, 99, 100, 129):  # each row is that text's own single-text vector
+        alone = embedder.embed_documents([texts[index]])
+        np.testing.assert_allclose(vectors[index], alone[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            vectors[index], _unit(fake_vector(texts[index], 24)), rtol=1e-5, atol=1e-6
+        )
+    query = embedder.embed_query("a query")
+    np.testing.assert_allclose(query, _unit(fake_vector("a query", 24)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("model", "vectors"), [("gemini-embedding-001", 3),
+                                                ("gemini-embedding-2", 1)])
+def test_the_peer_answers_a_list_of_strings_as_the_service_does(
+    gemini_server: FakeGemini, model: str, vectors: int
+) -> None:
+    """What made gemini-embedding-2 fail: the SDK merges plain strings into one content
+    for a multimodal model, and the service (so the peer) answers it with one vector."""
+    from google import genai
+    from google.genai import types
+
+    texts = ["first", "second", "third"]
+    client = genai.Client(api_key=API_KEY)
+    response = client.models.embed_content(
+        model=model, contents=texts, config=types.EmbedContentConfig(output_dimensionality=8)
+    )
+    assert len(response.embeddings or []) == vectors
+    assert gemini_server.stats().merged_contents == (1 if vectors == 1 else 0)
+    if vectors == 1:
+        merged = np.asarray(response.embeddings[0].values)  # type: ignore[index]
+        np.testing.assert_allclose(merged, fake_vector("first\nsecond\nthird", 8))
+        assert not np.allclose(merged, fake_vector("first", 8))

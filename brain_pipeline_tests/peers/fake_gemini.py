@@ -1,8 +1,13 @@
 """A Gemini embeddings REST server on loopback, for driving the real google-genai SDK.
 
 It implements `POST /{v1,v1beta}/models/{model}:batchEmbedContents` as the service does
-(body and error shapes as observed), plus what tests and benchmarks need to stage
-trouble:
+(body and error shapes as observed). That is the only endpoint google-genai uses with an
+API key, for every model, gemini-embedding-2 included (`:embedContent` and `:predict`
+are Vertex-mode only). One vector per `requests[]` entry; a content of several parts
+is merged into ONE vector, as a multimodal model (gemini-embedding-2) does with the
+multi-part content the SDK builds from a list of strings — so a client that lets the SDK
+merge its texts gets one vector for a whole batch here too. Plus what tests and
+benchmarks need to stage trouble:
 
 * deterministic vectors from a hash of (text, dimension): `fake_vector()`;
 * a quota of `quota_texts` texts per fixed window of `window_seconds`, answering 429
@@ -35,7 +40,10 @@ import numpy as np
 import numpy.typing as npt
 
 MAX_BATCH = 100
-DEFAULT_MODELS = ("gemini-embedding-001", "text-embedding-004")
+DEFAULT_MODELS = ("gemini-embedding-001", "gemini-embedding-2", "text-embedding-004")
+PART_SEPARATOR = "\n"
+"""How the parts of one content are joined before hashing: a merged content has its own
+vector, different from each part's."""
 
 
 def fake_vector(text: str, dimension: int) -> npt.NDArray[np.float64]:
@@ -63,7 +71,7 @@ class Settings:
 
 @dataclass
 class Stats:
-    """What the server saw. `texts` counts texts in accepted (200) requests only."""
+    """What the server saw. `texts` counts contents (= vectors) in accepted (200) requests."""
 
     texts: int = 0
     requests: int = 0
@@ -72,6 +80,7 @@ class Stats:
     task_types: dict[str, int] = field(default_factory=dict)
     api_versions: dict[str, int] = field(default_factory=dict)
     batch_sizes: list[int] = field(default_factory=list)
+    merged_contents: int = 0  # accepted contents of more than one part (one vector each)
     accepted_at: list[float] = field(default_factory=list)  # server clock, per accepted request
 
 
@@ -159,7 +168,8 @@ class FakeGemini:
         with self._lock:
             s = self._stats
             return Stats(s.texts, s.requests, s.rate_limited, s.errors, dict(s.task_types),
-                         dict(s.api_versions), list(s.batch_sizes), list(s.accepted_at))
+                         dict(s.api_versions), list(s.batch_sizes), s.merged_contents,
+                         list(s.accepted_at))
 
     # -------------------------------------------------------------- the endpoint
     def embed(self, version: str, model: str, key: str | None, body: Any
@@ -212,13 +222,17 @@ class FakeGemini:
         if refusal is not None:
             return refusal
         vectors = []
+        merged = 0
         for item in requests:
-            text = "".join(part.get("text", "") for part in item["content"]["parts"])
+            parts = item["content"]["parts"]
+            merged += len(parts) > 1
+            text = PART_SEPARATOR.join(part.get("text", "") for part in parts)
             dim = int(item.get("outputDimensionality") or 3072)
             task = str(item.get("taskType", "TASK_TYPE_UNSPECIFIED"))
             self._stats.task_types[task] = self._stats.task_types.get(task, 0) + 1
             vectors.append({"values": fake_vector(text, dim).tolist()})
         self._stats.texts += len(requests)
+        self._stats.merged_contents += merged
         self._stats.batch_sizes.append(len(requests))
         self._stats.accepted_at.append(self._clock())
         return 200, {"embeddings": vectors}

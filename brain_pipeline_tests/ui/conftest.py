@@ -1,4 +1,4 @@
-"""A real `dagster dev` on a free loopback port and a headless Chromium pointed at it.
+"""A real `dg dev` (via `brain-pipeline ui`) on a free loopback port and a headless Chromium.
 
 Both are module-scoped: starting the web UI costs 10-20 s on a 2-core machine, so the
 tests of this folder share one server (its own temporary instance, build and publish
@@ -218,7 +218,7 @@ def artifacts_dir() -> Path:
 def dagster_dev(
     tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path
 ) -> Iterator[DagsterDev]:
-    """`brain-pipeline ui` (= `dagster dev -w workspace.yaml`) in its own process group."""
+    """`brain-pipeline ui` (= `dg dev -w workspace.yaml`) in its own process group."""
     root = tmp_path_factory.mktemp("dagster_ui")
     home = root / "dagster_home"
     home.mkdir()
@@ -228,7 +228,7 @@ def dagster_dev(
     log_path = root / "dagster-dev.log"
     port = free_loopback_port()
     # The README's command: it sets DAGSTER_HOME-aware instance use, restores SIGINT and
-    # SIGTERM (see brain_pipeline.cli.ui) and becomes `dagster dev -w workspace.yaml`.
+    # SIGTERM (see brain_pipeline.cli.ui) and becomes `dg dev -w workspace.yaml`.
     command = [
         sys.executable,
         "-m",

@@ -1,4 +1,4 @@
-"""End to end through the Dagster web UI: what a person sees and clicks in `dagster dev`.
+"""End to end through the Dagster web UI: what a person sees and clicks in `dg dev`.
 
 The server and the browser are real (see conftest.py); the only shortcut is reading
 run and check status from the UI's own GraphQL endpoint instead of scraping it.
@@ -26,6 +26,7 @@ ASSETS = {
     "published_local",
     "published_s3",
 }
+LOCATION = "brain_pipeline"  # workspace.yaml's location_name, not the module path
 CHECK = "retrieval_eval"
 CHECKED_ASSET = "embeddings"
 RUN_TIMEOUT = 120.0
@@ -121,6 +122,34 @@ def test_lineage_page_shows_every_asset_and_the_check(
         page.get_by_text("blocking", exact=True).first.wait_for(state="visible")
     finally:
         page.screenshot(path=str(artifacts_dir / "embeddings-checks-before-run.png"))
+
+
+def test_the_ui_runs_under_dg_with_a_readable_location_name(
+    page: Any, dagster_dev: DagsterDev, artifacts_dir: Path
+) -> None:
+    from brain_pipeline_tests.ui.conftest import LOCATIONS_QUERY
+
+    # `brain-pipeline ui` exec'd itself into `dg dev` (dg is a pinned dependency).
+    argv = Path(f"/proc/{dagster_dev.process.pid}/cmdline").read_bytes().split(b"\0")
+    assert any(Path(a.decode()).name == "dg" for a in argv[:2]) and b"dev" in argv, argv
+
+    entries = dagster_dev.graphql(LOCATIONS_QUERY)["workspaceOrError"]["locationEntries"]
+    assert [entry["name"] for entry in entries] == [LOCATION]
+
+    page.goto(f"{dagster_dev.base_url}/deployment/locations")
+    try:
+        # The name is the row's link; the module path only appears as its detail line.
+        page.get_by_text(LOCATION, exact=True).first.wait_for(state="visible")
+        links = {
+            (a.inner_text().strip(), a.get_attribute("href") or "")
+            for a in page.locator("a").all()
+        }
+        named = [text for text, href in links if href.rstrip("/") == f"/locations/{LOCATION}"]
+        assert named and set(named[0].split()) == {LOCATION}, links
+        assert not any("brain_pipeline.defs" in text + href for text, href in links), links
+    finally:
+        page.screenshot(path=str(artifacts_dir / "code-locations.png"))
+    assert "superseded" not in dagster_dev.log_path.read_text(encoding="utf-8", errors="replace")
 
 
 def test_materialize_all_from_the_ui_publishes_the_evaluated_store(
