@@ -64,6 +64,7 @@ class DagsterDev:
     build_dir: Path
     publish_root: Path
     log_path: Path
+    fixture: Path
     timings: dict[str, float] = field(default_factory=dict)
 
     def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -98,7 +99,9 @@ def free_loopback_port() -> int:
         return port
 
 
-def server_environment(home: Path, build_dir: Path, publish_root: Path) -> dict[str, str]:
+def server_environment(
+    home: Path, build_dir: Path, publish_root: Path, fixture: Path
+) -> dict[str, str]:
     """The parent's environment minus anything pointing at real services, plus our folders.
 
     Built explicitly because the root conftest's clean-up is function-scoped and this
@@ -110,6 +113,7 @@ def server_environment(home: Path, build_dir: Path, publish_root: Path) -> dict[
         BRAIN_BUILD_DIR=str(build_dir),
         BRAIN_PUBLISH_ROOT=str(publish_root),
         BRAIN_EMBEDDING_PROVIDER="none",
+        BRAIN_EVAL_FIXTURE=str(fixture),
         PYTHONUNBUFFERED="1",
     )
     return env
@@ -225,6 +229,9 @@ def dagster_dev(
     # The same settings `ensure_instance_home` writes: no first-visit dialog, no telemetry.
     (home / "dagster.yaml").write_text(INSTANCE_YAML, encoding="utf-8")
     build_dir, publish_root = root / "build", root / "agent"
+    # A copy of the sample fixture, so a test can make a label stale as a person would.
+    fixture = root / "retrieval-eval.json"
+    shutil.copyfile(REPO / "examples" / "retrieval-eval.json", fixture)
     log_path = root / "dagster-dev.log"
     port = free_loopback_port()
     # The README's command: it sets DAGSTER_HOME-aware instance use, restores SIGINT and
@@ -244,7 +251,7 @@ def dagster_dev(
         process = subprocess.Popen(
             command,
             cwd=REPO,
-            env=server_environment(home, build_dir, publish_root),
+            env=server_environment(home, build_dir, publish_root, fixture),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -257,6 +264,7 @@ def dagster_dev(
         build_dir=build_dir,
         publish_root=publish_root,
         log_path=log_path,
+        fixture=fixture,
     )
     try:
         deadline = started + SERVER_START_TIMEOUT
