@@ -35,6 +35,17 @@ def run(args: argparse.Namespace) -> int:
     if dagster is None:
         print("brain-pipeline: the `dagster` command is not installed", file=sys.stderr)
         return 2
+    # Create the instance's storage before the webserver, daemon and code server all
+    # race to, and fail the runs a killed process left in progress (they would hold
+    # their build directory's place in the queue and their pool slots for ever).
+    from brain_pipeline.instance import open_instance, reap_dead_runs
+
+    for dead in reap_dead_runs(open_instance()):
+        print(
+            f"brain-pipeline ui: marked run {dead.run_id} failed: its process "
+            f"(pid {dead.pid} on {dead.host}) is gone",
+            file=sys.stderr,
+        )
     print(f"Dagster UI on http://{args.host}:{args.port} (instance {home})", file=sys.stderr)
     os.chdir(cfg.base_dir)
     command = [dagster, "dev", "-w", str(workspace), "-h", args.host, "-p", str(args.port)]
