@@ -6,7 +6,6 @@ import argparse
 import sys
 import time
 import uuid
-from contextlib import ExitStack
 
 # Exit status when another run holds the build directory or publish root (sysexits'
 # EX_TEMPFAIL: try again later).
@@ -78,29 +77,20 @@ def run(args: argparse.Namespace) -> int:
         return 2
     from brain_pipeline.defs.runner import SelectionError, materialize_selection
     from brain_pipeline.instance import open_instance, reap_dead_runs
-    from brain_pipeline.state.lock import (
-        LockBusyError,
-        build_dir_lock,
-        make_holder,
-        publish_root_lock,
-    )
+    from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
 
     run_id = str(uuid.uuid4())
     holder = make_holder(f"brain-pipeline materialize --select {args.select}", run_id)
-    wait = cfg.locks.wait_seconds
     started = time.monotonic()
+    publishes = _selects_publishing(args.select)
     try:
-        with ExitStack() as held:
-            # Always build directory first, then publish root: one order, no deadlock.
-            held.enter_context(
-                build_dir_lock(cfg.build_dir, wait_seconds=wait, holder=holder, on_wait=_note)
-            )
-            if _selects_publishing(args.select):
-                held.enter_context(
-                    publish_root_lock(
-                        cfg.publish_root(), wait_seconds=wait, holder=holder, on_wait=_note
-                    )
-                )
+        with hold_run_locks(
+            cfg.build_dir,
+            cfg.publish_root() if publishes else None,
+            wait_seconds=cfg.locks.wait_seconds,
+            holder=holder,
+            on_wait=_note,
+        ):
             instance = open_instance()
             for dead in reap_dead_runs(instance):
                 _note(

@@ -240,3 +240,22 @@ def publish_root_lock(
         label=f"publish root {Path(publish_root).expanduser().resolve()}",
         **options,
     )
+
+
+@contextmanager
+def hold_run_locks(
+    build_dir: Path | str,
+    publish_root: Path | str | None,
+    *,
+    wait_seconds: float,
+    holder: Mapping[str, object],
+    **options: Any,
+) -> Iterator[None]:
+    """The locks of one run: its build directory, then (when it publishes) its publish
+    root. Always in that order, whoever takes them, so two runs never deadlock."""
+    with build_dir_lock(build_dir, wait_seconds=wait_seconds, holder=holder, **options):
+        if publish_root is None:
+            yield
+            return
+        with publish_root_lock(publish_root, wait_seconds=wait_seconds, holder=holder, **options):
+            yield

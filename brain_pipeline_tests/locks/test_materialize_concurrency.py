@@ -20,7 +20,7 @@ import yaml
 
 from brain_pipeline.corpus.store import parse_store
 from brain_pipeline.instance import BUILD_DIR_TAG, HOST_TAG, PID_TAG
-from brain_pipeline.state.lock import build_dir_lock, make_holder
+from brain_pipeline.state.lock import build_dir_lock, make_holder, publish_root_lock
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,3 +140,22 @@ def test_two_runs_on_one_build_dir_take_turns_and_embed_nothing_twice(
     )
     assert records[0].end_time is not None and records[1].start_time is not None
     assert records[0].end_time <= records[1].start_time
+
+
+def test_the_publish_root_is_locked_only_by_runs_that_publish(cli: Cli) -> None:
+    cli.env["BRAIN_LOCK_WAIT_SECONDS"] = "0"
+    publish_root = cli.root / "agent"
+    holder = make_holder("publisher", "run-pub")
+    with publish_root_lock(publish_root, wait_seconds=0, holder=holder):
+        ingest = cli.start("--select", "group:ingest")
+        _out, err = ingest.communicate()
+        assert ingest.returncode == 0, err[-3000:]  # builds while someone publishes
+        everything = cli.start()
+        _out, err = everything.communicate()
+    assert everything.returncode == 75, err[-3000:]
+    assert f"publish root {publish_root.resolve()} is busy" in err
+    assert "run run-pub" in err
+    assert not (publish_root / "src").exists()
+    # Its build-directory lock was let go on the way out: the next run gets both.
+    with build_dir_lock(cli.build, wait_seconds=0, holder=make_holder("probe")):
+        pass
