@@ -226,6 +226,14 @@ class ScheduleSettings(_Section):
         return value
 
 
+class LockSettings(_Section):
+    # How long a run waits for another run on the same build directory or publish root
+    # before failing with the holder's pid, run id and host. Ten minutes covers a typical
+    # run over the curated corpus (a nightly schedule colliding with a manual run waits
+    # it out); 0 fails at once. BRAIN_LOCK_WAIT_SECONDS.
+    wait_seconds: float = Field(default=600.0, ge=0.0)
+
+
 class BrainConfig(_Section):
     """The validated configuration. Paths are absolute once `load_config` returns it."""
 
@@ -238,6 +246,7 @@ class BrainConfig(_Section):
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     publish: PublishSettings = Field(default_factory=PublishSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    locks: LockSettings = Field(default_factory=LockSettings)
 
     # ---- derived values -------------------------------------------------------------
     @property
@@ -342,6 +351,7 @@ ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("AWS_S3_BUCKET", "publish.s3.bucket"),
     ("AWS_REGION", "publish.s3.region"),
     ("AWS_ENDPOINT_URL_S3", "publish.s3.endpoint_url"),
+    ("BRAIN_LOCK_WAIT_SECONDS", "locks.wait_seconds"),
 )
 _PATH_KEYS = {"corpus.path", "build_dir", "publish.root", "evaluation.fixture"}
 

@@ -19,8 +19,8 @@ import json
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
-from brain_pipeline.defs.common import BUILD_DIR_TAG
 from brain_pipeline.defs.ingest import CORPUS, DATA_VERSION_TAG, EVAL_FIXTURE
+from brain_pipeline.instance import BUILD_DIR_TAG, build_dir_tag_value
 
 reingest_job = dg.define_asset_job(
     name="reingest_job",
@@ -48,7 +48,7 @@ def build_reingest_schedule(cfg: BrainConfig) -> dg.ScheduleDefinition:
             if cfg.schedule.enabled
             else dg.DefaultScheduleStatus.STOPPED
         ),
-        tags={BUILD_DIR_TAG: str(cfg.build_dir)},
+        tags={BUILD_DIR_TAG: build_dir_tag_value(cfg.build_dir)},
         description=f"Re-ingest the corpus on '{cfg.schedule.cron}' ({cfg.schedule.timezone}).",
     )
 
@@ -96,7 +96,7 @@ def build_automation_sensor(cfg: BrainConfig) -> dg.AutomationConditionSensorDef
         target=dg.AssetSelection.all(),
         default_status=_status(cfg.schedule.sensor_enabled),
         minimum_interval_seconds=cfg.schedule.sensor_min_interval_seconds,
-        run_tags={BUILD_DIR_TAG: str(cfg.build_dir)},
+        run_tags={BUILD_DIR_TAG: build_dir_tag_value(cfg.build_dir)},
         description=(
             "Materialises what a corpus change affects (eager conditions); publishing waits "
             "for every blocking check upstream to pass."

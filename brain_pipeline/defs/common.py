@@ -13,7 +13,6 @@ from brain_pipeline.state.records import AssetRecord, read_record
 
 # Run storage key-value entry naming the build directory this instance serves.
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
-BUILD_DIR_TAG = "brain_pipeline/build_dir"
 
 
 class BuildDirMismatch(dg.Failure):

@@ -15,6 +15,7 @@ from brain_pipeline.defs.common import (
 )
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
 from brain_pipeline.embedding.progress import ThrottledProgress
+from brain_pipeline.instance import GEMINI_POOL
 from brain_pipeline.state.records import (
     AssetRecord,
     digest_of,
@@ -25,7 +26,6 @@ from brain_pipeline.state.records import (
 )
 
 EMBEDDINGS_CODE_VERSION = "embeddings-1"
-GEMINI_POOL = "gemini_embedding"
 PROVIDER_KINDS = {"gemini": "gemini", "local": "onnx"}
 
 

@@ -6,6 +6,8 @@ they depend on. The variables themselves are resolved by the configuration layer
 which would break the default that needs no key at all.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
@@ -24,6 +26,27 @@ class BrainSettings(dg.ConfigurableResource):
 
     def load(self) -> BrainConfig:
         return load_config(self.config_path)
+
+    @contextmanager
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator["BrainSettings"]:
+        """Hold the build directory's lock (and the publish root's when the run publishes)
+        for the run, whoever launched it: UI, schedule, automation or the CLI (re-entrant,
+        so the CLI's own hold is not waited for)."""
+        from brain_pipeline.state.lock import hold_run_locks, make_holder
+
+        cfg = self.load()
+        run = context.dagster_run
+        names = {key.to_user_string() for key in (run.asset_selection or set())} if run else set()
+        publishes = not names or bool(names & {"published_local", "published_s3"})
+        run_id = run.run_id if run else None
+        with hold_run_locks(
+            cfg.build_dir,
+            cfg.publish_root() if publishes else None,
+            wait_seconds=cfg.locks.wait_seconds,
+            holder=make_holder("dagster run", run_id),
+            on_wait=context.log.info if context.log else None,
+        ):
+            yield self
 
 
 class EmbeddingClient(dg.ConfigurableResource):

@@ -12,7 +12,10 @@ from typing import Any
 
 import dagster as dg
 
+from brain_pipeline.config import ConfigError
 from brain_pipeline.defs.definitions import defs as default_defs
+from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.instance import in_process_run_tags
 
 
 class _StepFormatter(logging.Formatter):
@@ -149,6 +152,7 @@ def materialize_selection(
     force_publish: bool = False,
     verbose: bool = False,
     echo: Callable[[str], None] | None = None,
+    run_id: str | None = None,
 ) -> MaterializeOutcome:
     """Run the implicit asset job over `selection`, checks of the selected assets included.
 
@@ -182,12 +186,23 @@ def materialize_selection(
         run_config["ops"] = {
             key.to_python_identifier(): {"config": {"force": True}} for key in keys & publish_keys
         }
+    settings = (defs.resources or {}).get("settings")
+    try:
+        build_dir = settings.load().build_dir if isinstance(settings, BrainSettings) else None
+    except ConfigError:
+        build_dir = None  # the assets report the configuration error themselves
     result = job.execute_in_process(
         instance=instance or dg.DagsterInstance.get(),
         asset_selection=sorted(keys, key=lambda k: k.to_user_string()),
         run_config=run_config,
         raise_on_error=False,
-        tags={"launched_by": "brain-pipeline materialize", "selection": selection},
+        run_id=run_id,
+        tags={
+            "launched_by": "brain-pipeline materialize",
+            "selection": selection,
+            # pid/host: tells a dead run from a live one; build dir: the queue's limit.
+            **in_process_run_tags(build_dir),
+        },
     )
     outcome = MaterializeOutcome(success=result.success, run_id=result.run_id)
     if echo is not None:
