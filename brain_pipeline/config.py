@@ -15,10 +15,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+if TYPE_CHECKING:
+    from brain_pipeline.corpus.junk import IngestLimits
 
 DEFAULT_CONFIG_NAME = "corpus_config.yaml"
 DEFAULT_CANDIDATES = ("../patb-rag-curated-content", "../agent-project/patb-rag-curated-content")
@@ -32,6 +35,108 @@ class CorpusNotFoundError(FileNotFoundError):
     """No corpus could be resolved; the message lists every candidate tried."""
 
 
+# ---- cron ------------------------------------------------------------------------
+# Checked here, without Dagster, so a bad `schedule.cron` is one ConfigError line before
+# any run or UI starts (Dagster's own check is a 30-line DagsterInvalidDefinitionError,
+# and an expression that never fires is not caught at all except Feb 30/31).
+
+_MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+_MONTH_NAMES = {name: number for number, name in enumerate(_MONTHS, start=1)}
+_DAY_NAMES = {name: n for n, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))}
+#: Longest each month gets (29 for February: a day that occurs in leap years does fire).
+_MONTH_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+_MONTH_TITLES = (
+    "January", "February", "March", "April", "May", "June",
+    "July", "August", "September", "October", "November", "December",
+)  # fmt: skip
+#: (name, lowest, highest, names) of the five fields, in order.
+_CRON_FIELDS: tuple[tuple[str, int, int, Mapping[str, int]], ...] = (
+    ("minute", 0, 59, {}),
+    ("hour", 0, 23, {}),
+    ("day of month", 1, 31, {}),
+    ("month", 1, 12, _MONTH_NAMES),
+    ("day of week", 0, 7, _DAY_NAMES),
+)
+
+
+def _cron_value(text: str, name: str, low: int, high: int, names: Mapping[str, int]) -> int:
+    value = names.get(text.upper()) if names else None
+    if value is None:
+        if not text.isdigit():
+            known = f" or a name such as {next(iter(names))}" if names else ""
+            raise ValueError(f"{name} {text!r} is not a number{known}")
+        value = int(text)
+    if not low <= value <= high:
+        raise ValueError(f"{name} {value} is out of range {low}-{high}")
+    return value
+
+
+def _cron_field(text: str, index: int) -> frozenset[int]:
+    """The values one field allows: `*`, `n`, `a-b`, any of them `/step`, comma lists."""
+    name, low, high, names = _CRON_FIELDS[index]
+    values: set[int] = set()
+    for part in text.split(","):
+        base, slash, step_text = part.partition("/")
+        step = 1
+        if slash:
+            if not step_text.isdigit() or int(step_text) == 0:
+                raise ValueError(f"{name} step {step_text!r} in {part!r} is not a positive number")
+            step = int(step_text)
+        if base in ("*", "?") and (base == "*" or index in (2, 4)):
+            start, end = low, high
+        elif base == "L" and index == 2:
+            values.add(28)  # the last day: every month has one (28 stands for it)
+            continue
+        elif "#" in base and index == 4 and not slash:
+            day, _, nth = base.partition("#")
+            values.add(_cron_value(day, name, low, high, names))
+            if not (nth.isdigit() and 1 <= int(nth) <= 5):
+                raise ValueError(f"{name} {base!r}: the week after # must be 1-5")
+            continue
+        elif "-" in base:
+            first, _, last = base.partition("-")
+            start = _cron_value(first, name, low, high, names)
+            end = _cron_value(last, name, low, high, names)
+            if start > end:
+                raise ValueError(f"{name} range {base!r} runs backwards")
+        elif base:
+            start = _cron_value(base, name, low, high, names)
+            end = high if slash else start
+        else:
+            raise ValueError(f"empty {name} in {text!r}")
+        values.update(range(start, end + 1, step))
+    return frozenset(values)
+
+
+def check_cron(expression: str) -> None:
+    """Raise ValueError naming the problem when `expression` is not a usable 5-field cron.
+
+    Fields: minute, hour, day of month, month, day of week (0-7, 7 = Sunday), with
+    `*`, numbers, names (JAN-DEC, SUN-SAT), ranges, lists and steps; also `?` and the
+    `L` / `#` forms Dagster's cron library accepts. Refused as well: an expression that
+    never fires (day 31 in April only, February 30...). When both day of month and day
+    of week are restricted, cron fires on either, so such a pair always fires; Dagster
+    still refuses a single February 30 or 31 then, and so does this check.
+    """
+    fields = expression.split()
+    if len(fields) != 5:
+        raise ValueError("a cron expression has five fields, e.g. '0 3 * * *'")
+    parsed = [_cron_field(text, index) for index, text in enumerate(fields)]
+    days, months = parsed[2], parsed[3]
+    february_only_end = months == {2} and days in ({30}, {31})
+    day_or_week = fields[2][0] not in "*?" and fields[4][0] not in "*?"
+    if february_only_end and day_or_week:
+        raise ValueError(f"February {min(days)} is refused by Dagster, even with a day of week")
+    if day_or_week:
+        return  # cron's OR: the day-of-week half fires every week
+    if any(day <= _MONTH_DAYS[month - 1] for month in months for day in days):
+        return
+    month_text = ", ".join(_MONTH_TITLES[m - 1] for m in sorted(months))
+    day_text = ", ".join(str(d) for d in sorted(days))
+    verb = "has" if len(months) == 1 else "have"
+    raise ValueError(f"never fires: {month_text} {verb} no day {day_text}")
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -39,6 +144,10 @@ class _Section(BaseModel):
 class CorpusSettings(_Section):
     path: Path | None = None
     candidates: list[Path] = Field(default_factory=lambda: [Path(p) for p in DEFAULT_CANDIDATES])
+    # Junk limits (see corpus/junk.py): larger files are skipped unread, longer
+    # paragraphs are kept and reported. Defaults mirror corpus.junk's.
+    max_file_bytes: int = Field(default=10_000_000, ge=1)
+    max_paragraph_chars: int = Field(default=20_000, ge=1)
 
 
 class EmbeddingSettings(_Section):
@@ -73,6 +182,10 @@ class S3Settings(_Section):
     region: str | None = None
     endpoint_url: str | None = None
     include_embeddings: bool = False
+    # A silent endpoint (accepts connections, never answers) must fail within a minute.
+    connect_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
+    read_timeout_seconds: float = Field(default=20.0, gt=0, le=3600)
+    deadline_seconds: float = Field(default=60.0, gt=0, le=86400)
 
     @field_validator("prefix")
     @classmethod
@@ -97,9 +210,8 @@ class ScheduleSettings(_Section):
 
     @field_validator("cron")
     @classmethod
-    def _five_fields(cls, value: str) -> str:
-        if len(value.split()) != 5:
-            raise ValueError("a cron expression has five fields, e.g. '0 3 * * *'")
+    def _valid_cron(cls, value: str) -> str:
+        check_cron(value)
         return value
 
     @field_validator("timezone")
@@ -114,6 +226,14 @@ class ScheduleSettings(_Section):
         return value
 
 
+class LockSettings(_Section):
+    # How long a run waits for another run on the same build directory or publish root
+    # before failing with the holder's pid, run id and host. Ten minutes covers a typical
+    # run over the curated corpus (a nightly schedule colliding with a manual run waits
+    # it out); 0 fails at once. BRAIN_LOCK_WAIT_SECONDS.
+    wait_seconds: float = Field(default=600.0, ge=0.0)
+
+
 class BrainConfig(_Section):
     """The validated configuration. Paths are absolute once `load_config` returns it."""
 
@@ -126,6 +246,7 @@ class BrainConfig(_Section):
     evaluation: EvaluationSettings = Field(default_factory=EvaluationSettings)
     publish: PublishSettings = Field(default_factory=PublishSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    locks: LockSettings = Field(default_factory=LockSettings)
 
     # ---- derived values -------------------------------------------------------------
     @property
@@ -158,9 +279,15 @@ class BrainConfig(_Section):
             f"{self.config_path or DEFAULT_CONFIG_NAME}."
         )
 
+    def ingest_limits(self) -> IngestLimits:
+        """The junk thresholds the ingest applies (`corpus.max_file_bytes`, ...)."""
+        from brain_pipeline.corpus.junk import IngestLimits
+
+        return IngestLimits(self.corpus.max_file_bytes, self.corpus.max_paragraph_chars)
+
     def gemini_api_key(self) -> str | None:
         """GEMINI_API_KEY, else GOOGLE_API_KEY; never logged, never stored in metadata."""
-        for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        for name in GEMINI_KEY_VARIABLES:
             value = os.environ.get(name, "").strip()
             if value:
                 return value
@@ -199,6 +326,16 @@ class BrainConfig(_Section):
         return self.model_dump(mode="json")
 
 
+# Where the Gemini key is read from, first set wins. Never a configuration key: a key in a
+# file ends up in commits, and a key in Dagster config ends up in the run's metadata.
+GEMINI_KEY_VARIABLES: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def variables_for(prefix: str) -> list[str]:
+    """The environment variables that override configuration keys under `prefix`."""
+    return [name for name, key in ENV_OVERRIDES if key.startswith(prefix)]
+
+
 # Environment variable -> dotted config key. Order matters where two names map to one key:
 # the first one set wins.
 ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
@@ -214,6 +351,7 @@ ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("AWS_S3_BUCKET", "publish.s3.bucket"),
     ("AWS_REGION", "publish.s3.region"),
     ("AWS_ENDPOINT_URL_S3", "publish.s3.endpoint_url"),
+    ("BRAIN_LOCK_WAIT_SECONDS", "locks.wait_seconds"),
 )
 _PATH_KEYS = {"corpus.path", "build_dir", "publish.root", "evaluation.fixture"}
 
@@ -231,14 +369,30 @@ def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
+    """The file's mapping; every way it can be unusable is one ConfigError line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError as exc:
         raise ConfigError(f"configuration file not found: {path} (set BRAIN_CONFIG)") from exc
+    except IsADirectoryError:
+        raise ConfigError(
+            f"configuration file {path} is a directory; BRAIN_CONFIG must name a YAML file"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"configuration file {path} cannot be read: {exc.strerror or exc}"
+        ) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"configuration file {path} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at "
+            f"offset {exc.start}); BRAIN_CONFIG must name a YAML file"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        raise ConfigError(f"{path}: not valid YAML: {_yaml_problem(exc)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -248,14 +402,26 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's multi-line message as one line: the problem and where it is."""
+    problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
+    mark = getattr(exc, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    if mark is None and getattr(exc, "position", None) is not None:
+        where = f" (offset {exc.position})"  # type: ignore[attr-defined]
+    return " ".join(str(problem).split()) + where
+
+
 def _format_validation_error(exc: ValidationError, source: str) -> str:
-    lines = [f"invalid configuration in {source}:"]
+    """One line: every offending key, what is wrong, and the value given."""
+    parts = []
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"])
         value = err.get("input")
         shown = "" if isinstance(value, dict) else f" (got {value!r})"
-        lines.append(f"  {key}: {err['msg']}{shown}")
-    return "\n".join(lines)
+        message = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"{key}: {message}{shown}")
+    return f"invalid configuration in {source}: " + "; ".join(parts)
 
 
 def _absolutise(cfg: BrainConfig, base: Path, env_paths: Mapping[str, Path]) -> BrainConfig:

@@ -18,6 +18,7 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
 if TYPE_CHECKING:
     from brain_pipeline.embedding.providers import Embedder
+    from brain_pipeline.evaluation.runner import EvaluationProgress
     from brain_pipeline.retrieval.vectors import EmbeddingStore
 
 
@@ -48,6 +49,8 @@ class EvaluationOutcome:
     flat_metrics: dict[str, float] = field(default_factory=dict)
     markdown: str = ""
     report: Any = None
+    thresholds: list[Any] = field(default_factory=list)
+    """ThresholdRow per configured bound that was applied (value, bound, margin)."""
     reused: bool = False
     """True when the outcome is the stored one for identical inputs (nothing re-ran)."""
     evaluated_at: str | None = None
@@ -103,6 +106,7 @@ def evaluate_store_dir(
     store_dir: Path,
     fixture: Path | None = None,
     warn: Any = None,
+    progress: EvaluationProgress | None = None,
     *,
     reuse: bool = True,
     now: Callable[[], Any] | None = None,
@@ -115,10 +119,16 @@ def evaluate_store_dir(
     `<store_dir>/state/`; when the inputs (store, embeddings and fixture digests,
     thresholds, code version, query provider and model) match a stored record, that
     outcome is returned with `reused=True` and nothing is re-evaluated.
+    `progress` hears about every query of every retriever (the CLI prints on a clock).
     """
     from brain_pipeline.corpus.store import STORE_FILENAME
     from brain_pipeline.evaluation.fixture import FixtureError, parse_fixture
-    from brain_pipeline.evaluation.runner import EvaluationReport, run_evaluation
+    from brain_pipeline.evaluation.runner import (
+        EvaluationReport,
+        ThresholdRow,
+        run_evaluation,
+        threshold_rows,
+    )
     from brain_pipeline.evaluation.search import read_embeddings_mapped
     from brain_pipeline.state import eval_record
     from brain_pipeline.state.bm25_cache import ViewSource
@@ -166,18 +176,22 @@ def evaluate_store_dir(
     key = inputs.key()
     if reuse and layout is not None:
         record = eval_record.lookup(layout, key)
-        if record is not None and record.report is not None:
-            return EvaluationOutcome(
-                failures=list(record.failures),
-                stale_ids=list(record.stale_ids),
-                flat_metrics=dict(record.figures),
-                markdown=record.markdown,
-                report=EvaluationReport.from_dict(record.report),
-                reused=True,
-                evaluated_at=record.when,
-                record_key=key,
-                inputs=dict(record.inputs),
-            )
+        if record is not None and isinstance(record.get("report"), dict):
+            try:
+                return EvaluationOutcome(
+                    failures=list(record["failures"]),
+                    stale_ids=list(record["stale_ids"]),
+                    flat_metrics=dict(record["figures"]),
+                    markdown=str(record["markdown"]),
+                    report=EvaluationReport.from_dict(record["report"]),
+                    thresholds=[ThresholdRow(**row) for row in record["thresholds"]],
+                    reused=True,
+                    evaluated_at=record.get("when"),
+                    record_key=key,
+                    inputs=dict(record["inputs"]),
+                )
+            except (KeyError, TypeError, ValueError):
+                pass  # a record from another version: evaluate again (and overwrite it)
 
     embeddings = read_embeddings_mapped(embeddings_file, warn=warn)
     choice = choose_query_embedder(cfg, embeddings)
@@ -188,6 +202,7 @@ def evaluate_store_dir(
         embeddings=embeddings,
         query_embedder=choice.embed,
         query_model=choice.model,
+        progress=progress,
     )
     if choice.note:
         report.notes.append(f"hybrid runs without query vectors: {choice.note}")
@@ -199,6 +214,7 @@ def evaluate_store_dir(
         flat_metrics=report.flat_metrics(),
         markdown=report.to_markdown(),
         report=report,
+        thresholds=threshold_rows(report, thresholds),
         record_key=key,
         inputs=asdict(inputs),
     )
@@ -206,12 +222,22 @@ def evaluate_store_dir(
     # answer differently next time: such an outcome is not kept for reuse.
     transient = not choice.note and any(s.fallback_queries for s in report.retrievers)
     if not transient and layout is not None:
+        stored = {
+            "passed": not outcome.failures,
+            "failures": outcome.failures,
+            "stale_ids": outcome.stale_ids,
+            "figures": outcome.flat_metrics,
+            "markdown": outcome.markdown,
+            "report": {**report.to_dict(), "stale_labels": report.stale_labels},
+            "thresholds": [asdict(row) for row in outcome.thresholds],
+            "inputs": outcome.inputs,
+        }
         try:
-            saved = eval_record.save(layout, inputs, outcome, now=now or eval_record.utc_now)
+            saved = eval_record.save(layout, key, stored, now=now or eval_record.utc_now)
         except OSError:
             pass  # a read-only store directory: evaluated, just not remembered
         else:
-            outcome.evaluated_at = saved.when
+            outcome.evaluated_at = str(saved["when"])
     return outcome
 
 

@@ -11,6 +11,7 @@ import yaml
 from brain_pipeline.config import (
     ConfigError,
     CorpusNotFoundError,
+    check_cron,
     load_config,
 )
 from brain_pipeline.instance import ensure_instance_home
@@ -141,5 +142,126 @@ def test_instance_home_is_created_with_the_dialog_and_telemetry_off(
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "elsewhere"))
     home = ensure_instance_home(tmp_path / "dh")
     settings = yaml.safe_load((home / "dagster.yaml").read_text())
-    assert settings == {"telemetry": {"enabled": False}, "nux": {"enabled": False}}
+    assert settings["telemetry"] == {"enabled": False} and settings["nux"] == {"enabled": False}
     assert os.environ["DAGSTER_HOME"] == str(home)
+
+
+# ---- cron: checked without Dagster, one line -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "0 3 * * *",
+        "*/15 8-18 * * MON-FRI",
+        "0 0 1 JAN,jul *",
+        "5/20 1,13 * * *",
+        "0 0 29 2 *",  # fires in leap years
+        "0 0 L 4 *",
+        "0 0 ? * 5#2",
+        "0 0 * * 7",  # 7 is Sunday too
+        "0 3 31 2,3 *",  # March 31 exists
+        "0 3 30 4 MON",  # day of month OR day of week: every Monday of April
+    ],
+)
+def test_usable_cron_expressions_pass(expression: str) -> None:
+    check_cron(expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("99 99 * * *", "minute 99 is out of range 0-59"),
+        ("0 24 * * *", "hour 24 is out of range 0-23"),
+        ("0 0 0 * *", "day of month 0 is out of range 1-31"),
+        ("0 0 * 13 *", "month 13 is out of range 1-12"),
+        ("0 0 * * 8", "day of week 8 is out of range 0-7"),
+        ("0 0 * * FUN", "day of week 'FUN' is not a number or a name such as SUN"),
+        ("*/0 * * * *", "minute step '0' in '*/0' is not a positive number"),
+        ("0 5-1 * * *", "hour range '5-1' runs backwards"),
+        ("0 0,,1 * * *", "empty hour in '0,,1'"),
+        ("0 3 31 2 *", "never fires: February has no day 31"),
+        ("0 3 30,31 2 *", "never fires: February has no day 30, 31"),
+        ("0 0 31 4,6,9,11 *", "never fires: April, June, September, November have no day 31"),
+        ("0 3 31 2 MON", "February 31 is refused by Dagster, even with a day of week"),
+        ("0 3 * *", "five fields"),
+    ],
+)
+def test_unusable_cron_expressions_say_why(expression: str, message: str) -> None:
+    with pytest.raises(ValueError) as err:
+        check_cron(expression)
+    assert str(err.value) == message or (message == "five fields" and message in str(err.value))
+
+
+def test_a_bad_cron_is_one_config_error_line_naming_key_and_value(tmp_path: Path) -> None:
+    config = write(tmp_path / "c.yaml", {"schedule": {"cron": "0 3 31 2 *"}})
+    with pytest.raises(ConfigError) as err:
+        load_config(config, env={})
+    assert str(err.value) == (
+        f"invalid configuration in {config}: schedule.cron: never fires: "
+        "February has no day 31 (got '0 3 31 2 *')"
+    )
+
+
+def test_the_cron_check_agrees_with_dagster_on_what_it_accepts() -> None:
+    from dagster._utils.schedules import is_valid_cron_string  # the tests may import Dagster
+
+    accepted = ["0 3 * * *", "*/15 8-18 * * MON-FRI", "0 0 1 JAN,jul *", "0 0 ? * 5#2"]
+    refused = ["99 99 * * *", "0 3 31 2 *", "0 3 31 2 MON", "*/0 * * * *", "0 0 * * 8"]
+    assert all(is_valid_cron_string(c) for c in accepted)
+    assert not any(is_valid_cron_string(c) for c in refused)
+
+
+def test_the_configuration_module_does_not_import_dagster() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from brain_pipeline.config import load_config\n"
+        "load_config(env={}).ingest_limits()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'dagster'))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert done.stdout.strip() == "[]"
+
+
+# ---- unreadable configuration files: one line -------------------------------------
+
+
+def test_a_directory_or_non_text_file_is_one_config_error_line(tmp_path: Path) -> None:
+    folder = tmp_path / "conf.d"
+    folder.mkdir()
+    binary = tmp_path / "bin.yaml"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\xff\xfe")
+    garbled = tmp_path / "garbled.yaml"
+    garbled.write_bytes(b"a: [1,\n  b: {")
+    expected = {
+        folder: f"configuration file {folder} is a directory",
+        binary: f"configuration file {binary} is not UTF-8 text (byte 0xff at offset 8)",
+        garbled: f"{garbled}: not valid YAML: ",
+    }
+    for path, start in expected.items():
+        with pytest.raises(ConfigError) as err:
+            load_config(env={"BRAIN_CONFIG": str(path)})
+        assert str(err.value).startswith(start)
+        assert "\n" not in str(err.value)
+
+
+# ---- junk limits ---------------------------------------------------------------------
+
+
+def test_junk_limits_come_from_the_corpus_section(tmp_path: Path) -> None:
+    default = load_config(write(tmp_path / "a.yaml", {}), env={}).ingest_limits()
+    assert (default.max_file_bytes, default.max_paragraph_chars) == (10_000_000, 20_000)
+    config = write(
+        tmp_path / "b.yaml", {"corpus": {"max_file_bytes": 4096, "max_paragraph_chars": 500}}
+    )
+    limits = load_config(config, env={}).ingest_limits()
+    assert (limits.max_file_bytes, limits.max_paragraph_chars) == (4096, 500)
+    for key in ("max_file_bytes", "max_paragraph_chars"):
+        bad = write(tmp_path / f"{key}.yaml", {"corpus": {key: 0}})
+        with pytest.raises(ConfigError, match=f"corpus.{key}: Input should be greater than"):
+            load_config(bad, env={})

@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("materialize", "chunk", "search", "eval", "bench", "status", "ui")
+COMMANDS = ("materialize", "chunk", "search", "eval", "fixture", "history", "bench", "status", "ui")
 
 DESCRIPTION = """\
 Build, evaluate and publish the knowledge store behind the teaching agent.

@@ -6,6 +6,10 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from brain_pipeline.corpus.junk import IngestLimits
 
 HELP = "chunk a corpus into knowledge-store.json (no Dagster, no embeddings)"
 
@@ -15,8 +19,12 @@ into paragraphs and its roadmap JSON into statements, de-duplicate by content id
 write knowledge-store.json exactly as the original ingest script did. The file is
 replaced atomically and left untouched when its bytes would not change.
 
-A one-line summary and any problems (malformed roadmaps, unreadable files, refused
-symlinks, ...) go to stderr. Exit status: 0 on success, 2 when the corpus is missing.
+Binary files and files over corpus.max_file_bytes are skipped, paragraphs over
+corpus.max_paragraph_chars are kept; each is reported. A one-line summary and any
+problems (malformed roadmaps, unreadable or junk files, refused symlinks, ...) go to
+stderr. Exit status: 0 on success, 2 when the corpus is missing or the configuration
+is unusable. With CORPUS_DIR the configuration is not read: the limits are the
+defaults or the options below.
 """
 
 DEFAULT_OUTPUT = "knowledge-store.json"
@@ -39,29 +47,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-q", "--quiet", action="store_true", help="print only the summary, not each problem"
     )
+    parser.add_argument(
+        "--max-file-bytes",
+        type=int,
+        metavar="N",
+        help="skip larger files (default: corpus.max_file_bytes, 10,000,000)",
+    )
+    parser.add_argument(
+        "--max-paragraph-chars",
+        type=int,
+        metavar="N",
+        help="report longer paragraphs (default: corpus.max_paragraph_chars, 20,000)",
+    )
 
 
-def _corpus_root(args: argparse.Namespace) -> Path:
-    if args.corpus is not None:
-        return Path(args.corpus)
-    from brain_pipeline.config import load_config  # only when needed: it is slower to import
+def _limits(args: argparse.Namespace, configured: IngestLimits) -> IngestLimits:
+    """The configured junk limits, with the command line's overrides."""
+    from brain_pipeline.corpus.junk import IngestLimits
 
-    return Path(load_config().corpus_root())
+    return IngestLimits(
+        args.max_file_bytes if args.max_file_bytes is not None else configured.max_file_bytes,
+        args.max_paragraph_chars
+        if args.max_paragraph_chars is not None
+        else configured.max_paragraph_chars,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     from brain_pipeline.corpus.discovery import CorpusNotFoundError
     from brain_pipeline.corpus.ingest import ingest_corpus
+    from brain_pipeline.corpus.junk import DEFAULT_LIMITS
     from brain_pipeline.publishing.atomic import write_if_changed
 
     try:
-        root = _corpus_root(args)
-    except Exception as exc:  # a configuration problem: say it plainly, no traceback
+        if args.corpus is not None:  # the configuration (slower to import) is not needed
+            root, limits = Path(args.corpus), _limits(args, DEFAULT_LIMITS)
+        else:
+            from brain_pipeline.config import ConfigError, load_config
+
+            try:
+                cfg = load_config()
+            except ConfigError as exc:
+                print(f"brain-pipeline chunk: {exc}", file=sys.stderr)
+                return 2
+            root, limits = cfg.corpus_root(), _limits(args, cfg.ingest_limits())
+    except ValueError as exc:  # a limit that is not positive
+        print(f"brain-pipeline chunk: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # no corpus configured: say it plainly, no traceback
         print(f"brain-pipeline chunk: no corpus: {exc}", file=sys.stderr)
         return 2
     try:
-        result = ingest_corpus(root)
+        result = ingest_corpus(root, limits)
     except CorpusNotFoundError as exc:
         print(f"brain-pipeline chunk: {exc}", file=sys.stderr)
         return 2

@@ -5,12 +5,22 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import uuid
+
+# Exit status when another run holds the build directory or publish root (sysexits'
+# EX_TEMPFAIL: try again later).
+EXIT_BUSY = 75
+PUBLISH_ASSETS = ("published_local", "published_s3")
 
 HELP = "materialise assets (default: everything) with their checks, in-process"
 DESCRIPTION = """\
 Materialise the asset graph in this process, including the checks of the selected assets
 (so a failing retrieval_eval blocks publishing), in the same Dagster instance the web UI
 uses. Exits non-zero when any step fails or is blocked.
+
+One writer at a time: the run holds the build directory's lock (and the publish root's
+when it publishes) for its whole duration. A second run waits up to locks.wait_seconds
+(BRAIN_LOCK_WAIT_SECONDS) and then exits 75 naming the holder (pid, run id, host).
 
 Selection uses Dagster's asset selection syntax, e.g.:
   brain-pipeline materialize                          everything
@@ -34,18 +44,71 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="show Dagster's own step logs")
 
 
+def _note(message: str) -> None:
+    print(f"brain-pipeline materialize: {message}", file=sys.stderr, flush=True)
+
+
+def _selects_publishing(selection: str) -> bool:
+    """Whether `selection` includes a publish asset (then the publish root is locked too).
+
+    A selection that does not parse answers False: materialize_selection then reports it
+    before anything runs.
+    """
+    import warnings
+
+    import dagster as dg
+
+    from brain_pipeline.defs.definitions import defs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=dg.BetaWarning)
+        try:
+            keys = dg.AssetSelection.from_string(selection).resolve(defs.resolve_asset_graph())
+        except dg.DagsterError:
+            return False
+    return any(key.to_user_string() in PUBLISH_ASSETS for key in keys)
+
+
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.cli.instance_setup import configured_instance
 
-    if configured_instance("materialize") is None:
+    cfg = configured_instance("materialize")
+    if cfg is None:
         return 2
     from brain_pipeline.defs.runner import SelectionError, materialize_selection
+    from brain_pipeline.instance import open_instance, reap_dead_runs
+    from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
 
+    run_id = str(uuid.uuid4())
+    holder = make_holder(f"brain-pipeline materialize --select {args.select}", run_id)
     started = time.monotonic()
+    publishes = _selects_publishing(args.select)
     try:
-        outcome = materialize_selection(
-            args.select, force_publish=args.force_publish, verbose=args.verbose, echo=print
-        )
+        with hold_run_locks(
+            cfg.build_dir,
+            cfg.publish_root() if publishes else None,
+            wait_seconds=cfg.locks.wait_seconds,
+            holder=holder,
+            on_wait=_note,
+        ):
+            instance = open_instance()
+            for dead in reap_dead_runs(instance):
+                _note(
+                    f"run {dead.run_id} was left in progress by a process that is gone "
+                    f"(pid {dead.pid} on {dead.host}); marked it failed"
+                    + (" and freed its pool slots" if dead.slots_freed else "")
+                )
+            outcome = materialize_selection(
+                args.select,
+                instance=instance,
+                force_publish=args.force_publish,
+                verbose=args.verbose,
+                echo=print,
+                run_id=run_id,
+            )
+    except LockBusyError as exc:
+        _note(str(exc))
+        return EXIT_BUSY
     except SelectionError as exc:
         print(f"brain-pipeline materialize: bad --select: {exc}", file=sys.stderr)
         return 2

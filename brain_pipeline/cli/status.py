@@ -1,4 +1,24 @@
-"""`brain-pipeline status`: what is live for the agent, and whether it is still current."""
+"""`brain-pipeline status`: what is live for the agent, and whether it is still current.
+
+Exit codes, one table for the whole project (scripts and monitoring rely on them; when
+several apply, the first in this order wins: 4, 1, 3, 5, 2):
+
+| code | meaning                                                                     |
+|------|-----------------------------------------------------------------------------|
+| 0    | live and current: every copy matches its manifest, the corpus is unchanged  |
+|      | (or cannot be compared), and with `--s3` the bucket holds the same set      |
+| 1    | nothing published under the publish root                                    |
+| 2    | stale: the corpus changed (content hashes) since the live set was built     |
+| 3    | a copy does not match its manifest (missing, edited or unreadable files)    |
+| 4    | a publication commit was interrupted and is pending recovery; the next      |
+|      | pipeline run completes or undoes it (status only reports, never recovers)   |
+| 5    | `--s3` only: the bucket differs from the local set or cannot be reached     |
+|      | within `publish.s3.deadline_seconds`                                        |
+| 64   | the configuration cannot be read (no publish root known)                    |
+
+argparse's own usage errors (an unknown flag) exit 2 before anything is checked.
+`status` is read-only: it never writes, sweeps or recovers anything.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +35,26 @@ when it was published, chunks per area, vector model and coverage, evaluation
 figures, artifact sha256s, whether the src and dist copies match the manifest, and
 whether the corpus has changed since (content hashes; mtimes alone do not count).
 
-Exit status: 0 published and consistent, 1 nothing published (or the manifest is
-unreadable), 3 a published copy does not match its manifest.
+With --s3, also compare the bucket's manifest (and the objects it names) with the
+local one, within publish.s3.deadline_seconds.
+
+Exit status (when several apply, the first of 4, 1, 3, 5, 2 wins):
+  0  live and current
+  1  nothing published
+  2  stale: the corpus changed since publication
+  3  a copy does not match its manifest
+  4  a publication commit is pending recovery (the next run finishes it)
+  5  --s3: the bucket differs or cannot be reached
+  64 the configuration cannot be read
 """
 
+EXIT_CURRENT = 0
 EXIT_NOTHING_PUBLISHED = 1
+EXIT_STALE = 2
 EXIT_COPY_MISMATCH = 3
+EXIT_PENDING_RECOVERY = 4
+EXIT_BUCKET_DIFFERS = 5
+EXIT_CONFIG = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,23 +66,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--corpus", type=Path, help="corpus to compare against; default: from the config"
     )
+    parser.add_argument(
+        "--s3",
+        action="store_true",
+        help="also compare the bucket (publish.s3.*) with the local publication",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _resolve_paths(args: argparse.Namespace) -> tuple[Path, Path | None, str | None]:
-    """Publish root and corpus root; config is only consulted for what was not given."""
+class _ConfigProblem(Exception):
+    """The configuration is needed and cannot be read (exit 64)."""
+
+
+def _resolve_paths(args: argparse.Namespace) -> tuple[Path, Path | None, str | None, Any]:
+    """Publish root, corpus root, a note, and the config (None when not needed)."""
     root: Path | None = args.root
     corpus: Path | None = args.corpus
     note: str | None = None
-    if root is None or corpus is None:
+    cfg: Any = None
+    if root is None or corpus is None or args.s3:
         from brain_pipeline.config import ConfigError, CorpusNotFoundError, load_config
 
         try:
             cfg = load_config()
         except ConfigError as exc:
-            if root is None:
-                raise SystemExit(f"brain-pipeline status: {exc}") from None
-            return root, corpus, f"configuration unreadable: {exc}"
+            if root is None or args.s3:
+                raise _ConfigProblem(f"brain-pipeline status: {exc}") from None
+            return root, corpus, f"configuration unreadable: {exc}", None
         if root is None:
             root = cfg.publish_root()
         if corpus is None:
@@ -56,23 +100,67 @@ def _resolve_paths(args: argparse.Namespace) -> tuple[Path, Path | None, str | N
                 corpus = cfg.corpus_root()
             except CorpusNotFoundError as exc:
                 note = str(exc).splitlines()[0]
-    return root, corpus, note
+    return root, corpus, note, cfg
+
+
+def _check_s3(cfg: Any, manifest: Any) -> dict[str, Any]:
+    """Compare the configured bucket with the local manifest (reads only, bounded)."""
+    s3 = cfg.publish.s3
+    if not s3.bucket:
+        return {
+            "checked": False,
+            "matches": False,
+            "problems": ["no bucket configured (publish.s3.bucket / S3_BUCKET_NAME)"],
+        }
+    from brain_pipeline.publishing.s3 import S3Timeouts, inspect_s3
+
+    check = inspect_s3(
+        manifest,
+        bucket=s3.bucket,
+        prefix=s3.prefix,
+        region=s3.region,
+        endpoint_url=s3.endpoint_url,
+        include_embeddings=s3.include_embeddings,
+        timeouts=S3Timeouts.from_settings(s3),
+    )
+    return {
+        "checked": True,
+        "location": check.location,
+        "reachable": check.reachable,
+        "matches": check.matches,
+        "problems": list(check.problems),
+    }
 
 
 def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     from brain_pipeline.publishing.local import inspect_publication
     from brain_pipeline.publishing.manifest import compare_corpus
 
-    root, corpus_root, corpus_note = _resolve_paths(args)
+    try:
+        root, corpus_root, corpus_note, cfg = _resolve_paths(args)
+    except _ConfigProblem as exc:
+        return {"published": None, "message": str(exc)}, EXIT_CONFIG
     publication = inspect_publication(root)
+    pending = (
+        {"commit": publication.pending.commit_id, "message": publication.pending.describe()}
+        if publication.pending is not None
+        else None
+    )
     if publication.manifest is None:
         message = publication.error or f"nothing published yet under {root}"
-        return {"root": str(root), "published": False, "message": message}, EXIT_NOTHING_PUBLISHED
+        if pending is not None:
+            message = f"{message}; {pending['message']}"
+            code = EXIT_PENDING_RECOVERY
+        else:
+            code = EXIT_COPY_MISMATCH if publication.error else EXIT_NOTHING_PUBLISHED
+        empty = {"root": str(root), "published": False, "message": message, "pending": pending}
+        return empty, code
     manifest = publication.manifest
     corpus = compare_corpus(manifest.corpus_fingerprint, corpus_root)
-    report = {
+    report: dict[str, Any] = {
         "root": str(root),
         "published": True,
+        "pending": pending,
         "manifest": manifest.to_dict(),
         "copies": {
             str(c.directory): {"matches": c.matches, "problems": list(c.problems)}
@@ -86,7 +174,22 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             "detail": corpus_note if corpus_root is None and corpus_note else corpus.detail,
         },
     }
-    return report, 0 if publication.consistent else EXIT_COPY_MISMATCH
+    if args.s3:
+        report["s3"] = _check_s3(cfg, manifest)
+    return report, _exit_code(report, publication.consistent)
+
+
+def _exit_code(report: dict[str, Any], consistent: bool) -> int:
+    """The one table (see the module docstring), most severe first."""
+    if report.get("pending"):
+        return EXIT_PENDING_RECOVERY
+    if not consistent:
+        return EXIT_COPY_MISMATCH
+    if "s3" in report and not report["s3"]["matches"]:
+        return EXIT_BUCKET_DIFFERS
+    if report["corpus"]["state"] == "changed":
+        return EXIT_STALE
+    return EXIT_CURRENT
 
 
 def _render(report: dict[str, Any]) -> str:
@@ -94,7 +197,10 @@ def _render(report: dict[str, Any]) -> str:
         return str(report["message"])
     m = report["manifest"]
     run = f" (run {m['run_id']})" if m.get("run_id") else ""
-    lines = [f"Published {m['published_at']}{run} under {report['root']}"]
+    lines = []
+    if report.get("pending"):
+        lines.append(f"PENDING RECOVERY: {report['pending']['message']}")
+    lines.append(f"Published {m['published_at']}{run} under {report['root']}")
     lines.append(f"Chunks: {m['chunk_count']}")
     width = max((len(a) for a in m["chunks_per_area"]), default=0)
     lines += [f"  {area:<{width}}  {n}" for area, n in sorted(m["chunks_per_area"].items())]
@@ -125,6 +231,14 @@ def _render(report: dict[str, Any]) -> str:
         lines.append(f"Corpus: unchanged since publication ({corpus['root']})")
     else:
         lines.append(f"Corpus: unknown ({corpus['detail']})")
+    s3 = report.get("s3")
+    if s3 is not None:
+        if s3["matches"]:
+            lines.append(f"S3: {s3['location']} holds the same set")
+        elif s3.get("checked") and not s3["reachable"]:
+            lines.append(f"S3: UNREACHABLE: {'; '.join(s3['problems'])}")
+        else:
+            lines.append(f"S3: DIFFERS: {'; '.join(s3['problems'])}")
     return "\n".join(lines)
 
 
@@ -144,7 +258,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2, sort_keys=True))
     else:
-        stream = sys.stderr if code == EXIT_NOTHING_PUBLISHED else sys.stdout
+        stream = sys.stderr if code in (EXIT_NOTHING_PUBLISHED, EXIT_CONFIG) else sys.stdout
         print(_render(report), file=stream)
     return code
 

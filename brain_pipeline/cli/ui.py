@@ -7,13 +7,19 @@ import os
 import shutil
 import signal
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
-HELP = "open the Dagster UI (dagster dev) on the same instance the CLI uses"
+HELP = "open the Dagster UI (dg dev) on the same instance the CLI uses"
 DESCRIPTION = """\
-Start `dagster dev -w workspace.yaml` with DAGSTER_HOME set to the project's instance
-(DAGSTER_HOME when set, else .dagster_home/ beside corpus_config.yaml), so runs started by
-`brain-pipeline materialize` appear in the UI's history. Stop it with Ctrl-C.
+Start `dg dev -w workspace.yaml` (or `dagster dev -w workspace.yaml` where the dg command
+is not installed) with DAGSTER_HOME set to the project's instance (DAGSTER_HOME when set,
+else .dagster_home/ beside corpus_config.yaml), so runs started by `brain-pipeline
+materialize` appear in the UI's history. The code location is named `brain_pipeline`
+(workspace.yaml). Stop it with Ctrl-C.
 """
+
+Which = Callable[[str], str | None]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,6 +27,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
     )
     parser.add_argument("-p", "--port", type=int, default=3000, help="port (default 3000)")
+
+
+def dev_command(workspace: Path, host: str, port: int, which: Which = shutil.which
+                ) -> list[str] | None:
+    """The web UI's command line: `dg dev` when dg is installed, else `dagster dev`.
+
+    Both read the same workspace.yaml, so the code location has the same name either way.
+    `dg dev -w` goes straight to Dagster's dev server without the `dagster dev` entry
+    point, which would print that it is superseded by `dg dev`. None when neither exists.
+    """
+    for program in ("dg", "dagster"):
+        path = which(program)
+        if path is not None:
+            return [path, "dev", "-w", str(workspace), "-h", host, "-p", str(port)]
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -31,17 +52,34 @@ def run(args: argparse.Namespace) -> int:
         return 2
     home = cfg.instance_home()
     workspace = cfg.base_dir / "workspace.yaml"
-    dagster = shutil.which("dagster")
-    if dagster is None:
-        print("brain-pipeline: the `dagster` command is not installed", file=sys.stderr)
+    command = dev_command(workspace, args.host, args.port)
+    if command is None:
+        print("brain-pipeline: neither `dg` nor `dagster` is installed", file=sys.stderr)
         return 2
-    print(f"Dagster UI on http://{args.host}:{args.port} (instance {home})", file=sys.stderr)
+    # Create the instance's storage before the webserver, daemon and code server all
+    # race to, and fail the runs a killed process left in progress (they would hold
+    # their build directory's place in the queue and their pool slots for ever).
+    from brain_pipeline.instance import open_instance, reap_dead_runs
+
+    for dead in reap_dead_runs(open_instance()):
+        print(
+            f"brain-pipeline ui: marked run {dead.run_id} failed: its process "
+            f"(pid {dead.pid} on {dead.host}) is gone",
+            file=sys.stderr,
+        )
+    program = Path(command[0]).name
+    print(
+        f"Dagster UI on http://{args.host}:{args.port} ({program} dev, instance {home})",
+        file=sys.stderr,
+    )
+    if program != "dg":
+        print("brain-pipeline: `dg` is not installed; using `dagster dev`", file=sys.stderr)
     os.chdir(cfg.base_dir)
-    command = [dagster, "dev", "-w", str(workspace), "-h", args.host, "-p", str(args.port)]
-    # `dagster dev` treats SIGTERM like SIGINT, and a process started in the background of
-    # a non-interactive shell inherits SIGINT *ignored*: it would then ignore both. Restore
-    # the defaults so `kill` and Ctrl-C stop the UI wherever it was started from.
+    # `dagster dev` (which `dg dev` runs) treats SIGTERM like SIGINT, and a process started
+    # in the background of a non-interactive shell inherits SIGINT *ignored*: it would then
+    # ignore both. Restore the defaults so `kill` and Ctrl-C stop the UI wherever it was
+    # started from.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    os.execv(dagster, command)
+    os.execv(command[0], command)
     return 0  # pragma: no cover - execv does not return

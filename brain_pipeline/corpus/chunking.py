@@ -172,7 +172,10 @@ def chunk_roadmap(text: str, area: str, source: str) -> RoadmapOutcome:
         outcome.fail(REASON_INVALID_JSON, str(exc))
         return outcome
     if not isinstance(data, dict):
-        outcome.fail(REASON_NOT_OBJECT, f"top level is {_js_type(data)}", problem=False)
+        # The original skipped it without a word; a roadmap that is an array (or a bare
+        # value) is a malformed roadmap, so it is reported as a problem (deliberate).
+        detail = f"top level is {_js_type(data)}, nothing taken"
+        outcome.fail(REASON_NOT_OBJECT, detail)
         return outcome
     title = data.get("title")
     outcome.chunks = [

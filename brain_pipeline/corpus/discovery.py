@@ -19,6 +19,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from brain_pipeline.corpus.junk import (
+    DEFAULT_LIMITS,
+    REASON_BINARY,
+    REASON_TOO_LARGE,
+    IngestLimits,
+    binary_content,
+    too_large,
+)
+
 TEXT_SUFFIXES = (".md", ".txt")
 ROADMAP_SUFFIX = ".json"
 ROADMAP_PREFIX = "formatted-"
@@ -295,20 +304,37 @@ def walk_corpus(root: Path | str) -> CorpusWalk:
     return CorpusWalk(Path(root))
 
 
-def read_file(found: CorpusFile) -> bytes:
+def read_file(found: CorpusFile, max_bytes: int | None = None) -> bytes:
     """The file's bytes (OSError when it vanished or changed kind since the walk saw it).
 
     Plain `os.read` calls sized from the walk's stat: about half the cost of `open()`
     with its buffered file object, which shows on a corpus of thousands of small files.
+    With `max_bytes`, reading stops after `max_bytes + 1` bytes, so a file that grew
+    past the limit since the walk's stat is caught without being read whole.
     """
+    cap = None if max_bytes is None else max_bytes + 1
     fd = os.open(found.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        parts = [os.read(fd, found.size + 1)]
-        while parts[-1]:  # read to end of file even if it grew since the stat
-            parts.append(os.read(fd, 1 << 16))
+        first = found.size + 1 if cap is None else min(found.size + 1, cap)
+        parts = [os.read(fd, first)]
+        total = len(parts[0])
+        while parts[-1] and (cap is None or total < cap):  # to the end, even if it grew
+            parts.append(os.read(fd, 1 << 16 if cap is None else min(1 << 16, cap - total)))
+            total += len(parts[-1])
     finally:
         os.close(fd)
-    return parts[0] if len(parts) == 2 else b"".join(parts)
+    if len(parts) == 2 and not parts[1]:
+        return parts[0]  # the usual case: one read, then end of file
+    return b"".join(parts)
+
+
+def hash_file(found: CorpusFile, block: int = 1 << 20) -> str:
+    """sha256 of the file read in blocks: memory stays flat whatever its size."""
+    digest = hashlib.sha256()
+    with open(found.path, "rb") as handle:
+        while data := handle.read(block):
+            digest.update(data)
+    return digest.hexdigest()
 
 
 def unreadable_entry(found: CorpusFile, exc: OSError) -> ManifestEntry:
@@ -331,21 +357,68 @@ def file_entry(found: CorpusFile, sha256: str) -> ManifestEntry:
     )
 
 
-def discover(root: Path | str) -> Manifest:
-    """Walk the corpus and hash every text/roadmap file; nothing is chunked."""
+def junk_entry(
+    found: CorpusFile, reason: str, detail: str, sha256: str | None = None
+) -> ManifestEntry:
+    """The manifest line of a file skipped as junk (binary, too large): a problem."""
+    return ManifestEntry(
+        found.area,
+        found.source,
+        STATUS_SKIPPED,
+        reason,
+        detail,
+        True,
+        found.size,
+        sha256,
+        found.mtime_ns,
+    )
+
+
+def screen_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> bytes | ManifestEntry:
+    """Read a file unless it is junk: its bytes, or the manifest line saying why not.
+
+    The size limit is checked on the walk's stat before anything is read; the binary
+    test on the bytes read. One rule for `discover` and the ingest, so both manifests
+    agree on what was refused and on the hashes they record.
+    """
+    oversize = too_large(found.size, limits)
+    if oversize is not None:
+        return junk_entry(found, REASON_TOO_LARGE, oversize)
+    try:
+        data = read_file(found, limits.max_file_bytes)
+    except OSError as exc:
+        return unreadable_entry(found, exc)
+    if len(data) > limits.max_file_bytes:  # it grew since the walk saw it
+        grown = f"over {limits.max_file_bytes:,} bytes (corpus.max_file_bytes)"
+        return junk_entry(found, REASON_TOO_LARGE, f"grew while being read: {grown}")
+    binary = binary_content(data)
+    if binary is not None:
+        return junk_entry(found, REASON_BINARY, binary, hashlib.sha256(data).hexdigest())
+    return data
+
+
+def discover(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> Manifest:
+    """Walk the corpus and hash every text/roadmap file; nothing is chunked.
+
+    Junk (files over `limits.max_file_bytes`, binary files) is skipped with its reason,
+    exactly as the ingest skips it.
+    """
     walk = walk_corpus(root)
     entries: list[ManifestEntry] = []
     for item in walk:
         if isinstance(item, ManifestEntry):
             entries.append(item)
             continue
-        try:
-            digest = hashlib.sha256(read_file(item)).hexdigest()
-        except OSError as exc:
-            entries.append(unreadable_entry(item, exc))
+        data = screen_file(item, limits)
+        if isinstance(data, ManifestEntry):
+            entries.append(data)
             continue
-        entries.append(file_entry(item, digest))
+        entries.append(file_entry(item, hashlib.sha256(data).hexdigest()))
     return Manifest(Path(root), walk.areas, entries)
+
+
+#: Above this size, the fingerprint hashes a file in blocks instead of reading it whole.
+STREAM_HASH_BYTES = 1 << 20
 
 
 Fingerprint = dict[str, tuple[int, int, str]]
@@ -371,7 +444,10 @@ def corpus_fingerprint(
             result[item.source] = (item.size, item.mtime_ns, str(old[2]))  # JSON gives lists
             continue
         try:
-            digest = hashlib.sha256(read_file(item)).hexdigest()
+            if item.size > STREAM_HASH_BYTES:
+                digest = hash_file(item)  # a huge file never enters memory
+            else:
+                digest = hashlib.sha256(read_file(item)).hexdigest()
         except OSError:
             digest = ""
         result[item.source] = (item.size, item.mtime_ns, digest)

@@ -14,9 +14,14 @@ from brain_pipeline.corpus.discovery import (
     CorpusFile,
     ManifestEntry,
     file_entry,
-    read_file,
-    unreadable_entry,
+    screen_file,
     walk_corpus,
+)
+from brain_pipeline.corpus.junk import (
+    DEFAULT_LIMITS,
+    REASON_LONG_PARAGRAPH,
+    IngestLimits,
+    long_paragraphs,
 )
 from brain_pipeline.corpus.store import Chunk, deduplicate, serialize_store
 
@@ -66,31 +71,60 @@ class FileOutcome:
     chunks: list[Chunk]
 
 
-def ingest_file(found: CorpusFile) -> FileOutcome:
-    """Read, hash and chunk one file; an OSError is reported in the entry, never raised."""
-    try:
-        data = read_file(found)
-    except OSError as exc:
-        return FileOutcome(unreadable_entry(found, exc), [])
+def ingest_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> FileOutcome:
+    """Read, hash and chunk one file; an OSError is reported in the entry, never raised.
+
+    `limits` (from `corpus.max_file_bytes` / `corpus.max_paragraph_chars`) decides what
+    is junk: a file over the size limit is skipped without being read, a binary file
+    is skipped, and a paragraph over the length limit is kept but reported on the
+    file's entry (problem=True). Callers pass the configured limits explicitly.
+    """
+    data = screen_file(found, limits)
+    if isinstance(data, ManifestEntry):
+        return FileOutcome(data, [])
     entry = file_entry(found, hashlib.sha256(data).hexdigest())
     text = decode_text(data)
     if found.kind != STATUS_ROADMAP:
-        return FileOutcome(entry, chunk_text(text, found.area, found.source))
+        chunks = chunk_text(text, found.area, found.source)
+        reason: str | None = None
+        detail = long_paragraphs(chunks, limits)
+        if detail is not None:
+            reason = REASON_LONG_PARAGRAPH
+        return FileOutcome(_with_reason(entry, entry.status, reason, detail), chunks)
     outcome = chunk_roadmap(text, found.area, found.source)
-    if outcome.reason is not None:
-        status = STATUS_SKIPPED if not outcome.chunks else entry.status
-        entry = ManifestEntry(
-            entry.area,
-            entry.source,
-            status,
-            outcome.reason,
-            outcome.detail,
-            outcome.problem,
-            entry.size,
-            entry.sha256,
-            entry.mtime_ns,
-        )
-    return FileOutcome(entry, outcome.chunks)
+    reason, detail, problem = outcome.reason, outcome.detail, outcome.problem
+    long_detail = long_paragraphs(outcome.chunks, limits)
+    if long_detail is not None:
+        if reason is None:
+            reason, detail = REASON_LONG_PARAGRAPH, long_detail
+        else:
+            detail = f"{detail}; also {REASON_LONG_PARAGRAPH}: {long_detail}"
+        problem = True
+    status = STATUS_SKIPPED if not outcome.chunks else entry.status
+    return FileOutcome(_with_reason(entry, status, reason, detail, problem), outcome.chunks)
+
+
+def _with_reason(
+    entry: ManifestEntry,
+    status: str,
+    reason: str | None,
+    detail: str | None,
+    problem: bool = True,
+) -> ManifestEntry:
+    """`entry` with a status and the reason worth telling (unchanged when there is none)."""
+    if reason is None:
+        return entry
+    return ManifestEntry(
+        entry.area,
+        entry.source,
+        status,
+        reason,
+        detail,
+        problem,
+        entry.size,
+        entry.sha256,
+        entry.mtime_ns,
+    )
 
 
 def _describe(entry: ManifestEntry) -> str:
@@ -133,7 +167,7 @@ class ChunkedCorpus:
         )
 
 
-def chunk_corpus(root: Path | str) -> ChunkedCorpus:
+def chunk_corpus(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> ChunkedCorpus:
     """Walk the corpus at `root` and chunk every text and roadmap file (no de-duplication).
 
     Raises CorpusNotFoundError (a FileNotFoundError) when `root` is not a directory;
@@ -148,12 +182,12 @@ def chunk_corpus(root: Path | str) -> ChunkedCorpus:
             manifest.append(item)
             continue
         files_seen += 1
-        outcome = ingest_file(item)
+        outcome = ingest_file(item, limits)
         manifest.append(outcome.entry)
         occurrences.extend(outcome.chunks)
     return ChunkedCorpus(Path(root), manifest, occurrences, files_seen, list(walk.areas))
 
 
-def ingest_corpus(root: Path | str) -> IngestResult:
+def ingest_corpus(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> IngestResult:
     """Walk, chunk and de-duplicate the corpus at `root` (first occurrence wins)."""
-    return chunk_corpus(root).deduplicated()
+    return chunk_corpus(root, limits).deduplicated()

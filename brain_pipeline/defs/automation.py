@@ -1,24 +1,39 @@
-"""The nightly re-ingest schedule and the corpus-changed sensor."""
+"""How runs start without a person: the nightly schedule and declarative automation.
 
-import hashlib
+- `reingest_schedule` runs `reingest_job` (every asset, both observations, the checks)
+  unconditionally every night: `on_cron` automation would not fire on a quiet corpus,
+  and a nightly run is also what refreshes the evaluation and the publication.
+- `corpus_observation_sensor` observes the corpus and the fixture and records an
+  `AssetObservation` with a data-version tag only when a digest changed (its cursor is
+  the two digests, never per-file state, so each tick stores a few bytes). It launches
+  no run itself.
+- `automation_sensor` evaluates the assets' automation conditions: a new corpus data
+  version makes the chunks, the store and the vectors eager to update, and the publish
+  steps follow only once every blocking check of their dependencies has passed.
+"""
+
+from __future__ import annotations
+
 import json
-from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.defs.ingest import CORPUS, DATA_VERSION_TAG, EVAL_FIXTURE
+from brain_pipeline.instance import BUILD_DIR_TAG, build_dir_tag_value
 
 reingest_job = dg.define_asset_job(
     name="reingest_job",
-    selection=dg.AssetSelection.all(),
+    selection=dg.AssetSelection.all(include_sources=True),
     description=(
-        "Every asset and the retrieval_eval check: discover, chunk, embed, evaluate, publish."
+        "Observe the corpus and the fixture, then every asset and check: chunk, assemble, "
+        "embed, evaluate, publish."
     ),
 )
 
 
-def _default_status(enabled: bool) -> dg.DefaultScheduleStatus:
-    return dg.DefaultScheduleStatus.RUNNING if enabled else dg.DefaultScheduleStatus.STOPPED
+def _status(enabled: bool) -> dg.DefaultSensorStatus:
+    return dg.DefaultSensorStatus.RUNNING if enabled else dg.DefaultSensorStatus.STOPPED
 
 
 def build_reingest_schedule(cfg: BrainConfig) -> dg.ScheduleDefinition:
@@ -28,85 +43,62 @@ def build_reingest_schedule(cfg: BrainConfig) -> dg.ScheduleDefinition:
         job=reingest_job,
         cron_schedule=cfg.schedule.cron,
         execution_timezone=cfg.schedule.timezone,
-        default_status=_default_status(cfg.schedule.enabled),
+        default_status=(
+            dg.DefaultScheduleStatus.RUNNING
+            if cfg.schedule.enabled
+            else dg.DefaultScheduleStatus.STOPPED
+        ),
+        tags={BUILD_DIR_TAG: build_dir_tag_value(cfg.build_dir)},
         description=f"Re-ingest the corpus on '{cfg.schedule.cron}' ({cfg.schedule.timezone}).",
     )
 
 
-def corpus_state(cfg: BrainConfig, previous: dict[str, Any] | None) -> dict[str, Any]:
-    """Per-file (size, mtime_ns, sha256) of what discovery would ingest.
-
-    Files whose size and mtime are unchanged keep their previous hash, so a tick costs a
-    walk and a few stats, not a read of the whole corpus. Only files discovery considers
-    (text and roadmap files inside areas) are watched, so the pipeline's own outputs can
-    never re-trigger it.
-    """
-    from brain_pipeline.corpus.discovery import corpus_fingerprint
-
-    prior = {k: tuple(v) for k, v in (previous or {}).items()}
-    current = corpus_fingerprint(cfg.corpus_root(), previous=prior)
-    return {path: list(entry) for path, entry in current.items()}
-
-
-def change_key(before: dict[str, Any], after: dict[str, Any]) -> tuple[str, list[str]]:
-    """A run key derived from the change (same change -> same key), and the changed paths."""
-    changed = sorted(
-        path
-        for path in set(before) | set(after)
-        if (before.get(path) or [None, None, None])[::2]
-        != (after.get(path) or [None, None, None])[::2]
-    )
-    digest = hashlib.sha256(
-        json.dumps(
-            {p: after.get(p, [None, None, None])[2] for p in changed}, sort_keys=True
-        ).encode()
-    ).hexdigest()[:16]
-    return f"corpus-{digest}", changed
-
-
-def build_corpus_sensor(cfg: BrainConfig) -> dg.SensorDefinition:
+def build_observation_sensor(cfg: BrainConfig) -> dg.SensorDefinition:
     @dg.sensor(
-        name="corpus_changed_sensor",
-        job=reingest_job,
+        name="corpus_observation_sensor",
         minimum_interval_seconds=cfg.schedule.sensor_min_interval_seconds,
-        default_status=(
-            dg.DefaultSensorStatus.RUNNING
-            if cfg.schedule.sensor_enabled
-            else dg.DefaultSensorStatus.STOPPED
+        default_status=_status(cfg.schedule.sensor_enabled),
+        asset_selection=[CORPUS, EVAL_FIXTURE],
+        description=(
+            "Observes the corpus and the fixture; records an observation with the new data "
+            "version when either digest changed. Launches no run: automation_sensor does."
         ),
-        description="Requests one reingest_job run per distinct change of the corpus files.",
     )
-    def corpus_changed_sensor(
-        context: dg.SensorEvaluationContext,
-    ) -> dg.SensorResult:
-        live = load_config(cfg.config_path) if cfg.config_path else cfg
-        before: dict[str, Any] = json.loads(context.cursor) if context.cursor else {}
-        after = corpus_state(live, before)
-        if not context.cursor:
-            # First look: remember the corpus; the nightly schedule covers what came before.
-            return dg.SensorResult(
-                skip_reason=f"baseline recorded ({len(after)} files watched)",
-                cursor=json.dumps(after, sort_keys=True),
-            )
-        key, changed = change_key(before, after)
-        if not changed:
-            # Keep the refreshed cursor: touched-but-identical files are not re-hashed next tick.
-            return dg.SensorResult(
-                skip_reason=f"no corpus change ({len(after)} files watched)",
-                cursor=json.dumps(after, sort_keys=True),
-            )
-        preview = ", ".join(changed[:5]) + (
-            f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-        )
-        context.log.info(f"corpus changed: {preview}")
-        return dg.SensorResult(
-            run_requests=[
-                dg.RunRequest(
-                    run_key=key,
-                    tags={"trigger": "corpus-change", "changed_files": str(len(changed))},
-                )
-            ],
-            cursor=json.dumps(after, sort_keys=True),
-        )
+    def corpus_observation_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+        from brain_pipeline.defs.ingest import fixture_version, observe
 
-    return corpus_changed_sensor
+        live = load_config(cfg.config_path) if cfg.config_path else cfg
+        before = json.loads(context.cursor) if context.cursor else {}
+        snapshot = observe(live)
+        after = {"corpus": snapshot.digest, "fixture": fixture_version(live)}
+        events = [
+            dg.AssetObservation(asset_key=key, tags={DATA_VERSION_TAG: after[name]})
+            for name, key in (("corpus", CORPUS), ("fixture", EVAL_FIXTURE))
+            if before.get(name) != after[name]
+        ]
+        cursor = json.dumps(after, sort_keys=True)
+        if not events:
+            return dg.SensorResult(
+                skip_reason=f"no change (corpus {snapshot.digest[:12]})", cursor=cursor
+            )
+        context.log.info(
+            "observed new data versions: "
+            + ", ".join(f"{e.asset_key.to_user_string()}" for e in events)
+        )
+        return dg.SensorResult(asset_events=events, cursor=cursor)
+
+    return corpus_observation_sensor
+
+
+def build_automation_sensor(cfg: BrainConfig) -> dg.AutomationConditionSensorDefinition:
+    return dg.AutomationConditionSensorDefinition(
+        "automation_sensor",
+        target=dg.AssetSelection.all(),
+        default_status=_status(cfg.schedule.sensor_enabled),
+        minimum_interval_seconds=cfg.schedule.sensor_min_interval_seconds,
+        run_tags={BUILD_DIR_TAG: build_dir_tag_value(cfg.build_dir)},
+        description=(
+            "Materialises what a corpus change affects (eager conditions); publishing waits "
+            "for every blocking check upstream to pass."
+        ),
+    )

@@ -1,44 +1,230 @@
-"""The blocking `retrieval_eval` check: nothing is published unless retrieval still works."""
+"""Checks: the blocking `retrieval_eval` gate, and the end-of-graph currency check."""
+
+
+import hashlib
+from typing import Any
 
 import dagster as dg
 
-from brain_pipeline.defs.common import embeddings_path, file_sha256, store_path, to_metadata
-from brain_pipeline.defs.embed import embeddings
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.defs.common import claim_build_dir, layout_for, table, to_metadata
+from brain_pipeline.defs.ingest import CORPUS, EVAL_FIXTURE
 from brain_pipeline.defs.resources import BrainSettings
-from brain_pipeline.services import evaluate_build
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import digest_of, read_record
 
 CHECK_NAME = "retrieval_eval"
+EVAL_CODE_VERSION = "eval-1"
 
 
-@dg.asset_check(
-    asset=embeddings,
-    name=CHECK_NAME,
-    blocking=True,
-    description=(
-        "Runs the labelled fixture through the legacy baseline, BM25 and hybrid retrieval "
-        "on the built store and vectors. Fails (ERROR, blocking) when a threshold from "
-        "corpus_config.yaml is missed, when the fixture names chunks the store no longer "
-        "has, or when the store is empty — and then nothing downstream is published."
-    ),
-)
-def retrieval_eval(
-    context: dg.AssetCheckExecutionContext, settings: BrainSettings
-) -> dg.AssetCheckResult:
-    cfg = settings.load()
+def evaluation_inputs(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any] | None:
+    """Everything an evaluation result depends on, or None when the store was never built.
+
+    The same dict is computed by the check (to reuse an unchanged result) and by the
+    publish gate (to find the result for exactly the bytes it would publish).
+    """
+    store = read_record(layout, "knowledge_store")
+    if store is None:
+        return None
+    vectors = read_record(layout, "embeddings")
+    try:
+        fixture_sha = hashlib.sha256(cfg.evaluation.fixture.read_bytes()).hexdigest()
+    except OSError:
+        fixture_sha = None
+    return {
+        "store": store.data_version,
+        "embeddings": vectors.data_version if vectors is not None else None,
+        "fixture": fixture_sha,
+        "thresholds": cfg.evaluation.model_dump(mode="json")["thresholds"],
+        "provider": cfg.effective_provider(),
+        "model": cfg.effective_model(),
+        "code": EVAL_CODE_VERSION,
+    }
+
+
+def evaluation_key(inputs: dict[str, Any]) -> str:
+    return digest_of(inputs)
+
+
+def _evaluate(cfg: BrainConfig) -> dict[str, Any]:
+    """Run the evaluation and flatten what the check shows (and the record keeps)."""
+    from brain_pipeline.services import evaluate_build
+
     outcome = evaluate_build(cfg)
-    for failure in outcome.failures:
-        context.log.error(f"retrieval_eval: {failure}")
-    metadata: dict[str, object] = dict(outcome.flat_metrics)
-    metadata["store_sha256"] = file_sha256(store_path(cfg.build_dir))
-    metadata["embeddings_sha256"] = file_sha256(embeddings_path(cfg.build_dir))
-    metadata["fixture"] = str(cfg.evaluation.fixture)
-    metadata["failures"] = "\n".join(outcome.failures) or "none"
-    metadata["stale_ids"] = ", ".join(outcome.stale_ids) or "none"
-    result_metadata = to_metadata(metadata)
-    result_metadata["evaluation"] = dg.MetadataValue.md(outcome.markdown)
-    return dg.AssetCheckResult(
-        passed=not outcome.failures,
-        severity=dg.AssetCheckSeverity.ERROR,
-        metadata=result_metadata,
-        description="passed" if not outcome.failures else "; ".join(outcome.failures)[:500],
+    report = outcome.report
+    return {
+        "passed": not outcome.failures,
+        "failures": list(outcome.failures),
+        "figures": dict(outcome.flat_metrics),
+        "markdown": outcome.markdown,
+        "stale_ids": list(outcome.stale_ids),
+        "thresholds": [
+            {
+                "retriever": row.retriever,
+                "metric": row.metric,
+                "value": row.value,
+                "bound": row.bound,
+                "kind": row.kind,
+                "margin": row.margin,
+            }
+            for row in outcome.thresholds
+        ],
+        "queries": report.query_rows() if report is not None else [],
+        "retrievers": [s.name for s in report.retrievers] if report is not None else [],
+        "repair": _repair_proposal(cfg) if outcome.stale_ids else None,
+    }
+
+
+def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
+    """What `brain-pipeline fixture repair` would do, for the failing check's metadata."""
+    from brain_pipeline.corpus.store import load_store
+    from brain_pipeline.evaluation.fixture import load_fixture
+    from brain_pipeline.evaluation.repair import propose_for_build
+
+    layout = layout_for(cfg)
+    proposal = propose_for_build(
+        layout,
+        load_store(layout.store_file),
+        load_fixture(cfg.evaluation.fixture),
+        fallback_stores=[cfg.publish_root() / "src" / "storage" / "knowledge-store.json"],
     )
+    return {"metadata": proposal.to_metadata(), "rows": proposal.to_rows()}
+
+
+def _check_metadata(
+    cfg: BrainConfig,
+    result: dict[str, Any],
+    inputs: dict[str, Any] | None,
+    key: str | None,
+    reused: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Figures as numbers (one plot each), bounds and margins, tables with schemas.
+
+    Counters that only mean something for a run that evaluated (not for a reused
+    result) are left out of reused results, so plots are not flattened by repeats.
+    """
+    metadata: dict[str, Any] = to_metadata(dict(result["figures"]))
+    verdicts = []
+    for row in result["thresholds"]:
+        name = f"{row['retriever']}.{row['metric']}"
+        metadata[f"{name}.{row['kind']}"] = dg.MetadataValue.float(float(row["bound"]))
+        metadata[f"{name}.margin"] = dg.MetadataValue.float(round(float(row["margin"]), 4))
+        verdicts.append(
+            [
+                row["retriever"],
+                row["metric"],
+                round(float(row["value"]), 4),
+                f"{'≥' if row['kind'] == 'min' else '≤'} {row['bound']:g}",
+                round(float(row["margin"]), 4),
+                "pass" if row["margin"] >= 0 else "FAIL",
+            ]
+        )
+    metadata["thresholds"] = table(
+        [
+            ("retriever", "string"),
+            ("metric", "string"),
+            ("value", "float"),
+            ("bound", "string"),
+            ("margin", "float"),
+            ("verdict", "string"),
+        ],
+        verdicts,
+    )
+    names = list(result.get("retrievers") or [])
+    metadata["per_query"] = table(
+        [("query", "string"), ("area", "string")]
+        + [(f"{n}_rank", "int") for n in names]
+        + [("stale_label", "bool")],
+        [
+            [q["query"], q["area"], *[q.get(n) for n in names], bool(q.get("stale_label"))]
+            for q in result.get("queries") or []
+        ],
+    )
+    metadata["evaluation"] = dg.MetadataValue.md(str(result["markdown"]))
+    repair = result.get("repair")
+    if repair:
+        figures = dict(repair["metadata"])
+        metadata["repair_proposal"] = dg.MetadataValue.md(str(figures.pop("repair_proposal")))
+        metadata.update(to_metadata(figures))
+        columns = ["query", "area", "old_id", "proposed_id", "similarity", "verdict"]
+        metadata["repair_rows"] = table(
+            [(name, "float" if name == "similarity" else "string") for name in columns],
+            [[row.get(name) for name in columns] for row in repair["rows"]],
+        )
+    extra: dict[str, Any] = {
+        "verdict": "passed" if not result["failures"] else "failed",
+        "failures": "\n".join(result["failures"]) or "none",
+        "stale_ids": ", ".join(result.get("stale_ids") or []) or "none",
+        "evaluation_key": key or "—",
+        "reused": reused is not None,
+        "fixture": str(cfg.evaluation.fixture),
+    }
+    if reused is not None:
+        extra["reused_from_run"] = str(reused.get("run_id") or "—")
+    if inputs is not None:
+        extra["store_sha256"] = inputs["store"]
+        extra["embeddings_version"] = inputs["embeddings"] or "—"
+        extra["fixture_sha256"] = inputs["fixture"] or "missing"
+    metadata.update(to_metadata(extra))
+    return metadata
+
+
+def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset="embeddings",
+        name=CHECK_NAME,
+        blocking=True,
+        additional_deps=[EVAL_FIXTURE],
+        description=(
+            "Runs the labelled fixture through the legacy baseline, BM25 and hybrid retrieval "
+            "on the built store and vectors. Fails (ERROR, blocking) when a threshold from "
+            "corpus_config.yaml is missed, when the fixture names chunks the store no longer "
+            "has, or when the store is empty — and then nothing downstream is published. A "
+            "result whose inputs (store, vectors, fixture, thresholds, code) are unchanged is "
+            "reused and says so."
+        ),
+    )
+    def retrieval_eval(
+        context: dg.AssetCheckExecutionContext, settings: BrainSettings
+    ) -> dg.AssetCheckResult:
+        from brain_pipeline.state import eval_record
+
+        cfg = settings.load()
+        claim_build_dir(context.instance, cfg.build_dir)
+        layout = layout_for(cfg)
+        inputs = evaluation_inputs(cfg, layout)
+        key = evaluation_key(inputs) if inputs is not None else None
+        reused = eval_record.lookup(layout, key) if key is not None else None
+        if reused is not None:
+            result = dict(reused)
+        else:
+            result = _evaluate(cfg)
+            if key is not None:
+                eval_record.save(
+                    layout, key, {**result, "inputs": inputs, "run_id": context.run.run_id}
+                )
+        failures: list[str] = list(result["failures"])
+        metadata = _check_metadata(cfg, result, inputs, key, reused)
+        reason = "; ".join(failures)
+        # The reason goes last in the step's log, so it is what a person reads at the end of
+        # the run page (Dagster's own trailing error cannot be changed).
+        for failure in failures:
+            context.log.error(f"retrieval_eval: {failure}")
+        return dg.AssetCheckResult(
+            passed=not failures,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata=metadata,
+            description=("passed" if not failures else reason[:1500])
+            + (" (unchanged inputs: result reused)" if reused is not None else ""),
+        )
+
+    return retrieval_eval
+
+
+def latest_observed_digest(instance: dg.DagsterInstance) -> str | None:
+    """The corpus digest of the newest observation of `corpus` (any run or sensor)."""
+    from dagster._core.definitions.data_version import extract_data_version_from_entry
+
+    record = instance.get_latest_data_version_record(CORPUS, is_source=True)
+    version = extract_data_version_from_entry(record.event_log_entry) if record else None
+    return version.value if version is not None else None

@@ -1,4 +1,4 @@
-"""Small helpers shared by the asset modules: metadata shaping and build-dir paths."""
+"""Small helpers shared by the asset modules: metadata shaping, the build-dir binding."""
 
 from __future__ import annotations
 
@@ -7,25 +7,78 @@ from typing import Any
 
 import dagster as dg
 
-from brain_pipeline.corpus.store import STORE_FILENAME
-from brain_pipeline.publishing.manifest import sha256_hex
-from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import AssetRecord, read_record
+
+# Run storage key-value entry naming the build directory this instance serves.
+BUILD_DIR_KEY = "brain_pipeline/build_dir"
 
 
-def store_path(build_dir: Path) -> Path:
-    return build_dir / STORE_FILENAME
+class BuildDirMismatch(dg.Failure):
+    """The instance serves another build directory: mixing them would mix their lineage."""
 
 
-def embeddings_path(build_dir: Path) -> Path:
-    return build_dir / EMBEDDINGS_FILENAME
+def layout_for(cfg: BrainConfig) -> StateLayout:
+    return StateLayout.of(cfg.build_dir)
 
 
-def file_sha256(path: Path) -> str | None:
-    """sha256 of a file's bytes, or None when it does not exist."""
-    try:
-        return sha256_hex(path.read_bytes())
-    except FileNotFoundError:
-        return None
+def claim_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> None:
+    """Bind the instance to one build directory, or refuse a run for another one.
+
+    Everything a run hands on lives in the build directory, but Dagster's lineage,
+    staleness and automation live in the instance: two build directories feeding one
+    instance would make it show (and act on) a mix of both. The first run records its
+    build directory; a later run with another one fails with a clear message.
+    """
+    wanted = str(build_dir)
+    storage = instance.run_storage
+    current = storage.get_cursor_values({BUILD_DIR_KEY}).get(BUILD_DIR_KEY)
+    if current is None:
+        storage.set_cursor_values({BUILD_DIR_KEY: wanted})
+        return
+    if current != wanted:
+        raise BuildDirMismatch(
+            description=(
+                f"this Dagster instance serves the build directory {current}, not {wanted}: "
+                "use one DAGSTER_HOME per build directory (set DAGSTER_HOME), or run "
+                "`brain-pipeline materialize --rebind` to move this instance to the new one"
+            )
+        )
+
+
+def rebind_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> str | None:
+    """Point the instance at `build_dir`; returns the directory it served before."""
+    storage = instance.run_storage
+    before = storage.get_cursor_values({BUILD_DIR_KEY}).get(BUILD_DIR_KEY)
+    storage.set_cursor_values({BUILD_DIR_KEY: str(build_dir)})
+    return before
+
+
+def upstream_record(layout: StateLayout, asset: str, needed_by: str) -> AssetRecord:
+    """The upstream asset's record in the build directory, or a Failure saying what to run."""
+    record = read_record(layout, asset)
+    if record is None:
+        raise dg.Failure(
+            description=(
+                f"{needed_by} needs {asset}, which has not been materialised in the build "
+                f"directory {layout.build_dir}; materialise it first (e.g. --select "
+                f"'{asset}+')"
+            )
+        )
+    return record
+
+
+def recheck_input(layout: StateLayout, asset: str, expected: str) -> None:
+    """Fail when an input's record moved while this step worked (another writer)."""
+    now = read_record(layout, asset)
+    if now is None or now.data_version != expected:
+        raise dg.Failure(
+            description=(
+                f"{asset} changed in {layout.build_dir} while this step was reading it "
+                "(another run wrote it); nothing was recorded, run again"
+            )
+        )
 
 
 def to_metadata(values: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +98,16 @@ def to_metadata(values: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = dg.MetadataValue.text(str(value))
     return out
+
+
+def table(
+    columns: list[tuple[str, str]], rows: list[list[Any]], *, limit: int = 200
+) -> dg.TableMetadataValue:
+    """Table metadata with a schema ((name, type) pairs), at most `limit` rows."""
+    schema = dg.TableSchema(columns=[dg.TableColumn(name, kind) for name, kind in columns])
+    names = [name for name, _ in columns]
+    records = [dg.TableRecord(dict(zip(names, row, strict=True))) for row in rows[:limit]]
+    return dg.MetadataValue.table(records, schema=schema)
 
 
 def markdown_table(header: list[str], rows: list[list[Any]]) -> str:

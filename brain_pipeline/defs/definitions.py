@@ -6,43 +6,56 @@ import dagster as dg
 
 from brain_pipeline.config import load_config
 from brain_pipeline.defs.automation import (
-    build_corpus_sensor,
+    build_automation_sensor,
+    build_observation_sensor,
     build_reingest_schedule,
     reingest_job,
 )
-from brain_pipeline.defs.checks import retrieval_eval
-from brain_pipeline.defs.embed import embeddings
-from brain_pipeline.defs.ingest import corpus_manifest, knowledge_chunks, knowledge_store
+from brain_pipeline.defs.checks import build_retrieval_eval
+from brain_pipeline.defs.embed import build_embeddings_asset
+from brain_pipeline.defs.health import HEALTH_CHECKS, build_freshness_check
+from brain_pipeline.defs.ingest import (
+    build_knowledge_chunks,
+    build_knowledge_store,
+    corpus,
+    eval_fixture,
+)
 from brain_pipeline.defs.publish import published_local, published_s3
-from brain_pipeline.defs.resources import BrainSettings
-
-ALL_ASSETS = [
-    corpus_manifest,
-    knowledge_chunks,
-    knowledge_store,
-    embeddings,
-    published_local,
-    published_s3,
-]
-ALL_CHECKS = [retrieval_eval]
+from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient, S3Publisher
+from brain_pipeline.instance import reap_dead_runs_on_load
 
 
 def build_definitions(config_path: str | None = None) -> dg.Definitions:
     """Definitions for one configuration file (None: BRAIN_CONFIG or ./corpus_config.yaml).
 
-    The schedule's cron and the sensor's interval are read from the configuration when
-    the code location loads; assets re-read it at run time through the resource.
+    Code versions, kinds and the automation's defaults are read from the configuration
+    when the code location loads (a change of model or junk limits is a code-version
+    change Dagster shows); assets re-read it at run time through the resource.
     """
     cfg = load_config(config_path)
     return dg.Definitions(
-        assets=ALL_ASSETS,
-        asset_checks=ALL_CHECKS,
+        assets=[
+            corpus,
+            eval_fixture,
+            build_knowledge_chunks(cfg),
+            build_knowledge_store(cfg),
+            build_embeddings_asset(cfg),
+            published_local,
+            published_s3,
+        ],
+        asset_checks=[build_retrieval_eval(cfg), build_freshness_check(cfg), *HEALTH_CHECKS],
         jobs=[reingest_job],
         schedules=[build_reingest_schedule(cfg)],
-        sensors=[build_corpus_sensor(cfg)],
-        resources={"settings": BrainSettings(config_path=config_path)},
+        sensors=[build_observation_sensor(cfg), build_automation_sensor(cfg)],
+        resources={
+            "settings": BrainSettings(config_path=config_path),
+            "embedding_client": EmbeddingClient(),
+            "s3_publisher": S3Publisher(),
+        },
         executor=dg.in_process_executor,
     )
 
 
 defs = build_definitions()
+# Runs a killed process left "in progress" would hold their queue place and pool slots.
+reap_dead_runs_on_load()

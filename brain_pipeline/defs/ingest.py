@@ -1,158 +1,368 @@
-"""Assets of group `ingest`: corpus_manifest -> knowledge_chunks -> knowledge_store."""
+"""Group `ingest`: the observed `corpus` and `eval_fixture`, then chunks and the store.
 
+`corpus` is an observable source asset whose data version is the corpus digest, so
+Dagster itself knows when the corpus changed: the chunks become stale and automation
+re-runs what the change affects. Nothing proportional to the corpus passes through the
+instance: each step reads its upstream's record in the build directory
+(`brain_pipeline.state.records`) and writes its own.
+"""
+
+
+import functools
+import hashlib
 from collections import Counter
 from typing import Any
 
 import dagster as dg
 
-from brain_pipeline.corpus.discovery import STATUS_SKIPPED, Manifest, discover
-from brain_pipeline.corpus.ingest import ChunkedCorpus, chunk_corpus
-from brain_pipeline.defs.common import markdown_table, store_path, to_metadata
-from brain_pipeline.defs.resources import BrainSettings
-from brain_pipeline.publishing.manifest import fingerprint_digest, sha256_hex
-
-PREVIEW_ROWS = 12
-
-
-@dg.asset(
-    group_name="ingest",
-    kinds={"python"},
-    description=(
-        "Every file of the corpus considered: area, corpus-relative source, size, sha256 and "
-        "what happened to it (text, roadmap, or skipped and why: raw/ folders, other file "
-        "types, symlinks leaving the root or looping, unreadable files)."
-    ),
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.corpus.discovery import STATUS_SKIPPED
+from brain_pipeline.corpus.ingest import ingest_file
+from brain_pipeline.defs.common import (
+    claim_build_dir,
+    layout_for,
+    recheck_input,
+    table,
+    to_metadata,
+    upstream_record,
 )
-def corpus_manifest(
-    context: dg.AssetExecutionContext, settings: BrainSettings
-) -> dg.Output[Manifest]:
-    cfg = settings.load()
-    root = cfg.corpus_root()
-    manifest = discover(root)
-    statuses = Counter(e.status for e in manifest.entries)
-    skipped = Counter(str(e.reason) for e in manifest.entries if e.status == STATUS_SKIPPED)
-    problems = [e for e in manifest.entries if e.problem]
-    for entry in problems:
-        context.log.warning(
-            f"{entry.source}: {entry.reason}{f' ({entry.detail})' if entry.detail else ''}"
-        )
-    rows = [
-        [e.area, e.source, e.status, e.reason or "", e.size or 0, (e.sha256 or "")[:12]]
-        for e in manifest.entries
-    ]
+from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.publishing.agent_limits import file_utf16_units
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import AssetRecord, digest_of, stamp_outputs, write_record
+
+CORPUS = dg.AssetKey("corpus")
+EVAL_FIXTURE = dg.AssetKey("eval_fixture")
+DATA_VERSION_TAG = "dagster/data_version"
+STORE_CODE_VERSION = "store-1"
+PROBLEM_ROWS_KEPT = 500
+
+
+def _snapshot_metadata(snapshot: Any, build_dir: str) -> dict[str, Any]:
+    statuses = Counter(e.status for e in snapshot.entries)
+    skipped = Counter(str(e.reason) for e in snapshot.entries if e.status == STATUS_SKIPPED)
     metadata = to_metadata(
         {
-            "corpus_root": str(root),
-            "areas": len(manifest.areas),
-            "files_seen": statuses.get("text", 0) + statuses.get("roadmap", 0),
+            "corpus_digest": snapshot.digest,
+            "corpus_root": snapshot.root,
+            "build_dir": build_dir,
+            "areas": len(snapshot.areas),
             "text_files": statuses.get("text", 0),
             "roadmap_files": statuses.get("roadmap", 0),
             "skipped": statuses.get(STATUS_SKIPPED, 0),
-            "problems": len(problems),
         }
     )
     metadata["skipped_by_reason"] = dg.MetadataValue.json(dict(skipped))
-    metadata["manifest"] = dg.MetadataValue.md(
-        markdown_table(["area", "source", "status", "reason", "bytes", "sha256"], rows[:200])
-        + (f"\n\n… and {len(rows) - 200} more" if len(rows) > 200 else "")
-    )
-    return dg.Output(manifest, metadata=metadata)
+    return metadata
 
 
-def _manifest_digest(entries: Any) -> str:
-    """The corpus digest the publish manifest records, over the files this walk hashed."""
-    return fingerprint_digest({e.source: e for e in entries if e.sha256 is not None})
+def observe(cfg: BrainConfig) -> Any:
+    """A fresh observation of the configured corpus (the file index makes it cheap)."""
+    from brain_pipeline.state.corpus_index import observe_corpus
+
+    return observe_corpus(cfg.corpus_root(), layout_for(cfg), limits=cfg.ingest_limits())
 
 
-@dg.asset(
+def fixture_version(cfg: BrainConfig) -> str:
+    """The fixture's data version: sha256 of its bytes ('missing' when absent)."""
+    try:
+        return hashlib.sha256(cfg.evaluation.fixture.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return "missing"
+
+
+@dg.observable_source_asset(
+    name="corpus",
     group_name="ingest",
-    kinds={"python"},
+    required_resource_keys={"settings"},
     description=(
-        "Paragraph chunks (text files) and roadmap statements (JSON) with their provenance — "
-        "area, corpus-relative source, heading — and content-addressed ids (sha256 of the "
-        "text), every occurrence in discovery order, duplicates included."
+        "The curated content as it is on disk: one folder per area. Observing it walks the "
+        "corpus and re-hashes only files whose size or mtime changed; its data version is "
+        "the corpus digest (paths and content hashes), so a touch changes nothing and any "
+        "edit makes the chunks stale."
     ),
 )
-def knowledge_chunks(
-    context: dg.AssetExecutionContext, settings: BrainSettings, corpus_manifest: Manifest
-) -> dg.Output[ChunkedCorpus]:
-    cfg = settings.load()
-    chunked = chunk_corpus(cfg.corpus_root())
-    if _manifest_digest(chunked.manifest) != _manifest_digest(corpus_manifest.entries):
-        context.log.warning(
-            "the corpus changed since corpus_manifest was taken; chunks reflect the newer files"
-        )
-    problems = [e for e in chunked.manifest if e.problem]
-    for entry in problems:
-        context.log.warning(
-            f"{entry.source}: {entry.reason}{f': {entry.detail}' if entry.detail else ''}"
-        )
-    per_area = Counter(c.area for c in chunked.occurrences)
-    per_file = Counter(c.source for c in chunked.occurrences)
-    metadata = to_metadata(
-        {
-            "occurrences": len(chunked.occurrences),
-            "files_seen": chunked.files_seen,
-            "files_with_chunks": len(per_file),
-            "malformed_or_problem_files": len(problems),
-        }
+def corpus(context: dg.OpExecutionContext) -> dg.ObserveResult:
+    cfg = context.resources.settings.load()
+    claim_build_dir(context.instance, cfg.build_dir)
+    snapshot = observe(cfg)
+    return dg.ObserveResult(
+        data_version=dg.DataVersion(snapshot.digest),
+        metadata=_snapshot_metadata(snapshot, str(cfg.build_dir)),
     )
-    metadata["occurrences_per_area"] = dg.MetadataValue.json(dict(per_area))
-    metadata["problems"] = dg.MetadataValue.md(
-        markdown_table(
-            ["file", "reason", "detail"],
-            [[e.source, e.reason or "", e.detail or ""] for e in problems],
-        )
-        if problems
-        else "none"
-    )
-    return dg.Output(chunked, metadata=metadata)
 
 
-@dg.asset(
+@dg.observable_source_asset(
+    name="eval_fixture",
     group_name="ingest",
-    kinds={"python"},
+    required_resource_keys={"settings"},
     description=(
-        "knowledge-store.json in the build directory: chunks de-duplicated by content id "
-        "across the whole corpus (first occurrence wins), byte-identical to what the agent's "
-        "original ingest wrote (JSON.stringify(chunks, null, 2)). Rewritten atomically, and "
-        "only when its bytes change."
+        "The hand-labelled retrieval fixture (evaluation.fixture); its data version is the "
+        "hash of its bytes, so editing it re-runs the retrieval_eval check."
     ),
 )
-def knowledge_store(
-    context: dg.AssetExecutionContext, settings: BrainSettings, knowledge_chunks: ChunkedCorpus
-) -> dg.MaterializeResult:
-    from brain_pipeline.publishing.atomic import write_if_changed
+def eval_fixture(context: dg.OpExecutionContext) -> dg.ObserveResult:
+    cfg = context.resources.settings.load()
+    return dg.ObserveResult(
+        data_version=dg.DataVersion(fixture_version(cfg)),
+        metadata={"path": dg.MetadataValue.path(str(cfg.evaluation.fixture))},
+    )
 
-    cfg = settings.load()
-    result = knowledge_chunks.deduplicated()
-    data = result.store_bytes()
-    target = store_path(cfg.build_dir)
-    changed = write_if_changed(target, data)
-    chunks = result.chunks
-    if not chunks:
-        context.log.warning("the knowledge store is empty: the corpus produced no chunks")
-    if result.duplicates_collapsed:
-        context.log.info(f"{result.duplicates_collapsed} duplicate chunk(s) collapsed")
-    preview = [
-        [c.id, c.area, c.source, "" if not c.has_heading else c.heading, c.content[:80]]
-        for c in chunks[:PREVIEW_ROWS]
-    ]
-    metadata = to_metadata(
-        {
-            "path": str(target),
-            "status": "written" if changed else "unchanged",
-            "chunks": len(chunks),
-            "duplicates_collapsed": result.duplicates_collapsed,
-            "store_bytes": len(data),
-            "store_sha256": sha256_hex(data),
-            "corpus_digest": _manifest_digest(result.manifest),
-        }
+
+def _observation_of_this_run(context: dg.AssetExecutionContext) -> str | None:
+    """The corpus digest observed by this run's own `corpus` step, if it had one."""
+    from dagster._core.definitions.data_version import extract_data_version_from_entry
+
+    record = context.instance.get_latest_data_version_record(CORPUS, is_source=True)
+    if record is None or record.run_id != context.run.run_id:
+        return None
+    version = extract_data_version_from_entry(record.event_log_entry)
+    return version.value if version is not None else None
+
+
+def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Any:
+    """The snapshot this run chunks: its own observation's, else a fresh observation.
+
+    A fresh observation that differs from the last one Dagster knows is recorded as an
+    observation of `corpus`, so the lineage names the corpus version that was read.
+    """
+    from brain_pipeline.state.corpus_index import load_snapshot
+
+    digest = _observation_of_this_run(context)
+    if digest is not None:
+        return load_snapshot(layout_for(cfg), digest)
+    snapshot = observe(cfg)
+    latest = context.instance.get_latest_data_version_record(CORPUS, is_source=True)
+    from dagster._core.definitions.data_version import extract_data_version_from_entry
+
+    known = extract_data_version_from_entry(latest.event_log_entry) if latest else None
+    if known is None or known.value != snapshot.digest:
+        context.log_event(
+            dg.AssetObservation(
+                asset_key=CORPUS,
+                tags={DATA_VERSION_TAG: snapshot.digest},
+                metadata=_snapshot_metadata(snapshot, str(cfg.build_dir)),
+            )
+        )
+    return snapshot
+
+
+def chunks_code_version(cfg: BrainConfig) -> str:
+    """Chunking code version plus the configuration that shapes chunks (junk limits)."""
+    from brain_pipeline.state.chunk_cache import CHUNKING_VERSION
+
+    shaping = cfg.corpus.model_dump(mode="json", exclude={"path", "candidates"})
+    return f"chunks-{CHUNKING_VERSION}-{digest_of(shaping)[:8]}"
+
+
+def _problem_rows(entries: Any) -> list[list[Any]]:
+    return [[e.source, e.reason or "", e.detail or ""] for e in entries if e.problem]
+
+
+def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
+    code_version = chunks_code_version(cfg)
+
+    @dg.asset(
+        name="knowledge_chunks",
+        group_name="ingest",
+        deps=[CORPUS],
+        kinds={"python"},
+        code_version=code_version,
+        automation_condition=dg.AutomationCondition.eager(),
+        owners=["team:knowledge"],
+        tags={"domain": "ingest"},
+        description=(
+            "Paragraph chunks (text files) and roadmap statements (JSON) of the observed "
+            "corpus snapshot, with provenance (area, source, heading) and content-addressed "
+            "ids. Cached per file by content hash: only files whose bytes changed are "
+            "chunked again."
+        ),
     )
-    metadata["chunks_per_area"] = dg.MetadataValue.json(result.chunks_per_area)
-    for area, count in result.chunks_per_area.items():
-        metadata[f"chunks.{area}"] = dg.MetadataValue.int(count)
-    metadata["preview"] = dg.MetadataValue.md(
-        markdown_table(["id", "area", "source", "heading", "content"], preview)
+    def knowledge_chunks(
+        context: dg.AssetExecutionContext, settings: BrainSettings
+    ) -> dg.MaterializeResult:
+        from brain_pipeline.state.chunk_cache import chunk_snapshot
+
+        cfg = settings.load()
+        claim_build_dir(context.instance, cfg.build_dir)
+        layout = layout_for(cfg)
+        snapshot = _snapshot_for_run(context, cfg)
+        limits = cfg.ingest_limits()
+        report = chunk_snapshot(
+            snapshot,
+            layout,
+            variant=limits.cache_variant,
+            chunker=functools.partial(ingest_file, limits=limits),
+        )
+        data_version = digest_of([snapshot.digest, code_version])
+        write_record(
+            layout,
+            AssetRecord(
+                asset="knowledge_chunks",
+                data_version=data_version,
+                code_version=code_version,
+                inputs={"corpus": snapshot.digest},
+                facts={
+                    "occurrences": report.occurrences,
+                    "problems": _problem_rows(report.entries)[:PROBLEM_ROWS_KEPT],
+                    "problem_count": len(_problem_rows(report.entries)),
+                },
+                run_id=context.run.run_id,
+            ),
+        )
+        for source, reason in report.problems:
+            context.log.warning(f"{source}: {reason}")
+        per_area = dict(report.occurrences_per_area)
+        metadata = to_metadata(
+            {
+                "corpus_digest": snapshot.digest,
+                "occurrences": report.occurrences,
+                "files_chunked": report.files_chunked,
+                "files_reused": report.files_reused,
+                "problem_files": len(report.problems),
+                "dagster/row_count": report.occurrences,
+            }
+        )
+        metadata["occurrences_per_area"] = table(
+            [("area", "string"), ("occurrences", "int")],
+            [[area, per_area.get(area, 0)] for area in snapshot.areas],
+        )
+        metadata["problems"] = table(
+            [("file", "string"), ("reason", "string"), ("detail", "string")],
+            _problem_rows(report.entries),
+        )
+        return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(data_version))
+
+    return knowledge_chunks
+
+
+def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
+    from brain_pipeline.state.assembly import assemble_store
+    from brain_pipeline.state.corpus_index import load_snapshot
+
+    return assemble_store(
+        load_snapshot(layout, digest),
+        layout,
+        layout.store_file,
+        variant=cfg.ingest_limits().cache_variant,
     )
-    return dg.MaterializeResult(metadata=metadata)
+
+
+def _remember_chunks(cfg: BrainConfig, layout: StateLayout) -> None:
+    """Add the store's chunks to the history (seeded first from the live published store,
+    which still holds the texts an edit replaced), so a stale label can be explained."""
+    from datetime import UTC, datetime
+
+    from brain_pipeline.corpus.store import load_store
+    from brain_pipeline.state import history
+
+    if history.is_empty(layout):
+        live = cfg.publish_root() / "src" / "storage" / layout.store_file.name
+        history.seed_from_store(layout, live)
+    history.record_store(layout, load_store(layout.store_file), datetime.now(UTC))
+
+
+def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
+    @dg.asset(
+        name="knowledge_store",
+        group_name="ingest",
+        deps=["knowledge_chunks"],
+        kinds={"python", "json"},
+        code_version=STORE_CODE_VERSION,
+        automation_condition=dg.AutomationCondition.eager(),
+        owners=["team:knowledge"],
+        tags={"domain": "ingest"},
+        description=(
+            "knowledge-store.json in the build directory: chunks de-duplicated by content id "
+            "across the whole corpus (first occurrence wins), byte-identical to what the "
+            "agent's original ingest wrote (JSON.stringify(chunks, null, 2)). Assembled from "
+            "the per-file chunk cache; rewritten atomically, and only when its bytes change."
+        ),
+    )
+    def knowledge_store(
+        context: dg.AssetExecutionContext, settings: BrainSettings
+    ) -> dg.MaterializeResult:
+        from brain_pipeline.state.records import read_record
+
+        cfg = settings.load()
+        claim_build_dir(context.instance, cfg.build_dir)
+        layout = layout_for(cfg)
+        chunks = upstream_record(layout, "knowledge_chunks", "knowledge_store")
+        digest = str(chunks.inputs["corpus"])
+        inputs = {"knowledge_chunks": chunks.data_version}
+        previous = read_record(layout, "knowledge_store")
+        if previous is not None and previous.is_current_for(layout, STORE_CODE_VERSION, inputs):
+            facts = previous.facts
+            status = "unchanged"
+        else:
+            report = _assemble(cfg, layout, digest)
+            facts = {
+                "store_sha256": report.sha256,
+                "store_bytes": report.size,
+                "chunks": report.chunks,
+                "duplicates_collapsed": report.duplicates_collapsed,
+                "chunks_per_area": dict(report.chunks_per_area),
+                "corpus_digest": digest,
+                "utf16_units": file_utf16_units(layout.store_file),
+                "preview": [
+                    [
+                        row["id"],
+                        row["area"],
+                        row["source"],
+                        str(row.get("heading", "")),
+                        str(row["content"])[:80],
+                    ]
+                    for row in report.preview
+                ],
+            }
+            status = "written" if report.written else "unchanged"
+            _remember_chunks(cfg, layout)
+            recheck_input(layout, "knowledge_chunks", chunks.data_version)
+            write_record(
+                layout,
+                AssetRecord(
+                    asset="knowledge_store",
+                    data_version=report.sha256,
+                    code_version=STORE_CODE_VERSION,
+                    inputs=inputs,
+                    outputs=stamp_outputs(layout, {layout.store_file.name: report.sha256}),
+                    facts=facts,
+                    run_id=context.run.run_id,
+                ),
+            )
+        if not facts["chunks"]:
+            context.log.warning("the knowledge store is empty: the corpus produced no chunks")
+        per_area: dict[str, int] = facts["chunks_per_area"]
+        metadata = to_metadata(
+            {
+                "path": str(layout.store_file),
+                "status": status,
+                "chunks": facts["chunks"],
+                "dagster/row_count": facts["chunks"],
+                "duplicates_collapsed": facts["duplicates_collapsed"],
+                "store_bytes": facts["store_bytes"],
+                "store_sha256": facts["store_sha256"],
+                "corpus_digest": digest,
+            }
+        )
+        metadata["chunks_per_area"] = table(
+            [("area", "string"), ("chunks", "int")], [[a, n] for a, n in per_area.items()]
+        )
+        for area, count in per_area.items():
+            metadata[f"chunks.{area}"] = dg.MetadataValue.int(count)
+        metadata["preview"] = table(
+            [
+                ("id", "string"),
+                ("area", "string"),
+                ("source", "string"),
+                ("heading", "string"),
+                ("content", "string"),
+            ],
+            list(facts.get("preview") or []),
+        )
+        return dg.MaterializeResult(
+            metadata=metadata, data_version=dg.DataVersion(str(facts["store_sha256"]))
+        )
+
+    return knowledge_store
+

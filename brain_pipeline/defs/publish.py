@@ -1,29 +1,36 @@
 """Assets `published_local` and `published_s3` (group publish), gated by `retrieval_eval`.
 
 Within one run the blocking check keeps these steps from running at all. Run on their
-own, they still refuse unless the latest `retrieval_eval` evaluation passed *for the
-bytes they would publish* (matched by sha256), read from the Dagster instance; a person
-can override that with the run-config flag `force: true`, which is logged loudly.
+own, they still refuse unless the build directory's evaluation record says that an
+evaluation passed for *exactly* the inputs they would publish (store, vectors, fixture,
+thresholds, code); a person can override that with the run-config flag `force: true`,
+which is logged loudly. The build directory, not the Dagster instance, is the source of
+truth, so the gate holds on a fresh instance and cannot read another build's result.
 """
 
+
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.checks import CHECK_NAME
-from brain_pipeline.defs.common import embeddings_path, store_path, to_metadata
-from brain_pipeline.defs.embed import embeddings
-from brain_pipeline.defs.ingest import knowledge_store
-from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.defs.checks import evaluation_inputs, evaluation_key
+from brain_pipeline.defs.common import claim_build_dir, layout_for, to_metadata
+from brain_pipeline.defs.resources import BrainSettings, S3Publisher
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import read_record
 
-CHECK_KEY = dg.AssetCheckKey(embeddings.key, CHECK_NAME)
+PUBLISH_CODE_VERSION = "publish-1"
+PUBLISH_CONDITION = (
+    dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
+)
 
 
 class PublishConfig(dg.Config):
     force: bool = False
-    """Publish even though the latest evaluation of this data did not pass (logged)."""
+    """Publish even though no passing evaluation of this data is recorded (logged)."""
 
 
 @dataclass
@@ -33,49 +40,40 @@ class BuildArtifacts:
     chunks: list[Any]
     evaluation: dict[str, float]
     evaluation_run_id: str | None
+    corpus_digest: str | None
 
 
-def _metadata_value(metadata: Any, key: str) -> Any:
-    entry = (metadata or {}).get(key)
-    return getattr(entry, "value", entry)
+def _recover(context: dg.AssetExecutionContext, cfg: BrainConfig) -> None:
+    """Finish or undo an interrupted publication before anything is judged or written."""
+    from brain_pipeline.publishing.commit import RecoveryError, recover_publication
+
+    try:
+        report = recover_publication(cfg.publish_root())
+    except RecoveryError as exc:
+        raise dg.Failure(description=str(exc)) from None
+    if report.changed_anything:
+        context.log.warning(report.summary())
 
 
-def latest_evaluation(
-    instance: dg.DagsterInstance,
-) -> tuple[bool | None, dict[str, Any], str | None]:
-    """(passed, metadata, run id) of the newest finished retrieval_eval; passed None if none ran."""
-    record = instance.get_latest_asset_check_evaluation_record(CHECK_KEY)
-    if record is None or record.event is None or record.event.dagster_event is None:
-        return None, {}, None
-    evaluation: Any = record.event.dagster_event.event_specific_data
-    passed = getattr(evaluation, "passed", None)
-    if passed is None:  # planned or still running
-        return None, {}, record.run_id
-    metadata = {k: _metadata_value(evaluation.metadata, k) for k in evaluation.metadata}
-    return bool(passed), metadata, record.run_id
-
-
-def _gate(context: dg.AssetExecutionContext, cfg: BrainConfig, force: bool) -> BuildArtifacts:
+def _gate(
+    context: dg.AssetExecutionContext, cfg: BrainConfig, layout: StateLayout, force: bool
+) -> BuildArtifacts:
     """Refuse (raise) unless the data about to be published passed its evaluation."""
     from brain_pipeline.corpus.store import parse_store
     from brain_pipeline.publishing.gate import publish_decision
-    from brain_pipeline.publishing.manifest import sha256_hex
+    from brain_pipeline.state import eval_record
 
-    store_file = store_path(cfg.build_dir)
-    if not store_file.exists():
+    if not layout.store_file.exists():
         raise dg.Failure(
-            f"nothing to publish: {store_file} does not exist (materialise knowledge_store)"
+            f"nothing to publish: {layout.store_file} does not exist (materialise "
+            "knowledge_store)"
         )
-    store_bytes = store_file.read_bytes()
-    emb_file = embeddings_path(cfg.build_dir)
+    inputs = evaluation_inputs(cfg, layout)
+    record = eval_record.lookup(layout, evaluation_key(inputs)) if inputs is not None else None
+    passed = None if record is None else bool(record["passed"])
+    store_bytes = layout.store_file.read_bytes()
+    emb_file = layout.embeddings_file
     emb_bytes = emb_file.read_bytes() if emb_file.exists() else None
-    passed, metadata, eval_run = latest_evaluation(context.instance)
-    same_data = metadata.get("store_sha256") == sha256_hex(store_bytes) and metadata.get(
-        "embeddings_sha256"
-    ) in (None, "—", sha256_hex(emb_bytes) if emb_bytes else None)
-    if passed is not None and not same_data:
-        context.log.warning("the latest retrieval_eval evaluated other bytes than the build holds")
-        passed = None
     chunks = parse_store(store_bytes)
     decision = publish_decision(
         passed, force=force or cfg.publish.force, store_chunk_count=len(chunks)
@@ -86,38 +84,30 @@ def _gate(context: dg.AssetExecutionContext, cfg: BrainConfig, force: bool) -> B
         context.log.warning(f"FORCED PUBLISH: {decision.reason}")
     figures = {
         k: float(v)
-        for k, v in metadata.items()
+        for k, v in dict((record or {}).get("figures") or {}).items()
         if isinstance(v, int | float) and not isinstance(v, bool)
     }
-    return BuildArtifacts(store_bytes, emb_bytes, chunks, figures, eval_run)
-
-
-def _ingested_corpus_digest(instance: dg.DagsterInstance, store_sha256: str) -> str | None:
-    """The corpus digest recorded when *these* store bytes were built, if known.
-
-    Taken from knowledge_store's metadata rather than from the corpus as it is now, so
-    `brain-pipeline status` can tell when the corpus moved on after the build.
-    """
-    event = instance.get_latest_materialization_event(knowledge_store.key)
-    materialization = event.asset_materialization if event else None
-    if materialization is None:
-        return None
-    metadata = {k: getattr(v, "value", v) for k, v in materialization.metadata.items()}
-    if metadata.get("store_sha256") != store_sha256:
-        return None
-    digest = metadata.get("corpus_digest")
-    return str(digest) if digest else None
+    store_record = read_record(layout, "knowledge_store")
+    digest = store_record.facts.get("corpus_digest") if store_record else None
+    return BuildArtifacts(
+        store_bytes,
+        emb_bytes,
+        chunks,
+        figures,
+        (record or {}).get("run_id"),
+        str(digest) if digest else None,
+    )
 
 
 def _manifest(context: dg.AssetExecutionContext, artifacts: BuildArtifacts) -> Any:
-    from brain_pipeline.publishing.manifest import build_manifest, sha256_hex
+    from brain_pipeline.publishing.manifest import build_manifest
 
     return build_manifest(
         artifacts.store_bytes,
         artifacts.embeddings_bytes,
         artifacts.chunks,
         artifacts.evaluation,
-        _ingested_corpus_digest(context.instance, sha256_hex(artifacts.store_bytes)),
+        artifacts.corpus_digest,
         context.run.run_id,
     )
 
@@ -135,31 +125,47 @@ def _live_local_manifest(cfg: BrainConfig, artifacts: BuildArtifacts) -> Any | N
     return manifest if manifest.store.sha256 == sha256_hex(artifacts.store_bytes) else None
 
 
+def _publish_version(manifest: Any) -> str:
+    embeddings = manifest.embeddings.sha256 if manifest.embeddings is not None else "none"
+    return f"{manifest.store.sha256[:16]}-{embeddings[:16]}"
+
+
 @dg.asset(
+    name="published_local",
     group_name="publish",
-    deps=[embeddings],
-    kinds={"python"},
+    deps=["embeddings"],
+    kinds={"python", "json"},
+    code_version=PUBLISH_CODE_VERSION,
+    automation_condition=PUBLISH_CONDITION,
+    owners=["team:knowledge"],
+    tags={"domain": "publish"},
     description=(
         "Writes knowledge-store.json (and embeddings.bin when its model is the agent's query "
-        "model) plus manifest.json atomically to <publish_root>/src/storage, and to "
-        "dist/storage when the agent has a dist/ build. Refuses unless retrieval_eval passed "
-        "for these exact bytes."
+        "model) plus manifest.json to the agent's src/storage, and to dist/storage when the "
+        "agent has a dist/ build. Refuses unless retrieval_eval passed for these exact inputs."
     ),
 )
 def published_local(
     context: dg.AssetExecutionContext, settings: BrainSettings, config: PublishConfig
 ) -> dg.MaterializeResult:
+    from brain_pipeline.publishing.commit import PublicationError
     from brain_pipeline.publishing.local import publish_local
 
     cfg = settings.load()
-    artifacts = _gate(context, cfg, config.force)
-    report = publish_local(
-        artifacts.store_bytes,
-        artifacts.embeddings_bytes,
-        cfg.publish_root(),
-        agent_query_model=cfg.publish.agent_query_model,
-        manifest=_manifest(context, artifacts),
-    )
+    claim_build_dir(context.instance, cfg.build_dir)
+    layout = layout_for(cfg)
+    _recover(context, cfg)
+    artifacts = _gate(context, cfg, layout, config.force)
+    try:
+        report = publish_local(
+            artifacts.store_bytes,
+            artifacts.embeddings_bytes,
+            cfg.publish_root(),
+            agent_query_model=cfg.publish.agent_query_model,
+            manifest=_manifest(context, artifacts),
+        )
+    except PublicationError as exc:
+        raise dg.Failure(description=str(exc)) from None
     for line in report.summary().splitlines():
         context.log.info(line)
     metadata = to_metadata(
@@ -169,7 +175,9 @@ def published_local(
             "embeddings_published": report.embeddings_published,
             "embeddings_note": report.embeddings_note or "",
             "chunk_count": report.manifest.chunk_count,
+            "dagster/row_count": report.manifest.chunk_count,
             "store_sha256": report.manifest.store.sha256,
+            "corpus_digest": report.manifest.corpus_fingerprint,
         }
     )
     # Links in the UI: the run whose check passed these bytes, and the run that made the
@@ -180,43 +188,52 @@ def published_local(
         metadata["live_since_run"] = dg.MetadataValue.dagster_run(report.manifest.run_id)
     metadata["manifest"] = dg.MetadataValue.md(report.manifest.to_markdown())
     metadata["targets"] = dg.MetadataValue.json(report.to_metadata()["targets"])
-    return dg.MaterializeResult(metadata=metadata)
+    return dg.MaterializeResult(
+        metadata=metadata, data_version=dg.DataVersion(_publish_version(report.manifest))
+    )
 
 
 @dg.asset(
+    name="published_s3",
     group_name="publish",
     deps=[published_local],
     kinds={"s3"},
+    code_version=PUBLISH_CODE_VERSION,
+    automation_condition=PUBLISH_CONDITION,
+    output_required=False,
+    owners=["team:knowledge"],
+    tags={"domain": "publish"},
     description=(
         "Uploads knowledge-store.json (embeddings.bin when publish.s3.include_embeddings) and "
-        "manifest.json to s3://<bucket>/<prefix>, verifying each object's SHA-256. Skipped "
-        "when no bucket is configured; any S3 failure fails this asset and leaves the local "
-        "publish in place."
+        "manifest.json to the configured S3 bucket and prefix, verifying each object's "
+        "SHA-256. When no bucket is configured the step does nothing and records no "
+        "materialisation; any S3 failure fails this asset and leaves the local publish in "
+        "place."
     ),
 )
 def published_s3(
-    context: dg.AssetExecutionContext, settings: BrainSettings, config: PublishConfig
-) -> dg.MaterializeResult:
-    from brain_pipeline.publishing.s3 import PublishError, publish_s3
+    context: dg.AssetExecutionContext,
+    settings: BrainSettings,
+    s3_publisher: S3Publisher,
+    config: PublishConfig,
+) -> Iterator[dg.MaterializeResult]:
+    from brain_pipeline.publishing.s3 import PublishError
 
     cfg = settings.load()
     s3 = cfg.publish.s3
     if not s3.bucket:
         context.log.info(
-            "S3 publishing skipped: no bucket configured (publish.s3.bucket / S3_BUCKET_NAME)"
+            "S3 publishing skipped: no bucket configured (publish.s3.bucket / S3_BUCKET_NAME); "
+            "nothing is materialised"
         )
-        return dg.MaterializeResult(metadata=to_metadata({"status": "skipped: no bucket"}))
-    artifacts = _gate(context, cfg, config.force)
+        return
+    claim_build_dir(context.instance, cfg.build_dir)
+    layout = layout_for(cfg)
+    artifacts = _gate(context, cfg, layout, config.force)
+    manifest = _live_local_manifest(cfg, artifacts) or _manifest(context, artifacts)
     try:
-        report = publish_s3(
-            artifacts.store_bytes,
-            artifacts.embeddings_bytes,
-            bucket=s3.bucket,
-            prefix=s3.prefix,
-            region=s3.region,
-            endpoint_url=s3.endpoint_url,
-            include_embeddings=s3.include_embeddings,
-            manifest=_live_local_manifest(cfg, artifacts) or _manifest(context, artifacts),
+        report = s3_publisher.publish(
+            cfg, artifacts.store_bytes, artifacts.embeddings_bytes, manifest
         )
     except PublishError as exc:
         raise dg.Failure(description=f"S3 publish failed: {exc}") from None
@@ -224,4 +241,6 @@ def published_s3(
         context.log.info(line)
     metadata = to_metadata({"status": report.status, "bucket": s3.bucket, "prefix": s3.prefix})
     metadata["objects"] = dg.MetadataValue.json(report.to_metadata()["objects"])
-    return dg.MaterializeResult(metadata=metadata)
+    yield dg.MaterializeResult(
+        metadata=metadata, data_version=dg.DataVersion(_publish_version(manifest))
+    )

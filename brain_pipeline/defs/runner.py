@@ -6,11 +6,16 @@ import logging
 import sys
 import warnings
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from typing import Any
 
 import dagster as dg
 
+from brain_pipeline.config import ConfigError
 from brain_pipeline.defs.definitions import defs as default_defs
+from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.instance import in_process_run_tags
 
 
 class _StepFormatter(logging.Formatter):
@@ -50,12 +55,54 @@ class MaterializeOutcome:
 
 
 def _describe(event: dg.DagsterEvent) -> str | None:
+    """One summary line per step outcome and check; a failure names its root cause.
+
+    Dagster wraps whatever a step raised in `DagsterExecutionStepExecutionError: Error
+    occurred while executing op ...`, which says nothing. The line shows instead the
+    exception the step's code raised and, when that one was itself caused by another,
+    the innermost cause (`FileNotFoundError: [Errno 2] No such file or directory: '/x'`)
+    — found by walking the error's `.cause` chain (and `.context` past Dagster's own
+    wrappers). A `dg.Failure` shows its description only: it was written for people,
+    and what caused it may carry details (request bodies, keys) that must stay out.
+    Tracebacks stay in Dagster's own logs (`-v`).
+    """
+
+    def first_line(error: Any) -> str:
+        text = " ".join(line.strip() for line in (error.message or "").strip().splitlines())
+        name = error.cls_name or ""
+        head, sep, rest = text.partition(": ")
+        if sep and name and (head == name or head.endswith("." + name)):
+            text = rest if name == "Failure" else f"{name}: {rest}"  # drop the module path
+        elif name and not sep and text.endswith(name):
+            text = name  # an exception raised without a message
+        return text.strip()
+
+    def cause_of(error: Any) -> str:
+        framework = error
+        while framework.cls_name and framework.cls_name.startswith("Dagster"):
+            nested = framework.cause or framework.context
+            if nested is None:
+                break
+            framework = nested
+        raised = framework  # what the step's code raised
+        if raised.cls_name == "Failure":
+            return first_line(raised) or "failed"
+        root = raised
+        while root.cause is not None:
+            root = root.cause
+        outer, inner = first_line(raised), first_line(root)
+        if root is raised or not inner:
+            return outer or "failed"
+        if not outer or inner.endswith(outer):
+            return inner
+        return f"{outer} (caused by {inner})"
+
     kind = event.event_type_value
     if kind == "STEP_SUCCESS":
         return f"  ok       {event.step_key}"
     if kind == "STEP_FAILURE":
         data = event.step_failure_data
-        reason = data.error.message.strip().splitlines()[0] if data and data.error else "failed"
+        reason = cause_of(data.error) if data and data.error else "failed"
         if data and data.error and "DagsterExecutionLoadInputError" in (data.error.cls_name or ""):
             reason = (
                 "an upstream asset was never materialised in this instance; select it too, "
@@ -80,6 +127,23 @@ def _describe(event: dg.DagsterEvent) -> str | None:
     return None
 
 
+def observations_for(keys: AbstractSet[dg.AssetKey]) -> set[dg.AssetKey]:
+    """The observations a selection starts from, so every run reads a fresh observation.
+
+    Chunking reads the corpus snapshot this run observed; the evaluation's lineage names
+    the fixture version it read; the currency check compares with this run's corpus.
+    """
+    from brain_pipeline.defs.ingest import CORPUS, EVAL_FIXTURE
+
+    names = {key.to_user_string() for key in keys}
+    wanted: set[dg.AssetKey] = set()
+    if names & {"knowledge_chunks", "published_local"}:
+        wanted.add(CORPUS)
+    if "embeddings" in names:
+        wanted.add(EVAL_FIXTURE)
+    return wanted
+
+
 def materialize_selection(
     selection: str = "*",
     *,
@@ -88,6 +152,7 @@ def materialize_selection(
     force_publish: bool = False,
     verbose: bool = False,
     echo: Callable[[str], None] | None = None,
+    run_id: str | None = None,
 ) -> MaterializeOutcome:
     """Run the implicit asset job over `selection`, checks of the selected assets included.
 
@@ -108,6 +173,7 @@ def materialize_selection(
             ) from None
     if not keys:
         raise SelectionError(f"the selection {selection!r} matches no asset. Assets: {known}")
+    keys = keys | observations_for(keys)
     job = defs.resolve_implicit_global_asset_job_def()
     if not verbose:
         job = job.with_logger_defs({"concise": concise_console_logger})
@@ -120,12 +186,23 @@ def materialize_selection(
         run_config["ops"] = {
             key.to_python_identifier(): {"config": {"force": True}} for key in keys & publish_keys
         }
+    settings = (defs.resources or {}).get("settings")
+    try:
+        build_dir = settings.load().build_dir if isinstance(settings, BrainSettings) else None
+    except ConfigError:
+        build_dir = None  # the assets report the configuration error themselves
     result = job.execute_in_process(
         instance=instance or dg.DagsterInstance.get(),
         asset_selection=sorted(keys, key=lambda k: k.to_user_string()),
         run_config=run_config,
         raise_on_error=False,
-        tags={"launched_by": "brain-pipeline materialize", "selection": selection},
+        run_id=run_id,
+        tags={
+            "launched_by": "brain-pipeline materialize",
+            "selection": selection,
+            # pid/host: tells a dead run from a live one; build dir: the queue's limit.
+            **in_process_run_tags(build_dir),
+        },
     )
     outcome = MaterializeOutcome(success=result.success, run_id=result.run_id)
     if echo is not None:

@@ -30,6 +30,7 @@ from brain_pipeline.embedding.providers import (
     EmbeddingError,
     EmbeddingUnavailable,
     ReportsStats,
+    embed_with_progress,
 )
 from brain_pipeline.embedding.store_file import read_embeddings
 from brain_pipeline.publishing.atomic import write_if_changed
@@ -178,11 +179,20 @@ def _embed_missing(
 ) -> None:
     """Embed `todo` batch by batch, making each batch durable before the next request."""
     step = max(1, embedder.max_batch)
+
+    def rows_done(finished: int) -> None:
+        """Progress within one call (local model sub-batches); report.embedded is the
+        count before that call."""
+        if progress:
+            progress(report.embedded + finished, len(todo))
+
     if progress:
         progress(0, len(todo))
     for start in range(0, len(todo), step):
         batch = todo[start : start + step]
-        floats = embedder.embed_documents([c.content for c in batch])
+        floats = embed_with_progress(
+            embedder, [c.content for c in batch], rows_done if progress else None
+        )
         if floats.shape != (len(batch), embedder.dimension):
             raise EmbeddingError(
                 f"{embedder.name} returned shape {floats.shape} for {len(batch)} texts"

@@ -4,6 +4,13 @@ The SDK's retry option is deliberately not used: it backs off blindly and ignore
 RetryInfo delay a 429 carries, which is the one figure that says when the quota is back.
 The base URL is left to the SDK unless given, so GOOGLE_GEMINI_BASE_URL (which the SDK
 reads when no explicit base_url is passed) redirects it — the tests rely on that.
+
+Texts are sent as one `Content` each, never as a list of strings: for multimodal
+embedding models (the SDK's test: "gemini" in the name, except gemini-embedding-001 and
+gemini-embedding-exp*, so gemini-embedding-2 among them) google-genai merges a list of
+strings into ONE multi-part content, for which the service returns ONE vector. A list of
+`Content` objects is kept as it is for every model: one `requests[]` entry per text on
+the Developer API's `:batchEmbedContents` (the only endpoint the SDK uses there).
 """
 
 from __future__ import annotations
@@ -68,6 +75,15 @@ def describe_client_error(code: int, status: str, message: str, model: str) -> s
     if code == 404:
         return f"Gemini does not know the model {model!r} {detail}"
     return f"Gemini rejected the request {detail}"
+
+
+def one_content_per_text(texts: Sequence[str]) -> list[types.Content]:
+    """One user `Content` with one text part per text, so each text gets its own vector.
+
+    The role is set as the SDK sets it for plain strings, so the request body for
+    gemini-embedding-001 is the same as before this form was used.
+    """
+    return [types.Content(role="user", parts=[types.Part(text=text)]) for text in texts]
 
 
 class GeminiEmbedder:
@@ -136,10 +152,11 @@ class GeminiEmbedder:
 
     def _embed_batch(self, texts: list[str], task: str) -> FloatMatrix:
         config = types.EmbedContentConfig(task_type=task, output_dimensionality=self.dimension)
+        contents = one_content_per_text(texts)
 
         def send() -> Any:
             return self._client.models.embed_content(
-                model=self.name, contents=list(texts), config=config
+                model=self.name, contents=contents, config=config
             )
 
         try:

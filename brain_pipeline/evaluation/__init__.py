@@ -15,6 +15,7 @@ from brain_pipeline.evaluation.fixture import (
 )
 from brain_pipeline.evaluation.runner import (
     RETRIEVERS,
+    EvaluationProgress,
     EvaluationReport,
     QueryResult,
     RetrieverSummary,
@@ -25,6 +26,7 @@ from brain_pipeline.evaluation.runner import (
 
 __all__ = [
     "RETRIEVERS",
+    "EvaluationProgress",
     "EvaluationReport",
     "Fixture",
     "FixtureError",

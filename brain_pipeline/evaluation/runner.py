@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.evaluation.fixture import Fixture, load_fixture, stale_ids, unknown_areas
+from brain_pipeline.evaluation.fixture import Fixture, load_fixture, unknown_areas
 from brain_pipeline.evaluation.legacy import LegacyRetriever
 from brain_pipeline.evaluation.metrics import fixture_metrics
 from brain_pipeline.retrieval.hybrid import ChunkSource, QueryEmbedder, Retriever, as_source
@@ -67,6 +67,11 @@ class RetrieverSummary:
         return self.n_queries > 0 and self.fallback_queries == self.n_queries
 
 
+EvaluationProgress = Callable[[str, int, int], None]
+"""(retriever, queries done, queries in the fixture): called before the first query of
+each retriever (done 0) and after every query, so a caller can report on its own clock."""
+
+
 @dataclass
 class EvaluationReport:
     """The evaluation's outcome: what `to_markdown` shows and the thresholds judge."""
@@ -78,6 +83,8 @@ class EvaluationReport:
     n_chunks: int
     fixture_source: str
     notes: list[str] = field(default_factory=list)
+    stale_labels: list[tuple[str, str, str]] = field(default_factory=list)
+    """(id, query, area) for every label whose id is not in the store, fixture order."""
 
     def summary(self, name: str) -> RetrieverSummary | None:
         """The aggregates of retriever `name`, or None when it was not evaluated."""
@@ -121,6 +128,7 @@ class EvaluationReport:
             n_chunks=int(data["chunks"]),
             fixture_source=str(data["fixture"]),
             notes=list(data.get("notes", [])),
+            stale_labels=[(str(a), str(b), str(c)) for a, b, c in data.get("stale_labels", [])],
         )
 
     def to_json(self) -> str:
@@ -184,6 +192,23 @@ class EvaluationReport:
                     f"({s.fallback})" + ("; its figures are BM25's" if s.fell_back_entirely else "")
                 )
         return notes
+
+    def query_rows(self) -> list[dict[str, Any]]:
+        """One row per labelled query: area, first relevant rank per retriever, staleness."""
+        names = [s.name for s in self.retrievers]
+        stale_queries = {(query, area) for _, query, area in self.stale_labels}
+        ranks: dict[tuple[str, str], dict[str, int | None]] = {}
+        for q in self.queries:
+            ranks.setdefault((q.query, q.area), {})[q.retriever] = q.first_relevant_rank
+        return [
+            {
+                "query": query,
+                "area": area,
+                **{name: by_name.get(name) for name in names},
+                "stale_label": (query, area) in stale_queries,
+            }
+            for (query, area), by_name in ranks.items()
+        ]
 
     def _rank_table(self) -> list[str]:
         """Rank of the first relevant hit per query and retriever ("—" for a miss)."""
@@ -275,12 +300,14 @@ def evaluate(
     query_embedder: QueryEmbedder | None = None,
     query_model: str | None = None,
     retrievers: Sequence[str] = RETRIEVERS,
+    progress: EvaluationProgress | None = None,
 ) -> EvaluationReport:
     """Score every fixture query with each retriever (top 10, within the query's area).
 
     Hybrid needs `embeddings` and `query_embedder`; without them (or on any failure) the
     retriever answers with BM25 and the report says so instead of pretending. `chunks`
     may be a `ChunkSource` (the memory-mapped store with cached indexes).
+    `progress` hears about every query (see `EvaluationProgress`).
     """
     unknown = [name for name in retrievers if name not in KNOWN_RETRIEVERS]
     if unknown:
@@ -295,11 +322,18 @@ def evaluate(
     relevant = [list(q.relevant) for q in fixture.queries]
     rows: list[QueryResult] = []
     summaries: list[RetrieverSummary] = []
+    total = len(fixture.queries)
     for name in retrievers:
-        answers = [
-            rankers[name](q.query, q.area) if q.area not in missing_areas else ([], "none", None)
-            for q in fixture.queries
-        ]
+        if progress:
+            progress(name, 0, total)
+        answers: list[tuple[list[str], str, str | None]] = []
+        for q in fixture.queries:
+            answers.append(
+                rankers[name](q.query, q.area) if q.area not in missing_areas
+                else ([], "none", None)
+            )
+            if progress:
+                progress(name, len(answers), total)
         scores = fixture_metrics([ids for ids, _, _ in answers], relevant, K)
         own_rows = [
             QueryResult(
@@ -326,13 +360,19 @@ def evaluate(
         ]
         rows.extend(own_rows)
         summaries.append(_summarise(name, own_rows))
+    # A label is stale when its id is not live in its query's area (a moved file counts).
+    from brain_pipeline.evaluation.repair import find_stale
+
+    labelled = {label for q in fixture.queries for label in q.relevant}
+    stale_labels = find_stale(fixture, source.with_ids(labelled))
     return EvaluationReport(
         retrievers=summaries,
         queries=rows,
-        stale_ids=stale_ids(fixture, source.all_ids()),
+        stale_ids=list(dict.fromkeys(label.id for label in stale_labels)),
         unknown_areas=missing_areas,
         n_chunks=source.count(),
         fixture_source=fixture.source,
+        stale_labels=[(label.id, label.query, label.area) for label in stale_labels],
     )
 
 
@@ -354,9 +394,13 @@ def check_thresholds(report: EvaluationReport, thresholds: Mapping[Any, Any] | N
     if report.n_chunks == 0:
         failures.append("the knowledge store is empty: nothing can be retrieved")
     if report.stale_ids:
+        named = "; ".join(
+            f"{chunk} (query {query!r}, area {area})" for chunk, query, area in report.stale_labels
+        ) or ", ".join(report.stale_ids)
         failures.append(
             f"stale fixture: {len(report.stale_ids)} labelled chunk id(s) no longer in the "
-            f"store ({', '.join(report.stale_ids)}); relabel {report.fixture_source}"
+            f"store: {named}; relabel {report.fixture_source} "
+            "(`brain-pipeline fixture repair` proposes the new ids)"
         )
     if report.unknown_areas:
         failures.append(
@@ -381,6 +425,46 @@ def check_thresholds(report: EvaluationReport, thresholds: Mapping[Any, Any] | N
     return failures
 
 
+@dataclass(frozen=True)
+class ThresholdRow:
+    """One configured bound, the measured figure, and how far it is from failing."""
+
+    retriever: str
+    metric: str
+    value: float
+    bound: float
+    kind: str  # "min" or "max"
+    margin: float
+    """value - bound for a floor, bound - value for a ceiling: negative means it failed."""
+
+    @property
+    def passed(self) -> bool:
+        return self.margin >= 0
+
+
+def threshold_rows(
+    report: EvaluationReport, thresholds: Mapping[Any, Any] | None
+) -> list[ThresholdRow]:
+    """Every configured bound next to its figure, for tables, plots and margins."""
+    rows: list[ThresholdRow] = []
+    for name, bounds in (thresholds or {}).items():
+        summary = report.summary(str(name))
+        if summary is None:
+            continue
+        for metric, key, kind in (
+            ("ndcg_at_10", "min_ndcg_at_10", "min"),
+            ("recall_at_10", "min_recall_at_10", "min"),
+            ("misses", "max_misses", "max"),
+        ):
+            bound = _threshold_value(bounds, key)
+            if bound is None:
+                continue
+            value = float(getattr(summary, metric))
+            margin = value - float(bound) if kind == "min" else float(bound) - value
+            rows.append(ThresholdRow(str(name), metric, value, float(bound), kind, margin))
+    return rows
+
+
 def run_evaluation(
     chunks: Sequence[Chunk] | ChunkSource,
     fixture: Fixture | Path | str,
@@ -390,6 +474,7 @@ def run_evaluation(
     query_embedder: QueryEmbedder | None = None,
     query_model: str | None = None,
     retrievers: Sequence[str] = RETRIEVERS,
+    progress: EvaluationProgress | None = None,
 ) -> tuple[EvaluationReport, list[str]]:
     """Evaluate and judge in one call: `(report, failures)`; passing means `not failures`.
 
@@ -403,5 +488,6 @@ def run_evaluation(
         query_embedder=query_embedder,
         query_model=query_model,
         retrievers=retrievers,
+        progress=progress,
     )
     return report, check_thresholds(report, thresholds)

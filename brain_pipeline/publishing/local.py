@@ -4,14 +4,20 @@ Layout: `<publish_root>/src/storage/` always, and `<publish_root>/dist/storage/`
 well when `<publish_root>/dist/` exists (the agent's built copy; we never create
 `dist/` ourselves, since its presence means "a build of the agent lives here").
 Each target gets `embeddings.bin` (when published), `knowledge-store.json` and
-`manifest.json`, written in that order so the manifest, written last, never describes
-files that are not there yet. Every write is atomic and skipped when the bytes are
-already in place, so an unchanged re-publish touches nothing (mtime-watching sensors
-and the agent's file watcher stay quiet).
+`manifest.json`. The whole set, across both copies, is one commit (see
+`publishing.commit`): every file is staged first, then renamed into place with the
+manifests last, and an interrupted commit is finished or undone by
+`recover_publication`, so the agent never keeps a mixed set. A file whose bytes are
+already in place is not rewritten, so an unchanged re-publish touches nothing
+(mtime-watching sensors and the agent's file watcher stay quiet).
+
+Public entry points: `recover_publication` (call first, under the publish-root lock),
+`publish_local`, `inspect_publication` (read-only, for `status`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,7 +25,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from brain_pipeline.corpus.store import STORE_FILENAME
-from brain_pipeline.publishing.atomic import write_if_changed
+from brain_pipeline.publishing.commit import (
+    FileChange,
+    PendingCommit,
+    PublicationError,
+    RecoveryReport,
+    commit_changes,
+    pending_commit,
+    recover_publication,
+)
 from brain_pipeline.publishing.manifest import (
     EMBEDDINGS_FILENAME,
     MANIFEST_FILENAME,
@@ -27,6 +41,17 @@ from brain_pipeline.publishing.manifest import (
     sha256_hex,
 )
 from brain_pipeline.retrieval.vectors import NotAnEmbeddingStore, decode_embeddings
+
+__all__ = [
+    "LocalPublication",
+    "LocalPublishReport",
+    "PublicationError",
+    "RecoveryReport",
+    "inspect_publication",
+    "publish_local",
+    "recover_publication",
+    "storage_dirs",
+]
 
 log = logging.getLogger(__name__)
 
@@ -173,17 +198,29 @@ def _manifest_to_write(manifest: PublishManifest, targets: Iterable[Path]) -> Pu
     return manifest
 
 
-def _write(directory: Path, filename: str, data: bytes) -> FileOutcome:
-    written = write_if_changed(directory / filename, data)
-    return FileOutcome(filename, "written" if written else "unchanged", len(data), sha256_hex(data))
+def _known_unchanged(directory: Path, filename: str, data: bytes, digest: str) -> bool:
+    """True when `directory/filename` already holds `data`.
 
-
-def _remove(directory: Path, filename: str) -> FileOutcome | None:
+    The live manifest of this copy is trusted for large artifacts when it names the same
+    sha256 and size, the file has that size, and the file is not newer than the manifest
+    (a later edit by hand would be): that saves reading a 450 MB file to learn it did not
+    change. Anything less certain is compared byte for byte.
+    """
+    path = directory / filename
     try:
-        (directory / filename).unlink()
+        info = path.stat()
     except FileNotFoundError:
-        return None
-    return FileOutcome(filename, "removed", None, None)
+        return False
+    if info.st_size != len(data):
+        return False
+    live = _read_manifest(directory / MANIFEST_FILENAME)
+    if live is not None and filename != MANIFEST_FILENAME:
+        known = next((a for a in live.artifacts() if a.filename == filename), None)
+        if known is not None and known.sha256 == digest and known.size == len(data):
+            with contextlib.suppress(FileNotFoundError):
+                if info.st_mtime_ns <= (directory / MANIFEST_FILENAME).stat().st_mtime_ns:
+                    return True
+    return path.read_bytes() == data
 
 
 def publish_local(
@@ -200,8 +237,15 @@ def publish_local(
     when the embeddings are withheld, the manifest written says so. An embeddings.bin
     left from an earlier publication is removed when no vectors go out this time: it
     no longer matches the store beside it.
+
+    Every change in every copy is one commit (`publishing.commit`): staged first (a
+    full disk raises `PublicationError` with nothing live changed), then renamed into
+    place, manifests last. An interrupted earlier commit is recovered first; callers
+    should still call `recover_publication` themselves under the publish-root lock
+    before deciding what to publish.
     """
     _check_manifest_matches(manifest, store_bytes, embeddings_bytes)
+    recover_publication(publish_root)
     refusal = embeddings_refusal(embeddings_bytes, agent_query_model)
     if refusal is not None:
         manifest = manifest.without_embeddings(refusal)
@@ -209,20 +253,47 @@ def publish_local(
     live = _manifest_to_write(manifest, targets)
     manifest_bytes = live.to_json()
 
-    reports: list[TargetReport] = []
+    wanted: list[tuple[str, bytes | None, str | None]] = []
+    if refusal is None and embeddings_bytes is not None:
+        assert manifest.embeddings is not None
+        wanted.append((EMBEDDINGS_FILENAME, embeddings_bytes, manifest.embeddings.sha256))
+    else:
+        wanted.append((EMBEDDINGS_FILENAME, None, None))
+    wanted.append((STORE_FILENAME, store_bytes, manifest.store.sha256))
+
+    data_changes: list[FileChange] = []
+    manifest_changes: list[FileChange] = []
+    per_target: list[list[FileOutcome]] = []
     for directory in targets:
         outcomes: list[FileOutcome] = []
-        if refusal is None and embeddings_bytes is not None:
-            outcomes.append(_write(directory, EMBEDDINGS_FILENAME, embeddings_bytes))
-        else:
-            removed = _remove(directory, EMBEDDINGS_FILENAME)
-            if removed is not None:
-                outcomes.append(removed)
-        outcomes.append(_write(directory, STORE_FILENAME, store_bytes))
-        outcomes.append(_write(directory, MANIFEST_FILENAME, manifest_bytes))
-        reports.append(TargetReport(directory, tuple(outcomes)))
+        for filename, data, digest in wanted:
+            if data is None:
+                if (directory / filename).exists():
+                    data_changes.append(FileChange(directory, filename, None))
+                    outcomes.append(FileOutcome(filename, "removed", None, None))
+                continue
+            assert digest is not None
+            same = _known_unchanged(directory, filename, data, digest)
+            if not same:
+                data_changes.append(FileChange(directory, filename, data))
+            outcomes.append(
+                FileOutcome(filename, "unchanged" if same else "written", len(data), digest)
+            )
+        digest = sha256_hex(manifest_bytes)
+        same = _known_unchanged(directory, MANIFEST_FILENAME, manifest_bytes, digest)
+        if not same:
+            manifest_changes.append(FileChange(directory, MANIFEST_FILENAME, manifest_bytes))
+        outcomes.append(
+            FileOutcome(
+                MANIFEST_FILENAME, "unchanged" if same else "written", len(manifest_bytes), digest
+            )
+        )
+        per_target.append(outcomes)
+    commit_changes(
+        Path(publish_root), data_changes + manifest_changes, {"manifest": live.to_dict()}
+    )
     return LocalPublishReport(
-        targets=tuple(reports),
+        targets=tuple(TargetReport(d, tuple(o)) for d, o in zip(targets, per_target, strict=True)),
         manifest=live,
         embeddings_published=refusal is None,
         embeddings_note=refusal,
@@ -256,6 +327,7 @@ class LocalPublication:
     manifest: PublishManifest | None
     copies: tuple[CopyCheck, ...]
     error: str | None = None
+    pending: PendingCommit | None = None
 
     @property
     def consistent(self) -> bool:
@@ -284,15 +356,20 @@ def _check_copy(directory: Path, manifest: PublishManifest) -> CopyCheck:
 
 
 def inspect_publication(publish_root: Path) -> LocalPublication:
-    """Read src's manifest.json and verify every copy's files against it."""
+    """Read src's manifest.json and verify every copy's files against it.
+
+    Read-only: an interrupted commit is reported in `pending`, never recovered here.
+    """
     root = Path(publish_root)
+    pending = pending_commit(root)
     targets = storage_dirs(root)
     manifest_path = targets[0] / MANIFEST_FILENAME
     try:
         manifest = PublishManifest.from_json(manifest_path.read_bytes())
     except FileNotFoundError:
-        return LocalPublication(root, None, ())
+        return LocalPublication(root, None, (), pending=pending)
     except (ValueError, UnicodeDecodeError) as exc:
-        return LocalPublication(root, None, (), error=f"{manifest_path} is unreadable: {exc}")
+        error = f"{manifest_path} is unreadable: {exc}"
+        return LocalPublication(root, None, (), error=error, pending=pending)
     copies = tuple(_check_copy(directory, manifest) for directory in targets)
-    return LocalPublication(root, manifest, copies)
+    return LocalPublication(root, manifest, copies, pending=pending)

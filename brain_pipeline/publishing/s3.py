@@ -7,13 +7,24 @@ servers that echo no checksum; our uploads are single-part). Before uploading we
 for the object's checksum (HEAD with checksum mode) and skip the PUT when it already
 matches, so an unchanged re-publish only reads.
 
-Order: embeddings.bin, knowledge-store.json, then manifest.json, so the manifest never
-describes objects that are not there yet. manifest.json is rewritten only when its
-content changes (its timestamp and run id alone do not count), like the local copy.
+A set, not just objects. The data objects go to content-addressed keys,
+`<prefix>objects/<sha256>/<filename>`, which are never overwritten with other bytes;
+then `<prefix>manifest.json` is written last and names the keys it covers with their
+sha256 and size (its `objects` section). A connection cut anywhere before the manifest
+leaves the previous manifest, and every object it names, untouched: a reader that
+follows the manifest always gets a complete set. After the manifest, the plain names
+`<prefix>knowledge-store.json` (and `embeddings.bin`) are refreshed by a server-side
+copy for readers that use fixed keys (each object atomic, the set only via the
+manifest), and content-addressed objects named by neither the new nor the previous
+manifest are deleted (one generation is kept for readers that fetched the old
+manifest a moment ago). manifest.json is rewritten only when its content changes
+(its timestamp and run id alone do not count), like the local copy.
 
 Every failure becomes a `PublishError` naming the bucket, the endpoint and the cause,
-never a credential. Connect timeouts are short and retries bounded, so an endpoint
-that is down fails within seconds rather than after the SDK's default back-off.
+never a credential. Connect and read timeouts and a total deadline come from the
+configuration (`publish.s3.connect_timeout_seconds`, `read_timeout_seconds`,
+`deadline_seconds`): an endpoint that accepts connections and never answers fails
+within the deadline, not after the SDK's default minutes.
 """
 
 from __future__ import annotations
@@ -21,8 +32,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import json
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,9 +52,37 @@ from brain_pipeline.publishing.manifest import (
 JSON_CONTENT_TYPE = "application/json"
 BINARY_CONTENT_TYPE = "application/octet-stream"
 
-CONNECT_TIMEOUT_S = 3
-READ_TIMEOUT_S = 60
-MAX_ATTEMPTS = 2  # one retry: enough for a transient blip, quick when the endpoint is down
+MAX_ATTEMPTS = 2  # in all, one retry: enough for a blip, quick when the endpoint is down
+OBJECTS_DIRNAME = "objects"
+
+
+@dataclass(frozen=True)
+class S3Timeouts:
+    """Seconds to connect, to wait for each answer, and for the whole publication.
+
+    Defaults match `S3Settings` in config.py. The deadline is enforced between requests
+    and by shrinking the read timeout of the requests made near its end, so a silent
+    endpoint costs at most about `deadline` seconds (plus one connect timeout).
+    """
+
+    connect: float = 5.0
+    read: float = 20.0
+    deadline: float = 60.0
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> S3Timeouts:
+        """From `config.S3Settings` (or anything with the three `*_seconds` fields)."""
+        return cls(
+            connect=float(settings.connect_timeout_seconds),
+            read=float(settings.read_timeout_seconds),
+            deadline=float(settings.deadline_seconds),
+        )
+
+
+def content_key(prefix: str, filename: str, sha256: str) -> str:
+    """Where the bytes with this digest live: never overwritten with other bytes."""
+    return f"{prefix}{OBJECTS_DIRNAME}/{sha256}/{filename}"
+
 
 _EXPLANATIONS = {
     "NoSuchBucket": "the bucket does not exist",
@@ -63,7 +104,7 @@ class PublishError(RuntimeError):
     """Publishing failed; the message names the destination and the cause (no secrets)."""
 
 
-S3Action = Literal["uploaded", "unchanged", "removed"]
+S3Action = Literal["uploaded", "unchanged", "removed", "copied"]
 
 
 @dataclass(frozen=True)
@@ -131,8 +172,12 @@ def normalize_prefix(prefix: str | None) -> str:
     return cleaned
 
 
-def make_s3_client(region: str | None = None, endpoint_url: str | None = None) -> Any:
-    """An S3 client with short connect timeouts and bounded retries.
+def make_s3_client(
+    region: str | None = None,
+    endpoint_url: str | None = None,
+    timeouts: S3Timeouts | None = None,
+) -> Any:
+    """An S3 client with the configured timeouts and bounded retries.
 
     With `endpoint_url` None, boto3 itself honours AWS_ENDPOINT_URL_S3 /
     AWS_ENDPOINT_URL, so tests and S3-compatible stores need no code path of their own.
@@ -140,15 +185,28 @@ def make_s3_client(region: str | None = None, endpoint_url: str | None = None) -
     import boto3
     from botocore.config import Config
 
+    timeouts = timeouts or S3Timeouts()
     config = Config(
-        connect_timeout=CONNECT_TIMEOUT_S,
-        read_timeout=READ_TIMEOUT_S,
-        retries={"max_attempts": MAX_ATTEMPTS, "mode": "standard"},
+        connect_timeout=timeouts.connect,
+        read_timeout=timeouts.read,
+        retries={"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"},
     )
     session = boto3.session.Session()
     return session.client(
         "s3", region_name=region or None, endpoint_url=endpoint_url or None, config=config
     )
+
+
+class _Deadline:
+    """The total time budget of one publication (clock injectable for tests)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._end = clock() + seconds
+
+    def remaining(self) -> float:
+        return self._end - self._clock()
 
 
 def _b64_sha256(data: bytes) -> str:
@@ -175,18 +233,56 @@ def _redact(text: str, secrets: list[str]) -> str:
 class _Destination:
     """The bucket/endpoint pair a publication talks to, and its error translation."""
 
-    def __init__(self, client: Any, bucket: str, prefix: str) -> None:
-        self.client = client
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        prefix: str,
+        *,
+        timeouts: S3Timeouts | None = None,
+        factory: Callable[[S3Timeouts], Any] | None = None,
+        deadline: _Deadline | None = None,
+    ) -> None:
+        self._client = client
         self.bucket = bucket
         self.prefix = prefix
         self.endpoint_url: str | None = getattr(client.meta, "endpoint_url", None)
+        self.timeouts = timeouts or S3Timeouts()
+        self._factory = factory
+        self.deadline = deadline or _Deadline(self.timeouts.deadline)
+
+    @property
+    def client(self) -> Any:
+        """The client for the next request; near the deadline, one whose timeouts fit it.
+
+        botocore has no total deadline, so each request's read timeout is shrunk so that
+        all its attempts end before the deadline does.
+        """
+        remaining = self.deadline.remaining()
+        budget = remaining / MAX_ATTEMPTS
+        if self._factory is None or budget >= self.timeouts.read:
+            return self._client
+        shrunk = S3Timeouts(
+            connect=max(0.5, min(self.timeouts.connect, budget)),
+            read=max(0.5, budget),
+            deadline=self.timeouts.deadline,
+        )
+        return self._factory(shrunk)
+
+    def check_deadline(self, what: str) -> None:
+        if self.deadline.remaining() <= 0:
+            raise self.fail(
+                what,
+                f"gave up: the publication took longer than its {self.deadline.seconds:g} s "
+                "deadline (publish.s3.deadline_seconds)",
+            )
 
     def describe(self) -> str:
         return f"s3://{self.bucket}/{self.prefix} (endpoint {self.endpoint_url or 'default'})"
 
     def fail(self, what: str, cause: str) -> PublishError:
         message = f"S3 publish to {self.describe()} failed while {what}: {cause}"
-        return PublishError(_redact(message, _known_secrets(self.client)))
+        return PublishError(_redact(message, _known_secrets(self._client)))
 
     @contextlib.contextmanager
     def errors(self, what: str) -> Iterator[None]:
@@ -195,6 +291,7 @@ class _Destination:
         from botocore.exceptions import (
             BotoCoreError,
             ClientError,
+            ConnectionClosedError,
             ConnectTimeoutError,
             EndpointConnectionError,
             NoCredentialsError,
@@ -202,6 +299,7 @@ class _Destination:
             ReadTimeoutError,
         )
 
+        self.check_deadline(what)
         try:
             yield
         except (NoCredentialsError, PartialCredentialsError) as exc:
@@ -210,7 +308,15 @@ class _Destination:
             cause = f"cannot connect to the endpoint ({type(exc).__name__})"
             raise self.fail(what, cause) from None
         except ReadTimeoutError:
-            raise self.fail(what, "the endpoint stopped answering (read timeout)") from None
+            self.check_deadline(what)
+            cause = (
+                f"the endpoint accepted the connection but did not answer within "
+                f"{self.timeouts.read:g} s (read timeout, {MAX_ATTEMPTS} attempts)"
+            )
+            raise self.fail(what, cause) from None
+        except ConnectionClosedError:
+            cause = "the connection was cut before the endpoint answered (ConnectionClosedError)"
+            raise self.fail(what, cause) from None
         except ClientError as exc:
             error = exc.response.get("Error", {})
             code = str(error.get("Code", "unknown"))
@@ -313,9 +419,10 @@ def publish_s3(
     include_embeddings: bool = False,
     manifest: PublishManifest | None = None,
     agent_query_model: str | None = None,
+    timeouts: S3Timeouts | None = None,
     client: Any = None,
 ) -> S3PublishReport:
-    """Upload knowledge-store.json (+ embeddings.bin when asked) and manifest.json.
+    """Upload the set (store, + embeddings.bin when asked) and then manifest.json.
 
     No bucket configured: nothing happens and the report says `skipped: no bucket`.
     `manifest` should be the one published locally (built with `build_manifest`);
@@ -325,7 +432,12 @@ def publish_s3(
     With `agent_query_model` set, embeddings from another model are withheld as in
     `publish_local`; and when `include_embeddings` is on but no vectors go out this
     time, an embeddings.bin left by an earlier upload is deleted (it no longer matches
-    the store), which needs s3:DeleteObject.
+    the store), which needs s3:DeleteObject. Old content-addressed objects are deleted
+    after the manifest when s3:ListBucket allows listing them (else they are kept).
+
+    `timeouts` (default `S3Timeouts()`) bound every request and the whole call; pass
+    `S3Timeouts.from_settings(cfg.publish.s3)`. A `client` given explicitly is used
+    as it is (its own timeouts; the deadline is then only checked between requests).
     """
     key_prefix = normalize_prefix(prefix)
     if not bucket:
@@ -337,27 +449,52 @@ def publish_s3(
     if refusal is not None:
         manifest = manifest.without_embeddings(refusal)
 
+    timeouts = timeouts or S3Timeouts()
+    factory: Callable[[S3Timeouts], Any] | None = None
     if client is None:
-        client = make_s3_client(region, endpoint_url)
-    dest = _Destination(client, bucket, key_prefix)
 
-    objects: list[S3ObjectOutcome] = []
+        def factory(t: S3Timeouts) -> Any:
+            return make_s3_client(region, endpoint_url, t)
+
+        client = factory(timeouts)
+    dest = _Destination(client, bucket, key_prefix, timeouts=timeouts, factory=factory)
+
     files: list[tuple[str, bytes, str]] = []
     if send_vectors and embeddings_bytes is not None:
         files.append((EMBEDDINGS_FILENAME, embeddings_bytes, BINARY_CONTENT_TYPE))
-    elif include_embeddings:
+    files.append((STORE_FILENAME, store_bytes, JSON_CONTENT_TYPE))
+
+    # 1. the set, under keys that name its bytes (nothing the live manifest names moves)
+    objects: list[S3ObjectOutcome] = []
+    covered: dict[str, dict[str, Any]] = {}
+    for filename, data, content_type in files:
+        digest = sha256_hex(data)
+        key = content_key(key_prefix, filename, digest)
+        objects.append(_publish_object(dest, key, data, content_type))
+        covered[filename] = {"key": key, "sha256": digest, "size": len(data)}
+
+    # 2. the manifest, last: from here on the new set is the bucket's set
+    manifest_key = key_prefix + MANIFEST_FILENAME
+    previous_raw = dest.read_small(manifest_key)
+    live = _live_manifest(previous_raw, manifest)
+    manifest_bytes = remote_manifest_bytes(live, covered)
+    objects.append(_publish_object(dest, manifest_key, manifest_bytes, JSON_CONTENT_TYPE))
+
+    # 3. fixed names for readers that do not follow the manifest
+    for filename, data, content_type in files:
+        source = covered[filename]["key"]
+        objects.append(_copy_object(dest, source, key_prefix + filename, data, content_type))
+    if include_embeddings and not send_vectors:
         removed = _remove_object(dest, key_prefix + EMBEDDINGS_FILENAME)
         if removed is not None:
             objects.append(removed)
-    files.append((STORE_FILENAME, store_bytes, JSON_CONTENT_TYPE))
-    for filename, data, content_type in files:
-        objects.append(_publish_object(dest, key_prefix + filename, data, content_type))
 
-    manifest_key = key_prefix + MANIFEST_FILENAME
-    live = _live_manifest(dest.read_small(manifest_key), manifest)
-    objects.append(_publish_object(dest, manifest_key, live.to_json(), JSON_CONTENT_TYPE))
-
+    # 4. content-addressed objects neither manifest names any more (housekeeping: it
+    #    does not make an otherwise unchanged publication "published")
     changed = any(o.action != "unchanged" for o in objects)
+    keep = {entry["key"] for entry in covered.values()} | _named_keys(previous_raw)
+    objects += _collect_garbage(dest, keep)
+
     return S3PublishReport(
         status="published" if changed else "unchanged",
         bucket=bucket,
@@ -366,6 +503,25 @@ def publish_s3(
         objects=tuple(objects),
         manifest=live,
     )
+
+
+def remote_manifest_bytes(manifest: PublishManifest, covered: dict[str, dict[str, Any]]) -> bytes:
+    """The manifest as uploaded: the local one plus `objects`, the keys it vouches for."""
+    data = manifest.to_dict()
+    data["objects"] = covered
+    text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
+    return (text + "\n").encode("utf-8")
+
+
+def _named_keys(raw: bytes | None) -> set[str]:
+    """The object keys an uploaded manifest names (none for an unreadable or old one)."""
+    if raw is None:
+        return set()
+    try:
+        entries = json.loads(raw).get("objects") or {}
+        return {str(entry["key"]) for entry in entries.values()}
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return set()
 
 
 def _vectors_refusal(
@@ -389,6 +545,30 @@ def _remove_object(dest: _Destination, key: str) -> S3ObjectOutcome | None:
     return S3ObjectOutcome(key, "removed", None, None, "")
 
 
+def _collect_garbage(dest: _Destination, keep: set[str]) -> list[S3ObjectOutcome]:
+    """Delete `<prefix>objects/...` keys not in `keep`; skipped when listing is denied."""
+    from botocore.exceptions import ClientError
+
+    removed: list[S3ObjectOutcome] = []
+    stale: list[str] = []
+    with dest.errors("listing old objects"):
+        try:
+            pages = dest.client.get_paginator("list_objects_v2").paginate(
+                Bucket=dest.bucket, Prefix=f"{dest.prefix}{OBJECTS_DIRNAME}/"
+            )
+            for page in pages:
+                stale += [str(o["Key"]) for o in page.get("Contents", ()) if o["Key"] not in keep]
+        except ClientError as exc:
+            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 403:
+                return removed  # no s3:ListBucket: old objects stay, nothing is wrong
+            raise
+    for key in stale:
+        with dest.errors(f"removing old {key}"):
+            dest.client.delete_object(Bucket=dest.bucket, Key=key)
+        removed.append(S3ObjectOutcome(key, "removed", None, None, ""))
+    return removed
+
+
 def _live_manifest(existing: bytes | None, new: PublishManifest) -> PublishManifest:
     """Keep the remote manifest when only its time/run id would change."""
     if existing is not None:
@@ -408,3 +588,99 @@ def _publish_object(
         return S3ObjectOutcome(key, "unchanged", len(data), digest, how)
     how = dest.put_verified(key, data, content_type)
     return S3ObjectOutcome(key, "uploaded", len(data), digest, how)
+
+
+def _copy_object(
+    dest: _Destination, source: str, key: str, data: bytes, content_type: str
+) -> S3ObjectOutcome:
+    """Server-side copy of `source` to `key` (no second upload), verified by a HEAD."""
+    digest = sha256_hex(data)
+    how = _already_there(dest.probe(key), data, content_type)
+    if how is not None:
+        return S3ObjectOutcome(key, "unchanged", len(data), digest, how)
+    with dest.errors(f"copying {source} to {key}"):
+        dest.client.copy_object(
+            Bucket=dest.bucket,
+            Key=key,
+            CopySource={"Bucket": dest.bucket, "Key": source},
+            ContentType=content_type,
+            MetadataDirective="REPLACE",
+            ChecksumAlgorithm="SHA256",
+        )
+    how = _already_there(dest.probe(key), data, content_type)
+    if how is None:
+        raise dest.fail(f"verifying {key}", "the copied object differs from the bytes sent")
+    return S3ObjectOutcome(key, "copied", len(data), digest, how)
+
+
+# -- reading the bucket back (for `brain-pipeline status --s3`) ---------------------------
+
+
+@dataclass(frozen=True)
+class S3Check:
+    """Whether the bucket holds the set the local publication describes.
+
+    `reachable` False: the bucket could not be read (`problems` says why).
+    """
+
+    location: str
+    reachable: bool
+    problems: tuple[str, ...] = ()
+
+    @property
+    def matches(self) -> bool:
+        return self.reachable and not self.problems
+
+
+def inspect_s3(
+    expected: PublishManifest,
+    *,
+    bucket: str,
+    prefix: str = "",
+    region: str | None = None,
+    endpoint_url: str | None = None,
+    include_embeddings: bool = False,
+    timeouts: S3Timeouts | None = None,
+) -> S3Check:
+    """Compare the bucket's manifest (and the objects it names) with `expected`. Reads only.
+
+    The bucket matches when its manifest names the same store (and, with
+    `include_embeddings`, the same vectors) as the local manifest, and every object it
+    names is there with the recorded size.
+    """
+    key_prefix = normalize_prefix(prefix)
+    timeouts = timeouts or S3Timeouts()
+
+    def factory(t: S3Timeouts) -> Any:
+        return make_s3_client(region, endpoint_url, t)
+
+    dest = _Destination(factory(timeouts), bucket, key_prefix, timeouts=timeouts, factory=factory)
+    location = dest.describe()
+    try:
+        raw = dest.read_small(key_prefix + MANIFEST_FILENAME)
+        if raw is None:
+            return S3Check(location, True, (f"no {MANIFEST_FILENAME} in the bucket",))
+        try:
+            remote = PublishManifest.from_json(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            return S3Check(
+                location, True, (f"the bucket's {MANIFEST_FILENAME} is unreadable: {exc}",)
+            )
+        problems: list[str] = []
+        if remote.store.sha256 != expected.store.sha256:
+            problems.append("the bucket's store differs from the local publication's")
+        wanted = expected.embeddings if include_embeddings else None
+        if wanted is not None and (
+            remote.embeddings is None or remote.embeddings.sha256 != wanted.sha256
+        ):
+            problems.append("the bucket's embeddings differ from the local publication's")
+        entries = json.loads(raw).get("objects") or {}
+        if not entries:
+            problems.append(f"the bucket's {MANIFEST_FILENAME} names no objects (older format)")
+        for filename, entry in sorted(entries.items()):
+            head = dest.probe(str(entry["key"]))
+            if head is None or head.get("ContentLength") != int(entry["size"]):
+                problems.append(f"{filename} ({entry['key']}) named by the manifest is missing")
+        return S3Check(location, True, tuple(problems))
+    except PublishError as exc:
+        return S3Check(location, False, (str(exc),))

@@ -100,6 +100,10 @@ class ChunkSource(ABC):
     def all_ids(self) -> Iterable[str]:
         """Every chunk id of the store."""
 
+    @abstractmethod
+    def with_ids(self, ids: set[str]) -> list[Chunk]:
+        """The chunks whose id is in `ids`, in store order (every occurrence)."""
+
 
 class ListSource(ChunkSource):
     """Chunks held in memory; BM25 indexes built lazily, once per area, thread-safely."""
@@ -144,6 +148,9 @@ class ListSource(ChunkSource):
 
     def all_ids(self) -> Iterable[str]:
         return (c.id for c in self._chunks)
+
+    def with_ids(self, ids: set[str]) -> list[Chunk]:
+        return [c for c in self._chunks if c.id in ids]
 
 
 def as_source(chunks: Sequence[Chunk] | ChunkSource) -> ChunkSource:

@@ -505,3 +505,10 @@ class ViewSource(ChunkSource):
 
     def all_ids(self) -> Iterable[str]:
         return self.view.ids
+
+    def with_ids(self, ids: set[str]) -> list[Chunk]:
+        wanted = np.array(sorted(i.encode("utf-8") for i in ids)) if ids else None
+        if wanted is None:
+            return []
+        rows = np.flatnonzero(np.isin(self.view.id_array, wanted))
+        return self.view.chunks_at(rows)

@@ -2,16 +2,16 @@
 
 An evaluation is a pure function of the store bytes, the embeddings bytes, the fixture
 bytes, the thresholds, the evaluation/retrieval code and the effective query provider
-and model. `eval_key` digests exactly those; when the digest is unchanged the previous
-outcome is reused (the check says so in its metadata) instead of re-running the
-fixture. The record is also the publish gate's source of truth: `latest` is the newest
-outcome and its inputs, so a gate can compare them with the artifacts it is about to
-publish.
+and model. `EvalInputs.key()` digests exactly those; when the digest is unchanged the
+previous outcome is reused (and says so) instead of re-running the fixture. The record
+is also what a publish gate consults: `lookup(layout, key)` finds the outcome for exactly
+the inputs it is about to publish, `latest(layout)` the newest one.
 
-File: `layout.eval_record` (JSON, written atomically), holding up to `_KEEP` outcomes
-(so alternating `eval --fixture` runs do not evict the pipeline's) and a small memo of
-file digests keyed by (size, mtime_ns, inode, ctime_ns), so an unchanged 800 MB
-embeddings.bin is not re-hashed on every check.
+File: `layout.eval_record` (JSON, written atomically). It holds up to `_KEEP` outcomes,
+newest first, so alternating `eval --fixture` runs do not evict the pipeline's (each
+outcome a plain dict with at least `key` and `when`), and a small memo of file digests
+keyed by (size, mtime_ns, inode, ctime_ns), so an unchanged 800 MB embeddings.bin is
+not re-hashed on every check.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ EVALUATION_VERSION = 1
 
 CODE_VERSION = f"eval{EVALUATION_VERSION}-retrieval{RETRIEVAL_VERSION}"
 _KEEP = 8
-_FORMAT = 1
+_FORMAT = 2
 
 Clock = Callable[[], datetime]
 
@@ -54,7 +54,7 @@ class EvalInputs:
     provider: str
     model: str | None
     query_embedder: str
-    """How queries get vectors, e.g. "gemini" or "none: no Gemini API key" (no key text)."""
+    """How queries get vectors, e.g. "gemini; gemini key set: True" (never the key)."""
     code_version: str = CODE_VERSION
 
     def key(self) -> str:
@@ -63,86 +63,56 @@ class EvalInputs:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-@dataclass
-class EvalRecord:
-    """One stored outcome."""
-
-    key: str
-    inputs: dict[str, Any]
-    passed: bool
-    failures: list[str]
-    stale_ids: list[str]
-    figures: dict[str, float]
-    markdown: str
-    report: dict[str, Any] | None
-    when: str
-    """ISO-8601 UTC time the evaluation ran."""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 def _read(layout: StateLayout) -> dict[str, Any]:
+    empty: dict[str, Any] = {"format": _FORMAT, "records": [], "digests": {}}
     try:
         data = json.loads(layout.eval_record.read_bytes())
     except (FileNotFoundError, ValueError):
-        return {"format": _FORMAT, "records": [], "digests": {}}
+        return empty
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        return {"format": _FORMAT, "records": [], "digests": {}}
-    data.setdefault("records", [])
-    data.setdefault("digests", {})
+        return empty  # an older layout (one bare record) is simply not reused
+    if not isinstance(data.get("records"), list) or not isinstance(data.get("digests"), dict):
+        return empty
     return data
 
 
 def _write(layout: StateLayout, data: dict[str, Any]) -> None:
-    payload = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True).encode("utf-8")
-    atomic_write_bytes(layout.eval_record, payload)
+    payload = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+    atomic_write_bytes(layout.eval_record, payload.encode("utf-8"))
 
 
-def _as_record(raw: Any) -> EvalRecord | None:
-    try:
-        return EvalRecord(**raw)
-    except TypeError:
-        return None
-
-
-def lookup(layout: StateLayout, key: str) -> EvalRecord | None:
-    """The stored outcome for `key`, or None (never an outcome of other inputs)."""
-    for raw in _read(layout)["records"]:
-        if isinstance(raw, dict) and raw.get("key") == key:
-            return _as_record(raw)
+def lookup(layout: StateLayout, key: str) -> dict[str, Any] | None:
+    """The stored outcome for `key` (a dict with `key` and `when`), or None."""
+    for record in _read(layout)["records"]:
+        if isinstance(record, dict) and record.get("key") == key:
+            return record
     return None
 
 
-def latest(layout: StateLayout) -> EvalRecord | None:
-    """The most recently saved outcome (what the publish gate consults), or None."""
+def latest(layout: StateLayout) -> dict[str, Any] | None:
+    """The most recently saved outcome, or None."""
     records = _read(layout)["records"]
-    return _as_record(records[0]) if records and isinstance(records[0], dict) else None
+    return records[0] if records and isinstance(records[0], dict) else None
 
 
 def save(
     layout: StateLayout,
-    inputs: EvalInputs,
-    outcome: Any,
+    key: str,
+    record: Mapping[str, Any],
     *,
     now: Clock = utc_now,
-) -> EvalRecord:
-    """Store `outcome` (an EvaluationOutcome-like object) under `inputs.key()`, newest first."""
-    report = getattr(outcome, "report", None)
-    record = EvalRecord(
-        key=inputs.key(),
-        inputs=asdict(inputs),
-        passed=not outcome.failures,
-        failures=list(outcome.failures),
-        stale_ids=list(outcome.stale_ids),
-        figures=dict(outcome.flat_metrics),
-        markdown=outcome.markdown,
-        report=report.to_dict() if report is not None and hasattr(report, "to_dict") else None,
-        when=now().isoformat(timespec="seconds"),
-    )
+) -> dict[str, Any]:
+    """Store `record` under `key`, newest first; returns it with `key` and `when` added.
+
+    `when` (ISO-8601 UTC, from the injected clock) is kept if the record already has one.
+    """
+    stored = {**record, "key": key}
+    stored.setdefault("when", now().isoformat(timespec="seconds"))
     data = _read(layout)
-    kept = [r for r in data["records"] if isinstance(r, dict) and r.get("key") != record.key]
-    data["records"] = [asdict(record), *kept][:_KEEP]
+    kept = [r for r in data["records"] if isinstance(r, dict) and r.get("key") != key]
+    data["records"] = [stored, *kept][:_KEEP]
     _write(layout, data)
-    return record
+    return stored
 
 
 def file_sha256(layout: StateLayout | None, path: Path) -> str | None:
@@ -164,10 +134,9 @@ def file_sha256(layout: StateLayout | None, path: Path) -> str | None:
     sha = digest.hexdigest()
     if layout is None:
         return sha
-    data["digests"] = {name: {"stat": signature, "sha256": sha}} | {
-        k: v for k, v in data["digests"].items() if k != name
-    }
-    data["digests"] = dict(list(data["digests"].items())[:_KEEP])
+    digests = {name: {"stat": signature, "sha256": sha}}
+    digests.update((k, v) for k, v in data["digests"].items() if k != name)
+    data["digests"] = dict(list(digests.items())[:_KEEP])
     with contextlib.suppress(OSError):  # read-only: hash again next time
         _write(layout, data)
     return sha

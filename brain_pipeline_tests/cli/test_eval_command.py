@@ -75,3 +75,86 @@ def test_unreadable_vectors_are_a_warning(
     (project.build / "embeddings.bin").write_bytes(b"JUNKJUNK" + bytes(40))
     assert main(["eval"]) == 0
     assert "bad magic" in capsys.readouterr().err
+
+
+def test_a_pass_ends_with_a_verdict_naming_each_bound(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.configure("  thresholds:\n    bm25:\n      min_ndcg_at_10: 0.5\n"
+                      "      max_misses: 1\n    legacy:\n      min_recall_at_10: 0.9\n")
+    assert main(["eval"]) == 0
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last == ("PASSED: bm25 nDCG@10 1.000 >= 0.500, misses 0 <= 1; "
+                    "legacy recall@10 1.000 >= 0.900")
+
+
+def test_a_pass_without_thresholds_says_so(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval"]) == 0
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == (
+        "PASSED: no thresholds configured")
+
+
+def test_a_failure_verdict_names_every_reason(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.configure("  thresholds:\n    legacy:\n      max_misses: 0\n"
+                      "      min_ndcg_at_10: 0.1\n")
+    project.write_fixture(project.fixture, [("kubernetes", "aws", [project.chunks[2].id]),
+                                            ("buckets", "aws", ["feedfacecafe"])])
+    assert main(["eval"]) == 1
+    captured = capsys.readouterr()
+    last = captured.out.rstrip().splitlines()[-1]
+    assert last.startswith("FAILED: stale fixture: 1 labelled chunk id(s)")
+    assert "feedfacecafe" in last
+    assert last.endswith("; legacy: nDCG@10 0.000 < minimum 0.100; legacy: 2 misses > maximum 0")
+    assert "evaluation FAILED:" in captured.err
+
+
+def test_json_keeps_stdout_one_document_and_puts_the_verdict_on_stderr(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project.configure("  thresholds:\n    bm25:\n      max_misses: 0\n")
+    assert main(["eval", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["chunks"] == 4
+    assert "PASSED: bm25 misses 0 <= 0" in captured.err.splitlines()
+
+
+def test_progress_goes_to_stderr_one_line_per_retriever(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval"]) == 0
+    captured = capsys.readouterr()
+    assert "eval:" not in captured.out
+    done = [line for line in captured.err.splitlines() if " done, " in line]
+    assert [line.split()[1] for line in done] == ["legacy", "bm25", "hybrid"]
+    assert all(line.startswith("eval: ") and "3 queries in " in line for line in done)
+
+
+def test_progress_counts_only_every_few_seconds_of_the_clock() -> None:
+    from brain_pipeline.cli.eval import EvalProgress
+
+    now = [0.0]
+    lines: list[str] = []
+    progress = EvalProgress(lines.append, every=2.0, clock=lambda: now[0])
+    progress("legacy", 0, 30)
+    for done in range(1, 31):  # legacy: 1/64 s per query, never worth a count
+        now[0] += 1 / 64  # (binary fractions: exact sums)
+        progress("legacy", done, 30)
+    progress("hybrid", 0, 30)
+    for done in range(1, 31):  # hybrid: 0.5 s per query (query vectors from a service)
+        now[0] += 0.5
+        progress("hybrid", done, 30)
+    assert lines == [
+        "eval: legacy done, 30 queries in 0.5s",
+        "eval: hybrid 4/30 queries",
+        "eval: hybrid 8/30 queries",
+        "eval: hybrid 12/30 queries",
+        "eval: hybrid 16/30 queries",
+        "eval: hybrid 20/30 queries",
+        "eval: hybrid 24/30 queries",
+        "eval: hybrid 28/30 queries",
+        "eval: hybrid done, 30 queries in 15.0s",
+    ]

@@ -86,3 +86,35 @@ def test_console_script_runs_without_importing_dagster(corpus: Path, write: Writ
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "1 chunks" in done.stderr
+
+
+def test_junk_is_reported_and_the_limits_can_be_set(
+    corpus: Path, write: Writer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write("a/x.md", TEXT)
+    write("a/program.md", b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+    write("a/long.txt", "z" * 300 + "\n")
+    out = tmp_path / "store.json"
+    argv = ["chunk", str(corpus), "-o", str(out), "--max-paragraph-chars", "200"]
+    assert main([*argv, "--max-file-bytes", "100000"]) == 0
+    err = capsys.readouterr().err
+    assert "problem: a/program.md: binary file: NUL byte at offset 7" in err
+    assert "problem: a/long.txt: paragraph too long: 1 paragraph over 200 characters" in err
+    assert "3 files, 2 chunks, 0 duplicates collapsed, 2 problems" in err
+    assert main([*argv, "--max-file-bytes", "100"]) == 0
+    err = capsys.readouterr().err
+    assert "problem: a/long.txt: file too large: 301 bytes, over the limit of 100" in err
+    assert main([*argv, "--max-file-bytes", "0"]) == 2
+    assert "ingest limits must be positive" in capsys.readouterr().err
+
+
+def test_without_a_corpus_argument_the_configured_limits_apply(
+    corpus: Path, write: Writer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    write("a/x.md", TEXT)
+    config = tmp_path / "c.yaml"
+    config.write_text(f"corpus:\n  path: {corpus}\n  max_file_bytes: 10\n", encoding="utf-8")
+    monkeypatch.setenv("BRAIN_CONFIG", str(config))
+    assert main(["chunk", "-o", str(tmp_path / "s.json")]) == 0
+    assert "a/x.md: file too large" in capsys.readouterr().err

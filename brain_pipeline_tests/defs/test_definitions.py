@@ -6,19 +6,22 @@ import tomllib
 from pathlib import Path
 
 import dagster as dg
+import pytest
 import yaml
 
 from brain_pipeline.defs.definitions import build_definitions, defs
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED_GROUPS = {
-    "corpus_manifest": "ingest",
+    "corpus": "ingest",
+    "eval_fixture": "ingest",
     "knowledge_chunks": "ingest",
     "knowledge_store": "ingest",
     "embeddings": "embed",
     "published_local": "publish",
     "published_s3": "publish",
 }
+SOURCES = {"corpus", "eval_fixture"}
 
 
 def test_every_asset_has_its_group_kinds_and_description() -> None:
@@ -29,9 +32,22 @@ def test_every_asset_has_its_group_kinds_and_description() -> None:
         node = graph.get(dg.AssetKey(name))
         assert node.group_name == group
         assert node.description and len(node.description) > 40
-        assert any(tag.startswith("dagster/kind/") for tag in node.tags), name
+        if name not in SOURCES:
+            assert any(tag.startswith("dagster/kind/") for tag in node.tags), name
     assert "dagster/kind/s3" in graph.get(dg.AssetKey("published_s3")).tags
-    assert "dagster/kind/gemini" in graph.get(dg.AssetKey("embeddings")).tags
+
+
+@pytest.mark.parametrize(("provider", "kind"), [("gemini", "gemini"), ("local", "onnx")])
+def test_the_embeddings_kind_follows_the_configured_provider(
+    tmp_path: Path, provider: str, kind: str
+) -> None:
+    config = tmp_path / "corpus_config.yaml"
+    config.write_text(f"embedding:\n  provider: {provider}\n", encoding="utf-8")
+    graph = build_definitions(str(config)).resolve_asset_graph()
+    tags = graph.get(dg.AssetKey("embeddings")).tags
+    assert f"dagster/kind/{kind}" in tags
+    other = {"gemini": "onnx", "onnx": "gemini"}[kind]
+    assert f"dagster/kind/{other}" not in tags
 
 
 def test_retrieval_eval_is_a_blocking_check_upstream_of_all_publishing() -> None:
@@ -86,3 +102,13 @@ def test_workspace_and_dg_point_at_the_same_module() -> None:
 def test_in_process_executor_by_default() -> None:
     job = defs.resolve_implicit_global_asset_job_def()
     assert job.executor_def.name == "in_process"
+
+
+def test_the_clients_are_resources_that_name_their_variables() -> None:
+    resources = defs.resources or {}
+    embedding = resources["embedding_client"]
+    s3 = resources["s3_publisher"]
+    assert "GEMINI_API_KEY" in embedding.key_variables  # type: ignore[attr-defined]
+    assert "GEMINI_EMBEDDING_MODEL" in embedding.setting_variables  # type: ignore[attr-defined]
+    assert "S3_BUCKET_NAME" in s3.setting_variables  # type: ignore[attr-defined]
+    assert "AWS_ENDPOINT_URL_S3" in s3.setting_variables  # type: ignore[attr-defined]

@@ -74,3 +74,19 @@ def test_a_rejected_key_fails_the_embeddings_step_without_leaking_it(
     assert "key" in failure.lower()
     assert wrong_key not in "\n".join(outcome.lines)
     assert not (gemini_project.published() / "knowledge-store.json").exists()
+
+
+def test_moving_from_the_pickle_layout_embeds_nothing_again(gemini_project: Project) -> None:
+    """A build dir from before state/ existed (store + vectors, no records): nothing re-paid."""
+    import shutil
+
+    server: FakeGemini = gemini_project.gemini  # type: ignore[attr-defined]
+    assert gemini_project.materialize().success
+    paid = server.stats().task_types.get("RETRIEVAL_DOCUMENT", 0)
+    shutil.rmtree(gemini_project.build / "state")  # what the first version left behind
+    gemini_project.instance = dg.DagsterInstance.ephemeral()  # and a fresh instance
+    outcome = gemini_project.materialize()
+    assert outcome.success, outcome.lines
+    assert server.stats().task_types.get("RETRIEVAL_DOCUMENT", 0) == paid
+    meta = _metadata(gemini_project, "embeddings")
+    assert meta["embedded"] == 0 and meta["reused"] == paid

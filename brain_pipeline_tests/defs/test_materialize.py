@@ -29,6 +29,14 @@ def _asset_metadata(project: Project, name: str) -> dict[str, object]:
     return {k: getattr(v, "value", v) for k, v in event.asset_materialization.metadata.items()}
 
 
+def _observation_metadata(project: Project, name: str) -> dict[str, object]:
+    records = project.instance.fetch_observations(dg.AssetKey(name), limit=1).records
+    assert records, f"{name} was never observed"
+    observation = records[0].asset_observation
+    assert observation is not None
+    return {k: getattr(v, "value", v) for k, v in observation.metadata.items()}
+
+
 def test_ingest_group_on_the_sample_corpus(sample_project: Project) -> None:
     outcome = sample_project.materialize("group:ingest")
     assert outcome.success, outcome.lines
@@ -44,8 +52,8 @@ def test_ingest_group_on_the_sample_corpus(sample_project: Project) -> None:
     assert len({c.id for c in stored}) == len(stored)
     # Nothing under a raw/ folder, and the malformed roadmap is reported.
     assert not any("/raw/" in c.source for c in stored)
-    manifest_meta = _asset_metadata(sample_project, "corpus_manifest")
-    assert int(str(manifest_meta["files_seen"])) >= 40
+    observed = _observation_metadata(sample_project, "corpus")
+    assert int(str(observed["text_files"])) + int(str(observed["roadmap_files"])) >= 40
     chunks_meta = _asset_metadata(sample_project, "knowledge_chunks")
     assert "formatted-broken-draft.json" in str(chunks_meta["problems"])
     store_meta = _asset_metadata(sample_project, "knowledge_store")
@@ -71,8 +79,10 @@ def test_graph_publishes_what_passed(tiny_project: Project) -> None:
         assert not (target / "embeddings.bin").exists()  # provider none: no vectors
     record = tiny_project.instance.get_latest_asset_check_evaluation_record(CHECK_KEY)
     assert record is not None and record.status.value == "SUCCEEDED"
-    meta = _asset_metadata(tiny_project, "published_s3")
-    assert meta["status"] == "skipped: no bucket"
+    # No bucket: the S3 step does nothing and records no materialisation.
+    assert tiny_project.instance.get_latest_materialization_event(
+        dg.AssetKey("published_s3")
+    ) is None
 
 
 def test_rerun_with_nothing_changed_reports_unchanged(tiny_project: Project) -> None:
@@ -128,7 +138,40 @@ def test_stale_fixture_blocks_publishing(tmp_path: Path, s3: object) -> None:
     assert not outcome.success
     failure = " ".join(outcome.failed_checks)
     assert "stale" in failure and "0123456789ab" in failure
+    assert "stateful firewall security groups" in failure  # the query that holds the label
+    metadata = _check_metadata(project)
+    rows = metadata["per_query"].records  # type: ignore[attr-defined]
+    flagged = {row.data["query"] for row in rows if row.data["stale_label"]}
+    assert flagged == {"stateful firewall security groups"}
     _assert_nothing_published(project, bucket="stale-gate")
+
+
+def _check_metadata(project: Project) -> dict[str, object]:
+    record = project.instance.get_latest_asset_check_evaluation_record(CHECK_KEY)
+    assert record is not None and record.event is not None and record.event.dagster_event
+    evaluation = record.event.dagster_event.event_specific_data
+    return dict(getattr(evaluation, "metadata", {}))
+
+
+def test_the_check_records_bounds_margins_and_reuses_unchanged_results(
+    tiny_project: Project,
+) -> None:
+    assert tiny_project.materialize().success
+    first = _check_metadata(tiny_project)
+    value = first["bm25.ndcg_at_10"].value  # type: ignore[attr-defined]
+    floor = first["bm25.ndcg_at_10.min"].value  # type: ignore[attr-defined]
+    margin = first["bm25.ndcg_at_10.margin"].value  # type: ignore[attr-defined]
+    assert floor == 0.2 and abs(margin - (value - floor)) < 1e-4
+    assert first["reused"].value is False  # type: ignore[attr-defined]
+    assert tiny_project.materialize().success
+    second = _check_metadata(tiny_project)
+    assert second["reused"].value is True  # type: ignore[attr-defined]
+    assert second["bm25.ndcg_at_10"].value == value  # type: ignore[attr-defined]
+    # A changed fixture is a changed input: the evaluation runs again.
+    fixture = Path(str(tiny_project.settings["evaluation"]["fixture"]))
+    fixture.write_text(fixture.read_text().replace("unchanging shapes", "still shapes"))
+    assert tiny_project.materialize().success
+    assert _check_metadata(tiny_project)["reused"].value is False  # type: ignore[attr-defined]
 
 
 def test_empty_store_blocks_publishing(tmp_path: Path, s3: object) -> None:

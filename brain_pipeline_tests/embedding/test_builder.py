@@ -227,17 +227,19 @@ def test_kill_9_mid_run_resumes_within_one_batch(
 ) -> None:
     n, batch = 400, 20
     out = tmp_path / "embeddings.bin"
-    gemini_server.configure(delay_seconds=0.08)  # 20 requests: ~1.6 s in all
+    # The server answers six requests and holds the seventh: the kill lands while that
+    # batch is in flight, whatever the speed of the machine (no race against a sleep).
+    gemini_server.configure(hold_after_requests=6)
     child = subprocess.Popen(
         [sys.executable, "-m", "brain_pipeline_tests.embedding.build_child", str(out), str(n),
          str(batch)],
         env=dict(os.environ), cwd=Path(__file__).resolve().parents[2],
     )
     try:
-        deadline = time.monotonic() + 30
-        while gemini_server.stats().texts < 6 * batch:
+        deadline = time.monotonic() + 60  # a hang guard, not a timing assertion
+        while gemini_server.stats().requests < 7:
             assert child.poll() is None, "the child finished or died before it was killed"
-            assert time.monotonic() < deadline, "the child never got going"
+            assert time.monotonic() < deadline, "the child never reached the held request"
             time.sleep(0.01)
         child.send_signal(signal.SIGKILL)
     finally:
@@ -245,9 +247,9 @@ def test_kill_9_mid_run_resumes_within_one_batch(
     assert child.returncode == -signal.SIGKILL
     assert not out.exists()
     saved = len(read_checkpoint(checkpoint_path(out)).vectors)
-    assert 0 < saved < n
+    assert saved == 6 * batch  # every answered batch was checkpointed, the held one was not
 
-    gemini_server.configure(delay_seconds=0.0)
+    gemini_server.configure(hold_after_requests=None)
     chunks = corpus({"big.md": n})
     report = build_embeddings(chunks, out, gemini(batch_size=batch))
     assert report.resumed == saved

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 import traceback
 
 import numpy as np
@@ -16,6 +15,7 @@ from brain_pipeline.embedding.providers import (
     EmbeddingUnavailable,
     make_embedder,
 )
+from brain_pipeline_tests.embedding.conftest import SDK_MODE_VARIABLES
 from brain_pipeline_tests.embedding.helpers import API_KEY, gemini
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini, fake_vector
 
@@ -70,19 +70,46 @@ def test_query_uses_query_task_and_is_cached(gemini_server: FakeGemini) -> None:
     assert stats.task_types == {"RETRIEVAL_QUERY": 1}
 
 
-def test_quota_refusal_is_waited_out_using_the_stated_delay(gemini_server: FakeGemini) -> None:
-    gemini_server.configure(quota_texts=20, window_seconds=1.0)
-    embedder = gemini(batch_size=10)  # paced for far more than the server allows
-    started = time.monotonic()
-    vectors = embedder.embed_documents([f"quota text {i}" for i in range(50)])
-    elapsed = time.monotonic() - started
+class SharedClock:
+    """One fake clock for client and server: time moves only when the client sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_quota_refusal_is_waited_out_using_the_stated_delay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No wall clock: the server's quota windows and the client's waits share a fake clock,
+    # so the test asserts the schedule of waits, the same on any machine at any load.
+    for name in SDK_MODE_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    t = SharedClock()
+    with FakeGemini(api_key=API_KEY, clock=t.clock, quota_texts=20, window_seconds=1.0) as server:
+        embedder = gemini(base_url=server.url, batch_size=10, clock=t.clock, sleep=t.sleep)
+        vectors = embedder.embed_documents([f"quota text {i}" for i in range(50)])
+        stats = server.stats()
     assert vectors.shape == (50, 16)
-    stats = gemini_server.stats()
-    assert stats.texts == 50
-    assert stats.rate_limited >= 2
-    assert embedder.stats.rate_limited == stats.rate_limited
-    assert elapsed >= 2.0  # 50 texts at 20 per 1 s window need at least two window changes
-    assert embedder.stats.waited_seconds >= 1.0  # at least one whole window was waited out
+    assert stats.texts == 50 and stats.batch_sizes == [10] * 5
+    # The pacer (capacity one batch) spaces batches by `pace`. 20 texts per 1 s window in
+    # batches of 10: the third batch is refused with 1 - 2·pace s left in the window, the
+    # fifth with 0.95 - 2·pace s left (the client resumed 0.05 s into the second window).
+    # Each quota wait is the stated delay plus the policy's 0.05 s headroom, nothing more.
+    pace = 10 * 60.0 / embedder.pacer.texts_rate_per_minute
+    assert stats.rate_limited == 2 == embedder.stats.rate_limited
+    expected_sleeps = [pace, pace, 1.05 - 2 * pace, pace, pace, 1.0 - 2 * pace]
+    assert t.sleeps == [pytest.approx(s, abs=1e-9) for s in expected_sleeps]
+    assert embedder.stats.waited_seconds == pytest.approx(sum(expected_sleeps), abs=1e-9)
+    accepted = [at - 1000.0 for at in stats.accepted_at]
+    assert accepted == [pytest.approx(a, abs=1e-9) for a in (0, pace, 1.05, 1.05 + pace, 2.05)]
 
 
 def test_server_errors_are_retried(gemini_server: FakeGemini) -> None:
@@ -184,3 +211,50 @@ def test_v1beta_and_the_http_control_endpoints(gemini_server: FakeGemini) -> Non
     assert stats["api_versions"] == {"v1beta": 2}
     call("POST", "/reset")
     assert gemini_server.stats().requests == 0
+
+
+EMBEDDING_MODELS = ("gemini-embedding-001", "gemini-embedding-2")
+
+
+@pytest.mark.parametrize("model", EMBEDDING_MODELS)
+def test_every_text_gets_its_own_vector_with_every_embedding_model(
+    gemini_server: FakeGemini, model: str
+) -> None:
+    texts = [f"paragraph {i} about model {model}" for i in range(130)]  # two requests
+    embedder = gemini(model=model, dimension=24)
+    vectors = embedder.embed_documents(texts)
+    assert vectors.shape == (130, 24)
+    stats = gemini_server.stats()
+    assert stats.batch_sizes == [100, 30]
+    assert stats.merged_contents == 0
+    for index in (0, 57, 99, 100, 129):  # each row is that text's own single-text vector
+        alone = embedder.embed_documents([texts[index]])
+        np.testing.assert_allclose(vectors[index], alone[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            vectors[index], _unit(fake_vector(texts[index], 24)), rtol=1e-5, atol=1e-6
+        )
+    query = embedder.embed_query("a query")
+    np.testing.assert_allclose(query, _unit(fake_vector("a query", 24)), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("model", "vectors"), [("gemini-embedding-001", 3),
+                                                ("gemini-embedding-2", 1)])
+def test_the_peer_answers_a_list_of_strings_as_the_service_does(
+    gemini_server: FakeGemini, model: str, vectors: int
+) -> None:
+    """What made gemini-embedding-2 fail: the SDK merges plain strings into one content
+    for a multimodal model, and the service (so the peer) answers it with one vector."""
+    from google import genai
+    from google.genai import types
+
+    texts = ["first", "second", "third"]
+    client = genai.Client(api_key=API_KEY)
+    response = client.models.embed_content(
+        model=model, contents=texts, config=types.EmbedContentConfig(output_dimensionality=8)
+    )
+    assert len(response.embeddings or []) == vectors
+    assert gemini_server.stats().merged_contents == (1 if vectors == 1 else 0)
+    if vectors == 1:
+        merged = np.asarray(response.embeddings[0].values)  # type: ignore[index]
+        np.testing.assert_allclose(merged, fake_vector("first\nsecond\nthird", 8))
+        assert not np.allclose(merged, fake_vector("first", 8))

@@ -1,8 +1,13 @@
 """A Gemini embeddings REST server on loopback, for driving the real google-genai SDK.
 
 It implements `POST /{v1,v1beta}/models/{model}:batchEmbedContents` as the service does
-(body and error shapes as observed), plus what tests and benchmarks need to stage
-trouble:
+(body and error shapes as observed). That is the only endpoint google-genai uses with an
+API key, for every model, gemini-embedding-2 included (`:embedContent` and `:predict`
+are Vertex-mode only). One vector per `requests[]` entry; a content of several parts
+is merged into ONE vector, as a multimodal model (gemini-embedding-2) does with the
+multi-part content the SDK builds from a list of strings — so a client that lets the SDK
+merge its texts gets one vector for a whole batch here too. Plus what tests and
+benchmarks need to stage trouble:
 
 * deterministic vectors from a hash of (text, dimension): `fake_vector()`;
 * a quota of `quota_texts` texts per fixed window of `window_seconds`, answering 429
@@ -25,6 +30,7 @@ import hashlib
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -34,7 +40,10 @@ import numpy as np
 import numpy.typing as npt
 
 MAX_BATCH = 100
-DEFAULT_MODELS = ("gemini-embedding-001", "text-embedding-004")
+DEFAULT_MODELS = ("gemini-embedding-001", "gemini-embedding-2", "text-embedding-004")
+PART_SEPARATOR = "\n"
+"""How the parts of one content are joined before hashing: a merged content has its own
+vector, different from each part's."""
 
 
 def fake_vector(text: str, dimension: int) -> npt.NDArray[np.float64]:
@@ -55,11 +64,14 @@ class Settings:
     window_seconds: float = 60.0
     delay_seconds: float = 0.0
     script: list[int] = field(default_factory=list)
+    # Requests after this many are held unanswered until the setting is cleared (None):
+    # lets a test kill a client at a known point instead of racing it with sleeps.
+    hold_after_requests: int | None = None
 
 
 @dataclass
 class Stats:
-    """What the server saw. `texts` counts texts in accepted (200) requests only."""
+    """What the server saw. `texts` counts contents (= vectors) in accepted (200) requests."""
 
     texts: int = 0
     requests: int = 0
@@ -68,7 +80,8 @@ class Stats:
     task_types: dict[str, int] = field(default_factory=dict)
     api_versions: dict[str, int] = field(default_factory=dict)
     batch_sizes: list[int] = field(default_factory=list)
-    accepted_at: list[float] = field(default_factory=list)  # monotonic, one per accepted request
+    merged_contents: int = 0  # accepted contents of more than one part (one vector each)
+    accepted_at: list[float] = field(default_factory=list)  # server clock, per accepted request
 
 
 def _error(code: int, status: str, message: str, details: list[dict[str, Any]] | None = None
@@ -82,11 +95,16 @@ def _error(code: int, status: str, message: str, details: list[dict[str, Any]] |
 class FakeGemini:
     """The server object: `url`, `configure(**settings)`, `stats()`, `reset()`."""
 
-    def __init__(self, **settings: Any) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic, **settings: Any) -> None:
+        # The quota windows follow `clock`: a test that drives the client's sleeps with a
+        # fake clock passes the same one here, so windows move only when the client waits.
+        self._clock = clock
         self._lock = threading.Lock()
         self.settings = Settings(**settings)
         self._stats = Stats()
-        self._window_start = time.monotonic()
+        self._released = threading.Event()
+        self._released.set()
+        self._window_start = clock()
         self._window_used = 0
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
@@ -100,6 +118,7 @@ class FakeGemini:
         return self
 
     def stop(self) -> None:
+        self._released.set()  # let held requests finish so their threads end
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
@@ -125,22 +144,32 @@ class FakeGemini:
                     raise ValueError(f"unknown setting {key}")
                 setattr(self.settings, key, value)
             if {"quota_texts", "window_seconds"} & settings.keys():
-                self._window_start = time.monotonic()
+                self._window_start = self._clock()
                 self._window_used = 0
+            if "hold_after_requests" in settings:
+                self._update_hold()
 
     def reset(self) -> None:
         """Default settings, zeroed statistics, a fresh quota window."""
         with self._lock:
             self.settings = Settings()
             self._stats = Stats()
-            self._window_start = time.monotonic()
+            self._update_hold()
+            self._window_start = self._clock()
             self._window_used = 0
+
+    def _update_hold(self) -> None:
+        if self.settings.hold_after_requests is None:
+            self._released.set()
+        else:
+            self._released.clear()
 
     def stats(self) -> Stats:
         with self._lock:
             s = self._stats
             return Stats(s.texts, s.requests, s.rate_limited, s.errors, dict(s.task_types),
-                         dict(s.api_versions), list(s.batch_sizes), list(s.accepted_at))
+                         dict(s.api_versions), list(s.batch_sizes), s.merged_contents,
+                         list(s.accepted_at))
 
     # -------------------------------------------------------------- the endpoint
     def embed(self, version: str, model: str, key: str | None, body: Any
@@ -150,6 +179,10 @@ class FakeGemini:
             self._stats.requests += 1
             self._stats.api_versions[version] = self._stats.api_versions.get(version, 0) + 1
             delay = self.settings.delay_seconds
+            hold = self.settings.hold_after_requests
+            held = hold is not None and self._stats.requests > hold
+        if held:
+            self._released.wait()
         if delay:
             time.sleep(delay)
         with self._lock:
@@ -189,15 +222,19 @@ class FakeGemini:
         if refusal is not None:
             return refusal
         vectors = []
+        merged = 0
         for item in requests:
-            text = "".join(part.get("text", "") for part in item["content"]["parts"])
+            parts = item["content"]["parts"]
+            merged += len(parts) > 1
+            text = PART_SEPARATOR.join(part.get("text", "") for part in parts)
             dim = int(item.get("outputDimensionality") or 3072)
             task = str(item.get("taskType", "TASK_TYPE_UNSPECIFIED"))
             self._stats.task_types[task] = self._stats.task_types.get(task, 0) + 1
             vectors.append({"values": fake_vector(text, dim).tolist()})
         self._stats.texts += len(requests)
+        self._stats.merged_contents += merged
         self._stats.batch_sizes.append(len(requests))
-        self._stats.accepted_at.append(time.monotonic())
+        self._stats.accepted_at.append(self._clock())
         return 200, {"embeddings": vectors}
 
     def _charge_quota(self, n: int) -> tuple[int, dict[str, Any]] | None:
@@ -206,7 +243,7 @@ class FakeGemini:
         if quota is None:
             return None
         window = self.settings.window_seconds
-        now = time.monotonic()
+        now = self._clock()
         elapsed = now - self._window_start
         if elapsed >= window:
             self._window_start += window * int(elapsed // window)

@@ -22,7 +22,6 @@ import re
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,6 +31,10 @@ from types import TracebackType
 _LISTENING = re.compile(r"Running on (http://127\.0\.0\.1:\d+)")
 _REQUEST_LINE = re.compile(r'"(?P<method>[A-Z]+) (?P<path>\S+) HTTP/[\d.]+" (?P<status>\d{3})')
 _STARTUP_TIMEOUT_S = 20.0
+#: The path of the marker request `requests_settled` sends (moto's dashboard page: cheap,
+#: and not an AWS action, so it never uses up the free actions of `enable_auth`).
+_SETTLED_PATH = "/moto-api/?settled="
+_SETTLE_TIMEOUT_S = 30.0
 
 
 # Dummy credentials for the loopback server. The secret is distinctive so a test can
@@ -58,6 +61,10 @@ class MotoS3Server:
     endpoint_url: str
     _log: list[LoggedRequest] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _markers: int = 0
+
+    def __post_init__(self) -> None:
+        self._arrived = threading.Condition(self._lock)  # notified per request line
 
     @classmethod
     def start(cls) -> MotoS3Server:
@@ -95,8 +102,9 @@ class MotoS3Server:
             match = _REQUEST_LINE.search(line)
             if match:
                 entry = LoggedRequest(match["method"], match["path"], int(match["status"]))
-                with self._lock:
+                with self._arrived:
                     self._log.append(entry)
+                    self._arrived.notify_all()
         if not announced:
             listening.put(None)
 
@@ -151,24 +159,33 @@ class MotoS3Server:
     def requests(self) -> list[LoggedRequest]:
         """The requests logged so far (werkzeug writes a line once it has answered)."""
         with self._lock:
-            return list(self._log)
+            return [r for r in self._log if not r.path.startswith(_SETTLED_PATH)]
 
     def clear_requests(self) -> None:
         """Forget the log so far (call between tests, after `requests_settled`)."""
         with self._lock:
             self._log.clear()
 
-    def requests_settled(self, quiet_s: float = 0.05) -> list[LoggedRequest]:
-        """The request log once no new line has arrived for `quiet_s` seconds.
+    def requests_settled(self) -> list[LoggedRequest]:
+        """The request log once it holds every request answered before this call.
 
-        The log line is written after the response, so a client can see its answer a
-        moment before the line exists; wait for the log to stop growing before counting.
+        No quiet period to guess: werkzeug writes a request's log line before the first
+        byte of its response, and the pipe keeps the order of the lines. So once the line
+        of a marker request sent now has been read, every request answered earlier is in
+        the log, whatever the load on the machine. (The timeout only guards a dead server.)
         """
-        previous = -1
-        current = len(self.requests())
-        while current != previous:
-            time.sleep(quiet_s)
-            previous, current = current, len(self.requests())
+        with self._lock:
+            self._markers += 1
+            marker = f"{_SETTLED_PATH}{self._markers}"
+        request = urllib.request.Request(self.endpoint_url + marker, method="GET")
+        with urllib.request.urlopen(request, timeout=_SETTLE_TIMEOUT_S) as response:
+            response.read()
+        with self._arrived:
+            seen = self._arrived.wait_for(
+                lambda: any(r.path == marker for r in self._log), timeout=_SETTLE_TIMEOUT_S
+            )
+        if not seen:
+            raise RuntimeError("the moto server answered but its request log stopped")
         return self.requests()
 
 

@@ -240,3 +240,32 @@ def test_inspect_with_an_unreadable_manifest(publish_root: Path) -> None:
     (storage / MANIFEST).write_text("{half")
     found = inspect_publication(publish_root)
     assert found.manifest is None and found.error is not None and "unreadable" in found.error
+
+
+def test_a_hand_edited_file_of_the_same_size_is_rewritten(
+    build: SampleBuild, publish_root: Path
+) -> None:
+    """The live manifest saves reading a big file only while the file is not newer."""
+    import os
+
+    publish(build, publish_root)
+    store = publish_root / "src" / "storage" / STORE
+    edited = bytearray(build.store_bytes)
+    edited[10] = ord("X") if edited[10] != ord("X") else ord("Y")
+    store.write_bytes(bytes(edited))
+    manifest_mtime = (publish_root / "src" / "storage" / MANIFEST).stat().st_mtime_ns
+    os.utime(store, ns=(manifest_mtime + 10**9, manifest_mtime + 10**9))
+
+    report = publish(build, publish_root)
+
+    assert actions(report) == [{VECTORS: "unchanged", STORE: "written", MANIFEST: "unchanged"}]
+    assert store.read_bytes() == build.store_bytes
+
+
+def test_an_unchanged_publish_stages_nothing(build: SampleBuild, publish_root: Path) -> None:
+    (publish_root / "dist").mkdir()
+    publish(build, publish_root)
+    before = sorted(p.relative_to(publish_root) for p in publish_root.rglob("*"))
+    publish(build, publish_root)
+    assert sorted(p.relative_to(publish_root) for p in publish_root.rglob("*")) == before
+    assert not any(".brain-staging-" in str(p) for p in before)

@@ -11,7 +11,12 @@ import boto3
 import pytest
 
 from brain_pipeline.publishing.manifest import PublishManifest, build_manifest, sha256_hex
-from brain_pipeline.publishing.s3 import PublishError, S3PublishReport, publish_s3
+from brain_pipeline.publishing.s3 import (
+    PublishError,
+    S3PublishReport,
+    content_key,
+    publish_s3,
+)
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.publishing.conftest import (
     AGENT_MODEL,
@@ -50,6 +55,21 @@ def puts(server: MotoS3Server) -> list[str]:
     return [r.path for r in server.requests_settled() if r.method == "PUT" and PREFIX in r.path]
 
 
+def keys(prefix: str = "") -> set[str]:
+    listed = plain_client().list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])
+    return {str(o["Key"]) for o in listed}
+
+
+def ca(filename: str, data: bytes, prefix: str = PREFIX) -> str:
+    """The content-addressed key of `data` published as `filename`."""
+    return content_key(prefix, filename, sha256_hex(data))
+
+
+def remote_manifest() -> dict[str, Any]:
+    body = plain_client().get_object(Bucket=BUCKET, Key=PREFIX + "manifest.json")["Body"]
+    return dict(json.loads(body.read()))
+
+
 def assert_no_secret(exc: BaseException) -> None:
     text = "".join(traceback.format_exception(exc))
     assert TEST_SECRET not in text
@@ -76,25 +96,46 @@ def test_upload_round_trips_bytes_and_content_types(s3: MotoS3Server, build: Sam
     assert remote.embeddings is not None
     assert remote.embeddings.sha256 == sha256_hex(build.embeddings_bytes)
     by_key = {o.key: o for o in report.objects}
-    assert [o.key for o in report.objects] == [
-        PREFIX + "embeddings.bin",
-        PREFIX + "knowledge-store.json",
-        PREFIX + "manifest.json",
+    store_key = ca("knowledge-store.json", build.store_bytes)
+    vectors_key = ca("embeddings.bin", build.embeddings_bytes)
+    assert [(o.key, o.action) for o in report.objects] == [
+        (vectors_key, "uploaded"),
+        (store_key, "uploaded"),
+        (PREFIX + "manifest.json", "uploaded"),
+        (PREFIX + "embeddings.bin", "copied"),
+        (PREFIX + "knowledge-store.json", "copied"),
     ]
-    assert all(o.action == "uploaded" for o in report.objects)
-    assert by_key[PREFIX + "knowledge-store.json"].verified_by == "ChecksumSHA256"
-    assert by_key[PREFIX + "knowledge-store.json"].sha256 == sha256_hex(build.store_bytes)
+    assert by_key[store_key].verified_by == "ChecksumSHA256"
+    assert by_key[store_key].sha256 == sha256_hex(build.store_bytes)
+    assert client.get_object(Bucket=BUCKET, Key=store_key)["Body"].read() == build.store_bytes
+    # the manifest names exactly the keys of its set, with their digests and sizes
+    assert remote_manifest()["objects"] == {
+        "embeddings.bin": {
+            "key": vectors_key,
+            "sha256": sha256_hex(build.embeddings_bytes),
+            "size": len(build.embeddings_bytes),
+        },
+        "knowledge-store.json": {
+            "key": store_key,
+            "sha256": sha256_hex(build.store_bytes),
+            "size": len(build.store_bytes),
+        },
+    }
 
 
 def test_store_only_when_embeddings_are_not_included(s3: MotoS3Server, build: SampleBuild) -> None:
     make_bucket()
     manifest = build_manifest(build.store_bytes, build.embeddings_bytes, build.chunks)
     report = run(build, include_embeddings=False, manifest=manifest)
-    keys = {o.key for o in report.objects}
-    assert keys == {PREFIX + "knowledge-store.json", PREFIX + "manifest.json"}
-    listed = plain_client().list_objects_v2(Bucket=BUCKET)["Contents"]
-    assert {o["Key"] for o in listed} == keys
+    expected = {
+        ca("knowledge-store.json", build.store_bytes),
+        PREFIX + "knowledge-store.json",
+        PREFIX + "manifest.json",
+    }
+    assert {o.key for o in report.objects} == expected
+    assert keys() == expected
     assert report.manifest is not None and report.manifest.embeddings is None
+    assert set(remote_manifest()["objects"]) == {"knowledge-store.json"}
 
 
 def test_republishing_unchanged_data_does_not_put_again(
@@ -107,7 +148,7 @@ def test_republishing_unchanged_data_does_not_put_again(
         key: client.head_object(Bucket=BUCKET, Key=PREFIX + key)["LastModified"]
         for key in ("knowledge-store.json", "embeddings.bin", "manifest.json")
     }
-    assert len(puts(s3)) == 3
+    assert len(puts(s3)) == 5  # two content-addressed objects, the manifest, two copies
 
     again = run(
         build,
@@ -120,8 +161,8 @@ def test_republishing_unchanged_data_does_not_put_again(
     )
 
     assert again.status == "unchanged" and not again.changed
-    assert [o.action for o in again.objects] == ["unchanged"] * 3
-    assert len(puts(s3)) == 3, "an unchanged re-publish must not PUT"
+    assert [o.action for o in again.objects] == ["unchanged"] * 5
+    assert len(puts(s3)) == 5, "an unchanged re-publish must not PUT"
     after = {
         key: client.head_object(Bucket=BUCKET, Key=PREFIX + key)["LastModified"] for key in before
     }
@@ -138,9 +179,25 @@ def test_changed_store_uploads_only_what_changed(s3: MotoS3Server, build: Sample
     changed = make_build(salt="new ")
     report = run(changed, include_embeddings=False)
     assert report.status == "published"
-    assert [o.action for o in report.objects] == ["uploaded", "uploaded"]
+    assert [o.action for o in report.objects] == ["uploaded", "uploaded", "copied"]
     body = plain_client().get_object(Bucket=BUCKET, Key=PREFIX + "knowledge-store.json")["Body"]
     assert body.read() == changed.store_bytes
+    # the previous set is kept one generation (a reader may hold the old manifest)
+    assert ca("knowledge-store.json", build.store_bytes) in keys()
+
+
+def test_objects_older_than_the_previous_manifest_are_deleted(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    make_bucket()
+    generations = [build, make_build(salt="two "), make_build(salt="three ")]
+    for generation in generations:
+        run(generation, include_embeddings=False)
+    stored = keys(PREFIX + "objects/")
+    assert stored == {
+        ca("knowledge-store.json", generations[1].store_bytes),
+        ca("knowledge-store.json", generations[2].store_bytes),
+    }
 
 
 def test_no_bucket_is_skipped(build: SampleBuild, free_port: int) -> None:
@@ -160,8 +217,11 @@ def test_no_bucket_is_skipped(build: SampleBuild, free_port: int) -> None:
 def test_prefix_without_slash_is_a_folder(s3: MotoS3Server, build: SampleBuild) -> None:
     make_bucket()
     run(build, prefix="brain", include_embeddings=False)
-    listed = plain_client().list_objects_v2(Bucket=BUCKET)["Contents"]
-    assert {o["Key"] for o in listed} == {"brain/knowledge-store.json", "brain/manifest.json"}
+    assert keys() == {
+        ca("knowledge-store.json", build.store_bytes, "brain/"),
+        "brain/knowledge-store.json",
+        "brain/manifest.json",
+    }
 
 
 def test_explicit_endpoint_url_wins(
@@ -282,10 +342,13 @@ def test_request_log_sees_the_puts(s3: MotoS3Server, build: SampleBuild) -> None
     """The PUT counter used above really counts uploads (so its zero means something)."""
     make_bucket()
     run(build, include_embeddings=False)
-    assert sorted(puts(s3)) == [
-        f"/{BUCKET}/{PREFIX}knowledge-store.json",
-        f"/{BUCKET}/{PREFIX}manifest.json",
-    ]
+    assert sorted(puts(s3)) == sorted(
+        [
+            f"/{BUCKET}/{ca('knowledge-store.json', build.store_bytes)}",
+            f"/{BUCKET}/{PREFIX}knowledge-store.json",
+            f"/{BUCKET}/{PREFIX}manifest.json",
+        ]
+    )
 
 
 def test_vectors_of_another_model_are_withheld_and_the_stale_object_removed(
@@ -299,12 +362,13 @@ def test_vectors_of_another_model_are_withheld_and_the_stale_object_removed(
 
     actions = {o.key: o.action for o in report.objects}
     assert actions == {
-        PREFIX + "embeddings.bin": "removed",
-        PREFIX + "knowledge-store.json": "uploaded",
+        ca("knowledge-store.json", other.store_bytes): "uploaded",
         PREFIX + "manifest.json": "uploaded",
+        PREFIX + "knowledge-store.json": "copied",
+        PREFIX + "embeddings.bin": "removed",
     }
-    listed = plain_client().list_objects_v2(Bucket=BUCKET)["Contents"]
-    assert PREFIX + "embeddings.bin" not in {o["Key"] for o in listed}
+    assert PREFIX + "embeddings.bin" not in keys()
+    assert set(remote_manifest()["objects"]) == {"knowledge-store.json"}
     assert report.manifest is not None and report.manifest.embeddings is None
     assert report.manifest.embeddings_note and "all-MiniLM-L6-v2" in report.manifest.embeddings_note
     assert run(other, agent_query_model=AGENT_MODEL).status == "unchanged"

@@ -10,9 +10,25 @@ from pathlib import Path
 import pytest
 
 from brain_pipeline.cli import main
+from brain_pipeline.cli.status import (
+    EXIT_BUCKET_DIFFERS,
+    EXIT_CONFIG,
+    EXIT_COPY_MISMATCH,
+    EXIT_CURRENT,
+    EXIT_NOTHING_PUBLISHED,
+    EXIT_PENDING_RECOVERY,
+    EXIT_STALE,
+)
 from brain_pipeline.publishing.local import publish_local
-from brain_pipeline.publishing.manifest import build_manifest, corpus_digest, sha256_hex
-from brain_pipeline_tests.publishing.conftest import AGENT_MODEL, SampleBuild
+from brain_pipeline.publishing.manifest import (
+    PublishManifest,
+    build_manifest,
+    corpus_digest,
+    sha256_hex,
+)
+from brain_pipeline.publishing.s3 import publish_s3
+from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
+from brain_pipeline_tests.publishing.conftest import AGENT_MODEL, SampleBuild, make_build
 
 
 @pytest.fixture
@@ -112,7 +128,7 @@ def test_content_change_is_reported(
     publish_from(build, publish_root, corpus)
     (corpus / "python-tutor" / "lists.md").write_text("Lists are mutable; tuples are not.\n")
     code, out, _ = status(capsys, "--root", str(publish_root), "--corpus", str(corpus))
-    assert code == 0
+    assert code == 2  # stale: a script can tell it from "live and current"
     assert "Corpus: CHANGED" in out
 
 
@@ -144,3 +160,122 @@ def test_defaults_come_from_the_configuration(
     report = json.loads(out)
     assert Path(report["root"]) == publish_root
     assert report["corpus"]["state"] == "unchanged"
+
+
+def test_the_exit_code_table_is_the_documented_one() -> None:
+    from brain_pipeline.cli import status as module
+
+    table = (
+        EXIT_CURRENT,
+        EXIT_NOTHING_PUBLISHED,
+        EXIT_STALE,
+        EXIT_COPY_MISMATCH,
+        EXIT_PENDING_RECOVERY,
+        EXIT_BUCKET_DIFFERS,
+    )
+    assert table == (0, 1, 2, 3, 4, 5) and EXIT_CONFIG == 64
+    for code in table:
+        assert f"| {code}    |" in (module.__doc__ or "")
+        assert f"  {code}  " in module.DESCRIPTION
+
+
+def test_an_unreadable_manifest_is_a_mismatch_not_nothing(
+    publish_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    storage = publish_root / "src" / "storage"
+    storage.mkdir(parents=True)
+    (storage / "manifest.json").write_text("{half")
+    code, out, err = status(capsys, "--root", str(publish_root))
+    assert code == 3 and "unreadable" in out
+
+
+def test_stale_loses_to_a_mismatch(
+    build: SampleBuild, publish_root: Path, corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    publish_from(build, publish_root, corpus)
+    (corpus / "python-tutor" / "lists.md").write_text("changed\n")
+    (publish_root / "src" / "storage" / "embeddings.bin").write_bytes(b"PATBEMB1")
+    code, _, _ = status(capsys, "--root", str(publish_root), "--corpus", str(corpus))
+    assert code == 3
+
+
+@pytest.fixture
+def s3_config(s3: MotoS3Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> MotoS3Server:
+    """The bucket as the configuration names it (environment), with short timeouts."""
+    import boto3
+
+    boto3.client("s3").create_bucket(Bucket="brain-status")
+    config = tmp_path / "brain.yaml"
+    config.write_text(
+        "publish:\n  s3:\n    prefix: kb\n    connect_timeout_seconds: 1\n"
+        "    read_timeout_seconds: 2\n    deadline_seconds: 5\n"
+    )
+    monkeypatch.setenv("BRAIN_CONFIG", str(config))
+    monkeypatch.setenv("S3_BUCKET_NAME", "brain-status")
+    return s3
+
+
+def _to_bucket(build: SampleBuild, root: Path) -> None:
+    live = PublishManifest.from_json((root / "src" / "storage" / "manifest.json").read_bytes())
+    publish_s3(
+        build.store_bytes, build.embeddings_bytes, bucket="brain-status", prefix="kb", manifest=live
+    )
+
+
+def test_s3_matching_differing_and_unreachable(
+    s3_config: MotoS3Server,
+    build: SampleBuild,
+    publish_root: Path,
+    corpus: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    free_port: int,
+) -> None:
+    publish_from(build, publish_root, corpus)
+    args = ("--root", str(publish_root), "--corpus", str(corpus), "--s3")
+
+    code, out, _ = status(capsys, *args)
+    assert code == 5 and "no manifest.json in the bucket" in out
+
+    _to_bucket(build, publish_root)
+    code, out, _ = status(capsys, *args)
+    assert code == 0 and "holds the same set" in out
+    assert status(capsys, "--root", str(publish_root), "--corpus", str(corpus))[0] == 0
+
+    other = make_build(salt="elsewhere ")
+    publish_s3(other.store_bytes, None, bucket="brain-status", prefix="kb")
+    code, out, _ = status(capsys, *args, "--json")
+    report = json.loads(out)
+    assert code == 5 and report["s3"]["reachable"] is True
+    assert any("store differs" in p for p in report["s3"]["problems"])
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{free_port}")
+    code, out, _ = status(capsys, *args)
+    assert code == 5 and "UNREACHABLE" in out and "cannot connect" in out
+
+
+def test_s3_without_a_bucket_is_reported(
+    build: SampleBuild,
+    publish_root: Path,
+    corpus: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    publish_from(build, publish_root, corpus)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = status(capsys, "--root", str(publish_root), "--corpus", str(corpus), "--s3")
+    assert code == 5 and "no bucket configured" in out
+
+
+def test_an_unreadable_configuration_exits_64(
+    publish_root: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("publish: [not, a, mapping]\n")
+    monkeypatch.setenv("BRAIN_CONFIG", str(bad))
+    code, _, err = status(capsys)
+    assert code == 64 and "brain-pipeline status" in err

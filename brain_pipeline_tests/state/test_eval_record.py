@@ -74,7 +74,7 @@ def test_unchanged_inputs_reuse_the_record_and_say_when(setup: Setup) -> None:
         assert getattr(second, field) == getattr(first, field)
     assert second.report.to_dict() == first.report.to_dict()
     record = eval_record.latest(StateLayout.of(setup.build))
-    assert record is not None and record.key == first.record_key
+    assert record is not None and record["key"] == first.record_key
 
 
 @pytest.mark.parametrize("change", ["store", "fixture", "thresholds", "embeddings"])

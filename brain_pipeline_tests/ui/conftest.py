@@ -1,4 +1,4 @@
-"""A real `dagster dev` on a free loopback port and a headless Chromium pointed at it.
+"""A real `dg dev` (via `brain-pipeline ui`) on a free loopback port and a headless Chromium.
 
 Both are module-scoped: starting the web UI costs 10-20 s on a 2-core machine, so the
 tests of this folder share one server (its own temporary instance, build and publish
@@ -64,6 +64,7 @@ class DagsterDev:
     build_dir: Path
     publish_root: Path
     log_path: Path
+    fixture: Path
     timings: dict[str, float] = field(default_factory=dict)
 
     def graphql(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -98,7 +99,9 @@ def free_loopback_port() -> int:
         return port
 
 
-def server_environment(home: Path, build_dir: Path, publish_root: Path) -> dict[str, str]:
+def server_environment(
+    home: Path, build_dir: Path, publish_root: Path, fixture: Path
+) -> dict[str, str]:
     """The parent's environment minus anything pointing at real services, plus our folders.
 
     Built explicitly because the root conftest's clean-up is function-scoped and this
@@ -110,6 +113,7 @@ def server_environment(home: Path, build_dir: Path, publish_root: Path) -> dict[
         BRAIN_BUILD_DIR=str(build_dir),
         BRAIN_PUBLISH_ROOT=str(publish_root),
         BRAIN_EMBEDDING_PROVIDER="none",
+        BRAIN_EVAL_FIXTURE=str(fixture),
         PYTHONUNBUFFERED="1",
     )
     return env
@@ -218,17 +222,20 @@ def artifacts_dir() -> Path:
 def dagster_dev(
     tmp_path_factory: pytest.TempPathFactory, artifacts_dir: Path
 ) -> Iterator[DagsterDev]:
-    """`brain-pipeline ui` (= `dagster dev -w workspace.yaml`) in its own process group."""
+    """`brain-pipeline ui` (= `dg dev -w workspace.yaml`) in its own process group."""
     root = tmp_path_factory.mktemp("dagster_ui")
     home = root / "dagster_home"
     home.mkdir()
     # The same settings `ensure_instance_home` writes: no first-visit dialog, no telemetry.
     (home / "dagster.yaml").write_text(INSTANCE_YAML, encoding="utf-8")
     build_dir, publish_root = root / "build", root / "agent"
+    # A copy of the sample fixture, so a test can make a label stale as a person would.
+    fixture = root / "retrieval-eval.json"
+    shutil.copyfile(REPO / "examples" / "retrieval-eval.json", fixture)
     log_path = root / "dagster-dev.log"
     port = free_loopback_port()
     # The README's command: it sets DAGSTER_HOME-aware instance use, restores SIGINT and
-    # SIGTERM (see brain_pipeline.cli.ui) and becomes `dagster dev -w workspace.yaml`.
+    # SIGTERM (see brain_pipeline.cli.ui) and becomes `dg dev -w workspace.yaml`.
     command = [
         sys.executable,
         "-m",
@@ -244,7 +251,7 @@ def dagster_dev(
         process = subprocess.Popen(
             command,
             cwd=REPO,
-            env=server_environment(home, build_dir, publish_root),
+            env=server_environment(home, build_dir, publish_root, fixture),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -257,6 +264,7 @@ def dagster_dev(
         build_dir=build_dir,
         publish_root=publish_root,
         log_path=log_path,
+        fixture=fixture,
     )
     try:
         deadline = started + SERVER_START_TIMEOUT

@@ -1,4 +1,4 @@
-"""End to end through the Dagster web UI: what a person sees and clicks in `dagster dev`.
+"""End to end through the Dagster web UI: what a person sees and clicks in `dg dev`.
 
 The server and the browser are real (see conftest.py); the only shortcut is reading
 run and check status from the UI's own GraphQL endpoint instead of scraping it.
@@ -6,6 +6,7 @@ run and check status from the UI's own GraphQL endpoint instead of scraping it.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -18,16 +19,26 @@ from brain_pipeline_tests.ui.conftest import DagsterDev
 pytestmark = pytest.mark.ui
 
 # The asset graph the issue describes: names a person looks for on the lineage page.
-ASSETS = {
-    "corpus_manifest",
+SOURCES = {"corpus", "eval_fixture"}
+ASSETS = SOURCES | {
     "knowledge_chunks",
     "knowledge_store",
     "embeddings",
     "published_local",
     "published_s3",
 }
+LOCATION = "brain_pipeline"  # workspace.yaml's location_name, not the module path
 CHECK = "retrieval_eval"
 CHECKED_ASSET = "embeddings"
+ALL_CHECKS = {
+    ("knowledge_chunks", "corpus_problems"),
+    ("knowledge_store", "no_empty_area"),
+    ("knowledge_store", "fits_agent_string_limit"),
+    ("embeddings", "retrieval_eval"),
+    ("embeddings", "embedding_coverage"),
+    ("published_local", "published_store_is_current"),
+    ("published_local", "vectors_reach_agent"),
+}
 RUN_TIMEOUT = 120.0
 TERMINAL_RUN_STATUSES = {"SUCCESS", "FAILURE", "CANCELED"}
 
@@ -50,7 +61,15 @@ query Checks($assetKey: AssetKeyInput!, $checkName: String!) {
   assetCheckExecutions(assetKey: $assetKey, checkName: $checkName, limit: 5) {
     runId
     status
-    evaluation { success severity }
+    evaluation { success severity description }
+  }
+}
+"""
+LATEST_MATERIALIZATION_QUERY = """
+query Latest($assetKey: AssetKeyInput!) {
+  assetOrError(assetKey: $assetKey) {
+    __typename
+    ... on Asset { assetMaterializations(limit: 1) { runId } }
   }
 }
 """
@@ -123,6 +142,34 @@ def test_lineage_page_shows_every_asset_and_the_check(
         page.screenshot(path=str(artifacts_dir / "embeddings-checks-before-run.png"))
 
 
+def test_the_ui_runs_under_dg_with_a_readable_location_name(
+    page: Any, dagster_dev: DagsterDev, artifacts_dir: Path
+) -> None:
+    from brain_pipeline_tests.ui.conftest import LOCATIONS_QUERY
+
+    # `brain-pipeline ui` exec'd itself into `dg dev` (dg is a pinned dependency).
+    argv = Path(f"/proc/{dagster_dev.process.pid}/cmdline").read_bytes().split(b"\0")
+    assert any(Path(a.decode()).name == "dg" for a in argv[:2]) and b"dev" in argv, argv
+
+    entries = dagster_dev.graphql(LOCATIONS_QUERY)["workspaceOrError"]["locationEntries"]
+    assert [entry["name"] for entry in entries] == [LOCATION]
+
+    page.goto(f"{dagster_dev.base_url}/deployment/locations")
+    try:
+        # The name is the row's link; the module path only appears as its detail line.
+        page.get_by_text(LOCATION, exact=True).first.wait_for(state="visible")
+        links = {
+            (a.inner_text().strip(), a.get_attribute("href") or "")
+            for a in page.locator("a").all()
+        }
+        named = [text for text, href in links if href.rstrip("/") == f"/locations/{LOCATION}"]
+        assert named and set(named[0].split()) == {LOCATION}, links
+        assert not any("brain_pipeline.defs" in text + href for text, href in links), links
+    finally:
+        page.screenshot(path=str(artifacts_dir / "code-locations.png"))
+    assert "superseded" not in dagster_dev.log_path.read_text(encoding="utf-8", errors="replace")
+
+
 def test_materialize_all_from_the_ui_publishes_the_evaluated_store(
     page: Any, dagster_dev: DagsterDev, artifacts_dir: Path
 ) -> None:
@@ -138,10 +185,10 @@ def test_materialize_all_from_the_ui_publishes_the_evaluated_store(
     )
 
     # What the button launched: every asset, and the blocking check with them.
-    assert {"/".join(key["path"]) for key in run["assetSelection"]} == ASSETS
+    assert {"/".join(key["path"]) for key in run["assetSelection"]} == ASSETS - SOURCES
     assert {
         ("/".join(check["assetKey"]["path"]), check["name"]) for check in run["assetCheckSelection"]
-    } == {(CHECKED_ASSET, CHECK)}
+    } == ALL_CHECKS
 
     executions = dagster_dev.graphql(
         CHECK_EXECUTIONS_QUERY,
@@ -167,3 +214,78 @@ def test_materialize_all_from_the_ui_publishes_the_evaluated_store(
         page.get_by_text("Passed", exact=True).first.wait_for(state="visible")
     finally:
         page.screenshot(path=str(artifacts_dir / "embeddings-checks.png"))
+
+
+def check_in_run(server: DagsterDev, asset: str, name: str, run_id: str) -> dict[str, Any]:
+    executions = server.graphql(
+        CHECK_EXECUTIONS_QUERY, {"assetKey": {"path": [asset]}, "checkName": name}
+    )["assetCheckExecutions"]
+    in_run = [e for e in executions if e["runId"] == run_id]
+    assert len(in_run) == 1, (asset, name, executions)
+    execution: dict[str, Any] = in_run[0]
+    return execution
+
+
+def test_warnings_freshness_and_the_skipped_s3_publish_as_a_person_sees_them(
+    page: Any, dagster_dev: DagsterDev, artifacts_dir: Path
+) -> None:
+    run_id = launch_from_materialize_all(page, dagster_dev)
+    assert wait_for_run(dagster_dev, run_id)["status"] == "SUCCESS", dagster_dev.log_tail()
+
+    # The sample corpus holds a malformed roadmap: a WARN check, the run still succeeds.
+    problems = check_in_run(dagster_dev, "knowledge_chunks", "corpus_problems", run_id)
+    assert problems["evaluation"]["success"] is False
+    assert problems["evaluation"]["severity"] == "WARN"
+    page.goto(f"{dagster_dev.base_url}/assets/knowledge_chunks?view=checks")
+    try:
+        page.get_by_text("corpus_problems", exact=True).first.wait_for(state="visible")
+        page.get_by_text(re.compile(r"file\(s\) need a look")).first.wait_for(state="visible")
+    finally:
+        page.screenshot(path=str(artifacts_dir / "warn-check.png"))
+
+    # Freshness: the store just published serves the latest observed corpus.
+    fresh = check_in_run(dagster_dev, "published_local", "published_store_is_current", run_id)
+    assert fresh["evaluation"]["success"] is True
+    page.goto(f"{dagster_dev.base_url}/assets/published_local?view=checks")
+    try:
+        page.get_by_text(re.compile(r"current: the latest corpus")).first.wait_for(
+            state="visible"
+        )
+    finally:
+        page.screenshot(path=str(artifacts_dir / "freshness.png"))
+
+    # No bucket configured: published_s3 ran but recorded no materialisation.
+    latest = dagster_dev.graphql(
+        LATEST_MATERIALIZATION_QUERY, {"assetKey": {"path": ["published_s3"]}}
+    )["assetOrError"]
+    assert latest["__typename"] != "Asset" or latest["assetMaterializations"] == []
+    page.goto(f"{dagster_dev.base_url}/assets/published_s3")
+    try:
+        page.get_by_text(re.compile(r"[Nn]ever materialized")).first.wait_for(state="visible")
+    finally:
+        page.screenshot(path=str(artifacts_dir / "s3-skipped.png"))
+
+
+def test_a_stale_label_blocks_publishing_and_the_check_says_why(
+    page: Any, dagster_dev: DagsterDev, artifacts_dir: Path
+) -> None:
+    original = dagster_dev.fixture.read_text(encoding="utf-8")
+    data = json.loads(original)
+    query = data["queries"][0]
+    query["relevant"] = [*query["relevant"], "0badc0ffee00"]
+    dagster_dev.fixture.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    try:
+        run_id = launch_from_materialize_all(page, dagster_dev)
+        assert wait_for_run(dagster_dev, run_id)["status"] == "FAILURE"
+    finally:
+        dagster_dev.fixture.write_text(original, encoding="utf-8")
+    failed = check_in_run(dagster_dev, CHECKED_ASSET, CHECK, run_id)
+    assert failed["evaluation"]["success"] is False
+    description = failed["evaluation"]["description"]
+    assert "stale fixture" in description and "0badc0ffee00" in description
+    assert query["query"] in description  # the query that holds the label is named
+    page.goto(f"{dagster_dev.base_url}/assets/{CHECKED_ASSET}?view=checks")
+    try:
+        page.get_by_text(re.compile(r"stale fixture")).first.wait_for(state="visible")
+    finally:
+        page.screenshot(path=str(artifacts_dir / "stale-label-check.png"))

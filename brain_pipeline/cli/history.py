@@ -1,0 +1,59 @@
+"""`brain-pipeline history ID`: what a chunk id was, and when it was last live."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "explain a chunk id from the chunk history (text, provenance, when live)"
+DESCRIPTION = """\
+Print what chunk ID was: its area, source file, heading and text, when it was first
+written to a store and when it was last live, from the chunk history kept in the build
+directory (state/history/). Exit 0 when found, 1 when the history does not know the id,
+2 when the configuration is unusable.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", metavar="ID", help="a chunk id (12 hex digits)")
+    parser.add_argument("--build-dir", metavar="DIR", help="build directory (default: config)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from brain_pipeline.state.history import HistoryError, lookup, stats
+    from brain_pipeline.state.layout import StateLayout
+
+    try:
+        if args.build_dir:
+            build_dir = Path(args.build_dir)
+        else:
+            from brain_pipeline.config import load_config
+
+            build_dir = load_config().build_dir
+        layout = StateLayout.of(build_dir)
+        entry = lookup(layout, args.id.strip().lower())
+    except (ValueError, HistoryError) as exc:
+        print(f"brain-pipeline history: {exc}", file=sys.stderr)
+        return 2
+    if entry is None:
+        known = stats(layout)
+        print(
+            f"brain-pipeline history: {args.id} is not in the chunk history of {build_dir} "
+            f"({known['ids']} ids from {known['stores']} recorded store(s))",
+            file=sys.stderr,
+        )
+        return 1
+    if args.json:
+        print(json.dumps(entry.to_dict(), indent=2, ensure_ascii=False))
+        return 0
+    heading = f" § {entry.heading_text}" if entry.heading_text else ""
+    live = "live in the latest recorded store" if entry.live_in_latest else "no longer live"
+    print(f"{entry.id}  {entry.area}: {entry.source}{heading}")
+    print(f"first seen {entry.first_seen}, last live {entry.last_seen} ({live})")
+    print()
+    print(entry.text)
+    return 0

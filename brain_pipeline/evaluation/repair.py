@@ -1,0 +1,696 @@
+"""Stale fixture labels: find them, explain them, and propose (never guess) replacements.
+
+A label is *stale* when its chunk id is not among the live chunks of its query's area
+(an edited paragraph gets a new id; a file moved to another area takes its ids out of
+the query's reach). The chunk history (`state.history`) says what the old id's text
+and source file were; the replacement candidates are the live chunks of that source
+file in the query's area, widened to the whole area (BM25 over the old text picks the
+candidates) when the file has moved or no chunk of it is close enough.
+
+The score is **coverage**, an ordered character n-gram containment: the share of the old
+text's characters that lie inside `MIN_RUN`-character windows (8) found again in the
+candidate in the same order (the longest chain of common windows increasing in both
+texts), both texts whitespace-normalised. It is 1.0 for a re-wrap, about 0.99 for a
+typo fix (only the windows through the changed letters are lost), and stays 1.0 when a
+sentence is added; a rewrite or an unrelated paragraph shares only a few long words and
+scores low. Linear in the two lengths, so whole files can be scored.
+
+A replacement is applied only when all of these hold:
+- the best candidate's coverage is at least `min_similarity` (default 0.8);
+- it is ahead of the second best by at least `margin` (default 0.15);
+- no pair of candidates covers the old text together while each adds at least
+  `split_gain` (default 0.1) the other lacks: that is a split paragraph, for a human;
+- the remap keeps every query's `relevant` free of duplicates, and an id used in several
+  areas gets the same replacement everywhere.
+Everything else is listed with its top three candidates and left for a person.
+"""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from brain_pipeline.corpus.store import NO_HEADING, Chunk
+from brain_pipeline.evaluation.fixture import Fixture
+
+if TYPE_CHECKING:
+    from brain_pipeline.state.layout import StateLayout
+
+MIN_SIMILARITY = 0.8
+MARGIN = 0.15
+SPLIT_GAIN = 0.1
+MIN_RUN = 8
+"""Window length: shorter common strings (a shared short word) do not count as kept text."""
+AREA_CANDIDATES = 20
+"""How many chunks of the area BM25 proposes when the source file is not enough."""
+_EXCERPT = 160
+
+APPLY = "apply"
+SPLIT = "split"
+AMBIGUOUS = "ambiguous"
+NO_MATCH = "no match"
+UNKNOWN = "unknown"
+CONFLICT = "conflict"
+VERDICTS = (APPLY, SPLIT, AMBIGUOUS, NO_MATCH, UNKNOWN, CONFLICT)
+
+REPAIR_COMMAND = "brain-pipeline fixture repair --write"
+
+SCORE_HELP = (
+    "coverage = share of the old text's characters inside "
+    f"{MIN_RUN}-character windows found again, in the same order, in the candidate "
+    "(whitespace-normalised)"
+)
+
+
+@dataclass(frozen=True)
+class OldChunk:
+    """What a stale id was: its text and where it lived (from history or a live store)."""
+
+    id: str
+    text: str
+    area: str
+    source: str
+    heading: Any = NO_HEADING
+    last_seen: str | None = None
+
+
+def old_chunk_of(entry: Any) -> OldChunk:
+    """An OldChunk from a history entry (`text`) or a store Chunk (`content`)."""
+    text = entry.text if hasattr(entry, "text") else entry.content
+    return OldChunk(
+        id=entry.id,
+        text=text,
+        area=entry.area,
+        source=entry.source,
+        heading=entry.heading,
+        last_seen=getattr(entry, "last_seen", None),
+    )
+
+
+@dataclass(frozen=True)
+class StaleLabel:
+    """One label of one query whose id is not live in the query's area."""
+
+    query: str
+    area: str
+    id: str
+    live_in: tuple[str, ...] = ()
+    """Other areas where the id is still live (the file moved to another area)."""
+
+
+def find_stale(fixture: Fixture, chunks: Iterable[Chunk]) -> list[StaleLabel]:
+    """Every stale label, in fixture order: an id not live in its query's area."""
+    areas_of: dict[str, set[str]] = {}
+    for chunk in chunks:
+        areas_of.setdefault(chunk.id, set()).add(chunk.area)
+    stale: list[StaleLabel] = []
+    for q in fixture.queries:
+        for label in q.relevant:
+            live = areas_of.get(label, set())
+            if q.area not in live:
+                stale.append(StaleLabel(q.query, q.area, label, tuple(sorted(live))))
+    return stale
+
+
+def normalise(text: str) -> str:
+    """Whitespace runs collapsed to one space, ends trimmed: re-wrapping changes nothing."""
+    return " ".join(text.split())
+
+
+def _kept_runs(old: str, new: str) -> list[tuple[int, int]]:
+    """Intervals of `old` covered by MIN_RUN-character windows found again, in order, in `new`.
+
+    Every window of `old` that occurs in `new` is a (position in old, position in new)
+    pair; the longest chain increasing in both (patience sorting) is what was kept, so a
+    rewrite that reuses the words in another order keeps little.
+    """
+    n = MIN_RUN
+    if len(old) < n or len(new) < n:
+        return [(0, len(old))] if old and old in new else []
+    where: dict[str, list[int]] = {}
+    for j in range(len(new) - n + 1):
+        where.setdefault(new[j : j + n], []).append(j)
+    tails: list[int] = []  # tails[k]: smallest new-position ending a chain of length k + 1
+    ends: list[int] = []  # the pair index of that chain's last element
+    pairs: list[int] = []  # old position of each pair
+    previous: list[int] = []
+    for i in range(len(old) - n + 1):
+        found = where.get(old[i : i + n])
+        if not found:
+            continue
+        for j in reversed(found):  # descending: one old window extends a chain at most once
+            k = bisect_left(tails, j)
+            previous.append(ends[k - 1] if k else -1)
+            pairs.append(i)
+            if k == len(tails):
+                tails.append(j)
+                ends.append(len(pairs) - 1)
+            else:
+                tails[k] = j
+                ends[k] = len(pairs) - 1
+    kept: list[int] = []
+    p = ends[-1] if ends else -1
+    while p >= 0:
+        kept.append(pairs[p])
+        p = previous[p]
+    runs: list[tuple[int, int]] = []
+    for i in reversed(kept):
+        if runs and runs[-1][1] >= i:
+            runs[-1] = (runs[-1][0], i + n)
+        else:
+            runs.append((i, i + n))
+    return runs
+
+
+def _covered(intervals: Iterable[tuple[int, int]]) -> int:
+    total, reach = 0, 0
+    for start, end in sorted(intervals):
+        start = max(start, reach)
+        if end > start:
+            total += end - start
+            reach = end
+    return total
+
+
+def coverage(old: str, new: str) -> float:
+    """The repair score (see the module doc) of `new` against `old`, in [0, 1]."""
+    a, b = normalise(old), normalise(new)
+    return _covered(_kept_runs(a, b)) / len(a) if a else 0.0
+
+
+def excerpt(text: str, size: int = _EXCERPT) -> str:
+    flat = normalise(text)
+    return flat if len(flat) <= size else flat[: size - 1].rstrip() + "…"
+
+
+def _heading_text(heading: Any) -> str:
+    if heading is NO_HEADING or heading is None:
+        return ""
+    return heading if isinstance(heading, str) else json.dumps(heading, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A live chunk proposed for an old id, with its coverage of the old text."""
+
+    id: str
+    similarity: float
+    source: str
+    heading: str
+    excerpt: str
+
+
+@dataclass
+class RepairRow:
+    """One stale label and what to do about it."""
+
+    query: str
+    area: str
+    old_id: str
+    proposed_id: str | None
+    similarity: float | None
+    verdict: str
+    reason: str
+    old_source: str | None = None
+    old_excerpt: str = ""
+    new_excerpt: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
+
+    @property
+    def applies(self) -> bool:
+        return self.verdict == APPLY
+
+
+@dataclass
+class RepairProposal:
+    """Every stale label with its verdict; `remaps` is what `--write` would apply."""
+
+    fixture: str
+    rows: list[RepairRow]
+    min_similarity: float = MIN_SIMILARITY
+    margin: float = MARGIN
+    split_gain: float = SPLIT_GAIN
+    command: str = REPAIR_COMMAND
+
+    @property
+    def remaps(self) -> dict[str, str]:
+        """old id -> new id for every applicable row (one replacement per old id)."""
+        return {r.old_id: r.proposed_id for r in self.rows if r.applies and r.proposed_id}
+
+    @property
+    def for_human(self) -> list[RepairRow]:
+        return [r for r in self.rows if not r.applies]
+
+    def summary(self) -> str:
+        n_apply = sum(1 for r in self.rows if r.applies)
+        return (
+            f"{len(self.rows)} stale label(s): {n_apply} can be repaired automatically, "
+            f"{len(self.rows) - n_apply} need a person"
+        )
+
+    def to_rows(self) -> list[dict[str, Any]]:
+        """Flat rows (strings and numbers) for a table in Dagster metadata or JSON."""
+        return [
+            {
+                "query": r.query,
+                "area": r.area,
+                "old_id": r.old_id,
+                "proposed_id": r.proposed_id or "",
+                "similarity": round(r.similarity, 3) if r.similarity is not None else None,
+                "verdict": r.verdict,
+                "reason": r.reason,
+                "old_excerpt": r.old_excerpt,
+                "new_excerpt": r.new_excerpt,
+                "candidates": "; ".join(f"{c.id} ({c.similarity:.2f})" for c in r.candidates),
+            }
+            for r in self.rows
+        ]
+
+    def to_metadata(self) -> dict[str, Any]:
+        """Plain values for the failing check's metadata (wrap `repair_proposal` as markdown).
+
+        `repair_command` is set only when there is something `--write` would apply.
+        """
+        return {
+            "stale_labels": len(self.rows),
+            "auto_repairable": len(self.remaps),
+            "need_a_person": len(self.for_human),
+            "repair_proposal": self.to_markdown(),
+            "repair_command": self.command if self.remaps else "",
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fixture": self.fixture,
+            "summary": self.summary(),
+            "score": SCORE_HELP,
+            "min_similarity": self.min_similarity,
+            "margin": self.margin,
+            "split_gain": self.split_gain,
+            "remaps": self.remaps,
+            "command": self.command,
+            "rows": [asdict(r) for r in self.rows],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def to_markdown(self) -> str:
+        """The table the failing check shows, the command to apply it, and what is left."""
+        lines = [f"**Stale labels** in `{self.fixture}`: {self.summary()}.", ""]
+        if not self.rows:
+            return "\n".join(lines)
+        lines += [
+            "| query | area | old id → proposed id | coverage | verdict | old text | new text |",
+            "|---|---|---|---:|---|---|---|",
+        ]
+        for r in self.rows:
+            target = r.proposed_id or "—"
+            score = f"{r.similarity:.2f}" if r.similarity is not None else "—"
+            cells = [
+                r.query,
+                r.area,
+                f"`{r.old_id}` → `{target}`",
+                score,
+                f"{r.verdict}: {r.reason}",
+                r.old_excerpt,
+                r.new_excerpt,
+            ]
+            lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
+        if self.remaps:
+            lines += ["", f"Apply the {len(self.remaps)} remap(s): `{self.command}`"]
+        human = self.for_human
+        if human:
+            lines += [
+                "",
+                "For a person (top candidates; relabel with `brain-pipeline fixture label`):",
+            ]
+            for r in human:
+                tops = ", ".join(f"`{c.id}` {c.similarity:.2f} ({c.source})" for c in r.candidates)
+                lines.append(f"- `{r.old_id}` ({r.query}): {r.reason}. {tops or 'no candidate'}")
+        return "\n".join(lines) + "\n"
+
+    def to_text(self) -> str:
+        """The terminal version: one block per stale label."""
+        lines = [self.summary()]
+        for r in self.rows:
+            lines.append("")
+            lines.append(f"[{r.verdict}] {r.query!r} ({r.area})")
+            lines.append(f"  old {r.old_id}  {r.old_source or '(source unknown)'}")
+            if r.old_excerpt:
+                lines.append(f"      {r.old_excerpt}")
+            if r.proposed_id:
+                lines.append(f"  new {r.proposed_id}  coverage {r.similarity:.2f}")
+                lines.append(f"      {r.new_excerpt}")
+            lines.append(f"  {r.reason}")
+            if not r.applies:
+                for c in r.candidates:
+                    where = f"{c.source} § {c.heading}" if c.heading else c.source
+                    lines.append(f"    candidate {c.id}  {c.similarity:.2f}  {where}")
+                    lines.append(f"      {c.excerpt}")
+        return "\n".join(lines)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+@dataclass
+class _Scored:
+    chunk: Chunk
+    score: float
+    runs: list[tuple[int, int]]
+
+
+@dataclass
+class _Decision:
+    proposed: str | None
+    score: float | None
+    verdict: str
+    reason: str
+    candidates: list[_Scored]
+
+
+AreaSearch = Callable[[str, str, int], list[Chunk]]
+"""(text, area, limit) -> chunks of the area lexically closest to the text."""
+
+
+def _score_pool(old: str, pool: Sequence[Chunk]) -> list[_Scored]:
+    """Coverage of every pooled chunk, best first (ties by id, for stable output)."""
+    scored = []
+    for chunk in pool:
+        runs = _kept_runs(old, normalise(chunk.content))
+        scored.append(_Scored(chunk, _covered(runs) / len(old) if old else 0.0, runs))
+    scored.sort(key=lambda s: (-s.score, s.chunk.id))
+    return scored
+
+
+def _split_pair(
+    scored: Sequence[_Scored], n_old: int, min_similarity: float, split_gain: float
+) -> tuple[_Scored, _Scored] | None:
+    """Two candidates that cover the old text together, each adding what the other lacks."""
+    top = [s for s in scored[:5] if s.runs]
+    for i, first in enumerate(top):
+        for second in top[i + 1 :]:
+            union = _covered(first.runs + second.runs) / n_old
+            gain_first = union - second.score
+            gain_second = union - first.score
+            if union >= min_similarity and min(gain_first, gain_second) >= split_gain:
+                return first, second
+    return None
+
+
+def _decide(
+    old: OldChunk,
+    area: str,
+    live_in: tuple[str, ...],
+    by_source: Mapping[tuple[str, str], list[Chunk]],
+    area_search: AreaSearch,
+    min_similarity: float,
+    margin: float,
+    split_gain: float,
+) -> _Decision:
+    text = normalise(old.text)
+    pool = list(by_source.get((area, old.source), []))
+    scope = "its source file"
+    scored = _score_pool(text, pool)
+    if not scored or scored[0].score < min_similarity:
+        seen = {c.id for c in pool}
+        widened = pool + [
+            c for c in area_search(old.text, area, AREA_CANDIDATES) if c.id not in seen
+        ]
+        if len(widened) > len(pool):
+            scope = "the area" if pool else "the area (no live chunk of its source file)"
+            scored = _score_pool(text, widened)
+    moved = f"; the id is still live in area {', '.join(live_in)}" if live_in else ""
+    tops = scored[:3]
+    if not scored:
+        return _Decision(None, None, NO_MATCH, f"no live chunk in {scope}{moved}", [])
+    best = scored[0]
+    pair = _split_pair(scored, len(text), min_similarity, split_gain)
+    if pair is not None:
+        a, b = pair
+        return _Decision(
+            None,
+            best.score,
+            SPLIT,
+            f"{a.chunk.id} and {b.chunk.id} together cover the old text (split paragraph?)" + moved,
+            tops,
+        )
+    if best.score < min_similarity:
+        return _Decision(
+            None,
+            best.score,
+            NO_MATCH,
+            f"best coverage {best.score:.2f} < {min_similarity:.2f} in {scope} "
+            f"(deleted or rewritten?){moved}",
+            tops,
+        )
+    second = scored[1].score if len(scored) > 1 else 0.0
+    if best.score - second < margin:
+        return _Decision(
+            None,
+            best.score,
+            AMBIGUOUS,
+            f"best {best.score:.2f} is not ahead of the next ({second:.2f}) by {margin:.2f}{moved}",
+            tops,
+        )
+    return _Decision(
+        best.chunk.id,
+        best.score,
+        APPLY,
+        f"coverage {best.score:.2f} in {scope}, next best {second:.2f}",
+        tops,
+    )
+
+
+def _candidate(s: _Scored) -> Candidate:
+    c = s.chunk
+    return Candidate(
+        c.id, round(s.score, 4), c.source, _heading_text(c.heading), excerpt(c.content)
+    )
+
+
+def propose_repair(
+    fixture: Fixture,
+    chunks: Sequence[Chunk],
+    old_chunks: Mapping[str, Any],
+    *,
+    min_similarity: float = MIN_SIMILARITY,
+    margin: float = MARGIN,
+    split_gain: float = SPLIT_GAIN,
+    area_search: AreaSearch | None = None,
+) -> RepairProposal:
+    """A verdict for every stale label of `fixture` against the live `chunks`.
+
+    `old_chunks` maps old ids to what they were: history entries (state.history
+    `lookup_many`), chunks of an older store, or OldChunk. `area_search` finds
+    candidates across an area; by default BM25 over the live chunks (lexical Retriever).
+    """
+    stale = find_stale(fixture, chunks)
+    if area_search is None:
+        area_search = _bm25_area_search(chunks)
+    by_source: dict[tuple[str, str], list[Chunk]] = {}
+    for chunk in chunks:
+        by_source.setdefault((chunk.area, chunk.source), []).append(chunk)
+    decisions: dict[tuple[str, str], _Decision] = {}
+    rows: list[RepairRow] = []
+    moved_ids = {s.id for s in stale if s.live_in}
+    live_elsewhere = {c.id: c for c in chunks if c.id in moved_ids}
+    for label in stale:
+        # An id still live in another area is its own old text (same content, same hash).
+        raw = old_chunks.get(label.id) or live_elsewhere.get(label.id)
+        old = old_chunk_of(raw) if raw is not None else None
+        if old is None:
+            moved = f"; still live in area {', '.join(label.live_in)}" if label.live_in else ""
+            rows.append(
+                RepairRow(
+                    label.query,
+                    label.area,
+                    label.id,
+                    None,
+                    None,
+                    UNKNOWN,
+                    "not in the chunk history: its old text is unknown" + moved,
+                )
+            )
+            continue
+        key = (label.id, label.area)
+        if key not in decisions:
+            decisions[key] = _decide(
+                old,
+                label.area,
+                label.live_in,
+                by_source,
+                area_search,
+                min_similarity,
+                margin,
+                split_gain,
+            )
+        d = decisions[key]
+        best = d.candidates[0].chunk if d.proposed and d.candidates else None
+        rows.append(
+            RepairRow(
+                query=label.query,
+                area=label.area,
+                old_id=label.id,
+                proposed_id=d.proposed,
+                similarity=round(d.score, 4) if d.score is not None else None,
+                verdict=d.verdict,
+                reason=d.reason,
+                old_source=old.source,
+                old_excerpt=excerpt(old.text),
+                new_excerpt=excerpt(best.content) if best else "",
+                candidates=[_candidate(s) for s in d.candidates],
+            )
+        )
+    _veto_conflicts(fixture, rows)
+    return RepairProposal(
+        fixture=fixture.source,
+        rows=rows,
+        min_similarity=min_similarity,
+        margin=margin,
+        split_gain=split_gain,
+    )
+
+
+def _veto(row: RepairRow, reason: str) -> None:
+    row.verdict = CONFLICT
+    row.reason = f"{reason} (was: {row.reason})"
+
+
+def _veto_conflicts(fixture: Fixture, rows: list[RepairRow]) -> None:
+    """Demote remaps that a textual replacement would get wrong to CONFLICT."""
+    targets: dict[str, set[str | None]] = {}
+    for r in rows:
+        targets.setdefault(r.old_id, set()).add(r.proposed_id if r.applies else None)
+    for r in rows:
+        if r.applies and len(targets[r.old_id]) > 1:
+            _veto(r, "the id is labelled in several areas and not remapped the same in all")
+    remaps = {r.old_id: r.proposed_id for r in rows if r.applies and r.proposed_id}
+    clashing: set[str] = set()
+    for q in fixture.queries:
+        after = [remaps.get(i, i) for i in q.relevant]
+        duplicated = {i for i in after if after.count(i) > 1}
+        clashing.update(old for old in q.relevant if remaps.get(old) in duplicated)
+    for r in rows:
+        if r.applies and r.old_id in clashing:
+            _veto(r, "the new id would be labelled twice for a query (paragraphs merged?)")
+
+
+def _bm25_area_search(chunks: Sequence[Chunk]) -> AreaSearch:
+    """Area-wide candidates by BM25 over the old text (the same index search uses)."""
+    from brain_pipeline.retrieval.hybrid import Retriever
+
+    retriever: Retriever | None = None
+
+    def search(text: str, area: str, limit: int) -> list[Chunk]:
+        nonlocal retriever
+        if retriever is None:
+            retriever = Retriever(chunks)
+        result = retriever.search(text, area, limit=limit, mode="lexical")
+        return [hit.chunk for hit in result.hits]
+
+    return search
+
+
+def repair_comment(remaps: Mapping[str, str], when: str) -> str:
+    """The `$comment` line recording what `--write` remapped."""
+    pairs = ", ".join(f"{old} -> {new}" for old, new in remaps.items())
+    return f"{when}: brain-pipeline fixture repair remapped {len(remaps)} stale id(s): {pairs}"
+
+
+@dataclass(frozen=True)
+class WrittenRepair:
+    """What `write_repair` changed: the remaps, where the backup went, the comment line."""
+
+    remaps: dict[str, str]
+    replaced: dict[str, int]
+    backup: str | None
+    comment: str | None
+
+
+def write_repair(path: Path | str, proposal: RepairProposal, when: str) -> WrittenRepair:
+    """Apply the proposal's remaps to the fixture file as text (layout kept), atomically.
+
+    Each quoted old id is replaced by the new one, one line saying so is appended to the
+    `$comment` array, the edited text is re-validated, the previous file is kept as
+    `<file>.bak`, and the file is replaced atomically. Nothing to apply: nothing written.
+    """
+    from brain_pipeline.evaluation.fixture_edit import (
+        FixtureEditError,
+        add_comment,
+        replace_ids,
+        write_fixture_text,
+    )
+
+    remaps = proposal.remaps
+    if not remaps:
+        return WrittenRepair({}, {}, None, None)
+    target = Path(path)
+    original = target.read_bytes()
+    text, replaced = replace_ids(original.decode("utf-8"), remaps)
+    missing = [old for old, count in replaced.items() if count == 0]
+    if missing:
+        raise FixtureEditError(
+            f"{target}: id(s) {', '.join(missing)} not found in any relevant list"
+        )
+    comment = repair_comment(remaps, when)
+    text = add_comment(text, comment)
+    _, backup = write_fixture_text(target, original, text)
+    return WrittenRepair(dict(remaps), replaced, str(backup), comment)
+
+
+def old_chunks_for(
+    layout: StateLayout, ids: Iterable[str], fallback_stores: Sequence[Path | str] = ()
+) -> dict[str, OldChunk]:
+    """What each id was: from the chunk history of `layout`, else from older store files.
+
+    `fallback_stores` are knowledge-store.json paths read (in order) only for ids the
+    history does not know, e.g. the live published store before the history is seeded.
+    """
+    from brain_pipeline.corpus.store import load_store
+    from brain_pipeline.state.history import lookup_many
+
+    wanted = list(dict.fromkeys(ids))
+    found = {key: old_chunk_of(entry) for key, entry in lookup_many(layout, wanted).items()}
+    for store in fallback_stores:
+        missing = {key for key in wanted if key not in found}
+        path = Path(store)
+        if not missing or not path.is_file():
+            continue
+        for chunk in load_store(path):
+            if chunk.id in missing and chunk.id not in found:
+                found[chunk.id] = old_chunk_of(chunk)
+    return found
+
+
+def propose_for_build(
+    layout: StateLayout,
+    chunks: Sequence[Chunk],
+    fixture: Fixture,
+    *,
+    fallback_stores: Sequence[Path | str] = (),
+    min_similarity: float = MIN_SIMILARITY,
+    margin: float = MARGIN,
+    split_gain: float = SPLIT_GAIN,
+) -> RepairProposal:
+    """`propose_repair` with the old texts taken from the build directory's history.
+
+    The one call behind `brain-pipeline fixture check/repair` and the failing check's
+    metadata; it reads history only for the stale ids.
+    """
+    stale = find_stale(fixture, chunks)
+    old = old_chunks_for(layout, (s.id for s in stale), fallback_stores)
+    return propose_repair(
+        fixture,
+        chunks,
+        old,
+        min_similarity=min_similarity,
+        margin=margin,
+        split_gain=split_gain,
+    )

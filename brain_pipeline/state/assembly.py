@@ -1,0 +1,305 @@
+"""knowledge-store.json from the chunk cache: de-duplicate in discovery order and join.
+
+The cache holds each chunk's store fragment already serialised, so the store is the
+fragments of the snapshot's files, in discovery order, first occurrence of an id
+winning, joined as `JSON.stringify(chunks, null, 2)` joins them. The bytes are those of
+`ingest_corpus(root).store_bytes()` for the same files (the contract in
+store-compatibility.md); they are streamed to the target, never held whole in memory.
+
+A record of the last assembly (which cache rows, in which order, gave which bytes, and
+the target's stat after writing) lets a no-change run answer "unchanged" without
+reading a single fragment or hashing the existing store.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from array import array
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from brain_pipeline.corpus.discovery import ManifestEntry
+from brain_pipeline.corpus.jscompat import parse_json
+from brain_pipeline.publishing.atomic import atomic_write_bytes, atomic_writer
+from brain_pipeline.state.chunk_cache import (
+    FRAGMENT_SEPARATOR,
+    ID_SEPARATOR,
+    CachedFile,
+    cache_version,
+    open_cache,
+    resolve_rows,
+)
+from brain_pipeline.state.corpus_index import CorpusSnapshot
+from brain_pipeline.state.layout import StateLayout
+
+RECORD_FILENAME = "assembled.json"
+PREVIEW_ROWS = 12
+_FLUSH_BYTES = 1 << 20
+_HASH_BLOCK = 1 << 20
+
+
+@dataclass
+class AssemblyReport:
+    """What assembling the store produced; `written` is False when the bytes were current."""
+
+    path: str
+    sha256: str
+    size: int
+    chunks: int
+    duplicates_collapsed: int
+    chunks_per_area: dict[str, int]
+    written: bool
+    reused_record: bool = False
+    preview: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        return "written" if self.written else "unchanged"
+
+
+class _Unchanged(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raised inside the atomic writer to drop the temporary file: the bytes are current."""
+
+
+@dataclass
+class _Stream:
+    """Hash and buffer the store bytes on their way to the file."""
+
+    out: BinaryIO
+    hasher: Any = field(default_factory=hashlib.sha256)
+    size: int = 0
+    pending: list[bytes] = field(default_factory=list)
+    buffered: int = 0
+
+    def write(self, data: bytes) -> None:
+        self.pending.append(data)
+        self.buffered += len(data)
+        if self.buffered >= _FLUSH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        data = b"".join(self.pending)
+        self.hasher.update(data)
+        self.out.write(data)
+        self.size += len(data)
+        self.pending.clear()
+        self.buffered = 0
+
+
+@dataclass
+class _Dedup:
+    """First-occurrence-wins de-duplication over per-file fragment bodies."""
+
+    stream: _Stream
+    seen: set[str] = field(default_factory=set)
+    chunks: int = 0
+    collapsed: int = 0
+    per_area: Counter[str] = field(default_factory=Counter)
+    preview: list[bytes] = field(default_factory=list)
+
+    def add_file(self, area: str, ids_text: str, ends_raw: bytes, body: bytes) -> None:
+        """Emit the file's fragments whose id was not seen before (all of them, usually).
+
+        The common case — no id seen before, none repeated inside the file — costs two
+        set operations and one write of the whole body.
+        """
+        if not ids_text:
+            return
+        ids = ids_text.split(ID_SEPARATOR)
+        seen = self.seen
+        if seen.isdisjoint(ids):
+            before = len(seen)
+            seen.update(ids)
+            if len(seen) - before == len(ids):
+                self._emit(area, body, len(ids))
+                if len(self.preview) < PREVIEW_ROWS:
+                    self._remember(ends_raw, body)
+                return
+            seen = set()  # only repeats inside this file remain to be dropped
+        self._emit_new(area, ids, ends_raw, body, seen)
+
+    def _emit_new(
+        self, area: str, ids: list[str], ends_raw: bytes, body: bytes, seen: set[str]
+    ) -> None:
+        """Emit fragment by fragment, skipping ids in `seen` (and adding the others)."""
+        ends = array("q")
+        ends.frombytes(ends_raw)
+        parts: list[bytes] = []
+        start = 0
+        for chunk_id, end in zip(ids, ends, strict=True):
+            if chunk_id in seen:
+                self.collapsed += 1
+            else:
+                seen.add(chunk_id)
+                parts.append(body[start:end])
+            start = end + len(FRAGMENT_SEPARATOR)
+        self.seen.update(ids)
+        if parts:
+            self._emit(area, FRAGMENT_SEPARATOR.join(parts), len(parts))
+            if len(self.preview) < PREVIEW_ROWS:
+                self.preview.extend(parts[: PREVIEW_ROWS - len(self.preview)])
+
+    def _emit(self, area: str, body: bytes, count: int) -> None:
+        self.stream.write(b"[\n  " if self.chunks == 0 else FRAGMENT_SEPARATOR)
+        self.stream.write(body)
+        self.chunks += count
+        self.per_area[area] += count
+
+    def _remember(self, ends_raw: bytes, body: bytes) -> None:
+        ends = array("q")
+        ends.frombytes(ends_raw)
+        start = 0
+        for end in ends[: PREVIEW_ROWS - len(self.preview)]:
+            self.preview.append(body[start:end])
+            start = end + len(FRAGMENT_SEPARATOR)
+
+
+def _plan_key(plan: list[tuple[ManifestEntry, CachedFile]], areas: list[str], target: Path) -> str:
+    """Identifies the assembly's input: cache rows in order (rows are immutable)."""
+    digest = hashlib.sha256(array("q", (cached.row for _, cached in plan)).tobytes())
+    digest.update(json.dumps([areas, [e.area for e, _ in plan], str(target)]).encode())
+    return digest.hexdigest()
+
+
+def _record_path(layout: StateLayout) -> Path:
+    return layout.chunks_dir / RECORD_FILENAME
+
+
+def _load_record(layout: StateLayout) -> dict[str, Any]:
+    try:
+        data = json.loads(_record_path(layout).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _stat_key(path: Path) -> list[int] | None:
+    """What must not change for a recorded hash to still describe the file."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
+
+
+def _existing_sha(path: Path, record: dict[str, Any], size: int) -> str | None:
+    """sha256 of the current target: from the record when its stat matches, else hashed.
+
+    A file of another size cannot hold the same bytes, so it is not read at all.
+    """
+    stat_key = _stat_key(path)
+    if stat_key is None or stat_key[0] != size:
+        return None
+    if record.get("target_stat") == stat_key and record.get("path") == str(path):
+        return str(record.get("sha256"))
+    hasher = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(_HASH_BLOCK):
+            hasher.update(block)
+    return hasher.hexdigest()
+
+
+def _fragments(
+    db: sqlite3.Connection, plan: list[tuple[ManifestEntry, CachedFile]]
+) -> Iterator[tuple[str, str, bytes, bytes]]:
+    """(area, ids, ends, body) per contributing file, in plan order."""
+    query = "SELECT ids, ends, body FROM bodies WHERE id = ?"
+    for entry, cached in plan:
+        if cached.chunks == 0:
+            continue
+        ids, ends, body = db.execute(query, (cached.row,)).fetchone()
+        yield entry.area, ids, ends, body
+
+
+def _preview_rows(fragments: list[bytes]) -> list[dict[str, Any]]:
+    """The first chunks as plain dicts, for the asset's preview table."""
+    rows: list[dict[str, Any]] = []
+    for fragment in fragments:
+        value = parse_json(fragment.decode("utf-8"))
+        if isinstance(value, dict):
+            rows.append(value)
+    return rows
+
+
+def assemble_store(
+    snapshot: CorpusSnapshot, layout: StateLayout, target: Path, *, variant: str = ""
+) -> AssemblyReport:
+    """Write the de-duplicated store of `snapshot` to `target`, atomically and only if new.
+
+    Requires `chunk_snapshot(snapshot, layout)` first (ChunkCacheMissError otherwise).
+    Byte-identical to `ingest_corpus(root).store_bytes()` for the observed files.
+    """
+    target = Path(target)
+    record = _load_record(layout)
+    with open_cache(layout) as db:
+        plan = resolve_rows(db, snapshot, cache_version(variant))
+        key = _plan_key(plan, snapshot.areas, target)
+        if record.get("plan") == key and record.get("target_stat") == _stat_key(target):
+            return _from_record(record)
+        report = _write(db, plan, snapshot.areas, target, record)
+    _save_record(layout, key, report, target)
+    return report
+
+
+def _write(
+    db: sqlite3.Connection,
+    plan: list[tuple[ManifestEntry, CachedFile]],
+    areas: list[str],
+    target: Path,
+    record: dict[str, Any],
+) -> AssemblyReport:
+    """Stream the store through the atomic writer; keep the old file when bytes match."""
+    dedup: _Dedup | None = None
+    written = True
+    try:
+        with atomic_writer(target) as handle:
+            dedup = _Dedup(_Stream(handle))
+            for area, ids, ends, body in _fragments(db, plan):
+                dedup.add_file(area, ids, ends, body)
+            dedup.stream.write(b"\n]" if dedup.chunks else b"[]")
+            dedup.stream.flush()
+            sha = dedup.stream.hasher.hexdigest()
+            if _existing_sha(target, record, dedup.stream.size) == sha:
+                raise _Unchanged
+    except _Unchanged:
+        written = False
+    assert dedup is not None
+    per_area = dict.fromkeys(areas, 0)
+    per_area.update(dedup.per_area)
+    return AssemblyReport(
+        path=str(target),
+        sha256=dedup.stream.hasher.hexdigest(),
+        size=dedup.stream.size,
+        chunks=dedup.chunks,
+        duplicates_collapsed=dedup.collapsed,
+        chunks_per_area=per_area,
+        written=written,
+        preview=_preview_rows(dedup.preview),
+    )
+
+
+def _save_record(layout: StateLayout, key: str, report: AssemblyReport, target: Path) -> None:
+    """Remember what was assembled, with the target's stat as it is now."""
+    body = asdict(report)
+    body.update(plan=key, target_stat=_stat_key(target))
+    atomic_write_bytes(_record_path(layout), json.dumps(body).encode("ascii"))
+
+
+def _from_record(record: dict[str, Any]) -> AssemblyReport:
+    return AssemblyReport(
+        path=str(record["path"]),
+        sha256=str(record["sha256"]),
+        size=int(record["size"]),
+        chunks=int(record["chunks"]),
+        duplicates_collapsed=int(record["duplicates_collapsed"]),
+        chunks_per_area={str(k): int(v) for k, v in dict(record["chunks_per_area"]).items()},
+        written=False,
+        reused_record=True,
+        preview=list(record.get("preview") or []),
+    )

@@ -1,0 +1,471 @@
+"""Per-file chunk cache: a file is chunked again only when its bytes or the rules changed.
+
+Chunking every file on every run cost as much as the first run. The cache holds, per
+(sha256, kind, source, chunking version), what chunking that file produced: the
+updated manifest fields (a roadmap can be reported or skipped), the chunk ids, and each
+chunk's store fragment — the exact bytes `serialize_store` writes for it, from `{` to
+`}` — so assembling the store is a de-duplication and a join, with no JSON work.
+
+`source` is part of the key because chunks carry their area and source; a renamed or
+moved file is therefore chunked again (only that file). Rows are immutable: a key's
+row never changes, `gc_chunk_cache` deletes what the live snapshot no longer names.
+
+One SQLite file (`chunks/cache.sqlite`): metadata and bodies in separate tables, so a
+no-change run reads only the small metadata rows and never touches the fragments.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from brain_pipeline.corpus.discovery import (
+    REASON_UNREADABLE,
+    STATUS_SKIPPED,
+    CorpusFile,
+    ManifestEntry,
+)
+from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, FileOutcome, ingest_file
+from brain_pipeline.corpus.store import Chunk, serialize_store
+from brain_pipeline.state.corpus_index import CorpusSnapshot
+from brain_pipeline.state.layout import StateLayout
+
+#: Bump on ANY change to what chunking produces for given bytes (paragraph split, trim,
+#: headings, roadmap rules, junk limits' defaults, fragment serialisation). Part of every
+#: cache key, so a bump re-chunks everything; the lead folds it into the asset
+#: code_version so Dagster shows the chunks as stale too.
+CHUNKING_VERSION = "1"
+
+CACHE_FILENAME = "cache.sqlite"
+#: What `serialize_store` writes between two chunks' fragments.
+FRAGMENT_SEPARATOR = b",\n  "
+#: Between two ids in a cached file's id list (`str.split` is the fastest way back).
+ID_SEPARATOR = "\n"
+_BOUNDARY = b'\n  },\n  {\n    "id": '
+BUSY_TIMEOUT_S = 120.0  # another process filling the cache holds the write lock meanwhile
+_COMMIT_EVERY = 500  # files per transaction while filling the cache
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    version TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    source TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT,
+    detail TEXT,
+    problem INTEGER NOT NULL,
+    chunks INTEGER NOT NULL,
+    UNIQUE (sha256, kind, source, version)
+);
+CREATE INDEX IF NOT EXISTS files_by_source ON files (source, version, id);
+CREATE TABLE IF NOT EXISTS bodies (
+    id INTEGER PRIMARY KEY,
+    ids TEXT NOT NULL,
+    ends BLOB NOT NULL,
+    body BLOB NOT NULL
+);
+"""
+
+
+class CorpusChangedError(RuntimeError):
+    """A file's bytes differ from what the observation hashed: observe again.
+
+    Chunking must record what the observation saw; mixing newer bytes into an older
+    snapshot would publish a store no recorded digest describes.
+    """
+
+    def __init__(self, source: str, detail: str) -> None:
+        super().__init__(f"the corpus changed after it was observed: {source} ({detail})")
+        self.source = source
+
+
+class ChunkCacheMissError(LookupError):
+    """Assembly found a file of the snapshot that was never chunked into the cache."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(
+            f"no cached chunks for {source}: run chunk_snapshot on this snapshot first"
+        )
+        self.source = source
+
+
+# --- the cache file -----------------------------------------------------------------------
+
+
+def cache_path(layout: StateLayout) -> Path:
+    return layout.chunks_dir / CACHE_FILENAME
+
+
+@contextmanager
+def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
+    """The cache database, created on first use.
+
+    WAL with synchronous=NORMAL: a crash can lose the last transactions of a cache,
+    never corrupt it, and a lost row only costs chunking that file again.
+    """
+    layout.chunks_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_path(layout)
+    with closing(sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(_SCHEMA)
+        yield db
+
+
+class CachedFile(NamedTuple):
+    """The metadata row of one cached file (its fragments live in `bodies`).
+
+    A NamedTuple: 70,000 of them are made per run, twice as fast as a frozen dataclass.
+    """
+
+    row: int
+    status: str
+    reason: str | None
+    detail: str | None
+    problem: bool
+    chunks: int
+
+
+def load_rows(db: sqlite3.Connection, version: str) -> dict[tuple[str, str, str], CachedFile]:
+    """(sha256, kind, source) -> metadata of every file cached under `version`."""
+    cursor = db.execute(
+        "SELECT sha256, kind, source, id, status, reason, detail, problem, chunks "
+        "FROM files WHERE version = ?",
+        (version,),
+    )
+    return {
+        (sha, kind, source): CachedFile(row, status, reason, detail, bool(problem), n)
+        for sha, kind, source, row, status, reason, detail, problem, n in cursor
+    }
+
+
+def last_cached(db: sqlite3.Connection, source: str, version: str) -> CachedFile | None:
+    """The most recently cached version of `source` (for a file that became unreadable)."""
+    found = db.execute(
+        "SELECT id, status, reason, detail, problem, chunks FROM files "
+        "WHERE source = ? AND version = ? AND status != ? ORDER BY id DESC LIMIT 1",
+        (source, version, STATUS_SKIPPED),
+    ).fetchone()
+    if found is None:
+        return None
+    row, status, reason, detail, problem, n = found
+    return CachedFile(row, status, reason, detail, bool(problem), n)
+
+
+def fragments_of(chunks: Sequence[Chunk]) -> tuple[str, array[int], bytes]:
+    """(ids joined by newlines, fragment end offsets, fragments joined as the store joins them).
+
+    `serialize_store` of the file's chunks is the file's slice of the store between the
+    leading `[\\n  ` and the trailing `\\n]`, so one call yields the body. Fragment
+    boundaries are found by the `\\n  },\\n  {` pattern: a raw newline never occurs inside
+    a JSON string and nested heading values are indented deeper, so it only matches
+    between chunks; the count is checked and each chunk serialised alone otherwise.
+    """
+    ids = ID_SEPARATOR.join(c.id for c in chunks)
+    if not chunks:
+        return ids, array("q"), b""
+    body = serialize_store(chunks)[4:-2]
+    ends = array("q")
+    start = 0
+    while (at := body.find(_BOUNDARY, start)) >= 0:
+        ends.append(at + 4)
+        start = at + 4 + len(FRAGMENT_SEPARATOR)
+    ends.append(len(body))
+    if len(ends) != len(chunks):
+        parts = [serialize_store([c])[4:-2] for c in chunks]
+        body = FRAGMENT_SEPARATOR.join(parts)
+        ends = array("q")
+        offset = 0
+        for part in parts:
+            offset += len(part)
+            ends.append(offset)
+            offset += len(FRAGMENT_SEPARATOR)
+    return ids, ends, body
+
+
+def _store(db: sqlite3.Connection, version: str, kind: str, outcome: FileOutcome) -> CachedFile:
+    """Insert one chunked file (metadata and body) and return its metadata row.
+
+    Another process may have cached the same key meanwhile (chunking is deterministic,
+    so its row is as good as ours): the insert is then skipped and that row used.
+    """
+    entry = outcome.entry
+    ids, ends, body = fragments_of(outcome.chunks)
+    key = (version, entry.sha256, kind, entry.source)
+    cursor = db.execute(
+        "INSERT INTO files (version, sha256, kind, source, status, reason, detail, problem,"
+        " chunks) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (*key, entry.status, entry.reason, entry.detail, int(entry.problem), len(outcome.chunks)),
+    )
+    if cursor.rowcount == 1:
+        row = int(cursor.lastrowid or 0)
+        db.execute(
+            "INSERT INTO bodies (id, ids, ends, body) VALUES (?, ?, ?, ?)",
+            (row, ids, ends.tobytes(), body),
+        )
+    else:
+        (row,) = db.execute(
+            "SELECT id FROM files WHERE version = ? AND sha256 = ? AND kind = ? AND source = ?",
+            key,
+        ).fetchone()
+    return CachedFile(
+        row, entry.status, entry.reason, entry.detail, entry.problem, len(outcome.chunks)
+    )
+
+
+# --- chunking a snapshot ------------------------------------------------------------------
+
+
+@dataclass
+class ChunkingReport:
+    """What chunking a snapshot did, with the figures the knowledge_chunks asset shows.
+
+    `entries` is the snapshot's manifest updated by chunking (roadmap outcomes);
+    `files_chunked` were read and chunked (cache misses), `files_reused` came from the
+    cache; `occurrences` counts chunks before de-duplication. `kept_unreadable` lists
+    files that could not be read at observation but still contribute their last cached
+    chunks (also in `problems`).
+    """
+
+    digest: str
+    entries: list[ManifestEntry]
+    areas: list[str]
+    files_seen: int = 0
+    files_chunked: int = 0
+    files_reused: int = 0
+    files_with_chunks: int = 0
+    occurrences: int = 0
+    occurrences_per_area: dict[str, int] = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    skipped_by_reason: dict[str, int] = field(default_factory=dict)
+    kept_unreadable: list[str] = field(default_factory=list)
+    chunked_sources: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, object]:
+        """Plain, JSON-ready figures (asset metadata, logs)."""
+        return {
+            "corpus_digest": self.digest,
+            "files_seen": self.files_seen,
+            "files_chunked": self.files_chunked,
+            "files_reused": self.files_reused,
+            "files_with_chunks": self.files_with_chunks,
+            "occurrences": self.occurrences,
+            "occurrences_per_area": dict(self.occurrences_per_area),
+            "problems": len(self.problems),
+            "skipped_by_reason": dict(self.skipped_by_reason),
+        }
+
+
+def cache_version(variant: str = "") -> str:
+    """The version column: CHUNKING_VERSION, plus a digest of chunking-shaping settings."""
+    return f"{CHUNKING_VERSION}:{variant}" if variant else CHUNKING_VERSION
+
+
+def corpus_file(snapshot: CorpusSnapshot, entry: ManifestEntry) -> CorpusFile:
+    """The walk's description of a snapshot file, to read it again at chunking time."""
+    path = os.path.join(snapshot.root, *entry.source.split("/"))
+    return CorpusFile(
+        entry.area, entry.source, path, entry.status, entry.size or 0, entry.mtime_ns or 0
+    )
+
+
+def _updated(entry: ManifestEntry, cached: CachedFile) -> ManifestEntry:
+    """The snapshot entry with what chunking found (status, reason) applied."""
+    return ManifestEntry(
+        entry.area,
+        entry.source,
+        cached.status,
+        cached.reason,
+        cached.detail,
+        cached.problem,
+        entry.size,
+        entry.sha256,
+        entry.mtime_ns,
+    )
+
+
+def _chunk_one(snapshot: CorpusSnapshot, entry: ManifestEntry, chunker: Chunker) -> FileOutcome:
+    """Chunk one file, proving its bytes are the ones the observation hashed."""
+    outcome = chunker(corpus_file(snapshot, entry))
+    if outcome.entry.sha256 is None:
+        raise CorpusChangedError(entry.source, f"cannot be read: {outcome.entry.detail}")
+    if outcome.entry.sha256 != entry.sha256:
+        raise CorpusChangedError(entry.source, "its content differs from the observed sha256")
+    return outcome
+
+
+def _is_unreadable(entry: ManifestEntry) -> bool:
+    return entry.status == STATUS_SKIPPED and entry.reason == REASON_UNREADABLE
+
+
+Chunker = Callable[[CorpusFile], FileOutcome]
+
+
+@dataclass
+class _Tally:
+    """Running figures of one chunking pass."""
+
+    report: ChunkingReport
+    per_area: Counter[str] = field(default_factory=Counter)
+
+    def add(self, entry: ManifestEntry, cached: CachedFile) -> None:
+        self.report.occurrences += cached.chunks
+        self.per_area[entry.area] += cached.chunks
+        self.report.files_with_chunks += cached.chunks > 0
+
+
+def chunk_snapshot(
+    snapshot: CorpusSnapshot,
+    layout: StateLayout,
+    *,
+    variant: str = "",
+    chunker: Chunker = ingest_file,
+) -> ChunkingReport:
+    """Make sure every file of the snapshot is in the chunk cache; report what it holds.
+
+    Raises CorpusChangedError when a file no longer has the observed bytes. `variant`
+    names settings that shape chunking (junk limits); `chunker` is `ingest_file`, the
+    one per-file ingest the full path uses too.
+    """
+    version = cache_version(variant)
+    report = ChunkingReport(snapshot.digest, [], list(snapshot.areas))
+    tally = _Tally(report)
+    with open_cache(layout) as db:
+        known = load_rows(db, version)
+        pending = 0
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            for entry in snapshot.entries:
+                if entry.status == STATUS_SKIPPED:
+                    report.entries.append(entry)
+                    if _is_unreadable(entry):
+                        report.files_seen += 1
+                        _keep_unreadable(db, entry, version, tally)
+                    continue
+                report.files_seen += 1
+                key = (str(entry.sha256), entry.status, entry.source)
+                cached = known.get(key)
+                if cached is None:
+                    outcome = _chunk_one(snapshot, entry, chunker)
+                    cached = _store(db, version, entry.status, outcome)
+                    report.files_chunked += 1
+                    report.chunked_sources.append(entry.source)
+                    pending += 1
+                    if pending >= _COMMIT_EVERY:
+                        db.execute("COMMIT")
+                        db.execute("BEGIN IMMEDIATE")
+                        pending = 0
+                else:
+                    report.files_reused += 1
+                report.entries.append(_updated(entry, cached))
+                tally.add(entry, cached)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+    _finish(report, tally)
+    return report
+
+
+def _keep_unreadable(
+    db: sqlite3.Connection, entry: ManifestEntry, version: str, tally: _Tally
+) -> None:
+    """An unreadable file keeps its last cached chunks (it did not change as we know)."""
+    cached = last_cached(db, entry.source, version)
+    if cached is None:
+        return
+    tally.report.kept_unreadable.append(entry.source)
+    tally.add(entry, cached)
+
+
+def _describe(entry: ManifestEntry) -> str:
+    return f"{entry.reason}: {entry.detail}" if entry.detail else str(entry.reason)
+
+
+def _finish(report: ChunkingReport, tally: _Tally) -> None:
+    """Problems, skip reasons and per-area figures, as `ChunkedCorpus.deduplicated` has."""
+    kept = set(report.kept_unreadable)
+    for e in report.entries:
+        if e.problem:
+            note = " (its last cached chunks are kept)" if e.source in kept else ""
+            report.problems.append((e.source, _describe(e) + note))
+    if report.occurrences == 0:
+        report.problems.append((".", EMPTY_CORPUS_WARNING))
+    report.skipped_by_reason = dict(
+        Counter(str(e.reason) for e in report.entries if e.status == STATUS_SKIPPED)
+    )
+    per_area = dict.fromkeys(report.areas, 0)
+    per_area.update(tally.per_area)
+    report.occurrences_per_area = per_area
+
+
+# --- garbage collection -------------------------------------------------------------------
+
+
+def resolve_rows(
+    db: sqlite3.Connection, snapshot: CorpusSnapshot, version: str
+) -> list[tuple[ManifestEntry, CachedFile]]:
+    """The cache row of every snapshot entry that contributes chunks, in discovery order.
+
+    Hashed files by their key (ChunkCacheMissError when absent), unreadable files by
+    their last cached version when there is one: the same choice `chunk_snapshot` made.
+    """
+    known = load_rows(db, version)
+    plan: list[tuple[ManifestEntry, CachedFile]] = []
+    for entry in snapshot.entries:
+        if entry.status == STATUS_SKIPPED:
+            if _is_unreadable(entry):
+                cached = last_cached(db, entry.source, version)
+                if cached is not None:
+                    plan.append((entry, cached))
+            continue
+        found = known.get((str(entry.sha256), entry.status, entry.source))
+        if found is None:
+            raise ChunkCacheMissError(entry.source)
+        plan.append((entry, found))
+    return plan
+
+
+def gc_chunk_cache(
+    layout: StateLayout,
+    live_snapshot: CorpusSnapshot,
+    *,
+    variant: str = "",
+) -> int:
+    """Drop every cache row the live snapshot does not use; return how many were dropped.
+
+    Keeps the rows a chunking of `live_snapshot` would use (including the last cached
+    version of a file that is unreadable now); everything else, other chunking versions
+    included, goes. Freed pages are returned to the filesystem by VACUUM.
+    """
+    version = cache_version(variant)
+    with open_cache(layout) as db:
+        live: set[int] = set()
+        known = load_rows(db, version)
+        for entry in live_snapshot.entries:
+            if _is_unreadable(entry):
+                cached = last_cached(db, entry.source, version)
+            elif entry.status != STATUS_SKIPPED:
+                cached = known.get((str(entry.sha256), entry.status, entry.source))
+            else:
+                cached = None
+            if cached is not None:
+                live.add(cached.row)
+        dead = [(row,) for (row,) in db.execute("SELECT id FROM files") if row not in live]
+        if not dead:
+            return 0
+        db.execute("BEGIN")
+        db.executemany("DELETE FROM files WHERE id = ?", dead)
+        db.executemany("DELETE FROM bodies WHERE id = ?", dead)
+        db.execute("COMMIT")
+        db.execute("VACUUM")
+    return len(dead)

@@ -1,0 +1,281 @@
+"""Observe the corpus incrementally: a file-state index, and content-addressed snapshots.
+
+Hashing every file on every run is what made a no-change re-ingest cost as much as a
+full one. The index in the build directory remembers, per corpus-relative source, the
+size, mtime_ns and sha256 last seen, so an observation re-reads only files whose size or
+mtime changed. An mtime says nothing about edits made within the same filesystem tick
+as the hash was taken, so a file whose mtime lies within `MTIME_WINDOW_NS` of the moment
+its hash was taken is re-hashed until a later observation sees it as settled.
+
+An observation yields a `CorpusSnapshot`: the manifest of the walk (same order, same
+skipped entries as `discover()`) plus the corpus digest. It is stored by digest, so
+chunking reads exactly the files the observation saw, and a Dagster observation can
+name it by its data version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from brain_pipeline.corpus.discovery import (
+    STATUS_SKIPPED,
+    CorpusFile,
+    ManifestEntry,
+    file_entry,
+    screen_file,
+    walk_corpus,
+)
+from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
+from brain_pipeline.publishing.atomic import atomic_write_bytes
+from brain_pipeline.publishing.manifest import fingerprint_digest
+from brain_pipeline.state.layout import StateLayout
+
+#: Re-hash a file whose mtime is this close to (or after) the start of the observation
+#: that hashed it. 2 s covers the coarsest common granularity (FAT's 2 s; ext4/xfs/btrfs
+#: are ns, HFS+ and many network filesystems 1 s).
+MTIME_WINDOW_NS = 2_000_000_000
+
+INDEX_FORMAT = 1
+SNAPSHOT_FORMAT = 1
+
+Clock = Callable[[], int]
+
+
+class SnapshotNotFoundError(FileNotFoundError):
+    """No snapshot is stored for a digest (pruned, or observed in another build dir)."""
+
+    def __init__(self, layout: StateLayout, digest: str) -> None:
+        path = layout.snapshots_dir / f"{digest}.json"
+        super().__init__(
+            f"no corpus snapshot {digest} in {layout.snapshots_dir}: observe the corpus again "
+            f"(it may have been pruned, or observed with another build directory)"
+        )
+        self.path = path
+        self.digest = digest
+
+
+@dataclass(frozen=True)
+class CorpusSnapshot:
+    """What one observation saw: every walk entry in discovery order, and the digest.
+
+    `digest` is `fingerprint_digest` over the hashed files (path and sha256 only), the
+    value publish manifests record. `rehashed` names the files this observation had to
+    read; it is not part of the stored snapshot (it describes the observation, not the
+    corpus) and is empty for a loaded one.
+    """
+
+    digest: str
+    root: str
+    areas: list[str]
+    entries: list[ManifestEntry]
+    rehashed: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def files(self) -> list[ManifestEntry]:
+        """Entries read as text or roadmap (skipped and unreadable ones left out)."""
+        return [e for e in self.entries if e.status != STATUS_SKIPPED]
+
+    def to_json(self) -> bytes:
+        """The stored form: entries as positional rows, about half the size of objects."""
+        rows = [_entry_row(e) for e in self.entries]
+        body = {
+            "format": SNAPSHOT_FORMAT,
+            "digest": self.digest,
+            "root": self.root,
+            "areas": self.areas,
+            "entries": rows,
+        }
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(
+            "utf-8", "surrogateescape"
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes) -> CorpusSnapshot:
+        body = json.loads(data.decode("utf-8", "surrogateescape"))
+        if body.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(f"unsupported snapshot format {body.get('format')!r}")
+        entries = [ManifestEntry(*row) for row in body["entries"]]
+        return cls(str(body["digest"]), str(body["root"]), list(body["areas"]), entries)
+
+
+def _entry_row(e: ManifestEntry) -> list[Any]:
+    return [e.area, e.source, e.status, e.reason, e.detail, e.problem, e.size, e.sha256, e.mtime_ns]
+
+
+def snapshot_digest(entries: Iterable[ManifestEntry]) -> str:
+    """The corpus digest over the hashed entries (what `_manifest_digest` gave before)."""
+    return fingerprint_digest({e.source: e for e in entries if e.sha256 is not None})
+
+
+# --- the file-state index ---------------------------------------------------------------
+
+# One index row: [size, mtime_ns, sha256, kind, hashed_at_ns]
+IndexRow = list[Any]
+
+
+def _load_index(path: Path) -> dict[str, IndexRow]:
+    """The previous index, or empty when missing, unreadable or of another format.
+
+    The index is only an optimisation: losing it costs one full hashing pass.
+    """
+    try:
+        body = json.loads(path.read_bytes().decode("utf-8", "surrogateescape"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(body, dict) or body.get("format") != INDEX_FORMAT:
+        return {}
+    files = body.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def _save_index(path: Path, files: dict[str, IndexRow], written_ns: int) -> None:
+    body = {"format": INDEX_FORMAT, "written_ns": written_ns, "files": files}
+    data = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    atomic_write_bytes(path, data.encode("utf-8", "surrogateescape"))
+
+
+def _settled(row: IndexRow, found: CorpusFile, window_ns: int) -> bool:
+    """True when the recorded hash still describes the file without reading it.
+
+    Same size, same mtime, same kind, and the mtime was already `window_ns` old when
+    that hash was taken, so no same-tick edit after the hash can hide behind the mtime.
+    """
+    return (
+        row[0] == found.size
+        and row[1] == found.mtime_ns
+        and row[3] == found.kind
+        and found.mtime_ns < row[4] - window_ns
+    )
+
+
+@dataclass
+class _Observer:
+    """One pass over the walk, reusing settled hashes and hashing the rest."""
+
+    previous: dict[str, IndexRow]
+    started_ns: int
+    window_ns: int
+    current: dict[str, IndexRow] = field(default_factory=dict)
+    rehashed: list[str] = field(default_factory=list)
+    limits: IngestLimits = DEFAULT_LIMITS
+
+    def entries(self, walk: Iterable[CorpusFile | ManifestEntry]) -> Iterator[ManifestEntry]:
+        for item in walk:
+            if isinstance(item, ManifestEntry):
+                yield item
+            else:
+                yield self._file(item)
+
+    def _file(self, found: CorpusFile) -> ManifestEntry:
+        row = self.previous.get(found.source)
+        if row is not None and _settled(row, found, self.window_ns):
+            self.current[found.source] = row
+            return file_entry(found, row[2])
+        # Junk (too large: never read; binary) is reported here as it is by discovery.
+        data = screen_file(found, self.limits)
+        if isinstance(data, ManifestEntry):
+            return data
+        digest = hashlib.sha256(data).hexdigest()
+        self.rehashed.append(found.source)
+        self.current[found.source] = [
+            found.size,
+            found.mtime_ns,
+            digest,
+            found.kind,
+            self.started_ns,
+        ]
+        return file_entry(found, digest)
+
+
+def observe_corpus(
+    root: Path,
+    layout: StateLayout,
+    *,
+    clock: Clock = time.time_ns,
+    window_ns: int = MTIME_WINDOW_NS,
+    limits: IngestLimits = DEFAULT_LIMITS,
+) -> CorpusSnapshot:
+    """Walk the corpus, hash only what may have changed, store and return the snapshot.
+
+    `clock` is read once, before the walk: every hash of this observation is taken after
+    that moment, so "mtime older than clock - window" proves the file was settled when
+    hashed (it must be on the same time base as file mtimes; tests inject it).
+    Raises CorpusNotFoundError when `root` is not a directory.
+    """
+    started_ns = clock()
+    previous = _load_index(layout.files_index)
+    walk = walk_corpus(root)
+    observer = _Observer(previous, started_ns, window_ns, limits=limits)
+    entries = list(observer.entries(walk))
+    if observer.rehashed or observer.current.keys() != previous.keys():
+        _save_index(layout.files_index, observer.current, started_ns)
+    snapshot = CorpusSnapshot(
+        snapshot_digest(entries), str(root), list(walk.areas), entries, tuple(observer.rehashed)
+    )
+    save_snapshot(layout, snapshot)
+    return snapshot
+
+
+# --- snapshots ----------------------------------------------------------------------------
+
+
+def snapshot_path(layout: StateLayout, digest: str) -> Path:
+    return layout.snapshots_dir / f"{digest}.json"
+
+
+def save_snapshot(layout: StateLayout, snapshot: CorpusSnapshot) -> bool:
+    """Store the snapshot under its digest; True when the file was (re)written.
+
+    Same digest means same hashed files, but skipped entries (a new ignored file, an
+    unreadable one) or the root spelling can differ, so an existing file is replaced
+    when its bytes differ: the stored snapshot is always the latest observation's.
+    """
+    data = snapshot.to_json()
+    path = snapshot_path(layout, snapshot.digest)
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    atomic_write_bytes(path, data)
+    return True
+
+
+def load_snapshot(layout: StateLayout, digest: str) -> CorpusSnapshot:
+    """The snapshot an observation stored under `digest` (SnapshotNotFoundError if none)."""
+    try:
+        data = snapshot_path(layout, digest).read_bytes()
+    except FileNotFoundError:
+        raise SnapshotNotFoundError(layout, digest) from None
+    return CorpusSnapshot.from_json(data)
+
+
+def prune_snapshots(layout: StateLayout, keep: set[str]) -> list[str]:
+    """Delete stored snapshots whose digest is not in `keep`; return the digests removed.
+
+    Snapshots are a few MB each at 70k files; one per corpus change would grow without
+    bound, so the caller keeps the ones still named by live records (latest observation,
+    published store) and drops the rest.
+    """
+    removed: list[str] = []
+    try:
+        names = os.listdir(layout.snapshots_dir)
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        digest, dot, ext = name.partition(".")
+        if ext != "json" or not dot or digest in keep:
+            continue
+        try:
+            os.unlink(layout.snapshots_dir / name)
+        except FileNotFoundError:
+            continue
+        removed.append(digest)
+    return sorted(removed)

@@ -1,0 +1,261 @@
+"""One writer per build directory and per publish root: OS locks that name their holder.
+
+Why `fcntl.flock` on a lock file: the kernel drops the lock when the holder's last
+descriptor closes, and that includes `kill -9` and a power cut, so a crashed run never
+leaves a stale lock that a person has to find and delete. The lock file itself is never
+removed (removing it would let a later process lock a new inode while an older one still
+holds the old one); it only carries a description of its current holder (pid, run id,
+host, command, since), rewritten in place by each acquirer, so that whoever has to wait
+can say who it waits for. That description is advisory text, which is why it is written
+in place rather than through `publishing.atomic` (the inode must stay the one locked).
+
+A lock is re-entrant within one process: a step that takes the build-directory lock
+inside a CLI run that already holds it proceeds instead of waiting for itself.
+
+No Dagster import: the CLI, the publishing core and the assets all use this module.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from brain_pipeline.state.layout import StateLayout
+
+PUBLISH_LOCK_NAME = ".brain-publish.lock"
+BUILD_LOCK_NAME = "build.lock"
+DEFAULT_POLL_SECONDS = 0.25
+
+# path -> (pid that holds it, depth): the re-entrancy book of this process.
+_held: dict[Path, tuple[int, int]] = {}
+_held_guard = threading.Lock()
+
+
+class LockBusyError(RuntimeError):
+    """Another process held the lock for longer than we were prepared to wait.
+
+    The message is one line naming the holder (pid, run id, host, since) and the path.
+    """
+
+    def __init__(
+        self, label: str, path: Path, holder: Mapping[str, object] | None, waited: float
+    ) -> None:
+        self.path = path
+        self.holder = dict(holder or {})
+        self.waited = waited
+        super().__init__(
+            f"{label} is busy: held by {describe_holder(holder)}; gave up after waiting "
+            f"{waited:g}s (locks.wait_seconds, lock file {path})"
+        )
+
+
+def build_dir_lock_path(build_dir: Path | str) -> Path:
+    """The lock that makes one process at a time the writer of `build_dir`."""
+    return StateLayout.of(build_dir).locks_dir / BUILD_LOCK_NAME
+
+
+def publish_lock_path(publish_root: Path | str) -> Path:
+    """The lock that makes one process at a time the writer of a publish root."""
+    return Path(publish_root).expanduser().resolve() / PUBLISH_LOCK_NAME
+
+
+def make_holder(
+    command: str | None = None,
+    run_id: str | None = None,
+    *,
+    now: Callable[[], float] = time.time,
+) -> dict[str, object]:
+    """Describe this process as a lock holder: pid, host, run id, command, since (UTC)."""
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "run_id": run_id,
+        "command": command if command is not None else " ".join(sys.argv) or "python",
+        "since": datetime.fromtimestamp(now(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
+def describe_holder(holder: Mapping[str, object] | None) -> str:
+    """`pid 123 on host h (run 4f2a..., since 2026-...Z, `brain-pipeline materialize`)`."""
+    if not holder:
+        return "another process (it has not described itself yet)"
+    parts = [f"pid {holder.get('pid', '?')} on host {holder.get('host', '?')}"]
+    details = []
+    if holder.get("run_id"):
+        details.append(f"run {holder['run_id']}")
+    if holder.get("since"):
+        details.append(f"since {holder['since']}")
+    if holder.get("command"):
+        details.append(f"`{holder['command']}`")
+    if details:
+        parts.append(f"({', '.join(details)})")
+    return " ".join(parts)
+
+
+def read_holder(path: Path | str) -> dict[str, object] | None:
+    """The holder description in a lock file; None when absent, empty or half-written."""
+    try:
+        raw = Path(path).read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _open_lock_file(path: Path) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+
+
+def _try_flock(fd: int) -> bool:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
+
+
+def _write_holder(fd: int, holder: Mapping[str, object]) -> None:
+    data = (json.dumps(dict(holder), sort_keys=True) + "\n").encode("utf-8")
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
+
+
+def _reenter(path: Path) -> bool:
+    with _held_guard:
+        entry = _held.get(path)
+        if entry is None or entry[0] != os.getpid():
+            return False
+        _held[path] = (entry[0], entry[1] + 1)
+        return True
+
+
+def _leave(path: Path) -> bool:
+    """Drop one level; True when this was the outermost holder (release the OS lock)."""
+    with _held_guard:
+        pid, depth = _held[path]
+        if depth > 1:
+            _held[path] = (pid, depth - 1)
+            return False
+        del _held[path]
+        return True
+
+
+@contextmanager
+def acquire_lock(
+    path: Path | str,
+    *,
+    wait_seconds: float,
+    holder: Mapping[str, object],
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_seconds: float = DEFAULT_POLL_SECONDS,
+    on_wait: Callable[[str], None] | None = None,
+    label: str | None = None,
+) -> Iterator[Path]:
+    """Hold the exclusive lock at `path` for the duration of the `with` block.
+
+    When another process holds it, poll every `poll_seconds` for up to `wait_seconds`
+    (0: do not wait), telling `on_wait` once who is being waited for, then raise
+    `LockBusyError` naming the holder. `clock` and `sleep` are injectable so tests decide
+    how time passes. `label` names what is locked in messages ("build directory /x").
+    Re-entrant within one process.
+    """
+    lock_path = Path(path).expanduser().resolve()
+    what = label or str(lock_path)
+    if _reenter(lock_path):
+        try:
+            yield lock_path
+        finally:
+            _leave(lock_path)
+        return
+    fd = _open_lock_file(lock_path)
+    try:
+        started = clock()
+        announced = False
+        while not _try_flock(fd):
+            waited = clock() - started
+            if waited >= wait_seconds:
+                raise LockBusyError(what, lock_path, read_holder(lock_path), wait_seconds)
+            if not announced and on_wait is not None:
+                on_wait(
+                    f"waiting up to {wait_seconds:g}s for {what}: held by "
+                    f"{describe_holder(read_holder(lock_path))}"
+                )
+                announced = True
+            sleep(max(0.0, min(poll_seconds, wait_seconds - waited)))
+        with _held_guard:
+            _held[lock_path] = (os.getpid(), 1)
+        try:
+            _write_holder(fd, holder)
+            yield lock_path
+        finally:
+            if _leave(lock_path):
+                # Clear the description while still holding the lock, so nobody is
+                # ever told to wait for a holder that has gone (a crashed holder's
+                # text stays, and is overwritten by the next acquirer).
+                os.ftruncate(fd, 0)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def build_dir_lock(
+    build_dir: Path | str, *, wait_seconds: float, holder: Mapping[str, object], **options: Any
+) -> AbstractContextManager[Path]:
+    """`acquire_lock` on the build directory's lock, labelled for messages."""
+    return acquire_lock(
+        build_dir_lock_path(build_dir),
+        wait_seconds=wait_seconds,
+        holder=holder,
+        label=f"build directory {StateLayout.of(build_dir).build_dir}",
+        **options,
+    )
+
+
+def publish_root_lock(
+    publish_root: Path | str, *, wait_seconds: float, holder: Mapping[str, object], **options: Any
+) -> AbstractContextManager[Path]:
+    """`acquire_lock` on the publish root's lock, labelled for messages."""
+    return acquire_lock(
+        publish_lock_path(publish_root),
+        wait_seconds=wait_seconds,
+        holder=holder,
+        label=f"publish root {Path(publish_root).expanduser().resolve()}",
+        **options,
+    )
+
+
+@contextmanager
+def hold_run_locks(
+    build_dir: Path | str,
+    publish_root: Path | str | None,
+    *,
+    wait_seconds: float,
+    holder: Mapping[str, object],
+    **options: Any,
+) -> Iterator[None]:
+    """The locks of one run: its build directory, then (when it publishes) its publish
+    root. Always in that order, whoever takes them, so two runs never deadlock."""
+    with build_dir_lock(build_dir, wait_seconds=wait_seconds, holder=holder, **options):
+        if publish_root is None:
+            yield
+            return
+        with publish_root_lock(publish_root, wait_seconds=wait_seconds, holder=holder, **options):
+            yield

@@ -1,0 +1,88 @@
+"""WARN checks as the UI shows them: what a person should look at, without blocking."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+
+from brain_pipeline.defs.definitions import build_definitions
+from brain_pipeline_tests.defs.conftest import Project
+
+
+def _check(project: Project, asset: str, name: str) -> tuple[bool, str, str]:
+    record = project.instance.get_latest_asset_check_evaluation_record(
+        dg.AssetCheckKey(dg.AssetKey(asset), name)
+    )
+    assert record is not None and record.event is not None
+    assert record.event.dagster_event is not None
+    evaluation = record.event.dagster_event.event_specific_data
+    return (
+        bool(getattr(evaluation, "passed", False)),
+        str(getattr(getattr(evaluation, "severity", None), "value", "")),
+        str(getattr(evaluation, "description", "")),
+    )
+
+
+def test_malformed_files_warn_without_blocking_the_publish(sample_project: Project) -> None:
+    outcome = sample_project.materialize()
+    assert outcome.success, outcome.lines
+    passed, severity, description = _check(sample_project, "knowledge_chunks", "corpus_problems")
+    assert not passed and severity == "WARN" and "file(s) need a look" in description
+    assert (sample_project.published() / "knowledge-store.json").exists()
+
+
+def test_withheld_vectors_and_freshness_are_reported(tiny_project: Project) -> None:
+    assert tiny_project.materialize().success
+    passed, severity, description = _check(tiny_project, "published_local", "vectors_reach_agent")
+    assert not passed and severity == "WARN" and "lexical only" in description
+    passed, _, description = _check(tiny_project, "published_local", "published_store_is_current")
+    assert passed and description.startswith("current")
+    # An old publication (the manifest says so) is overdue for the nightly schedule.
+    manifest_path = tiny_project.published() / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["published_at"] = "2020-01-01T00:00:00Z"
+    manifest_path.write_text(json.dumps(manifest))
+    assert tiny_project.materialize("published_local").success
+    passed, severity, description = _check(
+        tiny_project, "published_local", "published_store_is_current"
+    )
+    assert not passed and severity == "WARN" and description.startswith("overdue")
+
+
+def test_a_new_corpus_version_is_reported_at_the_end_of_the_graph(tiny_project: Project) -> None:
+    assert tiny_project.materialize().success
+    notes = tiny_project.corpus / "alpha" / "notes.md"
+    notes.write_text(notes.read_text() + "\nRoute tables decide where subnet traffic goes.\n")
+    defs = build_definitions(str(tiny_project.config_path))
+    sensor = defs.resolve_sensor_def("corpus_observation_sensor")
+    result = sensor(dg.build_sensor_context(instance=tiny_project.instance, definitions=defs))
+    assert isinstance(result, dg.SensorResult)
+    for event in result.asset_events or []:
+        assert isinstance(event, dg.AssetObservation)
+        tiny_project.instance.report_runless_asset_event(event)
+    key = dg.AssetCheckKey(dg.AssetKey("published_local"), "published_store_is_current")
+    check_only = dg.define_asset_job("check_only", selection=dg.AssetSelection.checks(key))
+    with_job = dg.Definitions.merge(defs, dg.Definitions(jobs=[check_only]))
+    run = with_job.resolve_job_def("check_only").execute_in_process(
+        instance=tiny_project.instance
+    )
+    assert run.success
+    passed, severity, description = _check(
+        tiny_project, "published_local", "published_store_is_current"
+    )
+    assert not passed and severity == "WARN" and "older corpus" in description
+
+
+def test_junk_files_are_skipped_reported_and_never_published(tiny_project: Project) -> None:
+    tiny_project.write_config(**{"corpus.max_file_bytes": 4000})
+    big = tiny_project.corpus / "alpha" / "huge.txt"
+    big.write_text(("A long paragraph about subnets and routing. " * 20 + "\n\n") * 10)
+    binary = tiny_project.corpus / "beta" / "program.md"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8)
+    outcome = tiny_project.materialize()
+    assert outcome.success, outcome.lines
+    passed, severity, description = _check(tiny_project, "knowledge_chunks", "corpus_problems")
+    assert not passed and severity == "WARN" and description.startswith("2 file(s)")
+    published = (tiny_project.published() / "knowledge-store.json").read_text()
+    assert "huge.txt" not in published and "program.md" not in published

@@ -1,0 +1,296 @@
+"""Chunk cache + assembly: byte-identical to a full rebuild, re-chunking only what changed."""
+
+from __future__ import annotations
+
+import dataclasses
+import errno
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry
+from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, chunk_corpus, ingest_corpus
+from brain_pipeline.corpus.store import Chunk, serialize_store
+from brain_pipeline.state.assembly import AssemblyReport, assemble_store
+from brain_pipeline.state.chunk_cache import (
+    FRAGMENT_SEPARATOR,
+    ID_SEPARATOR,
+    ChunkCacheMissError,
+    ChunkingReport,
+    CorpusChangedError,
+    chunk_snapshot,
+    fragments_of,
+    gc_chunk_cache,
+)
+from brain_pipeline.state.corpus_index import CorpusSnapshot, observe_corpus, snapshot_digest
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus.corpora import SAME, build_edge_corpus, build_random_corpus
+from brain_pipeline_tests.state.conftest import NOW_NS, Writer, put, settle
+
+SHARED = "A paragraph shared by several files, long enough to be kept."
+
+
+def now() -> int:
+    return NOW_NS
+
+
+def rebuild(
+    corpus: Path, layout: StateLayout
+) -> tuple[CorpusSnapshot, ChunkingReport, AssemblyReport]:
+    """One incremental round, checked against the full non-incremental ingest."""
+    snapshot = observe_corpus(corpus, layout, clock=now)
+    report = chunk_snapshot(snapshot, layout)
+    built = assemble_store(snapshot, layout, layout.store_file)
+    full = ingest_corpus(corpus)
+    assert layout.store_file.read_bytes() == full.store_bytes()
+    assert report.entries == full.manifest
+    assert report.problems == full.problems
+    assert report.skipped_by_reason == full.skipped_by_reason
+    assert report.files_seen == full.files_seen
+    assert report.occurrences == len(chunk_corpus(corpus).occurrences)
+    assert (built.chunks, built.duplicates_collapsed) == (
+        len(full.chunks),
+        full.duplicates_collapsed,
+    )
+    assert built.chunks_per_area == full.chunks_per_area
+    return snapshot, report, built
+
+
+def test_edge_corpus_is_byte_identical_and_reused(tmp_path: Path, layout: StateLayout) -> None:
+    root = tmp_path / "edge"
+    build_edge_corpus(root, tmp_path / "outside")
+    settle(root)
+    _, first, built = rebuild(root, layout)
+    assert first.files_reused == 0 and first.files_chunked == first.files_seen
+    assert built.written
+    _, again, same = rebuild(root, layout)
+    assert (again.files_chunked, again.files_reused) == (0, first.files_seen)
+    assert not same.written and same.reused_record
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_corpus_through_edits_renames_deletions_and_moves(
+    tmp_path: Path, layout: StateLayout, seed: int
+) -> None:
+    root = tmp_path / "random"
+    build_random_corpus(root, seed, files=60)
+    settle(root)
+    rebuild(root, layout)
+    files = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in {".md", ".txt"})
+    put(files[0], files[0].read_text("utf-8") + "\n\nAn appended paragraph, long enough.")
+    rebuild(root, layout)
+    files[1].rename(files[1].with_name("renamed-" + files[1].name))
+    rebuild(root, layout)
+    files[2].unlink()
+    rebuild(root, layout)
+    moved = root / "area-a" / "moved-here.md"
+    put(moved, files[3].read_bytes())
+    files[3].unlink()
+    _, report, _ = rebuild(root, layout)
+    assert report.files_chunked == 1
+
+
+def test_duplicates_that_appear_and_vanish(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    write("b/late.md", f"# Late\n\n{SHARED}\n\nOnly in the late file, long enough.")
+    write("c/later.md", f"{SHARED}\n\n{SHARED}")
+    write("c/self.md", "Repeated in its own file only.\n\nRepeated in its own file only.")
+    _, _, built = rebuild(corpus, layout)
+    assert built.chunks_per_area == {"b": 2, "c": 1}
+    assert built.duplicates_collapsed == 3
+    # The shared paragraph now appears earlier in discovery order: a's copy wins.
+    write("a/early.md", f"# Early\n\n{SHARED}")
+    _, report, built = rebuild(corpus, layout)
+    assert report.files_chunked == 1
+    assert built.chunks_per_area == {"a": 1, "b": 1, "c": 1}
+    assert built.duplicates_collapsed == 4
+    # It vanishes from a: b's copy wins again without re-chunking b.
+    write("a/early.md", "# Early\n\nNothing shared here any more, long enough.")
+    _, report, built = rebuild(corpus, layout)
+    assert report.files_chunked == 1
+    assert built.chunks_per_area == {"a": 1, "b": 2, "c": 1}
+    # An area emptied keeps its zero.
+    (corpus / "c" / "later.md").unlink()
+    (corpus / "c" / "self.md").unlink()
+    _, _, built = rebuild(corpus, layout)
+    assert built.chunks_per_area == {"a": 1, "b": 2, "c": 0}
+
+
+def test_roadmap_outcomes_come_from_the_cache(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    good = {"title": "Engineer", "topics": [{"label": "VPC", "type": "topic"}, None]}
+    write("maps/roadmaps/a.json", json.dumps(good))
+    write("maps/roadmaps/b.json", "{broken")
+    write("maps/formatted-c.json", json.dumps({"nodes": []}))
+    write("maps/notes.md", f"{SAME}\n\n# T\n\nRole: Engineer - Topic: VPC")
+    _, first, _ = rebuild(corpus, layout)
+    _, again, _ = rebuild(corpus, layout)
+    assert again.files_chunked == 0
+    assert again.entries == first.entries
+    assert sum(1 for e in again.entries if e.problem) == 2
+
+
+def test_a_file_changed_after_observation_is_refused(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    snapshot = observe_corpus(corpus, layout, clock=now)
+    write("a/one.md", "Edited between observation and chunking, long enough.")
+    with pytest.raises(CorpusChangedError, match="a/one.md"):
+        chunk_snapshot(snapshot, layout)
+    (corpus / "a" / "one.md").unlink()
+    with pytest.raises(CorpusChangedError, match="a/one.md.*cannot be read"):
+        chunk_snapshot(snapshot, layout)
+
+
+def test_nothing_chunked_is_committed_when_chunking_fails(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    write("b/two.md", "The second file, long enough to be a chunk.")
+    snapshot = observe_corpus(corpus, layout, clock=now)
+    write("b/two.md", "Edited between observation and chunking, long enough.")
+    with pytest.raises(CorpusChangedError):
+        chunk_snapshot(snapshot, layout)
+    _, report, _ = rebuild(corpus, layout)
+    assert report.files_chunked == 2
+
+
+def test_assembly_needs_the_chunks(corpus: Path, layout: StateLayout, write: Writer) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    snapshot = observe_corpus(corpus, layout, clock=now)
+    with pytest.raises(ChunkCacheMissError, match="a/one.md"):
+        assemble_store(snapshot, layout, layout.store_file)
+
+
+def test_empty_corpus_gives_an_empty_store(corpus: Path, layout: StateLayout) -> None:
+    (corpus / "empty-area").mkdir()
+    _, report, built = rebuild(corpus, layout)
+    assert layout.store_file.read_bytes() == b"[]"
+    assert report.problems == [(".", EMPTY_CORPUS_WARNING)]
+    assert built.chunks_per_area == {"empty-area": 0}
+
+
+def test_unchanged_bytes_keep_the_file_even_without_the_record(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    snapshot, _, _ = rebuild(corpus, layout)
+    inode = layout.store_file.stat().st_ino
+    (layout.chunks_dir / "assembled.json").unlink()
+    built = assemble_store(snapshot, layout, layout.store_file)
+    assert not built.written and not built.reused_record
+    assert layout.store_file.stat().st_ino == inode
+    # A store changed behind our back is rewritten, though the plan is the same.
+    layout.store_file.write_bytes(b"[]")
+    built = assemble_store(snapshot, layout, layout.store_file)
+    assert built.written
+    assert layout.store_file.read_bytes() == ingest_corpus(corpus).store_bytes()
+    assert built.preview[0]["source"] == "a/one.md"
+
+
+def _unreadable(snapshot: CorpusSnapshot, source: str) -> CorpusSnapshot:
+    """The snapshot an observation makes when `source` cannot be read (EACCES).
+
+    Built by hand: the tests run as root, for whom permissions never refuse a read.
+    """
+    entries: list[ManifestEntry] = []
+    for e in snapshot.entries:
+        if e.source == source:
+            found = CorpusFile(e.area, e.source, "", e.status, e.size or 0, e.mtime_ns or 0)
+            e = unreadable_entry(found, PermissionError(errno.EACCES, "Permission denied"))
+        entries.append(e)
+    return dataclasses.replace(snapshot, entries=entries, digest=snapshot_digest(entries))
+
+
+def test_an_unreadable_file_keeps_its_cached_chunks(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    write("a/two.md", "# Two\n\nThe second file, long enough to be a chunk.")
+    full, _, _ = rebuild(corpus, layout)
+    expected = layout.store_file.read_bytes()
+    blocked = _unreadable(full, "a/two.md")
+    report = chunk_snapshot(blocked, layout)
+    assert report.kept_unreadable == ["a/two.md"]
+    assert report.files_chunked == 0
+    [(source, reason)] = report.problems
+    assert source == "a/two.md" and "Permission denied" in reason and "kept" in reason
+    built = assemble_store(blocked, layout, layout.store_file)
+    assert layout.store_file.read_bytes() == expected
+    assert built.chunks == 2
+    # gc keeps what the unreadable file still contributes.
+    assert gc_chunk_cache(layout, blocked) == 0
+    assert chunk_snapshot(blocked, layout).kept_unreadable == ["a/two.md"]
+
+
+def test_an_unreadable_file_never_cached_contributes_nothing(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    write("a/two.md", "The second file, long enough to be a chunk.")
+    snapshot = _unreadable(observe_corpus(corpus, layout, clock=now), "a/two.md")
+    report = chunk_snapshot(snapshot, layout)
+    assert report.kept_unreadable == [] and report.occurrences == 1
+    assert assemble_store(snapshot, layout, layout.store_file).chunks == 1
+
+
+def test_gc_drops_what_the_live_snapshot_does_not_use(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    write("a/two.md", "The second file, long enough to be a chunk.")
+    rebuild(corpus, layout)
+    write("a/two.md", "The second file, edited, still long enough.")
+    live, _, _ = rebuild(corpus, layout)
+    assert gc_chunk_cache(layout, live) == 1
+    assert gc_chunk_cache(layout, live) == 0
+    _, report, _ = rebuild(corpus, layout)
+    assert report.files_chunked == 0
+    # Going back to the collected version chunks it again.
+    write("a/two.md", "The second file, long enough to be a chunk.")
+    _, report, _ = rebuild(corpus, layout)
+    assert report.files_chunked == 1
+
+
+def test_another_chunking_variant_chunks_everything_again(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    snapshot, _, _ = rebuild(corpus, layout)
+    assert chunk_snapshot(snapshot, layout, variant="limits-2").files_chunked == 1
+    assert chunk_snapshot(snapshot, layout, variant="limits-2").files_chunked == 0
+
+
+def test_a_copied_build_directory_keeps_working(
+    tmp_path: Path, corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    snapshot, _, _ = rebuild(corpus, layout)
+    copy = StateLayout.of(tmp_path / "copy")
+    shutil.copytree(layout.build_dir, copy.build_dir)
+    assert chunk_snapshot(snapshot, copy).files_chunked == 0
+    built = assemble_store(snapshot, copy, copy.store_file)
+    assert not built.written  # the bytes are there, only the record's path differs
+    assert os.path.getsize(copy.store_file) == built.size
+
+
+def test_cached_fragments_are_each_chunks_store_bytes(tmp_path: Path) -> None:
+    """Fragment boundaries hold for nested headings, surrogates, controls and CRLF."""
+    root = tmp_path / "edge"
+    build_edge_corpus(root, tmp_path / "outside")
+    by_file: dict[str, list[Chunk]] = {}
+    for chunk in chunk_corpus(root).occurrences:
+        by_file.setdefault(chunk.source, []).append(chunk)
+    assert len(by_file) > 20
+    for chunks in by_file.values():
+        ids, ends, body = fragments_of(chunks)
+        assert ids.split(ID_SEPARATOR) == [c.id for c in chunks]
+        starts = [0] + [end + len(FRAGMENT_SEPARATOR) for end in ends[:-1]]
+        pieces = [body[start:end] for start, end in zip(starts, ends, strict=True)]
+        assert pieces == [serialize_store([c])[4:-2] for c in chunks]
