@@ -17,7 +17,7 @@ from typing import Any
 
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation.fixture import Fixture, load_fixture, unknown_areas
-from brain_pipeline.evaluation.legacy import LegacyRetriever
+from brain_pipeline.evaluation.legacy import LegacyRetriever, legacy_terms
 from brain_pipeline.evaluation.metrics import fixture_metrics
 from brain_pipeline.retrieval.hybrid import ChunkSource, QueryEmbedder, Retriever, as_source
 from brain_pipeline.retrieval.vectors import EmbeddingStore
@@ -241,6 +241,7 @@ Ranker = Callable[[str, str], tuple[list[str], str, str | None]]
 
 def _rankers(
     source: ChunkSource,
+    fixture: Fixture,
     areas: Sequence[str],
     names: Sequence[str],
     embeddings: EmbeddingStore | None,
@@ -249,13 +250,22 @@ def _rankers(
 ) -> dict[str, Ranker]:
     rankers: dict[str, Ranker] = {}
     if "legacy" in names:
-        # The baseline searches within an area, so only the fixture's areas are decoded.
-        legacy = LegacyRetriever([c for area in areas for c in source.area_chunks(area)])
+        terms = [t for q in fixture.queries for t in legacy_terms(q.query)]
+        cached = source.legacy_ranker(terms)
+        if cached is not None:
 
-        def rank_legacy(query: str, area: str) -> tuple[list[str], str, str | None]:
-            return [c.id for c, _ in legacy.search(query, area, K)], "legacy", None
+            def rank_cached(query: str, area: str) -> tuple[list[str], str, str | None]:
+                return cached(query, area, K), "legacy", None
 
-        rankers["legacy"] = rank_legacy
+            rankers["legacy"] = rank_cached
+        else:
+            # The baseline searches within an area, so only the fixture's areas are decoded.
+            legacy = LegacyRetriever([c for area in areas for c in source.area_chunks(area)])
+
+            def rank_legacy(query: str, area: str) -> tuple[list[str], str, str | None]:
+                return [c.id for c, _ in legacy.search(query, area, K)], "legacy", None
+
+            rankers["legacy"] = rank_legacy
     if any(name in _RETRIEVER_MODE for name in names):
         retriever = Retriever(source, embeddings, query_embedder, query_model=query_model)
         for name in names:
@@ -318,7 +328,9 @@ def evaluate(
     present = source.areas()
     missing_areas = unknown_areas(fixture, present)
     asked = [area for area in fixture.areas if area in set(present)]
-    rankers = _rankers(source, asked, retrievers, embeddings, query_embedder, query_model)
+    rankers = _rankers(
+        source, fixture, asked, retrievers, embeddings, query_embedder, query_model
+    )
     relevant = [list(q.relevant) for q in fixture.queries]
     rows: list[QueryResult] = []
     summaries: list[RetrieverSummary] = []

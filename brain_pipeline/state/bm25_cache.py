@@ -29,6 +29,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -476,6 +477,8 @@ class ViewSource(ChunkSource):
         self.view = view
         self.cache = bm25_cache(view, layout)
         self._ids: dict[str, list[str]] = {}
+        self.legacy: Any = None
+        """The LegacyMatches made by `legacy_ranker` (for figures and tests)."""
 
     def areas(self) -> list[str]:
         return self.view.areas
@@ -505,6 +508,13 @@ class ViewSource(ChunkSource):
 
     def all_ids(self) -> Iterable[str]:
         return self.view.ids
+
+    def legacy_ranker(self, terms: Sequence[str]) -> Callable[[str, str, int], list[str]] | None:
+        """The baseline from cached per-chunk term matches (state/legacy_cache.py)."""
+        from brain_pipeline.state.legacy_cache import LegacyMatches
+
+        self.legacy = LegacyMatches(self.view, self.cache.layout, terms)
+        return self.legacy.search
 
     def with_ids(self, ids: set[str]) -> list[Chunk]:
         wanted = np.array(sorted(i.encode("utf-8") for i in ids)) if ids else None
