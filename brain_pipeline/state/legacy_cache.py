@@ -53,9 +53,6 @@ class LegacyMatches:
         self.tested = 0
         """Chunks whose content was tested here (the others came from the cache)."""
 
-    def ranker(self) -> LegacyRanker:
-        return self.search
-
     def search(self, query: str, area: str, limit: int) -> list[str]:
         """The baseline's top `limit` ids of `area` for `query`."""
         terms = legacy_terms(query)

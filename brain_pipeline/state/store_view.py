@@ -44,7 +44,6 @@ STORE_INDEX_VERSION = 1
 """Bump when the sidecar's contents or the scan change; older sidecars are then ignored."""
 
 ID_WIDTH = 12
-_CHUNK_START = b'\n  {\n    "id": "'
 _ID_PREFIX = b'    "id": "'
 _CONTENT_PREFIX = b'    "content": "'
 _AREA_PREFIX = b'    "area": "'
