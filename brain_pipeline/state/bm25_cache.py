@@ -39,7 +39,7 @@ from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION, BM25Index, _term_ids_of
 from brain_pipeline.retrieval.hybrid import ChunkSource
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import StoreView
+from brain_pipeline.state.store_view import StoreView, lookup_sorted
 
 _MAX_SEGMENTS = 48
 _TOKENISE_BATCH = 65_536
@@ -265,9 +265,7 @@ class TokenCache:
             todo = np.flatnonzero(seg_of < 0)
             if len(todo) == 0 or len(segment.ids) == 0:
                 continue
-            wanted = ids[todo]
-            pos = np.minimum(np.searchsorted(segment.ids, wanted), len(segment.ids) - 1)
-            hit = segment.ids[pos] == wanted
+            pos, hit = lookup_sorted(segment.ids, ids[todo])
             seg_of[todo[hit]] = s
             row_of[todo[hit]] = pos[hit]
         for s, segment in enumerate(segments):
@@ -288,9 +286,7 @@ class TokenCache:
                 self.tokenised += len(batch)
                 self._write(fresh)
                 segments.append(fresh)
-                wanted = ids[missing]
-                pos = np.minimum(np.searchsorted(fresh.ids, wanted), len(fresh.ids) - 1)
-                hit = fresh.ids[pos] == wanted
+                pos, hit = lookup_sorted(fresh.ids, ids[missing])
                 seg_of[missing[hit]] = len(segments) - 1
                 row_of[missing[hit]] = pos[hit]
         gather = _Gather()
@@ -477,6 +473,8 @@ class ViewSource(ChunkSource):
         self.view = view
         self.cache = bm25_cache(view, layout)
         self._ids: dict[str, list[str]] = {}
+        self._lookups: dict[str, int] = {}
+        self._row_of: dict[str, dict[str, int]] = {}
         self.legacy: Any = None
         """The LegacyMatches made by `legacy_ranker` (for figures and tests)."""
 
@@ -495,6 +493,14 @@ class ViewSource(ChunkSource):
 
     def chunk(self, area: str, chunk_id: str) -> Chunk:
         rows = self.view.rows_of_area(area)
+        lookups = self._lookups[area] = self._lookups.get(area, 0) + 1
+        if lookups > 16:  # many lookups (an evaluation): one dict beats repeated scans
+            row_of = self._row_of.get(area)
+            if row_of is None:
+                row_of = self._row_of[area] = {}
+                for position, cid in enumerate(self.area_ids(area)):
+                    row_of.setdefault(cid, position)
+            return self.view.chunk_at(int(rows[row_of[chunk_id]]))
         match = np.flatnonzero(self.view.id_array[rows] == chunk_id.encode("utf-8"))
         if len(match) == 0:
             raise KeyError((area, chunk_id))

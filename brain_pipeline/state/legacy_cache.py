@@ -26,7 +26,7 @@ import numpy.typing as npt
 from brain_pipeline.evaluation.legacy import legacy_terms
 from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import StoreView
+from brain_pipeline.state.store_view import StoreView, lookup_sorted
 
 LEGACY_CACHE_VERSION = 1
 _BATCH = 65_536
@@ -50,6 +50,7 @@ class LegacyMatches:
             layout.bm25_dir / f"legacy-v{LEGACY_CACHE_VERSION}-{digest}" if layout else None
         )
         self._areas: dict[str, npt.NDArray[np.uint8]] = {}
+        self._loaded: list[tuple[npt.NDArray[np.bytes_], npt.NDArray[np.uint8]]] | None = None
         self.tested = 0
         """Chunks whose content was tested here (the others came from the cache)."""
 
@@ -77,6 +78,12 @@ class LegacyMatches:
         return matrix
 
     def _segments(self) -> list[tuple[npt.NDArray[np.bytes_], npt.NDArray[np.uint8]]]:
+        """The cached matches, read once per object (every area looks them up)."""
+        if self._loaded is None:
+            self._loaded = self._read_segments()
+        return self._loaded
+
+    def _read_segments(self) -> list[tuple[npt.NDArray[np.bytes_], npt.NDArray[np.uint8]]]:
         if self.directory is None or not self.directory.is_dir():
             return []
         paths = sorted(self.directory.glob("seg-*.npz"))
@@ -104,8 +111,8 @@ class LegacyMatches:
         for seg_ids, matches in self._segments():
             if len(seg_ids) == 0:
                 continue
-            pos = np.minimum(np.searchsorted(seg_ids, ids), len(seg_ids) - 1)
-            hit = (seg_ids[pos] == ids) & ~found
+            pos, hit = lookup_sorted(seg_ids, ids)
+            hit &= ~found
             matrix[hit] = matches[pos[hit]]
             found |= hit
         missing = np.flatnonzero(~found)

@@ -271,6 +271,43 @@ def _run_chunks(buffer: Any, start: int, stop: int) -> list[Chunk]:
     return out
 
 
+_HEX_VALUE = np.full(256, 255, dtype=np.uint8)
+_HEX_VALUE[np.frombuffer(b"0123456789abcdef", dtype=np.uint8)] = np.arange(16, dtype=np.uint8)
+
+
+def id_keys(ids: npt.NDArray[np.bytes_]) -> npt.NDArray[np.uint64] | None:
+    """Ids of 12 lower-case hex digits as uint64 numbers, or None if any id is not.
+
+    The numbers sort exactly as the ids do (fixed width, '0'-'9' before 'a'-'f'), and
+    comparing integers is several times faster than comparing 12-byte strings, which is
+    what looking up hundreds of thousands of ids in sorted caches spends its time on.
+    """
+    if ids.dtype.itemsize != ID_WIDTH:
+        return None
+    raw = np.ascontiguousarray(ids).view(np.uint8).reshape(len(ids), ID_WIDTH)
+    nibbles = _HEX_VALUE[raw]
+    if len(ids) and int(nibbles.max()) > 15:
+        return None
+    keys = np.zeros(len(ids), dtype=np.uint64)
+    for column in range(ID_WIDTH):
+        keys = (keys << np.uint64(4)) | nibbles[:, column].astype(np.uint64)
+    return keys
+
+
+def lookup_sorted(
+    haystack: npt.NDArray[np.bytes_], needles: npt.NDArray[np.bytes_]
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+    """For each needle, its position in the sorted `haystack` and whether it is there."""
+    if len(haystack) == 0:
+        return np.zeros(len(needles), dtype=np.intp), np.zeros(len(needles), dtype=bool)
+    hay_keys, needle_keys = id_keys(haystack), id_keys(needles)
+    if hay_keys is not None and needle_keys is not None:
+        pos = np.minimum(np.searchsorted(hay_keys, needle_keys), len(haystack) - 1)
+        return pos, hay_keys[pos] == needle_keys
+    pos = np.minimum(np.searchsorted(haystack, needles), len(haystack) - 1)
+    return pos, haystack[pos] == needles
+
+
 class StoreView:
     """A read-only view of one knowledge-store.json (one file version).
 

@@ -152,3 +152,23 @@ def test_a_damaged_sidecar_is_rebuilt(tmp_path: Path) -> None:
             sidecar.write_bytes(garbage)
         clear_views()
         assert open_store_view(layout.store_file, layout).all_chunks() == parse_store(data)
+
+
+def test_id_keys_sort_like_the_ids_and_refuse_other_ids() -> None:
+    import random
+
+    from brain_pipeline.state.store_view import id_keys, lookup_sorted
+
+    rng = random.Random(3)
+    ids = sorted({"".join(rng.choice("0123456789abcdef") for _ in range(12)) for _ in range(500)})
+    ids += ["000000000000", "ffffffffffff"]
+    array = np.array(sorted(i.encode() for i in ids), dtype="S12")
+    keys = id_keys(array)
+    assert keys is not None and np.all(np.diff(keys.astype(np.float64)) >= 0)
+    assert len(set(keys.tolist())) == len(array)
+    for odd in (["ABCDEF012345"], ["abc"], ["zzzzzzzzzzzz"]):
+        assert id_keys(np.array([o.encode() for o in odd])) is None
+    needles = np.array([b"000000000000", b"123456789abc", array[7], b"zzzzzzzzzzzz"], dtype="S12")
+    pos, hit = lookup_sorted(array, needles)
+    assert hit.tolist() == [True, b"123456789abc" in set(array.tolist()), True, False]
+    assert array[pos[2]] == array[7]
