@@ -39,7 +39,7 @@ from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION, BM25Index, _term_ids_of
 from brain_pipeline.retrieval.hybrid import ChunkSource
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import StoreView, lookup_sorted
+from brain_pipeline.state.store_view import IdLookup, StoreView, lookup_sorted
 
 _MAX_SEGMENTS = 48
 _TOKENISE_BATCH = 65_536
@@ -261,13 +261,14 @@ class TokenCache:
         n = len(ids)
         seg_of = np.full(n, -1, dtype=np.int64)
         row_of = np.zeros(n, dtype=np.int64)
+        lookup = IdLookup(ids)
         for s, segment in enumerate(segments):
-            todo = np.flatnonzero(seg_of < 0)
-            if len(todo) == 0 or len(segment.ids) == 0:
-                continue
-            pos, hit = lookup_sorted(segment.ids, ids[todo])
-            seg_of[todo[hit]] = s
-            row_of[todo[hit]] = pos[hit]
+            if not np.any(seg_of < 0):
+                break
+            pos, hit = lookup.find(segment.ids)
+            hit &= seg_of < 0
+            seg_of[hit] = s
+            row_of[hit] = pos[hit]
         for s, segment in enumerate(segments):
             if np.any(seg_of == s):
                 try:

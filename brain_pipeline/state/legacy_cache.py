@@ -26,7 +26,7 @@ import numpy.typing as npt
 from brain_pipeline.evaluation.legacy import legacy_terms
 from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import StoreView, lookup_sorted
+from brain_pipeline.state.store_view import IdLookup, StoreView
 
 LEGACY_CACHE_VERSION = 1
 _BATCH = 65_536
@@ -108,10 +108,11 @@ class LegacyMatches:
         ids = self.view.id_array[rows]
         matrix = np.zeros((len(rows), len(self.terms)), dtype=np.uint8)
         found = np.zeros(len(rows), dtype=bool)
+        lookup = IdLookup(ids)
         for seg_ids, matches in self._segments():
-            if len(seg_ids) == 0:
-                continue
-            pos, hit = lookup_sorted(seg_ids, ids)
+            if found.all():
+                break
+            pos, hit = lookup.find(seg_ids)
             hit &= ~found
             matrix[hit] = matches[pos[hit]]
             found |= hit

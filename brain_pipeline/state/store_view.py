@@ -294,18 +294,44 @@ def id_keys(ids: npt.NDArray[np.bytes_]) -> npt.NDArray[np.uint64] | None:
     return keys
 
 
+class IdLookup:
+    """Finds a fixed set of ids (`needles`) in sorted id arrays, many times over.
+
+    The needles are converted to integer keys (`id_keys`) and sorted once; numpy's
+    binary search is much faster for sorted needles, so looking up an area's 275k ids in
+    a dozen cache segments costs milliseconds per segment.
+    """
+
+    def __init__(self, needles: npt.NDArray[np.bytes_]) -> None:
+        self.needles = needles
+        self._keys = id_keys(needles)
+        self._order = np.argsort(self._keys if self._keys is not None else needles)
+        self._sorted_keys = self._keys[self._order] if self._keys is not None else None
+        self._sorted_ids = needles[self._order]
+
+    def find(
+        self, haystack: npt.NDArray[np.bytes_]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
+        """Per needle: its position in the sorted `haystack`, and whether it is there."""
+        n = len(self.needles)
+        if len(haystack) == 0 or n == 0:
+            return np.zeros(n, dtype=np.intp), np.zeros(n, dtype=bool)
+        hay_keys = id_keys(haystack) if self._sorted_keys is not None else None
+        hay: Any = hay_keys if hay_keys is not None else haystack
+        wanted: Any = self._sorted_keys if hay_keys is not None else self._sorted_ids
+        found = np.minimum(np.searchsorted(hay, wanted), len(hay) - 1)
+        pos = np.empty(n, dtype=np.intp)
+        hit = np.empty(n, dtype=bool)
+        pos[self._order] = found
+        hit[self._order] = hay[found] == wanted
+        return pos, hit
+
+
 def lookup_sorted(
     haystack: npt.NDArray[np.bytes_], needles: npt.NDArray[np.bytes_]
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
     """For each needle, its position in the sorted `haystack` and whether it is there."""
-    if len(haystack) == 0:
-        return np.zeros(len(needles), dtype=np.intp), np.zeros(len(needles), dtype=bool)
-    hay_keys, needle_keys = id_keys(haystack), id_keys(needles)
-    if hay_keys is not None and needle_keys is not None:
-        pos = np.minimum(np.searchsorted(hay_keys, needle_keys), len(haystack) - 1)
-        return pos, hay_keys[pos] == needle_keys
-    pos = np.minimum(np.searchsorted(haystack, needles), len(haystack) - 1)
-    return pos, haystack[pos] == needles
+    return IdLookup(needles).find(haystack)
 
 
 class StoreView:
