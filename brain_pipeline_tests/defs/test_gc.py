@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline_tests.defs.conftest import Project, tiny_project  # noqa: F401
+from brain_pipeline_tests.defs.conftest import Project
 
 
 def _snapshots(project: Project) -> set[str]:
