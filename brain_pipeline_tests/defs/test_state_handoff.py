@@ -85,3 +85,18 @@ def test_a_corpus_edit_makes_the_chunks_stale_in_dagster(tiny_project: Project) 
     assert _statuses(tiny_project)["knowledge_chunks"] == "STALE"
     assert tiny_project.materialize().success
     assert set(_statuses(tiny_project).values()) == {"FRESH"}
+
+
+def test_rebind_moves_the_instance_to_another_build_directory(
+    tiny_project: Project, tmp_path: Path
+) -> None:
+    from brain_pipeline.defs.common import rebind_build_dir
+
+    assert tiny_project.materialize().success
+    moved = tmp_path / "moved-build"
+    tiny_project.write_config(build_dir=str(moved))
+    refused = tiny_project.materialize()
+    assert not refused.success and any("--rebind" in line for line in refused.lines)
+    assert rebind_build_dir(tiny_project.instance, moved) == str(tiny_project.build)
+    assert tiny_project.materialize().success
+    assert (moved / "knowledge-store.json").exists()
