@@ -108,7 +108,7 @@ def evaluate_store_dir(
     """
     from brain_pipeline.corpus.store import STORE_FILENAME, load_store
     from brain_pipeline.evaluation.fixture import FixtureError
-    from brain_pipeline.evaluation.runner import run_evaluation, threshold_rows
+    from brain_pipeline.evaluation.runner import check_thresholds, run_evaluation, threshold_rows
 
     store_file = store_dir / STORE_FILENAME
     if not store_file.exists():
@@ -134,6 +134,11 @@ def evaluate_store_dir(
         )
     except (FixtureError, FileNotFoundError) as exc:
         return EvaluationOutcome(failures=[f"fixture unusable: {exc}"])
+    if report.stale_ids:
+        # Name the file each stale label's text was in (from the chunk history), so the
+        # message says where to look, not only which id.
+        report.stale_sources = _stale_sources(cfg, report.stale_ids)
+        failures = check_thresholds(report, thresholds)
     if choice.note:
         report.notes.append(f"hybrid runs without query vectors: {choice.note}")
     if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in thresholds:
@@ -146,6 +151,18 @@ def evaluate_store_dir(
         report=report,
         thresholds=threshold_rows(report, thresholds),
     )
+
+
+def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
+    """id -> the source file the chunk history last saw it in (unknown ids left out)."""
+    from brain_pipeline.state.history import HistoryError, lookup_many
+    from brain_pipeline.state.layout import StateLayout
+
+    try:
+        found = lookup_many(StateLayout.of(cfg.build_dir), ids)
+    except (HistoryError, OSError):
+        return {}
+    return {chunk: entry.source for chunk, entry in found.items()}
 
 
 def evaluate_build(cfg: BrainConfig, warn: Any = None) -> EvaluationOutcome:
