@@ -126,6 +126,7 @@ def evaluate_store_dir(
     from brain_pipeline.evaluation.runner import (
         EvaluationReport,
         ThresholdRow,
+        check_thresholds,
         run_evaluation,
         threshold_rows,
     )
@@ -204,6 +205,11 @@ def evaluate_store_dir(
         query_model=choice.model,
         progress=progress,
     )
+    if report.stale_ids:
+        # Name the file each stale label's text was in (from the chunk history), so the
+        # message says where to look, not only which id.
+        report.stale_sources = _stale_sources(cfg, report.stale_ids)
+        failures = check_thresholds(report, thresholds)
     if choice.note:
         report.notes.append(f"hybrid runs without query vectors: {choice.note}")
     if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in thresholds:
@@ -228,7 +234,11 @@ def evaluate_store_dir(
             "stale_ids": outcome.stale_ids,
             "figures": outcome.flat_metrics,
             "markdown": outcome.markdown,
-            "report": {**report.to_dict(), "stale_labels": report.stale_labels},
+            "report": {
+                **report.to_dict(),
+                "stale_labels": report.stale_labels,
+                "stale_sources": report.stale_sources,
+            },
             "thresholds": [asdict(row) for row in outcome.thresholds],
             "inputs": outcome.inputs,
         }
@@ -246,6 +256,18 @@ def _plain(bounds: Any) -> Any:
     if hasattr(bounds, "model_dump"):
         return bounds.model_dump()
     return dict(bounds) if isinstance(bounds, dict) else bounds
+
+
+def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
+    """id -> the source file the chunk history last saw it in (unknown ids left out)."""
+    from brain_pipeline.state.history import HistoryError, lookup_many
+    from brain_pipeline.state.layout import StateLayout
+
+    try:
+        found = lookup_many(StateLayout.of(cfg.build_dir), ids)
+    except (HistoryError, OSError):
+        return {}
+    return {chunk: entry.source for chunk, entry in found.items()}
 
 
 def evaluate_build(cfg: BrainConfig, warn: Any = None) -> EvaluationOutcome:

@@ -13,7 +13,18 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("materialize", "chunk", "search", "eval", "fixture", "history", "bench", "status", "ui")
+COMMANDS = (
+    "materialize",
+    "chunk",
+    "search",
+    "eval",
+    "fixture",
+    "history",
+    "bench",
+    "status",
+    "gc",
+    "ui",
+)
 
 DESCRIPTION = """\
 Build, evaluate and publish the knowledge store behind the teaching agent.

@@ -41,6 +41,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="publish even when the latest evaluation did not pass (logged loudly)",
     )
+    parser.add_argument(
+        "--rebind",
+        action="store_true",
+        help="let this Dagster instance serve the configured build directory from now on "
+        "(an instance serves one build directory; runs for another are refused)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show Dagster's own step logs")
 
 
@@ -92,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
             on_wait=_note,
         ):
             instance = open_instance()
+            if args.rebind:
+                from brain_pipeline.defs.common import rebind_build_dir
+
+                before = rebind_build_dir(instance, cfg.build_dir)
+                _note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
             for dead in reap_dead_runs(instance):
                 _note(
                     f"run {dead.run_id} was left in progress by a process that is gone "

@@ -210,6 +210,9 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
                 run_id=context.run.run_id,
             ),
         )
+        from brain_pipeline.state.gc import prune_old_snapshots
+
+        prune_old_snapshots(layout, [snapshot.digest])
         for source, reason in report.problems:
             context.log.warning(f"{source}: {reason}")
         per_area = dict(report.occurrences_per_area)

@@ -111,6 +111,10 @@ def _describe(event: dg.DagsterEvent) -> str | None:
         return f"  FAILED   {event.step_key}: {reason}"
     if kind == "STEP_SKIPPED":
         return f"  skipped  {event.step_key}"
+    if kind == "RESOURCE_INIT_FAILURE":
+        # Before any step: e.g. the build directory's lock cannot be created or taken.
+        error = getattr(event.event_specific_data, "error", None)
+        return f"  FAILED   run start: {cause_of(error) if error else 'resources failed'}"
     if kind == "ASSET_CHECK_EVALUATION":
         evaluation = event.event_specific_data
         passed = getattr(evaluation, "passed", None)

@@ -84,7 +84,9 @@ class EvaluationReport:
     fixture_source: str
     notes: list[str] = field(default_factory=list)
     stale_labels: list[tuple[str, str, str]] = field(default_factory=list)
-    """(id, query, area) for every label whose id is not in the store, fixture order."""
+    """(id, query, area) for every label whose id is not live in its area, fixture order."""
+    stale_sources: dict[str, str] = field(default_factory=dict)
+    """id -> the file its text was last seen in (from the chunk history), when known."""
 
     def summary(self, name: str) -> RetrieverSummary | None:
         """The aggregates of retriever `name`, or None when it was not evaluated."""
@@ -129,6 +131,7 @@ class EvaluationReport:
             fixture_source=str(data["fixture"]),
             notes=list(data.get("notes", [])),
             stale_labels=[(str(a), str(b), str(c)) for a, b, c in data.get("stale_labels", [])],
+            stale_sources={str(k): str(v) for k, v in data.get("stale_sources", {}).items()},
         )
 
     def to_json(self) -> str:
@@ -406,8 +409,13 @@ def check_thresholds(report: EvaluationReport, thresholds: Mapping[Any, Any] | N
     if report.n_chunks == 0:
         failures.append("the knowledge store is empty: nothing can be retrieved")
     if report.stale_ids:
+        def where(chunk: str) -> str:
+            source = report.stale_sources.get(chunk)
+            return f", was in {source}" if source else ""
+
         named = "; ".join(
-            f"{chunk} (query {query!r}, area {area})" for chunk, query, area in report.stale_labels
+            f"{chunk} (query {query!r}, area {area}{where(chunk)})"
+            for chunk, query, area in report.stale_labels
         ) or ", ".join(report.stale_ids)
         failures.append(
             f"stale fixture: {len(report.stale_ids)} labelled chunk id(s) no longer in the "

@@ -150,3 +150,25 @@ def tiny_project(tmp_path: Path) -> Project:
 @pytest.fixture
 def sample_project(tmp_path: Path) -> Project:
     return make_project(tmp_path, SAMPLE_CORPUS, SAMPLE_FIXTURE)
+
+
+ADDED_PARAGRAPH = "Route tables decide where subnet traffic goes."
+
+
+def edit_corpus(project: Project, paragraph: str = ADDED_PARAGRAPH) -> None:
+    """Append one paragraph to a tiny-corpus file: a content change of the corpus."""
+    notes = project.corpus / "alpha" / "notes.md"
+    notes.write_text(notes.read_text() + f"\n{paragraph}\n", encoding="utf-8")
+
+
+def observe_with_sensor(project: Project, cursor: str | None = None) -> dg.SensorResult:
+    """Tick corpus_observation_sensor and record its observations as the daemon would."""
+    defs = build_definitions(str(project.config_path))
+    sensor = defs.resolve_sensor_def("corpus_observation_sensor")
+    context = dg.build_sensor_context(instance=project.instance, cursor=cursor, definitions=defs)
+    result = sensor(context)
+    assert isinstance(result, dg.SensorResult)
+    for event in result.asset_events or []:
+        assert isinstance(event, dg.AssetObservation)
+        project.instance.report_runless_asset_event(event)
+    return result

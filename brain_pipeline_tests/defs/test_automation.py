@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import dagster as dg
 
 from brain_pipeline.defs.definitions import build_definitions
-from brain_pipeline_tests.defs.conftest import Project
+from brain_pipeline_tests.defs.conftest import Project, edit_corpus, observe_with_sensor
 
 MATERIALIZED = ["knowledge_chunks", "knowledge_store", "embeddings", "published_local"]
 
@@ -119,12 +119,8 @@ def test_a_corpus_change_makes_automation_rebuild_and_publish(tiny_project: Proj
     assert tiny_project.materialize().success
     quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
     assert quiet.total_requested == 0
-    notes = tiny_project.corpus / "alpha" / "notes.md"
-    notes.write_text(notes.read_text() + "\nRoute tables decide where subnet traffic goes.\n")
-    observed = _tick(defs, instance, None)
-    for event in observed.asset_events or []:
-        assert isinstance(event, dg.AssetObservation)
-        instance.report_runless_asset_event(event)
+    edit_corpus(tiny_project)
+    observe_with_sensor(tiny_project)
     result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=quiet.cursor)
     assert _requested(result) == set(MATERIALIZED)
 
@@ -141,10 +137,7 @@ def test_publishing_waits_for_the_blocking_check(tiny_project: Project) -> None:
     instance = tiny_project.instance
     assert not tiny_project.materialize().success  # the check fails, publishing is blocked
     quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
-    notes = tiny_project.corpus / "alpha" / "notes.md"
-    notes.write_text(notes.read_text() + "\nRoute tables decide where subnet traffic goes.\n")
-    for event in _tick(defs, instance, None).asset_events or []:
-        assert isinstance(event, dg.AssetObservation)
-        instance.report_runless_asset_event(event)
+    edit_corpus(tiny_project)
+    observe_with_sensor(tiny_project)
     result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=quiet.cursor)
     assert _requested(result) == {"knowledge_chunks", "knowledge_store", "embeddings"}

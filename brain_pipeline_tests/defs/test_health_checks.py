@@ -7,7 +7,7 @@ import json
 import dagster as dg
 
 from brain_pipeline.defs.definitions import build_definitions
-from brain_pipeline_tests.defs.conftest import Project
+from brain_pipeline_tests.defs.conftest import Project, edit_corpus, observe_with_sensor
 
 
 def _check(project: Project, asset: str, name: str) -> tuple[bool, str, str]:
@@ -52,17 +52,11 @@ def test_withheld_vectors_and_freshness_are_reported(tiny_project: Project) -> N
 
 def test_a_new_corpus_version_is_reported_at_the_end_of_the_graph(tiny_project: Project) -> None:
     assert tiny_project.materialize().success
-    notes = tiny_project.corpus / "alpha" / "notes.md"
-    notes.write_text(notes.read_text() + "\nRoute tables decide where subnet traffic goes.\n")
-    defs = build_definitions(str(tiny_project.config_path))
-    sensor = defs.resolve_sensor_def("corpus_observation_sensor")
-    result = sensor(dg.build_sensor_context(instance=tiny_project.instance, definitions=defs))
-    assert isinstance(result, dg.SensorResult)
-    for event in result.asset_events or []:
-        assert isinstance(event, dg.AssetObservation)
-        tiny_project.instance.report_runless_asset_event(event)
+    edit_corpus(tiny_project)
+    observe_with_sensor(tiny_project)
     key = dg.AssetCheckKey(dg.AssetKey("published_local"), "published_store_is_current")
     check_only = dg.define_asset_job("check_only", selection=dg.AssetSelection.checks(key))
+    defs = build_definitions(str(tiny_project.config_path))
     with_job = dg.Definitions.merge(defs, dg.Definitions(jobs=[check_only]))
     run = with_job.resolve_job_def("check_only").execute_in_process(
         instance=tiny_project.instance

@@ -301,3 +301,17 @@ def test_manifest_records_the_corpus_the_store_was_built_from(tiny_project: Proj
     assert tiny_project.materialize("published_local").success
     manifest = json.loads((tiny_project.published() / "manifest.json").read_text())
     assert manifest["corpus_fingerprint"] == built_from != corpus_digest(tiny_project.corpus)
+
+
+def test_a_stale_label_is_named_with_its_query_and_its_old_file(tiny_project: Project) -> None:
+    assert tiny_project.materialize().success
+    notes = tiny_project.corpus / "alpha" / "notes.md"
+    notes.write_text(notes.read_text().replace("stateful firewalls", "stateful  firewalls!"))
+    outcome = tiny_project.materialize()
+    assert not outcome.success
+    failure = " ".join(outcome.failed_checks)
+    assert "query 'stateful firewall security groups'" in failure
+    assert "was in alpha/notes.md" in failure
+    metadata = _check_metadata(tiny_project)
+    assert metadata["auto_repairable"].value == 1  # type: ignore[attr-defined]
+    assert "fixture repair --write" in str(metadata["repair_command"].value)  # type: ignore[attr-defined]

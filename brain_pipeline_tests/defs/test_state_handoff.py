@@ -10,7 +10,9 @@ from dagster._utils.test.data_versions import get_stale_status_resolver
 from brain_pipeline.defs.definitions import build_definitions
 from brain_pipeline_tests.defs.conftest import (
     Project,
+    edit_corpus,
     make_project,
+    observe_with_sensor,
     tiny_fixture,
     write_tiny_corpus,
 )
@@ -73,15 +75,23 @@ def test_unchanged_inputs_skip_the_work_and_keep_every_asset_fresh(tiny_project:
 
 def test_a_corpus_edit_makes_the_chunks_stale_in_dagster(tiny_project: Project) -> None:
     assert tiny_project.materialize().success
-    notes = tiny_project.corpus / "alpha" / "notes.md"
-    notes.write_text(notes.read_text() + "\nRoute tables decide where subnet traffic goes.\n")
-    defs = build_definitions(str(tiny_project.config_path))
-    sensor = defs.resolve_sensor_def("corpus_observation_sensor")
-    result = sensor(dg.build_sensor_context(instance=tiny_project.instance, definitions=defs))
-    assert isinstance(result, dg.SensorResult)
-    for event in result.asset_events or []:
-        assert isinstance(event, dg.AssetObservation)
-        tiny_project.instance.report_runless_asset_event(event)
+    edit_corpus(tiny_project)
+    observe_with_sensor(tiny_project)
     assert _statuses(tiny_project)["knowledge_chunks"] == "STALE"
     assert tiny_project.materialize().success
     assert set(_statuses(tiny_project).values()) == {"FRESH"}
+
+
+def test_rebind_moves_the_instance_to_another_build_directory(
+    tiny_project: Project, tmp_path: Path
+) -> None:
+    from brain_pipeline.defs.common import rebind_build_dir
+
+    assert tiny_project.materialize().success
+    moved = tmp_path / "moved-build"
+    tiny_project.write_config(build_dir=str(moved))
+    refused = tiny_project.materialize()
+    assert not refused.success and any("--rebind" in line for line in refused.lines)
+    assert rebind_build_dir(tiny_project.instance, moved) == str(tiny_project.build)
+    assert tiny_project.materialize().success
+    assert (moved / "knowledge-store.json").exists()

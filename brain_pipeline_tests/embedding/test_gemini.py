@@ -17,6 +17,7 @@ from brain_pipeline.embedding.providers import (
 )
 from brain_pipeline_tests.embedding.conftest import SDK_MODE_VARIABLES
 from brain_pipeline_tests.embedding.helpers import API_KEY, gemini
+from brain_pipeline_tests.fake_time import FakeTime
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini, fake_vector
 
 
@@ -70,19 +71,6 @@ def test_query_uses_query_task_and_is_cached(gemini_server: FakeGemini) -> None:
     assert stats.task_types == {"RETRIEVAL_QUERY": 1}
 
 
-class SharedClock:
-    """One fake clock for client and server: time moves only when the client sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def test_quota_refusal_is_waited_out_using_the_stated_delay(
@@ -92,7 +80,7 @@ def test_quota_refusal_is_waited_out_using_the_stated_delay(
     # so the test asserts the schedule of waits, the same on any machine at any load.
     for name in SDK_MODE_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    t = SharedClock()
+    t = FakeTime()
     with FakeGemini(api_key=API_KEY, clock=t.clock, quota_texts=20, window_seconds=1.0) as server:
         embedder = gemini(base_url=server.url, batch_size=10, clock=t.clock, sleep=t.sleep)
         vectors = embedder.embed_documents([f"quota text {i}" for i in range(50)])

@@ -19,21 +19,7 @@ from brain_pipeline.embedding.pacing import (
     parse_duration,
     retry_delay_from_details,
 )
-
-
-class FakeTime:
-    """A clock that only moves when something sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
+from brain_pipeline_tests.fake_time import FakeTime
 
 
 def test_bucket_starts_full_then_waits_exactly_for_missing_tokens() -> None:

@@ -22,6 +22,7 @@ from brain_pipeline.state.lock import (
     publish_root_lock,
     read_holder,
 )
+from brain_pipeline_tests.fake_time import FakeTime
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,19 +72,6 @@ def holders() -> Iterator[list[Holder]]:
         holder.close()
 
 
-class FakeTime:
-    """A clock that only moves when the code under test sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
 
 
 def test_the_holder_is_described_while_held_and_cleared_after(tmp_path: Path) -> None:

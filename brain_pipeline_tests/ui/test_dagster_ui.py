@@ -106,6 +106,21 @@ def launch_from_materialize_all(page: Any, server: DagsterDev) -> str:
     return match.group(1)
 
 
+CHECK_ABOUT = {
+    "retrieval_eval": "Runs the labelled fixture through",
+    "corpus_problems": "WARN when files were skipped for a cause",
+    "published_store_is_current": "WARN when the agent serves an older corpus",
+}
+
+
+def open_check(page: Any, server: DagsterDev, asset: str, check: str) -> None:
+    """The asset's Checks tab with `check` selected in its list, as a person clicks it;
+    returns once the detail pane shows that check's description."""
+    page.goto(f"{server.base_url}/assets/{asset}?view=checks")
+    page.get_by_text(check, exact=True).first.click()
+    page.get_by_text(re.compile(re.escape(CHECK_ABOUT[check]))).first.wait_for(state="visible")
+
+
 def wait_for_run(server: DagsterDev, run_id: str) -> dict[str, Any]:
     deadline = time.monotonic() + RUN_TIMEOUT
     while time.monotonic() < deadline:
@@ -134,9 +149,8 @@ def test_lineage_page_shows_every_asset_and_the_check(
     finally:
         page.screenshot(path=str(artifacts_dir / "lineage.png"))
 
-    page.goto(f"{dagster_dev.base_url}/assets/{CHECKED_ASSET}?view=checks")
+    open_check(page, dagster_dev, CHECKED_ASSET, CHECK)
     try:
-        page.get_by_text(CHECK, exact=True).first.wait_for(state="visible")
         page.get_by_text("blocking", exact=True).first.wait_for(state="visible")
     finally:
         page.screenshot(path=str(artifacts_dir / "embeddings-checks-before-run.png"))
@@ -209,7 +223,7 @@ def test_materialize_all_from_the_ui_publishes_the_evaluated_store(
     assert parse_store(published.read_bytes()), "the published store has no chunks"
 
     # And the person looking at the asset sees the check passed.
-    page.goto(f"{dagster_dev.base_url}/assets/{CHECKED_ASSET}?view=checks")
+    open_check(page, dagster_dev, CHECKED_ASSET, CHECK)
     try:
         page.get_by_text("Passed", exact=True).first.wait_for(state="visible")
     finally:
@@ -236,9 +250,8 @@ def test_warnings_freshness_and_the_skipped_s3_publish_as_a_person_sees_them(
     problems = check_in_run(dagster_dev, "knowledge_chunks", "corpus_problems", run_id)
     assert problems["evaluation"]["success"] is False
     assert problems["evaluation"]["severity"] == "WARN"
-    page.goto(f"{dagster_dev.base_url}/assets/knowledge_chunks?view=checks")
+    open_check(page, dagster_dev, "knowledge_chunks", "corpus_problems")
     try:
-        page.get_by_text("corpus_problems", exact=True).first.wait_for(state="visible")
         page.get_by_text(re.compile(r"file\(s\) need a look")).first.wait_for(state="visible")
     finally:
         page.screenshot(path=str(artifacts_dir / "warn-check.png"))
@@ -246,7 +259,7 @@ def test_warnings_freshness_and_the_skipped_s3_publish_as_a_person_sees_them(
     # Freshness: the store just published serves the latest observed corpus.
     fresh = check_in_run(dagster_dev, "published_local", "published_store_is_current", run_id)
     assert fresh["evaluation"]["success"] is True
-    page.goto(f"{dagster_dev.base_url}/assets/published_local?view=checks")
+    open_check(page, dagster_dev, "published_local", "published_store_is_current")
     try:
         page.get_by_text(re.compile(r"current: the latest corpus")).first.wait_for(
             state="visible"
@@ -284,7 +297,7 @@ def test_a_stale_label_blocks_publishing_and_the_check_says_why(
     description = failed["evaluation"]["description"]
     assert "stale fixture" in description and "0badc0ffee00" in description
     assert query["query"] in description  # the query that holds the label is named
-    page.goto(f"{dagster_dev.base_url}/assets/{CHECKED_ASSET}?view=checks")
+    open_check(page, dagster_dev, CHECKED_ASSET, CHECK)
     try:
         page.get_by_text(re.compile(r"stale fixture")).first.wait_for(state="visible")
     finally:

@@ -1,0 +1,94 @@
+"""Keep the build directory's caches bounded: drop what no live record still names.
+
+Everything under `state/` is a cache keyed by content (snapshots by corpus digest, chunk
+cache rows by file hash, indexes by chunk digest), so each corpus edit adds entries and
+nothing would ever leave. What is *live* is named by the records: the snapshot the
+chunks were made from, the one the published store was built from, and the latest
+observation. The chunk history is not a cache (it explains old fixture labels) and is
+never collected.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import read_record
+
+
+@dataclass
+class GcReport:
+    """What a collection removed, and the bytes it freed."""
+
+    snapshots: list[str] = field(default_factory=list)
+    chunk_rows: int = 0
+    other_files: list[str] = field(default_factory=list)
+    bytes_before: int = 0
+    bytes_after: int = 0
+
+    @property
+    def freed(self) -> int:
+        return max(0, self.bytes_before - self.bytes_after)
+
+    def summary(self) -> str:
+        return (
+            f"removed {len(self.snapshots)} snapshot(s), {self.chunk_rows} chunk-cache row(s), "
+            f"{len(self.other_files)} other file(s); state/ {self.bytes_before:,} -> "
+            f"{self.bytes_after:,} bytes"
+        )
+
+
+def tree_bytes(root: Path) -> int:
+    total = 0
+    for folder, _, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except FileNotFoundError:
+                continue
+    return total
+
+
+def live_snapshot_digests(layout: StateLayout, extra: Iterable[str | None] = ()) -> set[str]:
+    """Snapshots still named: the chunks' input, the store's corpus, and `extra` ones."""
+    keep = {digest for digest in extra if digest}
+    chunks = read_record(layout, "knowledge_chunks")
+    if chunks is not None:
+        keep.add(str(chunks.inputs.get("corpus")))
+    store = read_record(layout, "knowledge_store")
+    if store is not None and store.facts.get("corpus_digest"):
+        keep.add(str(store.facts["corpus_digest"]))
+    return keep
+
+
+def prune_old_snapshots(layout: StateLayout, extra: Iterable[str | None] = ()) -> list[str]:
+    """The retention rule run by every chunking step: only live snapshots stay."""
+    from brain_pipeline.state.corpus_index import prune_snapshots
+
+    return prune_snapshots(layout, live_snapshot_digests(layout, extra))
+
+
+def collect(
+    layout: StateLayout, *, variant: str = "", published_digest: str | None = None
+) -> GcReport:
+    """Drop unreferenced snapshots and chunk-cache rows (and stale index files)."""
+    from brain_pipeline.state.chunk_cache import gc_chunk_cache
+    from brain_pipeline.state.corpus_index import load_snapshot
+
+    report = GcReport(bytes_before=tree_bytes(layout.state_dir))
+    report.snapshots = prune_old_snapshots(layout, [published_digest])
+    chunks = read_record(layout, "knowledge_chunks")
+    if chunks is not None:
+        live = load_snapshot(layout, str(chunks.inputs["corpus"]))
+        report.chunk_rows = gc_chunk_cache(layout, live, variant=variant)
+    report.other_files = _collect_indexes(layout)
+    report.bytes_after = tree_bytes(layout.state_dir)
+    return report
+
+
+def _collect_indexes(layout: StateLayout) -> list[str]:
+    """Index caches whose own module knows what is live (none yet: hook for later)."""
+    return []
