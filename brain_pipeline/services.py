@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from brain_pipeline.embedding.providers import Embedder
     from brain_pipeline.evaluation.runner import EvaluationProgress
     from brain_pipeline.retrieval.vectors import EmbeddingStore
+    from brain_pipeline.state.eval_record import EvalInputs
+    from brain_pipeline.state.layout import StateLayout
 
 
 def embedder_for(cfg: BrainConfig) -> Embedder | None:
@@ -160,20 +162,8 @@ def evaluate_store_dir(
         return EvaluationOutcome(failures=[f"fixture unusable: {exc}"])
     view = open_store_view(store_file, layout)
     embeddings_file = store_dir / EMBEDDINGS_FILENAME
-    thresholds = dict(cfg.evaluation.thresholds)
-    if cfg.effective_provider() == "none":
-        # No vectors by choice: hybrid *is* BM25, so only BM25's floors can be judged.
-        thresholds.pop("hybrid", None)
-    provider = cfg.effective_provider()
-    inputs = eval_record.EvalInputs(
-        store_sha256=view.sha256,
-        embeddings_sha256=eval_record.file_sha256(layout, embeddings_file),
-        fixture_sha256=hashlib.sha256(fixture_bytes).hexdigest(),
-        thresholds={name: _plain(bounds) for name, bounds in sorted(thresholds.items())},
-        provider=provider,
-        model=cfg.effective_model() or None,
-        query_embedder=f"{provider}; gemini key set: {bool(cfg.gemini_api_key())}",
-    )
+    thresholds = _applied_thresholds(cfg)
+    inputs = _inputs(cfg, view.sha256, layout, embeddings_file, fixture_bytes)
     key = inputs.key()
     if reuse and layout is not None:
         record = eval_record.lookup(layout, key)
@@ -249,6 +239,59 @@ def evaluate_store_dir(
         else:
             outcome.evaluated_at = str(saved["when"])
     return outcome
+
+
+def _applied_thresholds(cfg: BrainConfig) -> dict[Any, Any]:
+    """The configured bounds that are judged (hybrid's are not without vectors)."""
+    thresholds: dict[Any, Any] = dict(cfg.evaluation.thresholds)
+    if cfg.effective_provider() == "none":
+        # No vectors by choice: hybrid *is* BM25, so only BM25's floors can be judged.
+        thresholds.pop("hybrid", None)
+    return thresholds
+
+
+def _inputs(
+    cfg: BrainConfig,
+    store_sha256: str,
+    layout: StateLayout | None,
+    embeddings_file: Path,
+    fixture_bytes: bytes,
+) -> EvalInputs:
+    from brain_pipeline.state import eval_record
+
+    provider = cfg.effective_provider()
+    return eval_record.EvalInputs(
+        store_sha256=store_sha256,
+        embeddings_sha256=eval_record.file_sha256(layout, embeddings_file),
+        fixture_sha256=hashlib.sha256(fixture_bytes).hexdigest(),
+        thresholds={n: _plain(b) for n, b in sorted(_applied_thresholds(cfg).items())},
+        provider=provider,
+        model=cfg.effective_model() or None,
+        query_embedder=f"{provider}; gemini key set: {bool(cfg.gemini_api_key())}",
+    )
+
+
+def evaluation_inputs(
+    cfg: BrainConfig, store_dir: Path, fixture: Path | None = None
+) -> EvalInputs | None:
+    """The inputs (and so `.key()`) an evaluation of `store_dir` would be recorded under.
+
+    For a publish gate: `eval_record.lookup(layout, inputs.key())` is the outcome for
+    exactly the bytes about to be published. None when the store or fixture is missing.
+    Cheap when nothing changed: the store's sha256 comes from its sidecar index and the
+    embeddings' from the record's stat-keyed memo.
+    """
+    from brain_pipeline.corpus.store import STORE_FILENAME
+    from brain_pipeline.state.store_view import cache_layout, open_store_view
+
+    store_file = store_dir / STORE_FILENAME
+    try:
+        fixture_bytes = Path(fixture or cfg.evaluation.fixture).read_bytes()
+        layout = cache_layout(store_dir, cfg.build_dir)
+        view = open_store_view(store_file, layout)
+    except OSError:
+        return None
+    return _inputs(cfg, view.sha256, layout, store_dir / EMBEDDINGS_FILENAME, fixture_bytes)
 
 
 def _plain(bounds: Any) -> Any:

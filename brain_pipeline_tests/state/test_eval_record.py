@@ -126,3 +126,19 @@ def test_the_record_keeps_several_keys(setup: Setup) -> None:
         keys.append(key)
     assert all(eval_record.lookup(layout, k) is not None for k in keys)
     assert eval_record.lookup(layout, "0" * 64) is None
+
+
+def test_evaluation_inputs_name_the_record_of_the_current_bytes(setup: Setup) -> None:
+    from brain_pipeline.services import evaluation_inputs
+
+    outcome = setup.evaluate()
+    inputs = evaluation_inputs(setup.config(), setup.build)
+    assert inputs is not None and inputs.key() == outcome.record_key
+    layout = StateLayout.of(setup.build)
+    record = eval_record.lookup(layout, inputs.key())
+    assert record is not None and record["passed"] is True
+    setup.write_store([*setup.chunks[:2]])  # the bytes about to be published changed
+    clear_views()
+    changed = evaluation_inputs(setup.config(), setup.build)
+    assert changed is not None and eval_record.lookup(layout, changed.key()) is None
+    assert evaluation_inputs(setup.config(), setup.tmp / "nowhere") is None
