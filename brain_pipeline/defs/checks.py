@@ -1,59 +1,24 @@
 """Checks: the blocking `retrieval_eval` gate, and the end-of-graph currency check."""
 
 
-import hashlib
 from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.common import claim_build_dir, layout_for, table, to_metadata
+from brain_pipeline.defs.common import claim_build_dir, layout_for, store_chunks, table, to_metadata
 from brain_pipeline.defs.ingest import CORPUS, EVAL_FIXTURE
 from brain_pipeline.defs.resources import BrainSettings
-from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.records import digest_of, read_record
 
 CHECK_NAME = "retrieval_eval"
-EVAL_CODE_VERSION = "eval-1"
-
-
-def evaluation_inputs(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any] | None:
-    """Everything an evaluation result depends on, or None when the store was never built.
-
-    The same dict is computed by the check (to reuse an unchanged result) and by the
-    publish gate (to find the result for exactly the bytes it would publish).
-    """
-    store = read_record(layout, "knowledge_store")
-    if store is None:
-        return None
-    vectors = read_record(layout, "embeddings")
-    try:
-        fixture_sha = hashlib.sha256(cfg.evaluation.fixture.read_bytes()).hexdigest()
-    except OSError:
-        fixture_sha = None
-    return {
-        "store": store.data_version,
-        "embeddings": vectors.data_version if vectors is not None else None,
-        "fixture": fixture_sha,
-        "thresholds": cfg.evaluation.model_dump(mode="json")["thresholds"],
-        "provider": cfg.effective_provider(),
-        "model": cfg.effective_model(),
-        "code": EVAL_CODE_VERSION,
-    }
-
-
-def evaluation_key(inputs: dict[str, Any]) -> str:
-    return digest_of(inputs)
-
-
 def _evaluate(cfg: BrainConfig) -> dict[str, Any]:
-    """Run the evaluation and flatten what the check shows (and the record keeps)."""
+    """Evaluate (or reuse the recorded outcome for identical inputs) and flatten what the
+    check shows. `services.evaluate_build` is the one code path, shared with the CLI."""
     from brain_pipeline.services import evaluate_build
 
     outcome = evaluate_build(cfg)
     report = outcome.report
     return {
-        "passed": not outcome.failures,
         "failures": list(outcome.failures),
         "figures": dict(outcome.flat_metrics),
         "markdown": outcome.markdown,
@@ -72,32 +37,29 @@ def _evaluate(cfg: BrainConfig) -> dict[str, Any]:
         "queries": report.query_rows() if report is not None else [],
         "retrievers": [s.name for s in report.retrievers] if report is not None else [],
         "repair": _repair_proposal(cfg) if outcome.stale_ids else None,
+        "reused": outcome.reused,
+        "evaluated_at": outcome.evaluated_at,
+        "key": outcome.record_key,
+        "inputs": outcome.inputs,
     }
 
 
 def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
     """What `brain-pipeline fixture repair` would do, for the failing check's metadata."""
-    from brain_pipeline.corpus.store import load_store
     from brain_pipeline.evaluation.fixture import load_fixture
     from brain_pipeline.evaluation.repair import propose_for_build
 
     layout = layout_for(cfg)
     proposal = propose_for_build(
         layout,
-        load_store(layout.store_file),
+        store_chunks(layout),
         load_fixture(cfg.evaluation.fixture),
         fallback_stores=[cfg.publish_root() / "src" / "storage" / "knowledge-store.json"],
     )
     return {"metadata": proposal.to_metadata(), "rows": proposal.to_rows()}
 
 
-def _check_metadata(
-    cfg: BrainConfig,
-    result: dict[str, Any],
-    inputs: dict[str, Any] | None,
-    key: str | None,
-    reused: dict[str, Any] | None,
-) -> dict[str, Any]:
+def _check_metadata(cfg: BrainConfig, result: dict[str, Any]) -> dict[str, Any]:
     """Figures as numbers (one plot each), bounds and margins, tables with schemas.
 
     Counters that only mean something for a run that evaluated (not for a reused
@@ -155,18 +117,28 @@ def _check_metadata(
         "verdict": "passed" if not result["failures"] else "failed",
         "failures": "\n".join(result["failures"]) or "none",
         "stale_ids": ", ".join(result.get("stale_ids") or []) or "none",
-        "evaluation_key": key or "—",
-        "reused": reused is not None,
+        "evaluation_key": result.get("key") or "—",
+        "reused": bool(result.get("reused")),
+        "evaluated_at": result.get("evaluated_at") or "—",
         "fixture": str(cfg.evaluation.fixture),
     }
-    if reused is not None:
-        extra["reused_from_run"] = str(reused.get("run_id") or "—")
-    if inputs is not None:
-        extra["store_sha256"] = inputs["store"]
-        extra["embeddings_version"] = inputs["embeddings"] or "—"
-        extra["fixture_sha256"] = inputs["fixture"] or "missing"
+    inputs = dict(result.get("inputs") or {})
+    for name in ("store_sha256", "embeddings_sha256", "fixture_sha256"):
+        if name in inputs:
+            extra[name] = inputs[name] or "—"
     metadata.update(to_metadata(extra))
     return metadata
+
+
+def _remember_run(cfg: BrainConfig, key: str | None, run_id: str) -> None:
+    """Add the evaluating run to the record, so a publish can link to it in the UI."""
+    from brain_pipeline.state import eval_record
+
+    layout = layout_for(cfg)
+    record = eval_record.lookup(layout, key) if key else None
+    if record is None or not key:
+        return
+    eval_record.save(layout, key, {**record, "run_id": run_id})  # keeps its own `when`
 
 
 def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
@@ -187,24 +159,13 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
     def retrieval_eval(
         context: dg.AssetCheckExecutionContext, settings: BrainSettings
     ) -> dg.AssetCheckResult:
-        from brain_pipeline.state import eval_record
-
         cfg = settings.load()
         claim_build_dir(context.instance, cfg.build_dir)
-        layout = layout_for(cfg)
-        inputs = evaluation_inputs(cfg, layout)
-        key = evaluation_key(inputs) if inputs is not None else None
-        reused = eval_record.lookup(layout, key) if key is not None else None
-        if reused is not None:
-            result = dict(reused)
-        else:
-            result = _evaluate(cfg)
-            if key is not None:
-                eval_record.save(
-                    layout, key, {**result, "inputs": inputs, "run_id": context.run.run_id}
-                )
+        result = _evaluate(cfg)
+        if not result["reused"]:
+            _remember_run(cfg, result.get("key"), context.run.run_id)
         failures: list[str] = list(result["failures"])
-        metadata = _check_metadata(cfg, result, inputs, key, reused)
+        metadata = _check_metadata(cfg, result)
         reason = "; ".join(failures)
         # The reason goes last in the step's log, so it is what a person reads at the end of
         # the run page (Dagster's own trailing error cannot be changed).
@@ -215,7 +176,7 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
             severity=dg.AssetCheckSeverity.ERROR,
             metadata=metadata,
             description=("passed" if not failures else reason[:1500])
-            + (" (unchanged inputs: result reused)" if reused is not None else ""),
+            + (" (unchanged inputs: result reused)" if result["reused"] else ""),
         )
 
     return retrieval_eval

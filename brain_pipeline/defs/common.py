@@ -81,6 +81,13 @@ def recheck_input(layout: StateLayout, asset: str, expected: str) -> None:
         )
 
 
+def store_chunks(layout: StateLayout) -> Any:
+    """The build's chunks through the one fast store reader (memoised per process)."""
+    from brain_pipeline.state.store_view import open_store_view
+
+    return open_store_view(layout.store_file, layout).all_chunks()
+
+
 def to_metadata(values: dict[str, Any]) -> dict[str, Any]:
     """Coerce plain values into Dagster metadata; numbers stay numeric so the UI plots them."""
     out: dict[str, Any] = {}

@@ -10,6 +10,7 @@ from brain_pipeline.defs.common import (
     claim_build_dir,
     layout_for,
     recheck_input,
+    store_chunks,
     to_metadata,
     upstream_record,
 )
@@ -41,9 +42,7 @@ def embeddings_code_version(cfg: BrainConfig) -> str:
 
 
 def _load_chunks(layout: Any) -> Any:
-    from brain_pipeline.corpus.store import load_store
-
-    return load_store(layout.store_file)
+    return store_chunks(layout)
 
 
 def _build(

@@ -22,6 +22,7 @@ from brain_pipeline.defs.common import (
     claim_build_dir,
     layout_for,
     recheck_input,
+    store_chunks,
     table,
     to_metadata,
     upstream_record,
@@ -256,13 +257,12 @@ def _remember_chunks(cfg: BrainConfig, layout: StateLayout) -> None:
     which still holds the texts an edit replaced), so a stale label can be explained."""
     from datetime import UTC, datetime
 
-    from brain_pipeline.corpus.store import load_store
     from brain_pipeline.state import history
 
     if history.is_empty(layout):
         live = cfg.publish_root() / "src" / "storage" / layout.store_file.name
         history.seed_from_store(layout, live)
-    history.record_store(layout, load_store(layout.store_file), datetime.now(UTC))
+    history.record_store(layout, store_chunks(layout), datetime.now(UTC))
 
 
 def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:

@@ -16,8 +16,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.checks import evaluation_inputs, evaluation_key
-from brain_pipeline.defs.common import claim_build_dir, layout_for, to_metadata
+from brain_pipeline.defs.common import claim_build_dir, layout_for, store_chunks, to_metadata
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
@@ -59,7 +58,6 @@ def _gate(
     context: dg.AssetExecutionContext, cfg: BrainConfig, layout: StateLayout, force: bool
 ) -> BuildArtifacts:
     """Refuse (raise) unless the data about to be published passed its evaluation."""
-    from brain_pipeline.corpus.store import parse_store
     from brain_pipeline.publishing.gate import publish_decision
     from brain_pipeline.state import eval_record
 
@@ -68,13 +66,15 @@ def _gate(
             f"nothing to publish: {layout.store_file} does not exist (materialise "
             "knowledge_store)"
         )
-    inputs = evaluation_inputs(cfg, layout)
-    record = eval_record.lookup(layout, evaluation_key(inputs)) if inputs is not None else None
+    from brain_pipeline.services import evaluation_inputs
+
+    inputs = evaluation_inputs(cfg, layout.build_dir)
+    record = eval_record.lookup(layout, inputs.key()) if inputs is not None else None
     passed = None if record is None else bool(record["passed"])
     store_bytes = layout.store_file.read_bytes()
     emb_file = layout.embeddings_file
     emb_bytes = emb_file.read_bytes() if emb_file.exists() else None
-    chunks = parse_store(store_bytes)
+    chunks = store_chunks(layout)
     decision = publish_decision(
         passed, force=force or cfg.publish.force, store_chunk_count=len(chunks)
     )
