@@ -5,7 +5,8 @@ cache rows by file hash, indexes by chunk digest), so each corpus edit adds entr
 nothing would ever leave. What is *live* is named by the records: the snapshot the
 chunks were made from, the one the published store was built from, and the latest
 observation. The chunk history is not a cache (it explains old fixture labels) and is
-never collected.
+never collected. The retrieval caches bound themselves as they write (the newest store
+sidecars and area indexes are kept, token segments are merged without dead ids).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ class GcReport:
 
     snapshots: list[str] = field(default_factory=list)
     chunk_rows: int = 0
-    other_files: list[str] = field(default_factory=list)
     bytes_before: int = 0
     bytes_after: int = 0
 
@@ -35,9 +35,8 @@ class GcReport:
 
     def summary(self) -> str:
         return (
-            f"removed {len(self.snapshots)} snapshot(s), {self.chunk_rows} chunk-cache row(s), "
-            f"{len(self.other_files)} other file(s); state/ {self.bytes_before:,} -> "
-            f"{self.bytes_after:,} bytes"
+            f"removed {len(self.snapshots)} snapshot(s), {self.chunk_rows} chunk-cache row(s); "
+            f"state/ {self.bytes_before:,} -> {self.bytes_after:,} bytes"
         )
 
 
@@ -84,11 +83,6 @@ def collect(
     if chunks is not None:
         live = load_snapshot(layout, str(chunks.inputs["corpus"]))
         report.chunk_rows = gc_chunk_cache(layout, live, variant=variant)
-    report.other_files = _collect_indexes(layout)
     report.bytes_after = tree_bytes(layout.state_dir)
     return report
 
-
-def _collect_indexes(layout: StateLayout) -> list[str]:
-    """Index caches whose own module knows what is live (none yet: hook for later)."""
-    return []
