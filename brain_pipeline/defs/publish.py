@@ -54,11 +54,11 @@ def _recover(context: dg.AssetExecutionContext, cfg: BrainConfig) -> None:
         context.log.warning(report.summary())
 
 
-def _gate(
-    context: dg.AssetExecutionContext, cfg: BrainConfig, layout: StateLayout, force: bool
-) -> BuildArtifacts:
-    """Refuse (raise) unless the data about to be published passed its evaluation."""
-    from brain_pipeline.publishing.gate import publish_decision
+def _evaluation_of_build(
+    cfg: BrainConfig, layout: StateLayout
+) -> tuple[str | None, dict[str, Any] | None]:
+    """(key, record) of the evaluation of exactly the build's inputs; record None if none."""
+    from brain_pipeline.services import evaluation_inputs
     from brain_pipeline.state import eval_record
 
     if not layout.store_file.exists():
@@ -66,10 +66,23 @@ def _gate(
             f"nothing to publish: {layout.store_file} does not exist (materialise "
             "knowledge_store)"
         )
-    from brain_pipeline.services import evaluation_inputs
-
     inputs = evaluation_inputs(cfg, layout.build_dir)
-    record = eval_record.lookup(layout, inputs.key()) if inputs is not None else None
+    if inputs is None:
+        return None, None
+    key = inputs.key()
+    return key, eval_record.lookup(layout, key)
+
+
+def _gate(
+    context: dg.AssetExecutionContext,
+    cfg: BrainConfig,
+    layout: StateLayout,
+    force: bool,
+    record: dict[str, Any] | None,
+) -> BuildArtifacts:
+    """Refuse (raise) unless the data about to be published passed its evaluation."""
+    from brain_pipeline.publishing.gate import publish_decision
+
     passed = None if record is None else bool(record["passed"])
     store_bytes = layout.store_file.read_bytes()
     emb_file = layout.embeddings_file
@@ -155,7 +168,22 @@ def published_local(
     claim_build_dir(context.instance, cfg.build_dir)
     layout = layout_for(cfg)
     _recover(context, cfg)
-    artifacts = _gate(context, cfg, layout, config.force)
+    key, evaluation = _evaluation_of_build(cfg, layout)
+    inputs = _publish_inputs(cfg, layout, key)
+    previous = read_record(layout, "published_local")
+    if (
+        evaluation is not None
+        and evaluation.get("passed")
+        and previous is not None
+        and previous.is_current_for(layout, PUBLISH_CODE_VERSION, inputs)
+    ):
+        # The same evaluated bytes are live and untouched (every live file's stat is the
+        # one recorded when it was published): nothing to read, nothing to write.
+        return dg.MaterializeResult(
+            metadata=to_metadata({**previous.facts, "status": "unchanged"}),
+            data_version=dg.DataVersion(previous.data_version),
+        )
+    artifacts = _gate(context, cfg, layout, config.force, evaluation)
     try:
         report = publish_local(
             artifacts.store_bytes,
@@ -188,8 +216,61 @@ def published_local(
         metadata["live_since_run"] = dg.MetadataValue.dagster_run(report.manifest.run_id)
     metadata["manifest"] = dg.MetadataValue.md(report.manifest.to_markdown())
     metadata["targets"] = dg.MetadataValue.json(report.to_metadata()["targets"])
-    return dg.MaterializeResult(
-        metadata=metadata, data_version=dg.DataVersion(_publish_version(report.manifest))
+    version = _publish_version(report.manifest)
+    _record_publication(context, cfg, layout, inputs, version, report)
+    return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(version))
+
+
+def _publish_inputs(cfg: BrainConfig, layout: StateLayout, key: str | None) -> dict[str, Any]:
+    """What a local publication is made from: the evaluated build and where it goes."""
+    from brain_pipeline.publishing.local import storage_dirs
+
+    store = read_record(layout, "knowledge_store")
+    vectors = read_record(layout, "embeddings")
+    return {
+        "store": store.data_version if store else None,
+        "embeddings": vectors.data_version if vectors else None,
+        "evaluation": key,
+        "agent_query_model": cfg.publish.agent_query_model,
+        "targets": [str(target) for target in storage_dirs(cfg.publish_root())],
+    }
+
+
+def _record_publication(
+    context: dg.AssetExecutionContext,
+    cfg: BrainConfig,
+    layout: StateLayout,
+    inputs: dict[str, Any],
+    version: str,
+    report: Any,
+) -> None:
+    """Stamp every live file (absolute paths), so an unchanged re-run can skip by stat."""
+    from brain_pipeline.state.records import AssetRecord, FileStamp, write_record
+
+    stamps = {
+        str(target.directory / f.filename): FileStamp.of(target.directory / f.filename, f.sha256)
+        for target in report.targets
+        for f in target.files
+        if f.sha256 is not None
+    }
+    facts = {
+        "publish_root": str(cfg.publish_root()),
+        "chunk_count": report.manifest.chunk_count,
+        "store_sha256": report.manifest.store.sha256,
+        "corpus_digest": report.manifest.corpus_fingerprint,
+        "embeddings_published": report.embeddings_published,
+    }
+    write_record(
+        layout,
+        AssetRecord(
+            asset="published_local",
+            data_version=version,
+            code_version=PUBLISH_CODE_VERSION,
+            inputs=inputs,
+            outputs=stamps,
+            facts=facts,
+            run_id=context.run.run_id,
+        ),
     )
 
 
@@ -229,7 +310,8 @@ def published_s3(
         return
     claim_build_dir(context.instance, cfg.build_dir)
     layout = layout_for(cfg)
-    artifacts = _gate(context, cfg, layout, config.force)
+    _, evaluation = _evaluation_of_build(cfg, layout)
+    artifacts = _gate(context, cfg, layout, config.force, evaluation)
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(context, artifacts)
     try:
         report = s3_publisher.publish(

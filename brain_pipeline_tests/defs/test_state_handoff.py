@@ -95,3 +95,14 @@ def test_rebind_moves_the_instance_to_another_build_directory(
     assert rebind_build_dir(tiny_project.instance, moved) == str(tiny_project.build)
     assert tiny_project.materialize().success
     assert (moved / "knowledge-store.json").exists()
+
+
+def test_an_unchanged_publish_skips_unless_a_live_file_was_touched(tiny_project: Project) -> None:
+    assert tiny_project.materialize().success
+    live = tiny_project.published() / "knowledge-store.json"
+    inode = live.stat().st_ino
+    assert tiny_project.materialize().success
+    assert live.stat().st_ino == inode  # nothing rewritten, nothing re-read
+    live.write_text("[]")  # a person (or a bad copy) damages the live store
+    assert tiny_project.materialize().success
+    assert live.read_bytes() == tiny_project.store_file.read_bytes()
