@@ -370,7 +370,10 @@ def chunk_snapshot(
                 tally.add(entry, cached)
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            # SQLite may already have rolled back (a full disk does): a second ROLLBACK
+            # would raise and hide the real cause.
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
     _finish(report, tally)
     return report

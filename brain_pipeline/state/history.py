@@ -242,7 +242,10 @@ def record_store(layout: StateLayout, chunks: Iterable[ChunkLike], when: datetim
             conn.execute("DROP TABLE live")
             conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            # SQLite may already have rolled back (a full disk does): a second ROLLBACK
+            # would raise and hide the real cause.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
     return RecordOutcome(chunks=len(rows), new=len(new_ids), recorded_at=stamp)
 

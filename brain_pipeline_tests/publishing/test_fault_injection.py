@@ -8,9 +8,7 @@ temporary file, no intent record; and the run after that publishes the new set.
 
 from __future__ import annotations
 
-import contextlib
 import shutil
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,6 +29,7 @@ from brain_pipeline.publishing.local import (
     recover_publication,
 )
 from brain_pipeline.publishing.manifest import build_manifest
+from brain_pipeline_tests.mounts import small_tmpfs
 from brain_pipeline_tests.publishing.conftest import AGENT_MODEL, SampleBuild, make_build
 from brain_pipeline_tests.publishing.crash import ChildResult, PublishZygote
 
@@ -239,27 +238,6 @@ def test_status_reports_an_interrupted_commit_without_touching_it(
 
 
 # -- a full disk -----------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def small_tmpfs(mountpoint: Path, size: str) -> Iterator[Path]:
-    """Mount a tmpfs of `size` (CI runs as root); skip with the reason when not allowed."""
-    mountpoint.mkdir(parents=True)
-    mount = shutil.which("mount")
-    if mount is None:
-        pytest.skip("no mount command on this machine")
-    done = subprocess.run(
-        [mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mountpoint)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
-    try:
-        yield mountpoint
-    finally:
-        subprocess.run(["umount", str(mountpoint)], check=False)
 
 
 def test_a_full_disk_fails_before_anything_live_changes(tmp_path: Path) -> None:

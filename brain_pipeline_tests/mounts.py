@@ -1,0 +1,32 @@
+"""A small tmpfs for disk-full tests (CI runs as root, so `mount` works there)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+@contextlib.contextmanager
+def small_tmpfs(mountpoint: Path, size: str) -> Iterator[Path]:
+    """Mount a tmpfs of `size` (CI runs as root); skip with the reason when not allowed."""
+    mountpoint.mkdir(parents=True)
+    mount = shutil.which("mount")
+    if mount is None:
+        pytest.skip("no mount command on this machine")
+    done = subprocess.run(
+        [mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mountpoint)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", str(mountpoint)], check=False)
