@@ -181,27 +181,34 @@ def generate_corpus(root: Path, files: int, seed: int) -> Corpus:
         path.write_text("\n\n".join(paragraphs) + "\n", encoding="utf-8")
         paths.append(path)
     fixture = root.parent / "fixture.json"
-    chosen = write_fixture(root, paths, fixture, rng)
+    chosen = write_fixture(root, paths, fixture, rng, set(boilerplate))
     return Corpus(root, paths, fixture, chosen, text)
 
 
-def write_fixture(root: Path, paths: list[Path], target: Path, rng: random.Random) -> set[Path]:
-    """QUERIES_PER_AREA labelled queries per area, from rare words of one paragraph each."""
+def write_fixture(
+    root: Path, paths: list[Path], target: Path, rng: random.Random, shared: set[str]
+) -> set[Path]:
+    """QUERIES_PER_AREA labelled queries per area, from rare words of one paragraph each.
+
+    Labels point at paragraphs of their own area that are not shared boilerplate: a
+    shared paragraph's chunk lives where it first occurs, which may be another area.
+    """
     queries: list[dict[str, Any]] = []
     chosen: set[Path] = set()
     for area in range(AREAS):
-        candidates = paths[area::AREAS]
+        name = f"area-{area}"
+        candidates = [p for p in paths if p.relative_to(root).parts[0] == name]
         for path in rng.sample(candidates, min(QUERIES_PER_AREA, len(candidates))):
             # Body paragraphs are written trimmed, so a paragraph's chunk id is its hash.
             body = path.read_text(encoding="utf-8").rstrip("\n").split("\n\n")[1:]
-            paragraph = rng.choice(body)
+            paragraph = rng.choice([p for p in body if p not in shared] or body)
             # The longest words of the paragraph are its rarest (frequent words are short).
             unique = set(re.findall(r"[a-z]+", paragraph.lower()))
             words = sorted(unique, key=lambda w: (-len(w), w))
             queries.append(
                 {
                     "query": " ".join(words[:4]),
-                    "area": f"area-{area}",
+                    "area": name,
                     "relevant": [chunk_id(paragraph)],
                 }
             )
