@@ -52,23 +52,26 @@ def _build(
     from brain_pipeline.embedding.builder import (
         EmbeddingBuildInterrupted,
         build_embeddings,
-        prune_embeddings,
+        prune_embedding_ids,
     )
-    chunks = _load_chunks(layout)
+    from brain_pipeline.state.store_view import open_store_view
+
     out = layout.embeddings_file
     embedder = client.embedder(cfg)
     if embedder is None:
         # provider "none": embed nothing, but keep the vectors that still match live chunks
-        # (finished work is never thrown away) and drop the orphans.
-        pruned = prune_embeddings(chunks, out, log=context.log.info)
+        # (finished work is never thrown away) and drop the orphans. Ids suffice.
+        ids = open_store_view(layout.store_file, layout).ids
+        pruned = prune_embedding_ids(ids, out, log=context.log.info)
         context.log.info("embedding provider is 'none': nothing embedded")
-        facts: dict[str, Any] = {"provider": "none", "chunks": len(chunks)}
+        facts: dict[str, Any] = {"provider": "none", "chunks": len(ids)}
         if pruned is None:
             facts["coverage"] = 0.0
         else:
             facts.update(pruned.as_metadata())
         return facts, pruned is not None
 
+    chunks = _load_chunks(layout)
     progress = ThrottledProgress(
         lambda done, total: context.log.info(f"embedded {done}/{total} texts")
     )

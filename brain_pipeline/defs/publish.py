@@ -16,7 +16,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.common import claim_build_dir, layout_for, store_chunks, to_metadata
+from brain_pipeline.defs.common import claim_build_dir, layout_for, to_metadata
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
@@ -36,7 +36,8 @@ class PublishConfig(dg.Config):
 class BuildArtifacts:
     store_bytes: bytes
     embeddings_bytes: bytes | None
-    chunks: list[Any]
+    counts: tuple[dict[str, int], list[str]]
+    """Chunks per area and the live ids, for the manifest."""
     evaluation: dict[str, float]
     evaluation_run_id: str | None
     corpus_digest: str | None
@@ -87,9 +88,13 @@ def _gate(
     store_bytes = layout.store_file.read_bytes()
     emb_file = layout.embeddings_file
     emb_bytes = emb_file.read_bytes() if emb_file.exists() else None
-    chunks = store_chunks(layout)
+    from brain_pipeline.state.store_view import open_store_view
+
+    view = open_store_view(layout.store_file, layout)
+    # Chunks per area and the live ids are all a manifest needs: no chunk is decoded.
+    counts = (view.count_per_area(), view.ids)
     decision = publish_decision(
-        passed, force=force or cfg.publish.force, store_chunk_count=len(chunks)
+        passed, force=force or cfg.publish.force, store_chunk_count=len(view)
     )
     if not decision.allowed:
         raise dg.Failure(description=f"publishing refused: {decision.reason}")
@@ -105,7 +110,7 @@ def _gate(
     return BuildArtifacts(
         store_bytes,
         emb_bytes,
-        chunks,
+        counts,
         figures,
         (record or {}).get("run_id"),
         str(digest) if digest else None,
@@ -118,10 +123,11 @@ def _manifest(context: dg.AssetExecutionContext, artifacts: BuildArtifacts) -> A
     return build_manifest(
         artifacts.store_bytes,
         artifacts.embeddings_bytes,
-        artifacts.chunks,
+        None,
         artifacts.evaluation,
         artifacts.corpus_digest,
         context.run.run_id,
+        counts=artifacts.counts,
     )
 
 

@@ -283,7 +283,13 @@ def _write_store(
     out_path: Path, model: str, dim: int, live: list[Chunk], known: dict[str, Int8Row]
 ) -> bool:
     """Write the live chunks that have vectors, in store order; True when bytes changed."""
-    ids = [c.id for c in live if c.id in known]
+    return _write_ids(out_path, model, dim, [c.id for c in live], known)
+
+
+def _write_ids(
+    out_path: Path, model: str, dim: int, live: list[str], known: dict[str, Int8Row]
+) -> bool:
+    ids = [chunk_id for chunk_id in live if chunk_id in known]
     matrix = (
         np.stack([known[i] for i in ids]).astype(np.int8)
         if ids
@@ -300,9 +306,17 @@ def prune_embeddings(
     Returns None (and touches nothing) when there is no readable file. The model and
     dimension stay those of the existing file; chunks without a vector are `missing`.
     """
+    return prune_embedding_ids([c.id for c in chunks], out_path, log=log)
+
+
+def prune_embedding_ids(
+    ids: Sequence[str], out_path: Path, *, log: Log | None = None
+) -> EmbeddingReport | None:
+    """`prune_embeddings` from the live ids alone: pruning never needs a chunk's text, so
+    a store of a million chunks is not decoded for it."""
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
-    live = _live_chunks(chunks)
+    live = list(dict.fromkeys(ids))  # store order, first occurrence
     previous = read_embeddings(out_path, warn=lambda warning: say(f"warning: {warning}"))
     if previous is None:
         return None
@@ -310,12 +324,12 @@ def prune_embeddings(
     known: dict[str, Int8Row] = {}
     for row, chunk_id in enumerate(previous.ids):
         known.setdefault(chunk_id, previous.vectors[row])
-    live_ids = {c.id for c in live}
+    live_ids = set(live)
     report.pruned = sum(1 for chunk_id in known if chunk_id not in live_ids)
     report.reused = sum(1 for chunk_id in live_ids if chunk_id in known)
     report.missing = len(live) - report.reused
     report.complete = report.missing == 0
-    report.written = _write_store(out_path, previous.model, previous.dim, live, known)
+    report.written = _write_ids(out_path, previous.model, previous.dim, live, known)
     say(f"embeddings (no provider): kept {report.reused}, pruned {report.pruned}, "
         f"{report.missing} chunks without a vector")
     return report

@@ -219,19 +219,25 @@ def build_manifest(
     run_id: str | None = None,
     *,
     published_at: str | None = None,
+    counts: tuple[Mapping[str, int], Sequence[str]] | None = None,
 ) -> PublishManifest:
     """Describe a publication of these bytes.
 
     `chunks` saves re-parsing the store when the caller already holds them; they must be
-    the chunks `store_bytes` encodes. Embeddings that are not a PATBEMB1 file are
-    described as absent, with a note, never misread.
+    the chunks `store_bytes` encodes. `counts` (chunks per area, live ids) saves even
+    that: a store view knows both without decoding a chunk. Embeddings that are not a
+    PATBEMB1 file are described as absent, with a note, never misread.
     """
-    if chunks is None:
-        chunks = parse_store(store_bytes)
-    per_area = Counter(chunk.area for chunk in chunks)
+    if counts is not None:
+        per_area, live_ids = counts
+    else:
+        if chunks is None:
+            chunks = parse_store(store_bytes)
+        per_area = Counter(chunk.area for chunk in chunks)
+        live_ids = [chunk.id for chunk in chunks]
     manifest = PublishManifest(
         store=ArtifactInfo.of(STORE_FILENAME, store_bytes),
-        chunk_count=len(chunks),
+        chunk_count=sum(per_area.values()),
         chunks_per_area=dict(sorted(per_area.items())),
         evaluation=dict(evaluation or {}),
         corpus_fingerprint=corpus_fingerprint,
@@ -244,7 +250,7 @@ def build_manifest(
         vectors = decode_embeddings(embeddings_bytes)
     except NotAnEmbeddingStore as exc:
         return manifest.without_embeddings(f"embeddings.bin is unreadable: {exc}")
-    store_ids = {chunk.id for chunk in chunks}
+    store_ids = set(live_ids)
     covered = len(store_ids.intersection(vectors.ids))
     return replace(
         manifest,

@@ -139,3 +139,23 @@ def test_fingerprint_digest_accepts_mappings_and_tuples() -> None:
         == fingerprint_digest(as_dicts)
         == fingerprint_digest(as_objects)
     )
+
+
+def test_counts_from_a_store_view_give_the_same_manifest() -> None:
+    from brain_pipeline.corpus.store import Chunk, serialize_store
+    from brain_pipeline.publishing.manifest import build_manifest
+
+    chunks = [
+        Chunk("a" * 12, "first passage text", "alpha", "alpha/x.md"),
+        Chunk("b" * 12, "second passage text", "beta", "beta/y.md"),
+        Chunk("c" * 12, "third passage text", "beta", "beta/y.md"),
+    ]
+    data = serialize_store(chunks)
+    full = build_manifest(data, None, published_at="2026-01-01T00:00:00Z")
+    counted = build_manifest(
+        data,
+        None,
+        published_at="2026-01-01T00:00:00Z",
+        counts=({"alpha": 1, "beta": 2}, [c.id for c in chunks]),
+    )
+    assert counted == full
