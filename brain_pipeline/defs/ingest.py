@@ -22,7 +22,6 @@ from brain_pipeline.defs.common import (
     claim_build_dir,
     layout_for,
     recheck_input,
-    store_chunks,
     table,
     to_metadata,
     upstream_record,
@@ -262,7 +261,10 @@ def _remember_chunks(cfg: BrainConfig, layout: StateLayout) -> None:
     if history.is_empty(layout):
         live = cfg.publish_root() / "src" / "storage" / layout.store_file.name
         history.seed_from_store(layout, live)
-    history.record_store(layout, store_chunks(layout), datetime.now(UTC))
+    from brain_pipeline.state.store_view import open_store_view
+
+    view = open_store_view(layout.store_file, layout)
+    history.record_store_view(layout, view, datetime.now(UTC))
 
 
 def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:

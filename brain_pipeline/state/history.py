@@ -258,6 +258,67 @@ def is_empty(layout: StateLayout) -> bool:
         return conn.execute("SELECT 1 FROM stores LIMIT 1").fetchone() is None
 
 
+def record_store_view(layout: StateLayout, view: Any, when: datetime) -> RecordOutcome:
+    """`record_store` for a store read through a `StoreView`, decoding only new chunks.
+
+    Re-recording a store of a million chunks after a one-file edit must not decode a
+    million chunks: ids and areas come from the view's index, and only ids the history
+    has never seen are decoded for their text, source and heading. An id seen before
+    keeps the source and heading it was first recorded with (its text cannot differ:
+    the id is its hash); its area and last_seen are refreshed.
+    """
+    stamp = _timestamp(when)
+    names = list(view.area_names)
+    ids = list(view.ids)
+    rows = list(dict.fromkeys(zip(ids, (names[c] for c in view.area_codes.tolist()), strict=True)))
+    with _open(layout) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TEMP TABLE live (id TEXT PRIMARY KEY, area TEXT) WITHOUT ROWID")
+            conn.executemany("INSERT OR IGNORE INTO live VALUES (?, ?)", rows)
+            new_ids = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM live "
+                    "WHERE NOT EXISTS (SELECT 1 FROM texts t WHERE t.id = live.id)"
+                )
+            }
+            positions = [i for i, key in enumerate(ids) if key in new_ids]
+            fresh = {c.id: c for c in view.chunks_at(positions)} if positions else {}
+            cache: dict[Any, str | None] = {}
+            conn.executemany(
+                "INSERT INTO texts VALUES (?, ?)",
+                (
+                    (key, zlib.compress(chunk.content.encode("utf-8"), _ZLIB_LEVEL))
+                    for key, chunk in fresh.items()
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO seen (id, area, source, heading, first_seen, last_seen) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+                (
+                    (key, c.area, c.source, _encode_heading(c.heading, cache), stamp, stamp)
+                    for key, c in fresh.items()
+                ),
+            )
+            conn.execute(
+                "UPDATE seen SET area = live.area, last_seen = :at FROM live "
+                "WHERE seen.id = live.id",
+                {"at": stamp},
+            )
+            conn.execute(
+                "INSERT INTO stores (recorded_at, chunks, new) VALUES (?, ?, ?)",
+                (stamp, len(rows), len(fresh)),
+            )
+            conn.execute("DROP TABLE live")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    return RecordOutcome(chunks=len(rows), new=len(fresh), recorded_at=stamp)
+
+
 def seed_from_store(
     layout: StateLayout, store_file: Path | str, when: datetime | None = None
 ) -> RecordOutcome | None:

@@ -121,3 +121,33 @@ def test_naive_times_and_foreign_files_are_refused(layout: StateLayout) -> None:
     target.write_bytes(b"not a database at all" * 100)
     with pytest.raises(history.HistoryError, match="unreadable chunk history"):
         history.lookup(layout, _store()[0].id)
+
+
+def test_recording_through_a_store_view_decodes_only_new_chunks(
+    layout: StateLayout, tmp_path: Path
+) -> None:
+    from brain_pipeline.state.store_view import open_store_view
+
+    first = _store()
+    store = tmp_path / "store-1.json"
+    store.write_bytes(serialize_store(first))
+    outcome = history.record_store_view(layout, open_store_view(store), T0)
+    assert (outcome.chunks, outcome.new) == (3, 3)
+    for chunk in first:  # exactly what record_store keeps for a new id
+        entry = history.lookup(layout, chunk.id)
+        assert entry is not None and entry.text == chunk.content
+        assert (entry.area, entry.source, entry.heading) == (
+            chunk.area,
+            chunk.source,
+            chunk.heading,
+        )
+    edited = make_chunk("NACLs are stateless; rules are evaluated in order.", source="aws/sg.md")
+    second = tmp_path / "store-2.json"
+    second.write_bytes(serialize_store([first[0], edited, first[2]]))
+    later = T0 + timedelta(days=1)
+    outcome = history.record_store_view(layout, open_store_view(second), later)
+    assert (outcome.chunks, outcome.new) == (3, 1)
+    kept = history.lookup(layout, first[0].id)
+    gone = history.lookup(layout, first[1].id)
+    assert kept is not None and kept.live_in_latest and kept.last_seen == "2026-03-02T12:00:00Z"
+    assert gone is not None and not gone.live_in_latest and gone.text == first[1].content
