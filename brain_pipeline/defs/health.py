@@ -147,10 +147,9 @@ def embedding_coverage(settings: BrainSettings) -> dg.AssetCheckResult:
     ),
 )
 def vectors_reach_agent(settings: BrainSettings) -> dg.AssetCheckResult:
-    from brain_pipeline.publishing.local import inspect_publication
+    from brain_pipeline.publishing.local import live_manifest
 
-    publication = inspect_publication(settings.load().publish_root())
-    manifest = publication.manifest
+    manifest = live_manifest(settings.load().publish_root())
     if manifest is None:
         return dg.AssetCheckResult(
             passed=False, severity=dg.AssetCheckSeverity.WARN, description="nothing is published"
@@ -200,9 +199,9 @@ def build_freshness_check(cfg: BrainConfig, clock: Any = None) -> dg.AssetChecks
     ) -> dg.AssetCheckResult:
         from brain_pipeline.defs.checks import latest_observed_digest
         from brain_pipeline.publishing.freshness import assess
-        from brain_pipeline.publishing.local import inspect_publication
+        from brain_pipeline.publishing.local import live_manifest
 
-        manifest = inspect_publication(settings.load().publish_root()).manifest
+        manifest = live_manifest(settings.load().publish_root())
         observed = latest_observed_digest(context.instance)
         verdict = assess(
             published_at=manifest.published_at if manifest else None,

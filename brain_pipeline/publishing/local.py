@@ -179,6 +179,12 @@ def _check_manifest_matches(
         raise ValueError("manifest.embeddings.sha256 does not match the embeddings to publish")
 
 
+def live_manifest(publish_root: Path) -> PublishManifest | None:
+    """The manifest now live in src/storage, without verifying the copies (cheap: checks
+    that only need what is published, not whether the bytes still match, use this)."""
+    return _read_manifest(storage_dirs(publish_root)[0] / MANIFEST_FILENAME)
+
+
 def _read_manifest(path: Path) -> PublishManifest | None:
     try:
         return PublishManifest.from_json(path.read_bytes())
