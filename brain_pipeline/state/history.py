@@ -173,6 +173,30 @@ def _open(layout: StateLayout) -> Iterator[sqlite3.Connection]:
         yield conn
 
 
+@contextmanager
+def _recording(conn: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction for a recorded store, with the `live` temp table dropped.
+
+    SQLite may already have rolled back when something failed (a full disk does): a
+    second ROLLBACK would raise and hide the real cause, so it is issued only if needed.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        conn.execute("DROP TABLE IF EXISTS live")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def _log_store(conn: sqlite3.Connection, stamp: str, chunks: int, new: int) -> None:
+    conn.execute(
+        "INSERT INTO stores (recorded_at, chunks, new) VALUES (?, ?, ?)", (stamp, chunks, new)
+    )
+
+
 def _encode_heading(heading: Any, cache: dict[Any, str | None]) -> str | None:
     """Headings as JSON text (None when absent); cached because a file repeats its heading."""
     if heading is NO_HEADING:
@@ -205,48 +229,35 @@ def record_store(layout: StateLayout, chunks: Iterable[ChunkLike], when: datetim
             continue  # an undeduplicated store: the first occurrence wins, as in the store
         by_id[key] = chunk
         rows.append((key, chunk.area, chunk.source, _encode_heading(chunk.heading, cache)))
-    with _open(layout) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute(
-                "CREATE TEMP TABLE live (id TEXT PRIMARY KEY, area TEXT, source TEXT, "
-                "heading TEXT) WITHOUT ROWID"
+    with _open(layout) as conn, _recording(conn):
+        conn.execute(
+            "CREATE TEMP TABLE live (id TEXT PRIMARY KEY, area TEXT, source TEXT, "
+            "heading TEXT) WITHOUT ROWID"
+        )
+        conn.executemany("INSERT INTO live VALUES (?, ?, ?, ?)", rows)
+        new_ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM live "
+                "WHERE NOT EXISTS (SELECT 1 FROM texts t WHERE t.id = live.id)"
             )
-            conn.executemany("INSERT INTO live VALUES (?, ?, ?, ?)", rows)
-            new_ids = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM live "
-                    "WHERE NOT EXISTS (SELECT 1 FROM texts t WHERE t.id = live.id)"
-                )
-            ]
-            conn.executemany(
-                "INSERT INTO texts VALUES (?, ?)",
-                (
-                    (key, zlib.compress(by_id[key].content.encode("utf-8"), _ZLIB_LEVEL))
-                    for key in new_ids
-                ),
-            )
-            # One statement for every live id: provenance refreshed, last_seen advanced.
-            conn.execute(
-                "INSERT INTO seen (id, area, source, heading, first_seen, last_seen) "
-                "SELECT id, area, source, heading, :at, :at FROM live WHERE true "
-                "ON CONFLICT(id) DO UPDATE SET area = excluded.area, source = excluded.source, "
-                "heading = excluded.heading, last_seen = excluded.last_seen",
-                {"at": stamp},
-            )
-            conn.execute(
-                "INSERT INTO stores (recorded_at, chunks, new) VALUES (?, ?, ?)",
-                (stamp, len(rows), len(new_ids)),
-            )
-            conn.execute("DROP TABLE live")
-            conn.execute("COMMIT")
-        except BaseException:
-            # SQLite may already have rolled back (a full disk does): a second ROLLBACK
-            # would raise and hide the real cause.
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        ]
+        conn.executemany(
+            "INSERT INTO texts VALUES (?, ?)",
+            (
+                (key, zlib.compress(by_id[key].content.encode("utf-8"), _ZLIB_LEVEL))
+                for key in new_ids
+            ),
+        )
+        # One statement for every live id: provenance refreshed, last_seen advanced.
+        conn.execute(
+            "INSERT INTO seen (id, area, source, heading, first_seen, last_seen) "
+            "SELECT id, area, source, heading, :at, :at FROM live WHERE true "
+            "ON CONFLICT(id) DO UPDATE SET area = excluded.area, source = excluded.source, "
+            "heading = excluded.heading, last_seen = excluded.last_seen",
+            {"at": stamp},
+        )
+        _log_store(conn, stamp, len(rows), len(new_ids))
     return RecordOutcome(chunks=len(rows), new=len(new_ids), recorded_at=stamp)
 
 
@@ -271,51 +282,40 @@ def record_store_view(layout: StateLayout, view: Any, when: datetime) -> RecordO
     names = list(view.area_names)
     ids = list(view.ids)
     rows = list(dict.fromkeys(zip(ids, (names[c] for c in view.area_codes.tolist()), strict=True)))
-    with _open(layout) as conn:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            conn.execute("CREATE TEMP TABLE live (id TEXT PRIMARY KEY, area TEXT) WITHOUT ROWID")
-            conn.executemany("INSERT OR IGNORE INTO live VALUES (?, ?)", rows)
-            new_ids = {
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM live "
-                    "WHERE NOT EXISTS (SELECT 1 FROM texts t WHERE t.id = live.id)"
-                )
-            }
-            positions = [i for i, key in enumerate(ids) if key in new_ids]
-            fresh = {c.id: c for c in view.chunks_at(positions)} if positions else {}
-            cache: dict[Any, str | None] = {}
-            conn.executemany(
-                "INSERT INTO texts VALUES (?, ?)",
-                (
-                    (key, zlib.compress(chunk.content.encode("utf-8"), _ZLIB_LEVEL))
-                    for key, chunk in fresh.items()
-                ),
+    with _open(layout) as conn, _recording(conn):
+        conn.execute("CREATE TEMP TABLE live (id TEXT PRIMARY KEY, area TEXT) WITHOUT ROWID")
+        conn.executemany("INSERT OR IGNORE INTO live VALUES (?, ?)", rows)
+        new_ids = {
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM live "
+                "WHERE NOT EXISTS (SELECT 1 FROM texts t WHERE t.id = live.id)"
             )
-            conn.executemany(
-                "INSERT INTO seen (id, area, source, heading, first_seen, last_seen) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
-                (
-                    (key, c.area, c.source, _encode_heading(c.heading, cache), stamp, stamp)
-                    for key, c in fresh.items()
-                ),
-            )
-            conn.execute(
-                "UPDATE seen SET area = live.area, last_seen = :at FROM live "
-                "WHERE seen.id = live.id",
-                {"at": stamp},
-            )
-            conn.execute(
-                "INSERT INTO stores (recorded_at, chunks, new) VALUES (?, ?, ?)",
-                (stamp, len(rows), len(fresh)),
-            )
-            conn.execute("DROP TABLE live")
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        }
+        positions = [i for i, key in enumerate(ids) if key in new_ids]
+        fresh = {c.id: c for c in view.chunks_at(positions)} if positions else {}
+        cache: dict[Any, str | None] = {}
+        conn.executemany(
+            "INSERT INTO texts VALUES (?, ?)",
+            (
+                (key, zlib.compress(chunk.content.encode("utf-8"), _ZLIB_LEVEL))
+                for key, chunk in fresh.items()
+            ),
+        )
+        conn.executemany(
+            "INSERT INTO seen (id, area, source, heading, first_seen, last_seen) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
+            (
+                (key, c.area, c.source, _encode_heading(c.heading, cache), stamp, stamp)
+                for key, c in fresh.items()
+            ),
+        )
+        conn.execute(
+            "UPDATE seen SET area = live.area, last_seen = :at FROM live "
+            "WHERE seen.id = live.id",
+            {"at": stamp},
+        )
+        _log_store(conn, stamp, len(rows), len(fresh))
     return RecordOutcome(chunks=len(rows), new=len(fresh), recorded_at=stamp)
 
 
