@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from brain_pipeline.state.store_view import clear_views
 from brain_pipeline_tests.defs.conftest import make_project, tiny_fixture, write_tiny_corpus
 from brain_pipeline_tests.mounts import small_tmpfs
 
@@ -34,3 +35,4 @@ def test_a_full_build_dir_fails_in_one_line_and_keeps_the_previous_store(
         assert published.read_bytes() == before
         leftovers = [p.name for p in project.build.rglob("*.tmp")]
         assert leftovers == []
+        clear_views()  # the process keeps store views memory-mapped; let go of the disk
