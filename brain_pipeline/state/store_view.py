@@ -347,6 +347,7 @@ class StoreView:
         self._layout = layout
         self._lock = threading.Lock()
         self._chunks: list[Chunk] | None = None  # fallback mode: the whole parsed store
+        self._id_strings: tuple[str, ...] | None = None
         self._mmap: mmap.mmap | None = None
         self._buffer: Any = b""
         if stat.size:
@@ -453,8 +454,11 @@ class StoreView:
         """Chunk ids in store order."""
         if self._chunks is not None:
             return [c.id for c in self._chunks]
-        decoded: list[str] = np.char.decode(self._index.ids, "utf-8").tolist()
-        return decoded
+        if self._id_strings is None:
+            # Decoded once per view: the embeddings step, the history and the publish gate
+            # each ask for them, and at a million chunks a decode costs about half a second.
+            self._id_strings = tuple(self._index.ids.astype("U12").tolist())
+        return list(self._id_strings)
 
     @property
     def areas(self) -> list[str]:
