@@ -1,7 +1,8 @@
 """The corpus core: discovery, chunking and the exact knowledge-store writer.
 
 Pure Python (no Dagster): `ingest_corpus(root)` is the one entry point the CLI and the
-Dagster asset share; `corpus_fingerprint(root)` is what a change sensor diffs.
+Dagster asset share (the asset through the per-file cache in `brain_pipeline.state`, which
+must stay byte-identical to it); `corpus_fingerprint(root)` is the digest `status` compares.
 """
 
 from brain_pipeline.corpus.discovery import CorpusNotFoundError, corpus_fingerprint, discover

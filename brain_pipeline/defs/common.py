@@ -47,6 +47,13 @@ def claim_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> None:
         )
 
 
+def start_step(instance: dg.DagsterInstance, settings: Any) -> tuple[BrainConfig, StateLayout]:
+    """What every step does first: load the configuration and claim its build directory."""
+    cfg: BrainConfig = settings.load()
+    claim_build_dir(instance, cfg.build_dir)
+    return cfg, layout_for(cfg)
+
+
 def rebind_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> str | None:
     """Point the instance at `build_dir`; returns the directory it served before."""
     storage = instance.run_storage

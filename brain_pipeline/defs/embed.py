@@ -7,9 +7,8 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.common import (
-    claim_build_dir,
-    layout_for,
     recheck_input,
+    start_step,
     store_chunks,
     to_metadata,
     upstream_record,
@@ -17,10 +16,10 @@ from brain_pipeline.defs.common import (
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
 from brain_pipeline.embedding.progress import ThrottledProgress
 from brain_pipeline.instance import GEMINI_POOL
+from brain_pipeline.publishing.atomic import file_sha256
 from brain_pipeline.state.records import (
     AssetRecord,
     digest_of,
-    file_sha256,
     read_record,
     stamp_outputs,
     write_record,
@@ -39,10 +38,6 @@ def embedding_shape(cfg: BrainConfig) -> dict[str, Any]:
 
 def embeddings_code_version(cfg: BrainConfig) -> str:
     return f"{EMBEDDINGS_CODE_VERSION}-{digest_of(embedding_shape(cfg))[:8]}"
-
-
-def _load_chunks(layout: Any) -> Any:
-    return store_chunks(layout)
 
 
 def _build(
@@ -71,7 +66,7 @@ def _build(
             facts.update(pruned.as_metadata())
         return facts, pruned is not None
 
-    chunks = _load_chunks(layout)
+    chunks = store_chunks(layout)
     progress = ThrottledProgress(
         lambda done, total: context.log.info(f"embedded {done}/{total} texts")
     )
@@ -132,9 +127,7 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         settings: BrainSettings,
         embedding_client: EmbeddingClient,
     ) -> dg.MaterializeResult:
-        cfg = settings.load()
-        claim_build_dir(context.instance, cfg.build_dir)
-        layout = layout_for(cfg)
+        cfg, layout = start_step(context.instance, settings)
         store = upstream_record(layout, "knowledge_store", "embeddings")
         inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}
         live_code_version = embeddings_code_version(cfg)

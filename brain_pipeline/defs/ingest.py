@@ -22,6 +22,7 @@ from brain_pipeline.defs.common import (
     claim_build_dir,
     layout_for,
     recheck_input,
+    start_step,
     table,
     to_metadata,
     upstream_record,
@@ -183,9 +184,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         from brain_pipeline.state.chunk_cache import chunk_snapshot
 
-        cfg = settings.load()
-        claim_build_dir(context.instance, cfg.build_dir)
-        layout = layout_for(cfg)
+        cfg, layout = start_step(context.instance, settings)
         snapshot = _snapshot_for_run(context, cfg)
         limits = cfg.ingest_limits()
         report = chunk_snapshot(
@@ -289,9 +288,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         from brain_pipeline.state.records import read_record
 
-        cfg = settings.load()
-        claim_build_dir(context.instance, cfg.build_dir)
-        layout = layout_for(cfg)
+        cfg, layout = start_step(context.instance, settings)
         chunks = upstream_record(layout, "knowledge_chunks", "knowledge_store")
         digest = str(chunks.inputs["corpus"])
         inputs = {"knowledge_chunks": chunks.data_version}

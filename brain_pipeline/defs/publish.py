@@ -16,7 +16,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.common import claim_build_dir, layout_for, to_metadata
+from brain_pipeline.defs.common import start_step, to_metadata
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
@@ -170,9 +170,7 @@ def published_local(
     from brain_pipeline.publishing.commit import PublicationError
     from brain_pipeline.publishing.local import publish_local
 
-    cfg = settings.load()
-    claim_build_dir(context.instance, cfg.build_dir)
-    layout = layout_for(cfg)
+    cfg, layout = start_step(context.instance, settings)
     _recover(context, cfg)
     key, evaluation = _evaluation_of_build(cfg, layout)
     inputs = _publish_inputs(cfg, layout, key)
@@ -314,8 +312,7 @@ def published_s3(
             "nothing is materialised"
         )
         return
-    claim_build_dir(context.instance, cfg.build_dir)
-    layout = layout_for(cfg)
+    cfg, layout = start_step(context.instance, settings)
     _, evaluation = _evaluation_of_build(cfg, layout)
     artifacts = _gate(context, cfg, layout, config.force, evaluation)
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(context, artifacts)

@@ -10,7 +10,6 @@ from brain_pipeline.evaluation.fixture import (
     LabelledQuery,
     load_fixture,
     parse_fixture,
-    stale_ids,
     unknown_areas,
 )
 from brain_pipeline.evaluation.runner import (
@@ -38,6 +37,5 @@ __all__ = [
     "load_fixture",
     "parse_fixture",
     "run_evaluation",
-    "stale_ids",
     "unknown_areas",
 ]

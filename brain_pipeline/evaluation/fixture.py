@@ -107,12 +107,6 @@ def load_fixture(path: Path | str) -> Fixture:
     return parse_fixture(data, source=str(target))
 
 
-def stale_ids(fixture: Fixture, store_ids: Iterable[str]) -> list[str]:
-    """Labelled chunk ids absent from the store, in fixture order, each named once."""
-    present = set(store_ids)
-    missing = (c for q in fixture.queries for c in q.relevant if c not in present)
-    return list(dict.fromkeys(missing))
-
 
 def unknown_areas(fixture: Fixture, store_areas: Iterable[str]) -> list[str]:
     """Areas queried by the fixture that the store does not contain, sorted."""

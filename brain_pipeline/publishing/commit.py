@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from brain_pipeline.publishing.atomic import atomic_write_bytes
+from brain_pipeline.publishing.atomic import atomic_write_bytes, file_sha256
 
 PUBLISH_STATE_DIRNAME = ".brain-publish"
 INTENT_FILENAME = "intent.json"
@@ -57,7 +57,6 @@ INTENT_FORMAT = 1
 # (`.<name>.<random>.tmp`) are swept, never anything else a user keeps there.
 PUBLISHED_FILENAMES = ("embeddings.bin", "knowledge-store.json", "manifest.json")
 
-_HASH_BLOCK = 1 << 20
 
 
 class PublicationError(RuntimeError):
@@ -202,12 +201,6 @@ def _write_durable(path: Path, data: bytes) -> int:
         os.close(fd)
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _relative(root: Path, path: Path) -> str:

@@ -33,6 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from brain_pipeline.corpus.store import NO_HEADING
 from brain_pipeline.state.layout import StateLayout
 
@@ -292,7 +294,8 @@ def record_store_view(layout: StateLayout, view: Any, when: datetime) -> RecordO
                 "WHERE NOT EXISTS (SELECT 1 FROM texts t WHERE t.id = live.id)"
             )
         }
-        positions = [i for i, key in enumerate(ids) if key in new_ids]
+        wanted = np.array(sorted(new_ids), dtype=view.id_array.dtype)
+        positions = np.flatnonzero(np.isin(view.id_array, wanted)).tolist() if new_ids else []
         fresh = {c.id: c for c in view.chunks_at(positions)} if positions else {}
         cache: dict[Any, str | None] = {}
         conn.executemany(

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.publishing.atomic import atomic_write_bytes
+from brain_pipeline.publishing.atomic import atomic_write_bytes, file_sha256  # noqa: F401
 from brain_pipeline.state.layout import StateLayout
 
 RECORD_FORMAT = 1
@@ -57,23 +57,8 @@ class FileStamp:
         return (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size, self.mtime_ns, self.inode)
 
 
-def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
-    """sha256 of a file read in pieces (stores can be hundreds of MB)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
-def current_sha256(path: Path, known: FileStamp | None) -> str | None:
-    """The file's sha256, trusted from `known` when the stat proves it unchanged."""
-    if known is not None and known.still_matches(path):
-        return known.sha256
-    try:
-        return file_sha256(path)
-    except FileNotFoundError:
-        return None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from brain_pipeline.evaluation.fixture import (
     LabelledQuery,
     load_fixture,
     parse_fixture,
-    stale_ids,
     unknown_areas,
 )
 
@@ -78,21 +77,6 @@ def test_invalid_json_and_missing_file(tmp_path: Path) -> None:
         parse_fixture("{nope", source="mine.json")
     with pytest.raises(FixtureError, match="fixture file not found"):
         load_fixture(tmp_path / "absent.json")
-
-
-def test_stale_ids_name_each_missing_label_once_in_fixture_order() -> None:
-    fixture = parse_fixture(
-        json.dumps(
-            {
-                "queries": [
-                    {"query": "a", "area": "x", "relevant": ["gone2", "kept"]},
-                    {"query": "b", "area": "x", "relevant": ["gone1", "gone2"]},
-                ]
-            }
-        )
-    )
-    assert stale_ids(fixture, ["kept", "other"]) == ["gone2", "gone1"]
-    assert stale_ids(fixture, ["kept", "gone1", "gone2"]) == []
 
 
 def test_unknown_areas() -> None:
