@@ -156,7 +156,12 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         empty = {"root": str(root), "published": False, "message": message, "pending": pending}
         return empty, code
     manifest = publication.manifest
-    corpus = compare_corpus(manifest.corpus_fingerprint, corpus_root)
+    corpus = compare_corpus(
+        manifest.corpus_fingerprint,
+        corpus_root,
+        cfg.build_dir if cfg is not None else None,
+        cfg.ingest_limits() if cfg is not None else None,
+    )
     report: dict[str, Any] = {
         "root": str(root),
         "published": True,

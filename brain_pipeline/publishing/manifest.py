@@ -289,11 +289,23 @@ def fingerprint_digest(files: Mapping[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def corpus_digest(corpus_root: Path) -> str:
-    """Fingerprint digest of the corpus at `corpus_root` as it is on disk now."""
-    from brain_pipeline.corpus.discovery import corpus_fingerprint
+def corpus_digest(
+    corpus_root: Path, build_dir: Path | None = None, limits: Any = None
+) -> str:
+    """The corpus digest as the pipeline's observation computes it, read-only.
 
-    return fingerprint_digest(corpus_fingerprint(corpus_root))
+    One code path with the `corpus` asset (same walk, same junk rules, so a corpus with
+    an oversized file is not "changed" for status alone), trusting the build directory's
+    file index for files whose size and mtime are settled, and writing nothing.
+    """
+    from brain_pipeline.corpus.junk import DEFAULT_LIMITS
+    from brain_pipeline.state.corpus_index import observe_corpus
+    from brain_pipeline.state.layout import StateLayout
+
+    layout = StateLayout.of(build_dir if build_dir is not None else corpus_root / ".no-build-dir")
+    return observe_corpus(
+        corpus_root, layout, limits=limits or DEFAULT_LIMITS, record=False
+    ).digest
 
 
 @dataclass(frozen=True)
@@ -309,14 +321,19 @@ class CorpusComparison:
     detail: str = ""
 
 
-def compare_corpus(recorded: str | None, corpus_root: Path | None) -> CorpusComparison:
+def compare_corpus(
+    recorded: str | None,
+    corpus_root: Path | None,
+    build_dir: Path | None = None,
+    limits: Any = None,
+) -> CorpusComparison:
     """Compare a manifest's corpus fingerprint with a fresh one of `corpus_root`."""
     if recorded is None:
         return CorpusComparison("unknown", detail="the manifest records no corpus fingerprint")
     if corpus_root is None:
         return CorpusComparison("unknown", detail="no corpus configured")
     try:
-        current = corpus_digest(corpus_root)
+        current = corpus_digest(corpus_root, build_dir, limits)
     except OSError as exc:
         return CorpusComparison("unknown", detail=f"cannot read the corpus: {exc}")
     state = "unchanged" if current == recorded else "changed"

@@ -201,25 +201,29 @@ def observe_corpus(
     clock: Clock = time.time_ns,
     window_ns: int = MTIME_WINDOW_NS,
     limits: IngestLimits = DEFAULT_LIMITS,
+    record: bool = True,
 ) -> CorpusSnapshot:
     """Walk the corpus, hash only what may have changed, store and return the snapshot.
 
     `clock` is read once, before the walk: every hash of this observation is taken after
     that moment, so "mtime older than clock - window" proves the file was settled when
     hashed (it must be on the same time base as file mtimes; tests inject it).
-    Raises CorpusNotFoundError when `root` is not a directory.
+    Raises CorpusNotFoundError when `root` is not a directory. `record=False` reads the
+    index but writes nothing (no index, no snapshot): `status` stays read-only and still
+    hashes only what changed.
     """
     started_ns = clock()
     previous = _load_index(layout.files_index)
     walk = walk_corpus(root)
     observer = _Observer(previous, started_ns, window_ns, limits=limits)
     entries = list(observer.entries(walk))
-    if observer.rehashed or observer.current.keys() != previous.keys():
+    if record and (observer.rehashed or observer.current.keys() != previous.keys()):
         _save_index(layout.files_index, observer.current, started_ns)
     snapshot = CorpusSnapshot(
         snapshot_digest(entries), str(root), list(walk.areas), entries, tuple(observer.rehashed)
     )
-    save_snapshot(layout, snapshot)
+    if record:
+        save_snapshot(layout, snapshot)
     return snapshot
 
 

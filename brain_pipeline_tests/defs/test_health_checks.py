@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import dagster as dg
+import pytest
 
 from brain_pipeline.defs.definitions import build_definitions
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus, observe_with_sensor
@@ -80,3 +81,22 @@ def test_junk_files_are_skipped_reported_and_never_published(tiny_project: Proje
     assert not passed and severity == "WARN" and description.startswith("2 file(s)")
     published = (tiny_project.published() / "knowledge-store.json").read_text()
     assert "huge.txt" not in published and "program.md" not in published
+
+
+def test_status_agrees_with_the_pipeline_on_junk_and_writes_nothing(
+    tiny_project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from brain_pipeline.cli import main
+
+    tiny_project.write_config(**{"corpus.max_file_bytes": 4000})
+    big = tiny_project.corpus / "alpha" / "huge.txt"
+    big.write_text(("Subnets and route tables, at length. " * 40 + "\n\n") * 10)
+    assert tiny_project.materialize().success
+    monkeypatch.setenv("BRAIN_CONFIG", str(tiny_project.config_path))
+    index = tiny_project.build / "state" / "files.json"
+    before = index.stat().st_mtime_ns
+    # The same junk rule as the observation: the skipped file does not make it "stale".
+    assert main(["status"]) == 0
+    assert index.stat().st_mtime_ns == before  # read-only
+    edit_corpus(tiny_project)
+    assert main(["status"]) == 2  # a real edit is stale
