@@ -46,6 +46,7 @@ _TOKENISE_BATCH = 65_536
 _KEEP_EXTRA_AREAS = 8  # area indexes kept beyond the current store's (older versions)
 
 Int64s = npt.NDArray[np.int64]
+Int32s = npt.NDArray[np.int32]
 _UNREADABLE = (OSError, ValueError, KeyError, zipfile.BadZipFile)
 """What reading a damaged or vanished segment raises: its chunks are tokenised again."""
 
@@ -177,22 +178,26 @@ def _ranges(starts: Int64s, stops: Int64s) -> Int64s:
 
 
 class _Gather:
-    """Collects (document, term, count) rows from several segments into one vocabulary."""
+    """Collects (document, term, count) rows from several segments into one vocabulary.
+
+    Rows are int32: an area of a quarter of a million chunks has ~11M of them, and the
+    assembly's peak memory is a few copies of these arrays.
+    """
 
     def __init__(self) -> None:
         self.terms: list[str] = []
         self._term_of: dict[str, int] = {}
-        self.docs: list[Int64s] = []
-        self.term_ids: list[Int64s] = []
-        self.counts: list[Int64s] = []
+        self.docs: list[Int32s] = []
+        self.term_ids: list[Int32s] = []
+        self.counts: list[Int32s] = []
 
     def add(self, segment: _Segment, docs: Int64s, rows: Int64s) -> None:
         """Document `docs[i]` has the counts of `segment` row `rows[i]`."""
         starts, stops = segment.indptr[rows], segment.indptr[rows + 1]
         positions = _ranges(starts, stops)
-        local = segment.terms[positions].astype(np.int64)
+        local = segment.terms[positions]
         used = np.flatnonzero(np.bincount(local, minlength=len(segment.vocabulary)))
-        mapping = np.full(len(segment.vocabulary), -1, dtype=np.int64)
+        mapping = np.full(len(segment.vocabulary), -1, dtype=np.int32)
         term_of = self._term_of
         words = segment.vocabulary
         known = len(self.terms)
@@ -201,15 +206,38 @@ class _Gather:
         # New terms got consecutive numbers from `known` on, in this order.
         self.terms.extend(words[t] for t, m in zip(used_list, mapped, strict=True) if m >= known)
         mapping[used] = mapped
-        self.docs.append(np.repeat(docs, stops - starts))
+        self.docs.append(np.repeat(docs.astype(np.int32), stops - starts))
         self.term_ids.append(mapping[local])
-        self.counts.append(segment.counts[positions].astype(np.int64))
+        self.counts.append(segment.counts[positions].astype(np.int32, copy=False))
 
-    def arrays(self) -> tuple[Int64s, Int64s, Int64s]:
-        def cat(parts: list[Int64s]) -> Int64s:
-            return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    def rows(self) -> tuple[Int32s, Int32s, Int32s]:
+        """Documents, terms and counts of the rows gathered, in the order added."""
+        return _take(self.docs), _take(self.term_ids), _take(self.counts)
 
-        return cat(self.docs), cat(self.term_ids), cat(self.counts)
+    def term_major(self, n_docs: int) -> tuple[Int32s, Int32s, Int32s]:
+        """The rows as postings sorted by (term, document): terms, documents, counts.
+
+        Each gathered list is joined, reordered and released in turn, so the peak is the
+        sort keys and permutation plus about two copies of the rows, not six.
+        """
+        docs, terms = _take(self.docs), _take(self.term_ids)
+        keys = terms.astype(np.int64) * max(n_docs, 1)
+        keys += docs
+        order = np.argsort(keys)  # (term, doc) pairs are distinct: no stability needed
+        del keys
+        post_docs = docs[order]
+        del docs
+        post_terms = terms[order]
+        del terms
+        tf = _take(self.counts)[order]
+        return post_terms, post_docs, tf
+
+
+def _take(parts: list[Int32s]) -> Int32s:
+    """The parts joined; the list is emptied so the parts are not held twice."""
+    joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    parts.clear()
+    return joined
 
 
 class TokenCache:
@@ -242,7 +270,9 @@ class TokenCache:
             atomic_write_bytes(path, data)
         except OSError:
             return  # a read-only build directory: the index is still built, not cached
-        self._segments[path] = segment
+        # Kept as ids only: its counts are read back from the file if another area needs
+        # them, instead of holding every chunk's counts in memory for the whole run.
+        self._segments[path] = _Segment(segment.ids, path=path)
 
     def index_for(
         self,
@@ -295,8 +325,7 @@ class TokenCache:
             docs = np.flatnonzero(seg_of == s)
             if len(docs):
                 gather.add(segment, docs, row_of[docs])
-        doc_of, term_of, counts = gather.arrays()
-        index = BM25Index.from_term_counts(ids, gather.terms, doc_of, term_of, counts)
+        index = BM25Index.from_postings(ids, gather.terms, *gather.term_major(n))
         if len(segments) > _MAX_SEGMENTS:
             self._merge(segments, live)
         return index
@@ -318,7 +347,7 @@ class TokenCache:
                 taken[np.concatenate(gather.docs)] = True
             fresh = ~taken[docs]
             gather.add(segment, docs[fresh], rows[fresh].astype(np.int64))
-        doc_of, term_of, counts = gather.arrays()
+        doc_of, term_of, counts = gather.rows()
         order = np.lexsort((term_of, doc_of))
         per_doc = np.bincount(doc_of, minlength=len(every))
         indptr = np.zeros(len(every) + 1, dtype=np.int64)
@@ -348,9 +377,7 @@ class _ViewTexts:
 
     def __call__(self, positions: Int64s) -> list[str]:
         store_rows = np.sort(self._rows[positions])
-        by_row = dict(
-            zip(store_rows.tolist(), self._view.chunks_at(store_rows), strict=True)
-        )
+        by_row = dict(zip(store_rows.tolist(), self._view.chunks_at(store_rows), strict=True))
         return [by_row[int(r)].content for r in self._rows[positions].tolist()]
 
 
@@ -420,9 +447,14 @@ class BM25Cache:
         index = self._tokens.index_for(ids, _ViewTexts(view, rows), live=view.id_array)
         self.stats.append(AreaIndexStats(area, False, self._tokens.tokenised - before))
         if directory is not None:
-            with contextlib.suppress(OSError):
+            try:
                 index.save(directory)
                 self._prune_areas()
+                # Served from the files from now on: an evaluation of four areas holds
+                # the pages its queries touch, not four indexes' postings.
+                return BM25Index.load(directory)
+            except (OSError, ValueError):
+                pass
         return index
 
     def _prune_areas(self) -> None:
@@ -463,6 +495,24 @@ def area_index(view: StoreView, layout: StateLayout | None, area: str) -> BM25In
     return bm25_cache(view, layout).index(area)
 
 
+class _SortedIds:
+    """Finds the first position of an id in a fixed id array by binary search.
+
+    An evaluation looks up each hit by id; a dict of an area's quarter of a million ids
+    would cost ~0.3 s and ~50 MB per area, the sorted copy 20 ms and 5 MB.
+    """
+
+    def __init__(self, ids: npt.NDArray[np.bytes_]) -> None:
+        self._order = np.argsort(ids, kind="stable")  # equal ids: the first one first
+        self._sorted = ids[self._order]
+
+    def first(self, key: bytes) -> int | None:
+        i = int(np.searchsorted(self._sorted, key))
+        if i < len(self._sorted) and self._sorted[i] == key:
+            return int(self._order[i])
+        return None
+
+
 class ViewSource(ChunkSource):
     """A Retriever's chunks straight from a StoreView, with cached BM25 indexes.
 
@@ -474,8 +524,7 @@ class ViewSource(ChunkSource):
         self.view = view
         self.cache = bm25_cache(view, layout)
         self._ids: dict[str, list[str]] = {}
-        self._lookups: dict[str, int] = {}
-        self._row_of: dict[str, dict[str, int]] = {}
+        self._finders: dict[str, _SortedIds] = {}
         self.legacy: Any = None
         """The LegacyMatches made by `legacy_ranker` (for figures and tests)."""
 
@@ -494,18 +543,13 @@ class ViewSource(ChunkSource):
 
     def chunk(self, area: str, chunk_id: str) -> Chunk:
         rows = self.view.rows_of_area(area)
-        lookups = self._lookups[area] = self._lookups.get(area, 0) + 1
-        if lookups > 16:  # many lookups (an evaluation): one dict beats repeated scans
-            row_of = self._row_of.get(area)
-            if row_of is None:
-                row_of = self._row_of[area] = {}
-                for position, cid in enumerate(self.area_ids(area)):
-                    row_of.setdefault(cid, position)
-            return self.view.chunk_at(int(rows[row_of[chunk_id]]))
-        match = np.flatnonzero(self.view.id_array[rows] == chunk_id.encode("utf-8"))
-        if len(match) == 0:
+        finder = self._finders.get(area)
+        if finder is None:
+            finder = self._finders[area] = _SortedIds(self.view.id_array[rows])
+        position = finder.first(chunk_id.encode("utf-8"))
+        if position is None:
             raise KeyError((area, chunk_id))
-        return self.view.chunk_at(int(rows[match[0]]))
+        return self.view.chunk_at(int(rows[position]))
 
     def bm25(self, area: str) -> BM25Index:
         return self.cache.index(area)

@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import mmap
+import os
 import re
 import threading
 import zipfile
@@ -251,9 +252,9 @@ def _fragment_row(fragment: bytes) -> Chunk:
     return _chunk_from_row(row)
 
 
-def _run_chunks(buffer: Any, start: int, stop: int) -> list[Chunk]:
-    """Chunks of the contiguous objects in buffer[start:stop] (one `json.loads` call)."""
-    text = b"[" + bytes(buffer[start:stop]) + b"]"
+def _run_chunks(objects: bytes) -> list[Chunk]:
+    """Chunks of the store's comma-separated objects in `objects` (one `json.loads`)."""
+    text = b"[" + objects + b"]"
     if _SURROGATE_ESCAPE.search(text):
         return [_chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
     try:
@@ -350,9 +351,10 @@ class StoreView:
         self._id_strings: tuple[str, ...] | None = None
         self._mmap: mmap.mmap | None = None
         self._buffer: Any = b""
+        self._fd: int | None = None
         if stat.size:
-            with path.open("rb") as handle:
-                self._mmap = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            self._mmap = mmap.mmap(self._fd, 0, access=mmap.ACCESS_READ)
             self._buffer = self._mmap
         index = self._load_sidecar()
         if index is None:
@@ -363,10 +365,25 @@ class StoreView:
                 index = self._index_by_parsing()
             else:
                 self._save_sidecar(index)
+            self._release_pages()
         self._index = index
         self._rows_of_area: dict[str, npt.NDArray[np.intp]] = {}
 
     # -- construction helpers -------------------------------------------------------
+
+    def _release_pages(self) -> None:
+        """Drop the store's pages from this process's mapping after a whole-file pass.
+
+        Scanning and hashing touch every page of a store of hundreds of MB; left
+        mapped, they count in the process's resident memory for the rest of the run
+        although only a few chunks are decoded later. They stay in the page cache
+        (`MADV_DONTNEED` on a read-only file mapping discards nothing), so a later read
+        faults them back in cheaply.
+        """
+        advice = getattr(mmap, "MADV_DONTNEED", None)
+        if self._mmap is not None and advice is not None:
+            with contextlib.suppress(OSError):
+                self._mmap.madvise(advice)
 
     def _index_by_parsing(self) -> _Index:
         """Any valid store that is not in the fixed layout: parse it whole, keep it."""
@@ -411,7 +428,7 @@ class StoreView:
         path = self._sidecar_path()
         if path is None:
             return
-        index.sha256 = _sha256_of(self._buffer)
+        index.sha256 = self._whole_file_sha256()
         meta = json.dumps({"areas": index.area_names, "sha256": index.sha256}).encode("utf-8")
         try:
             with atomic_writer(path) as handle:
@@ -441,8 +458,31 @@ class StoreView:
     def sha256(self) -> str:
         """Hex SHA-256 of the store's bytes (from the sidecar when it was cached)."""
         if self._index.sha256 is None:
-            self._index.sha256 = _sha256_of(self._buffer)
+            self._index.sha256 = self._whole_file_sha256()
         return self._index.sha256
+
+    def _whole_file_sha256(self) -> str:
+        digest = _sha256_of(self._buffer)
+        self._release_pages()
+        return digest
+
+    def _read(self, start: int, stop: int) -> bytes:
+        """Bytes [start, stop) of the store, read through the file rather than the map.
+
+        Decoding reads (a whole area for tokenising, every new chunk for the history)
+        would otherwise leave each page they touch mapped, and resident in this
+        process's memory, for as long as the view lives.
+        """
+        if self._fd is None:
+            return bytes(self._buffer[start:stop])
+        parts = []
+        while start < stop:
+            piece = os.pread(self._fd, min(stop - start, 1 << 30), start)
+            if not piece:
+                raise StoreFormatError(f"{self.path}: shorter than its index says")
+            parts.append(piece)
+            start += len(piece)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     @property
     def id_array(self) -> npt.NDArray[np.bytes_]:
@@ -504,7 +544,7 @@ class StoreView:
         if self._chunks is not None:
             return self._chunks[i]
         start, stop = int(self._index.starts[i]), int(self._index.stops[i])
-        return _fragment_row(bytes(self._buffer[start:stop]))
+        return _fragment_row(self._read(start, stop))
 
     def chunks_at(self, rows: Sequence[int] | npt.NDArray[np.intp]) -> list[Chunk]:
         """Chunks at the given positions, in that order; contiguous runs decode together."""
@@ -524,7 +564,7 @@ class StoreView:
         for run in np.split(rows, breaks):
             first, last = int(run[0]), int(run[-1])
             start, stop = int(self._index.starts[first]), int(self._index.stops[last])
-            out.extend(_run_chunks(self._buffer, start, stop))
+            out.extend(_run_chunks(self._read(start, stop)))
         return out
 
     def chunks_of_area(self, area: str) -> list[Chunk]:
@@ -542,13 +582,17 @@ class StoreView:
             return list(self._chunks)
         if not len(self):
             return []
-        return _run_chunks(self._buffer, int(self._index.starts[0]), int(self._index.stops[-1]))
+        return _run_chunks(self._read(int(self._index.starts[0]), int(self._index.stops[-1])))
 
     def close(self) -> None:
         """Release the memory map (the view must not be used afterwards)."""
         if self._mmap is not None:
             with contextlib.suppress(BufferError):
                 self._mmap.close()
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
 
 
 def _prune(directory: Path, keep: Path) -> None:

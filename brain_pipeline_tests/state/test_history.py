@@ -42,9 +42,9 @@ def test_text_provenance_and_times_are_kept(layout: StateLayout) -> None:
     first = _store()
     outcome = history.record_store(layout, first, T0)
     assert (outcome.chunks, outcome.new) == (3, 3)
-    # Next build: the NACL paragraph was edited (new id), the SG file moved.
+    # Next build: the NACL paragraph was edited (new id), the SG file moved to area "net".
     edited = make_chunk("NACLs are stateless; rules are evaluated in order.", source="aws/sg.md")
-    moved = Chunk(first[0].id, first[0].content, "aws", "aws/net/sg.md", "SG")
+    moved = Chunk(first[0].id, first[0].content, "net", "net/sg.md", "SG")
     outcome = history.record_store(layout, [moved, edited, first[2]], T0 + timedelta(days=1))
     assert (outcome.chunks, outcome.new) == (3, 1)
 
@@ -57,7 +57,8 @@ def test_text_provenance_and_times_are_kept(layout: StateLayout) -> None:
 
     kept = history.lookup(layout, first[0].id)
     assert kept is not None and kept.live_in_latest
-    assert kept.source == "aws/net/sg.md"  # provenance of the last time it was live
+    assert kept.area == "net"  # the area follows a move
+    assert kept.source == "aws/sg.md"  # source and heading: those of when it appeared
     assert (kept.first_seen, kept.last_seen) == ("2026-03-01T12:00:00Z", "2026-03-02T12:00:00Z")
     numeric = history.lookup(layout, first[2].id)
     assert numeric is not None and numeric.heading == 30 and numeric.heading_text == "30"
@@ -151,3 +152,99 @@ def test_recording_through_a_store_view_decodes_only_new_chunks(
     gone = history.lookup(layout, first[1].id)
     assert kept is not None and kept.live_in_latest and kept.last_seen == "2026-03-02T12:00:00Z"
     assert gone is not None and not gone.live_in_latest and gone.text == first[1].content
+
+
+def _all_entries(layout: StateLayout, ids: list[str]) -> dict[str, dict[str, Any]]:
+    return {key: entry.to_dict() for key, entry in history.lookup_many(layout, ids).items()}
+
+
+def _four_stores() -> list[list[Chunk]]:
+    a, b, c = _store()
+    d = make_chunk("Transit gateways join many VPCs.", source="aws/tgw.md")
+    back = Chunk(b.id, b.content, "aws", "aws/nacl.md", "NACL")  # b returns, renamed
+    return [[a, b, c], [a, c, d], [a, d], [back, a, d]]
+
+
+def test_an_id_that_vanishes_and_returns(layout: StateLayout) -> None:
+    stores = _four_stores()
+    for day, store in enumerate(stores):
+        history.record_store(layout, store, T0 + timedelta(days=day))
+        if day == 1:
+            gone = history.lookup(layout, stores[0][1].id)
+            assert gone is not None and not gone.live_in_latest
+            assert gone.last_seen == "2026-03-01T12:00:00Z"  # the last store that held it
+    back = history.lookup(layout, stores[0][1].id)
+    assert back is not None and back.live_in_latest
+    assert (back.source, back.heading) == ("aws/nacl.md", "NACL")
+    assert (back.first_seen, back.last_seen) == ("2026-03-01T12:00:00Z", "2026-03-04T12:00:00Z")
+    dropped = history.lookup(layout, stores[0][2].id)
+    assert dropped is not None and not dropped.live_in_latest
+    assert dropped.last_seen == "2026-03-02T12:00:00Z"
+
+
+@pytest.mark.parametrize("damage", ["deleted", "stale", "garbage"])
+def test_a_lost_or_stale_live_set_file_changes_nothing(tmp_path: Path, damage: str) -> None:
+    """The live-set file is a cache of `seen`: without it (a crash after the commit, a
+    deleted or damaged file) every record and lookup is the same."""
+    stores = _four_stores()
+    ids = sorted({c.id for store in stores for c in store})
+    intact, damaged = StateLayout.of(tmp_path / "a"), StateLayout.of(tmp_path / "b")
+    older = b""
+    for day, store in enumerate(stores):
+        when = T0 + timedelta(days=day)
+        history.record_store(intact, store, when)
+        history.record_store(damaged, store, when)
+        live_file = damaged.history_dir / history.LIVE_FILENAME
+        current = live_file.read_bytes()
+        if damage == "deleted":
+            live_file.unlink()
+        elif damage == "stale" and older:
+            live_file.write_bytes(older)  # the previous store's: as if the write was lost
+        elif damage == "garbage":
+            live_file.write_bytes(b"PK\x03\x04 not a zip")
+        older = current
+        assert _all_entries(damaged, ids) == _all_entries(intact, ids)
+
+
+def test_a_schema_1_history_is_upgraded_in_place(layout: StateLayout) -> None:
+    """Schema 1 (as written by the first release) had no live flag: an id was live when
+    its last_seen was the latest store's time."""
+    import sqlite3
+    import zlib
+
+    a, b, c = _store()
+    path = history.history_file(layout)
+    path.parent.mkdir(parents=True)
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE texts (id TEXT PRIMARY KEY, text BLOB NOT NULL) WITHOUT ROWID;"
+        "CREATE TABLE seen (id TEXT PRIMARY KEY, area TEXT NOT NULL, source TEXT NOT NULL,"
+        " heading TEXT, first_seen TEXT NOT NULL, last_seen TEXT NOT NULL) WITHOUT ROWID;"
+        "CREATE TABLE stores (seq INTEGER PRIMARY KEY AUTOINCREMENT, recorded_at TEXT"
+        " NOT NULL, chunks INTEGER NOT NULL, new INTEGER NOT NULL);"
+        "PRAGMA user_version=1;"
+    )
+    old, new = "2026-03-01T12:00:00Z", "2026-03-02T12:00:00Z"
+    for chunk, last in ((a, new), (b, old), (c, new)):
+        conn.execute(
+            "INSERT INTO texts VALUES (?, ?)", (chunk.id, zlib.compress(chunk.content.encode()))
+        )
+        conn.execute(
+            "INSERT INTO seen VALUES (?, ?, ?, ?, ?, ?)",
+            (chunk.id, chunk.area, chunk.source, None, old, last),
+        )
+    conn.executemany(
+        "INSERT INTO stores (recorded_at, chunks, new) VALUES (?, ?, ?)", [(old, 3, 3), (new, 2, 0)]
+    )
+    conn.commit()
+    conn.close()
+
+    entries = history.lookup_many(layout, [a.id, b.id, c.id])
+    assert [entries[k].live_in_latest for k in (a.id, b.id, c.id)] == [True, False, True]
+    assert entries[b.id].last_seen == old and entries[a.id].last_seen == new
+    # The next store is diffed against the upgraded live flags: c vanishes, b returns.
+    outcome = history.record_store(layout, [a, b], T0 + timedelta(days=2))
+    assert outcome.new == 0
+    after = history.lookup_many(layout, [a.id, b.id, c.id])
+    assert after[b.id].live_in_latest and not after[c.id].live_in_latest
+    assert after[c.id].last_seen == new
