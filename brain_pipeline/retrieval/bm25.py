@@ -1,9 +1,11 @@
 """BM25 over the agent's tokens: an exact, vectorised index and the plain reference.
 
-The index is column-compressed by term (like a CSC matrix without scipy): for term t,
-`docs[indptr[t]:indptr[t+1]]` are the documents containing it and `weights[...]` their
-precomputed BM25 contributions idf(t) * tf*(k1+1) / (tf + k1*(1-b+b*dl/avgdl)). A query
-therefore touches only the postings of its own terms.
+Postings are column-compressed by term (like a CSC matrix without scipy): for term t,
+`docs[indptr[t]:indptr[t+1]]` are the documents containing it and `tf[...]` its count
+in each. A query touches only the postings of its own terms, and weighs them then:
+idf(t) * tf*(k1+1) / (tf + k1*(1-b+b*dl/avgdl)) with the collection statistics of the
+documents that are live. Keeping counts rather than weights is what lets an area's
+postings outlive an edit of the area (see `BM25Index`).
 
 Exactness: each weight is computed with the same IEEE operations, in the same order, as
 `reference_search`, and idf uses `math.log` (numpy's SIMD log may differ in the last
@@ -33,7 +35,8 @@ K1 = 1.2
 B = 0.75
 RETRIEVAL_VERSION = 1
 """Bump whenever tokenising or index layout changes: cached indexes are keyed by it."""
-_WEIGHT_BLOCK = 1 << 20
+_BLOCK = 1 << 20
+"""Postings per step when assembling (bounds the temporaries of ~11M postings)."""
 
 
 def _idf(n_docs: int, df: int) -> float:
@@ -81,56 +84,169 @@ def reference_search(
     return scored[:limit]
 
 
-class BM25Index:
-    """An immutable BM25 index over one set of documents (one area), built once.
+class BM25Postings:
+    """Term-major term frequencies of one set of documents, and their lengths.
 
-    It can be saved to a directory of `.npy` files and loaded memory-mapped
-    (`save`/`load`), so a query in a new process reads only its terms' postings.
+    The raw counts, not BM25 weights: weights depend on the collection's size, average
+    length and document frequencies, which change whenever any document of the area
+    does. Counts do not, so a set of postings built once can serve later versions of
+    its area with some of its documents masked out (see `BM25Index`).
     """
 
     def __init__(
         self,
-        ids: list[str] | npt.NDArray[np.bytes_],
-        vocabulary: dict[str, int] | list[str],
+        ids: npt.NDArray[np.bytes_],
+        terms: list[str],
         indptr: npt.NDArray[np.int64],
         docs: npt.NDArray[np.int32],
-        weights: npt.NDArray[np.float64],
-        id_rank: npt.NDArray[np.int64],
+        tf: npt.NDArray[np.int32],
+        lengths: npt.NDArray[np.int64],
     ) -> None:
-        # Ids and the term -> span dict are materialised lazily: a loaded index answers
-        # one query after decoding only its hits' ids and looking up only its own terms.
-        self._ids: list[str] | None = ids if isinstance(ids, list) else None
-        self._id_array = None if isinstance(ids, list) else ids
-        self._terms: list[str] | None = vocabulary if isinstance(vocabulary, list) else None
-        self._vocabulary = vocabulary if isinstance(vocabulary, dict) else None
-        self._indptr = indptr
+        self.ids = ids
+        self.terms = terms
+        self.indptr = indptr
+        self.docs = docs
+        self.tf = tf
+        self.lengths = lengths
         self._spans: dict[str, tuple[int, int]] | None = None
         self._term_pos: dict[str, int] = {}
-        self._docs = docs
-        self._weights = weights
-        self._id_rank = id_rank
 
-    @property
-    def ids(self) -> list[str]:
-        """Document ids in index order (the order they were given to `build`)."""
-        if self._ids is None:
-            assert self._id_array is not None
-            self._ids = np.char.decode(self._id_array, "utf-8").tolist()
-        return self._ids
+    def __len__(self) -> int:
+        return len(self.lengths)
 
-    @property
-    def vocabulary(self) -> dict[str, int]:
-        """term -> term number (the postings of term t are indptr[t]:indptr[t+1])."""
-        if self._vocabulary is None:
-            assert self._terms is not None
-            self._vocabulary = dict(zip(self._terms, range(len(self._terms)), strict=True))
-        return self._vocabulary
+    @classmethod
+    def from_postings(
+        cls,
+        ids: npt.NDArray[np.bytes_],
+        terms: list[str],
+        post_terms: npt.NDArray[np.integer[Any]],
+        post_docs: npt.NDArray[np.integer[Any]],
+        tf: npt.NDArray[np.integer[Any]],
+    ) -> BM25Postings:
+        """Postings sorted by (term, document), one per distinct pair; inputs may be int32
+        (at a quarter of a million documents, ~11M postings: ~45 MB per int32 array)."""
+        n_docs, n_terms = len(ids), len(terms)
+        totals = np.zeros(n_docs, dtype=np.float64)
+        df = np.zeros(n_terms, dtype=np.int64)
+        for start in range(0, len(post_docs), _BLOCK):
+            block = slice(start, start + _BLOCK)
+            # Document length = kept tokens = the sum of its term frequencies (exact).
+            totals += np.bincount(post_docs[block], weights=tf[block], minlength=n_docs)
+            df += np.bincount(post_terms[block], minlength=n_terms)
+        indptr = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(df, out=indptr[1:])
+        return cls(
+            ids,
+            terms,
+            indptr,
+            post_docs.astype(np.int32, copy=False),
+            tf.astype(np.int32, copy=False),
+            totals.astype(np.int64),
+        )
 
-    def _id_of(self, row: int) -> str:
-        if self._ids is not None:
-            return self._ids[row]
-        assert self._id_array is not None
-        return bytes(self._id_array[row]).decode("utf-8")
+    def span(self, term: str) -> tuple[int, int] | None:
+        """Where term's postings are, or None when it is not indexed."""
+        if self._spans is None:
+            if len(self._term_pos) < 16:
+                # A freshly loaded index serving a query or two: a C-level list scan per
+                # term is cheaper than a dict of every term; after a few, build the dict.
+                t = self._term_pos.get(term)
+                if t is None:
+                    try:
+                        t = self.terms.index(term)
+                    except ValueError:
+                        t = -1
+                    self._term_pos[term] = t
+                if t < 0:
+                    return None
+                return int(self.indptr[t]), int(self.indptr[t + 1])
+            bounds = self.indptr.tolist()
+            self._spans = {term: (bounds[t], bounds[t + 1]) for t, term in enumerate(self.terms)}
+        return self._spans.get(term)
+
+    def save(self, directory: Path) -> None:
+        """Write the postings as `.npy` files (plus terms.txt) into a new `directory`.
+
+        The files are written into a temporary sibling that is renamed into place, so a
+        reader sees complete postings or none; when another process got there first its
+        (identical) postings are kept.
+        """
+        directory = Path(directory)
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+        try:
+            for name, array in (
+                ("ids", self.ids),
+                ("indptr", self.indptr),
+                ("docs", self.docs),
+                ("tf", self.tf),
+                ("lengths", self.lengths),
+            ):
+                np.save(tmp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
+            (tmp / "terms.txt").write_bytes("\n".join(self.terms).encode("ascii"))
+            try:
+                os.replace(tmp, directory)
+            except OSError:
+                if not (directory / "terms.txt").is_file():
+                    raise
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+
+    @classmethod
+    def load(cls, directory: Path, *, mmap: bool = True) -> BM25Postings:
+        """Read postings written by `save` (memory-mapped: paged in on use)."""
+        directory = Path(directory)
+        mode: Literal["r"] | None = "r" if mmap else None
+
+        def array(name: str) -> Any:
+            return np.load(directory / f"{name}.npy", mmap_mode=mode, allow_pickle=False)
+
+        raw_terms = (directory / "terms.txt").read_bytes()
+        terms = raw_terms.decode("ascii").split("\n") if raw_terms else []
+        indptr = np.asarray(array("indptr"))
+        ids, docs, tf, lengths = array("ids"), array("docs"), array("tf"), array("lengths")
+        if len(indptr) != len(terms) + 1 or len(docs) != len(tf) or len(ids) != len(lengths):
+            raise ValueError(f"damaged BM25 postings at {directory}")
+        return cls(ids, terms, indptr, docs, tf, lengths)
+
+
+class BM25Index:
+    """BM25 over one set of documents (one area), held as one or more sets of postings.
+
+    Each set may have a mask of the documents that are still in the collection: an area
+    edited in one file is its previous postings with the edited chunks masked out plus
+    small postings of the new chunks, not a rebuilt index. Collection statistics (the
+    number of documents, their total length, each query term's document frequency) are
+    taken over the live documents at query time, so scores equal those of an index built
+    from scratch over the same documents.
+    """
+
+    def __init__(
+        self,
+        parts: Sequence[BM25Postings],
+        live: Sequence[npt.NDArray[np.bool_] | None] | None = None,
+        *,
+        k1: float = K1,
+        b: float = B,
+    ) -> None:
+        self.parts = list(parts)
+        self.live = list(live) if live is not None else [None] * len(self.parts)
+        if len(self.live) != len(self.parts):
+            raise ValueError("need one live mask (or None) per set of postings")
+        self.k1, self.b = k1, b
+        sizes = [len(p) for p in self.parts]
+        self._offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+        n_docs = 0
+        total = 0
+        for part, mask in zip(self.parts, self.live, strict=True):
+            lengths = np.asarray(part.lengths)
+            n_docs += len(part) if mask is None else int(np.count_nonzero(mask))
+            total += int(lengths.sum() if mask is None else lengths[mask].sum())
+        self._n_docs = n_docs
+        self._total_length = total
+        self._lengths: npt.NDArray[np.int64] | None = None
+        self._ids: npt.NDArray[np.bytes_] | None = None
 
     @classmethod
     def build(
@@ -151,168 +267,131 @@ class BM25Index:
         pair_keys, tf = np.unique(keys, return_counts=True)
         post_terms = pair_keys // max(n_docs, 1)
         post_docs = pair_keys - post_terms * max(n_docs, 1)
-        return cls.from_postings(list(ids), vocabulary, post_terms, post_docs, tf, k1=k1, b=b)
+        postings = BM25Postings.from_postings(
+            _id_bytes(ids), _terms_in_order(vocabulary), post_terms, post_docs, tf
+        )
+        return cls([postings], k1=k1, b=b)
 
     @classmethod
     def from_postings(
         cls,
-        ids: list[str] | npt.NDArray[np.bytes_],
-        vocabulary: dict[str, int] | list[str],
+        ids: npt.NDArray[np.bytes_],
+        terms: list[str],
         post_terms: npt.NDArray[np.integer[Any]],
         post_docs: npt.NDArray[np.integer[Any]],
         tf: npt.NDArray[np.integer[Any]],
-        *,
-        k1: float = K1,
-        b: float = B,
     ) -> BM25Index:
-        """The index from postings sorted by (term, document), one per distinct pair.
+        """An index of one set of postings (see `BM25Postings.from_postings`)."""
+        return cls([BM25Postings.from_postings(ids, terms, post_terms, post_docs, tf)])
 
-        This is how a cached area index is assembled from per-chunk token counts without
-        tokenising (state/bm25_cache.py): lengths and weights are exactly those `build`
-        computes from the texts, with the arithmetic `reference_search` does, so
-        rankings and scores are identical. Inputs may be int32, which at a quarter of a
-        million documents (~11M postings) saves ~45 MB per array.
-        """
-        n_docs = len(ids)
-        n_terms = len(vocabulary)
-        # Document length = kept tokens = the sum of its term frequencies (exact in float64).
-        totals = np.zeros(n_docs, dtype=np.float64)
-        df = np.zeros(n_terms, dtype=np.int64)
-        for start in range(0, len(post_docs), _WEIGHT_BLOCK):
-            block = slice(start, start + _WEIGHT_BLOCK)
-            totals += np.bincount(post_docs[block], weights=tf[block], minlength=n_docs)
-            df += np.bincount(post_terms[block], minlength=n_terms)
-        lengths = totals.astype(np.int64)
-        del totals
-        avgdl = float(lengths.sum()) / n_docs if n_docs else 0.0
-        indptr = np.zeros(n_terms + 1, dtype=np.int64)
-        np.cumsum(df, out=indptr[1:])
-
-        idf = np.array([_idf(n_docs, int(d)) for d in df.tolist()], dtype=np.float64)
-        weights = np.empty(len(post_docs), dtype=np.float64)
-        # Block by block: the formula's temporaries for every posting at once would be
-        # half a dozen float64 arrays of the postings' length (~0.5 GB at 11M postings).
-        for start in range(0, len(post_docs), _WEIGHT_BLOCK):
-            block = slice(start, start + _WEIGHT_BLOCK)
-            tf_f = tf[block].astype(np.float64)
-            dl = lengths[post_docs[block]].astype(np.float64)
-            # Same operation order as reference_search, element by element.
-            weights[block] = (
-                idf[post_terms[block]] * (tf_f * (k1 + 1)) / (tf_f + k1 * (1 - b + b * dl / avgdl))
-            )
-
-        if isinstance(ids, list):
-            order = sorted(range(n_docs), key=ids.__getitem__)
-        else:
-            order = np.argsort(ids, kind="stable").tolist()
-        id_rank = np.empty(n_docs, dtype=np.int64)
-        id_rank[order] = np.arange(n_docs)
-        docs = post_docs.astype(np.int32, copy=False)
-        return cls(ids, vocabulary, indptr, docs, weights, id_rank)
-
-    # -- persistence ----------------------------------------------------------------
+    # -- persistence of a single, unmasked set of postings ---------------------------
 
     def save(self, directory: Path) -> None:
-        """Write the index as `.npy` files (plus terms.txt) into a new `directory`.
-
-        The files are written into a temporary sibling that is renamed into place, so a
-        reader sees a complete index or none; when another process got there first its
-        (identical) index is kept.
-        """
-        directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-        try:
-            ids = self._id_array if self._id_array is not None else _id_bytes(self.ids)
-            terms = self._terms if self._terms is not None else _terms_in_order(self.vocabulary)
-            for name, array in (
-                ("ids", ids),
-                ("indptr", self._indptr),
-                ("docs", self._docs),
-                ("weights", self._weights),
-                ("id_rank", self._id_rank),
-            ):
-                np.save(tmp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
-            (tmp / "terms.txt").write_bytes("\n".join(terms).encode("ascii"))
-            try:
-                os.replace(tmp, directory)
-            except OSError:
-                if not (directory / "terms.txt").is_file():
-                    raise
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+        """Write an index of one unmasked set of postings (see `BM25Postings.save`)."""
+        if len(self.parts) != 1 or self.live[0] is not None:
+            raise ValueError("only an index of one unmasked set of postings saves as one")
+        self.parts[0].save(directory)
 
     @classmethod
     def load(cls, directory: Path, *, mmap: bool = True) -> BM25Index:
-        """Read an index written by `save` (memory-mapped: postings are paged in on use)."""
-        directory = Path(directory)
-        mode: Literal["r"] | None = "r" if mmap else None
+        return cls([BM25Postings.load(directory, mmap=mmap)])
 
-        def array(name: str) -> Any:
-            return np.load(directory / f"{name}.npy", mmap_mode=mode, allow_pickle=False)
-
-        raw_terms = (directory / "terms.txt").read_bytes()
-        terms = raw_terms.decode("ascii").split("\n") if raw_terms else []
-        indptr = np.asarray(array("indptr"))
-        if len(indptr) != len(terms) + 1:
-            raise ValueError(f"damaged BM25 index at {directory}: terms and postings disagree")
-        return cls(array("ids"), terms, indptr, array("docs"), array("weights"), array("id_rank"))
+    # -- queries ------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._id_rank)
+        """Documents in the collection (masked-out ones are not)."""
+        return self._n_docs
 
     def search(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
         """Top `limit` (id, score) for a raw query string."""
         return self.search_tokens(tokenize(query), limit)
 
     def search_tokens(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
-        """Top `limit` (id, score) for already-tokenised terms (duplicates are ignored)."""
-        return [(self._id_of(row), score) for row, score in self.search_rows(terms, limit)]
+        """Top `limit` (id, score) for already-tokenised terms (duplicates are ignored).
 
-    def search_rows(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
-        """Top `limit` (document position, score) for already-tokenised terms."""
-        scores = self._scores(terms)
-        if scores is None or limit <= 0:
+        Ties are broken by id ascending, as `reference_search` sorts.
+        """
+        if limit <= 0:
             return []
-        rows = _top_rows(scores, self._id_rank, limit)
-        top_scores = scores[rows].tolist()
-        return list(zip(rows.tolist(), top_scores, strict=True))
+        scores = self._scores(terms)
+        if scores is None:
+            return []
+        positive = np.flatnonzero(scores > 0)
+        if len(positive) > limit:
+            # Every row tied with the limit-th best score stays a candidate, so the id
+            # tie-break is exact; only the candidates are sorted.
+            cut = np.partition(scores[positive], len(positive) - limit)[len(positive) - limit]
+            positive = positive[scores[positive] >= cut]
+        ids = self._all_ids()[positive]
+        order = np.lexsort((ids, -scores[positive]))[:limit]
+        best = zip(ids[order].tolist(), scores[positive[order]].tolist(), strict=True)
+        return [(bytes(key).decode("utf-8"), score) for key, score in best]
 
-    def _span(self, term: str) -> tuple[int, int] | None:
-        """Where term's postings are, or None when it is not indexed."""
-        if self._spans is None:
-            terms = self._terms
-            if self._vocabulary is None and terms is not None and len(self._term_pos) < 16:
-                # A freshly loaded index serving a query or two: a C-level list scan per
-                # term is cheaper than a dict of every term; after a few, build the dict.
-                t = self._term_pos.get(term)
-                if t is None:
-                    try:
-                        t = terms.index(term)
-                    except ValueError:
-                        t = -1
-                    self._term_pos[term] = t
-                if t < 0:
-                    return None
-                return int(self._indptr[t]), int(self._indptr[t + 1])
-            bounds = self._indptr.tolist()
-            self._spans = {t: (bounds[i], bounds[i + 1]) for t, i in self.vocabulary.items()}
-        return self._spans.get(term)
+    def _all_ids(self) -> npt.NDArray[np.bytes_]:
+        if self._ids is None:
+            parts = [np.asarray(p.ids) for p in self.parts]
+            self._ids = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return self._ids
+
+    def _all_lengths(self) -> npt.NDArray[np.int64]:
+        if self._lengths is None:
+            parts = [p.lengths for p in self.parts]
+            self._lengths = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return self._lengths
+
+    def _postings_of(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+        """The live documents (numbered across the sets) containing term, and its tfs."""
+        docs: list[npt.NDArray[np.int64]] = []
+        tfs: list[npt.NDArray[np.int32]] = []
+        for part, mask, offset in zip(self.parts, self.live, self._offsets.tolist(), strict=False):
+            span = part.span(term)
+            if span is None or span[0] == span[1]:
+                continue
+            found = np.asarray(part.docs[span[0] : span[1]])
+            tf = np.asarray(part.tf[span[0] : span[1]])
+            if mask is not None:
+                keep = mask[found]
+                found, tf = found[keep], tf[keep]
+            docs.append(found.astype(np.int64) + offset)
+            tfs.append(tf)
+        if len(docs) == 1:
+            return docs[0], tfs[0]
+        if not docs:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
+        return np.concatenate(docs), np.concatenate(tfs)
 
     def _scores(self, terms: Sequence[str]) -> npt.NDArray[np.float64] | None:
-        """Dense score vector over all documents, or None when no term is indexed."""
-        found = (self._span(term) for term in _unique_in_order(terms))
-        slices = [span for span in found if span is not None]
-        if not slices:
+        """Dense score vector over all documents, or None when no term is indexed.
+
+        Exactness: each weight is computed with the same IEEE operations, in the same
+        order, as `reference_search`, and idf uses `math.log` (numpy's SIMD log may
+        differ in the last bit). Accumulating postings in query-term order with
+        `np.bincount` adds the same numbers in the same order as the per-document loop,
+        so scores are bit-identical and ties stay ties.
+        """
+        if self._n_docs == 0:
             return None
-        if len(slices) == 1:
-            start, stop = slices[0]
-            docs, weights = self._docs[start:stop], self._weights[start:stop]
-        else:
-            docs = np.concatenate([self._docs[s:e] for s, e in slices])
-            weights = np.concatenate([self._weights[s:e] for s, e in slices])
-        summed = np.bincount(docs, weights=weights, minlength=len(self))
+        k1, b = self.k1, self.b
+        avgdl = float(self._total_length) / self._n_docs
+        lengths = self._all_lengths()
+        all_docs: list[npt.NDArray[np.int64]] = []
+        all_weights: list[npt.NDArray[np.float64]] = []
+        for term in _unique_in_order(terms):
+            docs, tf = self._postings_of(term)
+            if len(docs) == 0:
+                continue
+            idf = _idf(self._n_docs, len(docs))
+            tf_f = tf.astype(np.float64)
+            dl = lengths[docs].astype(np.float64)
+            all_docs.append(docs)
+            all_weights.append(idf * (tf_f * (k1 + 1)) / (tf_f + k1 * (1 - b + b * dl / avgdl)))
+        if not all_docs:
+            return None
+        summed = np.bincount(
+            np.concatenate(all_docs),
+            weights=np.concatenate(all_weights),
+            minlength=int(self._offsets[-1]),
+        )
         return summed.astype(np.float64, copy=False)
 
 
@@ -351,19 +430,3 @@ def _term_ids_of(
     token_docs = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
     kept = word_term >= 0
     return word_term[kept], token_docs[kept], vocabulary
-
-
-def _top_rows(
-    scores: npt.NDArray[np.float64], id_rank: npt.NDArray[np.int64], limit: int
-) -> npt.NDArray[np.intp]:
-    """Rows of the `limit` best positive scores, by score desc then id asc.
-
-    argpartition finds the limit-th best score; every row tied with it is kept as a
-    candidate so the id tie-break is exact, then only the candidates are sorted.
-    """
-    positive = np.flatnonzero(scores > 0)
-    if len(positive) > limit:
-        cut = np.partition(scores[positive], len(positive) - limit)[len(positive) - limit]
-        positive = positive[scores[positive] >= cut]
-    order = np.lexsort((id_rank[positive], -scores[positive]))
-    return positive[order[:limit]]

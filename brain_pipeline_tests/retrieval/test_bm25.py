@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 
 from brain_pipeline.retrieval.bm25 import BM25Index, reference_search
@@ -125,3 +126,30 @@ def test_empty_index() -> None:
 def test_ids_and_texts_must_pair_up() -> None:
     with pytest.raises(ValueError, match="one text per id"):
         BM25Index.build(["1", "2"], ["only one"])
+
+
+def test_masked_layers_score_like_one_index_over_the_live_documents() -> None:
+    """An index of several sets of postings with masks equals a fresh index over the
+    documents left live, bit for bit (collection statistics come from live ones)."""
+    rng = random.Random(77)
+    for _ in range(200):
+        n = rng.randint(1, 45)
+        ids = [f"{i:03d}" for i in rng.sample(range(1000), n)]
+        texts = [random_text(rng, 15) for _ in range(n)]
+        groups: list[list[int]] = [[] for _ in range(rng.randint(1, 3))]
+        for i in range(n):
+            groups[rng.randrange(len(groups))].append(i)
+        parts, masks, live = [], [], []
+        for group in groups:
+            built = BM25Index.build([ids[i] for i in group], [texts[i] for i in group])
+            parts.append(built.parts[0])
+            mask = np.array([rng.random() < 0.7 for _ in group], dtype=bool)
+            masks.append(None if mask.all() and rng.random() < 0.5 else mask)
+            live += [i for i, keep in zip(group, mask.tolist(), strict=True) if keep]
+        layered = BM25Index(parts, masks)
+        fresh = BM25Index.build([ids[i] for i in live], [texts[i] for i in live])
+        assert len(layered) == len(live)
+        for _ in range(5):
+            query = random_text(rng, 6)
+            limit = rng.randint(1, 15)
+            assert layered.search(query, limit) == fresh.search(query, limit)

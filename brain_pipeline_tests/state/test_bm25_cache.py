@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
@@ -121,6 +123,7 @@ def test_an_edit_tokenises_only_new_chunks(layout: StateLayout) -> None:
     assert by_area["a"].loaded and by_area["c"].loaded
     assert not by_area["b"].loaded
     assert by_area["b"].tokenised == 3  # not the whole area
+    assert by_area["b"].reused == len([c for c in edited if c.area == "b"]) - 3
 
 
 def test_segments_are_merged_and_dead_chunks_dropped(
@@ -178,6 +181,97 @@ def test_a_segment_damaged_after_its_ids_were_read_is_tokenised_again(layout: St
         segment.write_bytes(b"PK\x03\x04 torn")  # replaced under us after the ids were read
     rows = view.rows_of_area("a")
     area = [c for c in chunks if c.area == "a"]
-    index = tokens.index_for(view.id_array[rows], lambda pos: [area[int(i)].content for i in pos])
-    _assert_identical(index, area)
+    postings = tokens.postings_for(
+        view.id_array[rows], lambda pos: [area[int(i)].content for i in pos]
+    )
+    _assert_identical(BM25Index([postings]), area)
     assert tokens.tokenised == len(area)
+
+
+def _replace_some(
+    chunks: list[Chunk], area: str, count: int, tag: str, skip: int = 0
+) -> list[Chunk]:
+    """`count` chunks of `area` (after the first `skip`) replaced by new ones (an edit
+    of one "file")."""
+    rows = [i for i, c in enumerate(chunks) if c.area == area][skip : skip + count]
+    edited = list(chunks)
+    for n, i in enumerate(rows):
+        content = f"{tag} {n} apple zeta {edited[i].content}"
+        edited[i] = Chunk(chunk_id(content), content, area, edited[i].source)
+    return edited
+
+
+def _layers(layout: StateLayout, view_area_dir: Path) -> list[dict[str, object]]:
+    meta = json.loads((view_area_dir / "layers.json").read_text(encoding="utf-8"))
+    return list(meta["layers"])
+
+
+def test_an_edited_area_reuses_its_postings_with_the_old_chunks_masked(
+    layout: StateLayout,
+) -> None:
+    chunks = _chunks(random.Random(8), 400)
+    _write(layout, chunks)
+    BM25Cache(open_store_view(layout.store_file, layout), layout).index("b")
+    postings_before = set(layout.bm25_dir.glob("postings-*"))
+    edited = _replace_some(chunks, "b", 4, "edit")
+    _write(layout, edited)
+    clear_views()
+    cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
+    area_b = [c for c in edited if c.area == "b"]
+    _assert_identical(cache.index("b"), area_b)
+    (stats,) = cache.stats
+    assert (stats.reused, stats.tokenised) == (len(area_b) - 4, 4)
+    directory = cache.area_dir("b")
+    assert directory is not None
+    layers = _layers(layout, directory)
+    assert len(layers) == 2 and layers[0]["live"] and layers[1]["live"] is None
+    mask = np.load(directory / str(layers[0]["live"]))
+    assert int(np.count_nonzero(~mask)) == 4  # the replaced chunks, masked out
+    assert len(set(layout.bm25_dir.glob("postings-*")) - postings_before) == 1
+
+    clear_views()  # another process reads the layers from disk
+    again = BM25Cache(open_store_view(layout.store_file, layout), layout)
+    _assert_identical(again.index("b"), area_b)
+    assert again.stats[0].loaded
+
+
+def test_layers_are_consolidated_and_a_large_change_rebuilds(layout: StateLayout) -> None:
+    chunks = _chunks(random.Random(9), 300)
+    _write(layout, chunks)
+    BM25Cache(open_store_view(layout.store_file, layout), layout).index("a")
+    counts = []
+    for step in range(cache_module._MAX_LAYERS + 2):
+        chunks = _replace_some(chunks, "a", 1 + step % 2, f"step{step}", skip=2 * step)
+        _write(layout, chunks)
+        clear_views()
+        cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
+        _assert_identical(cache.index("a"), [c for c in chunks if c.area == "a"])
+        directory = cache.area_dir("a")
+        assert directory is not None
+        counts.append(len(_layers(layout, directory)))
+    # One more set of postings per edit, until the small ones are rebuilt as one.
+    most = cache_module._MAX_LAYERS
+    assert counts == [*range(2, most + 1), 2, 3, 4]
+
+    area_a = [c for c in chunks if c.area == "a"]
+    chunks = _replace_some(chunks, "a", len(area_a) // 2, "half")  # beyond _REUSE_AT_LEAST
+    _write(layout, chunks)
+    clear_views()
+    cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
+    _assert_identical(cache.index("a"), [c for c in chunks if c.area == "a"])
+    directory = cache.area_dir("a")
+    assert directory is not None
+    assert len(_layers(layout, directory)) == 1 and cache.stats[0].reused == 0
+
+
+def test_a_chunk_that_returns_is_served_once(layout: StateLayout) -> None:
+    """A chunk masked out of the base and later back must not count twice."""
+    chunks = _chunks(random.Random(10), 200)
+    _write(layout, chunks)
+    BM25Cache(open_store_view(layout.store_file, layout), layout).index("c")
+    versions = [_replace_some(chunks, "c", 2, "gone"), chunks]
+    for version in versions:
+        _write(layout, version)
+        clear_views()
+        cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
+        _assert_identical(cache.index("c"), [c for c in version if c.area == "c"])
