@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -362,9 +363,10 @@ def bench_size(files: int, workdir: Path, seed: int) -> list[Row]:
                 f"materialize ({run}, {files} files) exited {materialize.exit_code}:\n"
                 f"{materialize.stderr[-3000:]}"
             )
-        store = (build / STORE_FILENAME).read_bytes()
-        published = (publish / "src" / "storage" / STORE_FILENAME).read_bytes()
-        if store != published:
+        # Streamed, not read whole: bytes held here would be in every child forked
+        # next, and inflate the peak RSS that wait4 reports for it.
+        store = build / STORE_FILENAME
+        if _sha256(store) != _sha256(publish / "src" / "storage" / STORE_FILENAME):
             raise SystemExit(f"{run}: the published store differs from the build's")
         search = run_measured(
             [*cli, "search", query["query"], "--area", query["area"], "--mode", "lexical"],
@@ -374,7 +376,7 @@ def bench_size(files: int, workdir: Path, seed: int) -> list[Row]:
         )
         if search.exit_code != 0:
             raise SystemExit(f"search ({run}) exited {search.exit_code}:\n{search.stderr[-3000:]}")
-        chunks = store.count(b'"id": "')
+        chunks = _count(store, b'"id": "')
         rows.append(Row(files, chunks, run, materialize, added, rewritten, search))
         print(
             f"  {run:<10} {materialize.wall_s:6.1f}s wall {materialize.cpu_s:6.1f} CPU-s "
@@ -382,6 +384,26 @@ def bench_size(files: int, workdir: Path, seed: int) -> list[Row]:
             flush=True,
         )
     return rows
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 24):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _count(path: Path, needle: bytes) -> int:
+    """Occurrences of `needle` in the file, read in blocks (overlapping by its length)."""
+    found, tail = 0, b""
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 24):
+            window = tail + block
+            found += window.count(needle)
+            # Too short to hold the needle: only a match across the boundary uses it.
+            tail = window[-(len(needle) - 1) :] if len(needle) > 1 else b""
+    return found
 
 
 def _size(value: int) -> str:

@@ -15,12 +15,13 @@ system CPU seconds, peak RSS of that process):
 * warm:   the same command again in a new process: sidecar and area index loaded from
           `state/`, only the hits decoded.
 * edit:   one chunk of the area replaced (a new store file), then the same command: the
-          area index is assembled from cached per-chunk counts; one chunk tokenised.
+          area's previous postings are reused with the old chunk masked out, plus
+          postings of the one new chunk (the only one tokenised).
 
 The three search runs print the same hits as the today run (checked). With `--eval`,
 `brain-pipeline eval` (5 labelled queries per area, legacy + BM25 + hybrid=BM25) is
 timed too: first run, unchanged inputs (the evaluation record is reused), one chunk
-edited (the area index is assembled from cached counts; the record key changed).
+edited (the area's postings are reused as above; the record key changed).
 
 Generator (deterministic, seed 9): a vocabulary of 60,000 pronounceable pseudo-words
 drawn with Zipf-like frequencies (rank^-1.1), plus 300 common English words; each chunk

@@ -245,7 +245,7 @@ class BM25Index:
             total += int(lengths.sum() if mask is None else lengths[mask].sum())
         self._n_docs = n_docs
         self._total_length = total
-        self._lengths: npt.NDArray[np.int64] | None = None
+        self._lengths: npt.NDArray[np.float64] | None = None
         self._ids: npt.NDArray[np.bytes_] | None = None
 
     @classmethod
@@ -333,15 +333,19 @@ class BM25Index:
             self._ids = parts[0] if len(parts) == 1 else np.concatenate(parts)
         return self._ids
 
-    def _all_lengths(self) -> npt.NDArray[np.int64]:
+    def _all_lengths(self) -> npt.NDArray[np.float64]:
+        """Document lengths as float64 (what the weight formula takes), made once."""
         if self._lengths is None:
-            parts = [p.lengths for p in self.parts]
-            self._lengths = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            parts = [np.asarray(p.lengths) for p in self.parts]
+            joined = parts[0] if len(parts) == 1 else np.concatenate(parts)
+            self._lengths = joined.astype(np.float64)
         return self._lengths
 
-    def _postings_of(self, term: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int32]]:
+    def _postings_of(
+        self, term: str
+    ) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.int32]]:
         """The live documents (numbered across the sets) containing term, and its tfs."""
-        docs: list[npt.NDArray[np.int64]] = []
+        docs: list[npt.NDArray[np.integer[Any]]] = []
         tfs: list[npt.NDArray[np.int32]] = []
         for part, mask, offset in zip(self.parts, self.live, self._offsets.tolist(), strict=False):
             span = part.span(term)
@@ -352,7 +356,7 @@ class BM25Index:
             if mask is not None:
                 keep = mask[found]
                 found, tf = found[keep], tf[keep]
-            docs.append(found.astype(np.int64) + offset)
+            docs.append(found + np.int64(offset) if offset else found)
             tfs.append(tf)
         if len(docs) == 1:
             return docs[0], tfs[0]
@@ -371,27 +375,26 @@ class BM25Index:
         """
         if self._n_docs == 0:
             return None
+        docs: list[npt.NDArray[np.integer[Any]]] = []
+        tfs: list[npt.NDArray[np.int32]] = []
+        idfs: list[float] = []
+        for term in _unique_in_order(terms):
+            found, tf = self._postings_of(term)
+            if len(found):
+                docs.append(found)
+                tfs.append(tf)
+                idfs.append(_idf(self._n_docs, len(found)))
+        if not docs:
+            return None
         k1, b = self.k1, self.b
         avgdl = float(self._total_length) / self._n_docs
-        lengths = self._all_lengths()
-        all_docs: list[npt.NDArray[np.int64]] = []
-        all_weights: list[npt.NDArray[np.float64]] = []
-        for term in _unique_in_order(terms):
-            docs, tf = self._postings_of(term)
-            if len(docs) == 0:
-                continue
-            idf = _idf(self._n_docs, len(docs))
-            tf_f = tf.astype(np.float64)
-            dl = lengths[docs].astype(np.float64)
-            all_docs.append(docs)
-            all_weights.append(idf * (tf_f * (k1 + 1)) / (tf_f + k1 * (1 - b + b * dl / avgdl)))
-        if not all_docs:
-            return None
-        summed = np.bincount(
-            np.concatenate(all_docs),
-            weights=np.concatenate(all_weights),
-            minlength=int(self._offsets[-1]),
-        )
+        # All query terms' postings at once: a handful of array operations per query.
+        every = docs[0] if len(docs) == 1 else np.concatenate(docs)
+        tf_f = (tfs[0] if len(tfs) == 1 else np.concatenate(tfs)).astype(np.float64)
+        idf = np.repeat(np.array(idfs, dtype=np.float64), [len(d) for d in docs])
+        dl = self._all_lengths()[every]
+        weights = idf * (tf_f * (k1 + 1)) / (tf_f + k1 * (1 - b + b * dl / avgdl))
+        summed = np.bincount(every, weights=weights, minlength=int(self._offsets[-1]))
         return summed.astype(np.float64, copy=False)
 
 
