@@ -644,6 +644,10 @@ class BM25Cache:
         for postings in bm25_dir.glob("postings-*"):
             if postings.name not in referenced and _mtime_ns(postings) < cutoff:
                 shutil.rmtree(postings, ignore_errors=True)
+        for leftover in bm25_dir.glob(".*"):
+            # Temporary directories of writes a killed process never renamed into place.
+            if leftover.is_dir() and _mtime_ns(leftover) < cutoff:
+                shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _mtime_ns(path: Path) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -275,3 +276,31 @@ def test_a_chunk_that_returns_is_served_once(layout: StateLayout) -> None:
         clear_views()
         cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
         _assert_identical(cache.index("c"), [c for c in version if c.area == "c"])
+
+
+def test_pruning_drops_orphans_and_torn_writes_only_once_they_are_old(
+    layout: StateLayout,
+) -> None:
+    """What a killed writer leaves (a temporary directory, postings no area refers to)
+    is deleted once older than the grace period, and never while it may be in use."""
+    chunks = _chunks(random.Random(11), 120)
+    _write(layout, chunks)
+    bm25_dir = layout.bm25_dir
+    bm25_dir.mkdir(parents=True, exist_ok=True)
+    hours_ago = time.time() - 2 * 3600
+    old_tmp, new_tmp = bm25_dir / ".area-v1.2-x.abc", bm25_dir / ".postings-v1.2-y.def"
+    old_orphan, new_orphan = bm25_dir / "postings-v1.2-old", bm25_dir / "postings-v1.2-new"
+    for folder in (old_tmp, new_tmp, old_orphan, new_orphan):
+        folder.mkdir()
+        (folder / "ids.npy").write_bytes(b"torn")
+    for folder in (old_tmp, old_orphan):
+        os.utime(folder, (hours_ago, hours_ago))
+    cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
+    _assert_identical(cache.index("a"), [c for c in chunks if c.area == "a"])
+    left = {p.name for p in bm25_dir.iterdir()}
+    assert old_tmp.name not in left and old_orphan.name not in left
+    assert {new_tmp.name, new_orphan.name} <= left
+    directory = cache.area_dir("a")
+    assert directory is not None
+    for layer in _layers(layout, directory):  # what the area refers to is kept
+        assert str(layer["postings"]) in left
