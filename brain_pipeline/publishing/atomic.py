@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,6 +55,31 @@ def atomic_writer(path: Path | str) -> Iterator[BinaryIO]:
             tmp.unlink()
         raise
     _fsync_directory(target.parent)
+
+
+@contextlib.contextmanager
+def atomic_directory(path: Path | str, complete_when: str) -> Iterator[Path]:
+    """Yield a temporary sibling directory to fill; rename it to `path` on success.
+
+    A reader sees the whole directory or none. Directories written this way are
+    content-named, so when another writer renamed its copy into place first (the
+    rename fails on a non-empty target) that copy is kept, provided it has the file
+    `complete_when`; otherwise the failure is raised. The temporary directory is
+    removed on any exit.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        yield tmp
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not (target / complete_when).is_file():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def file_sha256(path: Path | str, block: int = 1 << 20) -> str:

@@ -17,9 +17,6 @@ ties; ties are then broken by id ascending, exactly as the reference sorts.
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
@@ -29,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from brain_pipeline.publishing.atomic import atomic_directory
 from brain_pipeline.retrieval.text import raw_words, term_of, tokenize
 
 K1 = 1.2
@@ -171,10 +169,7 @@ class BM25Postings:
         reader sees complete postings or none; when another process got there first its
         (identical) postings are kept.
         """
-        directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-        try:
+        with atomic_directory(directory, complete_when="terms.txt") as tmp:
             for name, array in (
                 ("ids", self.ids),
                 ("indptr", self.indptr),
@@ -184,14 +179,6 @@ class BM25Postings:
             ):
                 np.save(tmp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
             (tmp / "terms.txt").write_bytes("\n".join(self.terms).encode("ascii"))
-            try:
-                os.replace(tmp, directory)
-            except OSError:
-                if not (directory / "terms.txt").is_file():
-                    raise
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
 
     @classmethod
     def load(cls, directory: Path, *, mmap: bool = True) -> BM25Postings:
@@ -271,18 +258,6 @@ class BM25Index:
             _id_bytes(ids), _terms_in_order(vocabulary), post_terms, post_docs, tf
         )
         return cls([postings], k1=k1, b=b)
-
-    @classmethod
-    def from_postings(
-        cls,
-        ids: npt.NDArray[np.bytes_],
-        terms: list[str],
-        post_terms: npt.NDArray[np.integer[Any]],
-        post_docs: npt.NDArray[np.integer[Any]],
-        tf: npt.NDArray[np.integer[Any]],
-    ) -> BM25Index:
-        """An index of one set of postings (see `BM25Postings.from_postings`)."""
-        return cls([BM25Postings.from_postings(ids, terms, post_terms, post_docs, tf)])
 
     # -- persistence of a single, unmasked set of postings ---------------------------
 

@@ -27,9 +27,7 @@ import contextlib
 import hashlib
 import io
 import json
-import os
 import shutil
-import tempfile
 import threading
 import time
 import zipfile
@@ -42,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.publishing.atomic import atomic_write_bytes
+from brain_pipeline.publishing.atomic import atomic_directory, atomic_write_bytes
 from brain_pipeline.retrieval.bm25 import (
     RETRIEVAL_VERSION,
     BM25Index,
@@ -601,9 +599,7 @@ class BM25Cache:
         """Write the area version's layers.json and masks as one directory, atomically."""
         if (directory / "layers.json").is_file():
             return  # another process wrote this version meanwhile
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-        try:
+        with atomic_directory(directory, complete_when="layers.json") as tmp:
             entries = []
             for k, layer in enumerate(layers):
                 live = None
@@ -613,14 +609,6 @@ class BM25Cache:
                 entries.append({"postings": layer.name, "live": live})
             meta = {"area": area, "layers": entries}
             (tmp / "layers.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
-            try:
-                os.replace(tmp, directory)
-            except OSError:
-                if not (directory / "layers.json").is_file():
-                    raise
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
 
     def _prune(self) -> None:
         """Keep the current store's area versions and a few recent others, and the
