@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -248,3 +250,31 @@ def test_a_schema_1_history_is_upgraded_in_place(layout: StateLayout) -> None:
     after = history.lookup_many(layout, [a.id, b.id, c.id])
     assert after[b.id].live_in_latest and not after[c.id].live_in_latest
     assert after[c.id].last_seen == new
+
+
+def test_a_full_disk_loses_no_recorded_store(tmp_path: Path) -> None:
+    """A store that cannot be recorded (disk full) leaves the history as it was, and
+    the next record, once there is room, diffs against the last store that made it."""
+    from brain_pipeline_tests.mounts import small_tmpfs
+
+    stores = _four_stores()
+    ids = sorted({c.id for store in stores for c in store})
+    reference = StateLayout.of(tmp_path / "reference")
+    for day in (0, 1, 3):  # what the full-disk history must end up equal to
+        history.record_store(reference, stores[day], T0 + timedelta(days=day))
+    with small_tmpfs(tmp_path / "disk", "512k") as disk:
+        layout = StateLayout.of(disk / "build")
+        history.record_store(layout, stores[0], T0)
+        history.record_store(layout, stores[1], T0 + timedelta(days=1))
+        after_two = _all_entries(layout, ids)
+        filler = disk / "filler"
+        with contextlib.suppress(OSError), filler.open("wb", buffering=0) as handle:
+            while True:
+                handle.write(b"\0" * 4096)
+        bulky = [make_chunk(f"{n} " + "filler text " * 400, source="big.md") for n in range(60)]
+        with pytest.raises((OSError, sqlite3.Error)):
+            history.record_store(layout, stores[2] + bulky, T0 + timedelta(days=2))
+        assert _all_entries(layout, ids) == after_two
+        filler.unlink()
+        history.record_store(layout, stores[3], T0 + timedelta(days=3))
+        assert _all_entries(layout, ids) == _all_entries(reference, ids)
