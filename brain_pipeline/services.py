@@ -262,7 +262,7 @@ def _inputs(
     provider = cfg.effective_provider()
     return eval_record.EvalInputs(
         store_sha256=store_sha256,
-        embeddings_sha256=eval_record.file_sha256(layout, embeddings_file),
+        embeddings_sha256=eval_record.known_sha256(layout, embeddings_file),
         fixture_sha256=hashlib.sha256(fixture_bytes).hexdigest(),
         thresholds={n: _plain(b) for n, b in sorted(_applied_thresholds(cfg).items())},
         provider=provider,

@@ -2,10 +2,11 @@
 
 Pure Python (no Dagster): `ingest_corpus(root)` is the one entry point the CLI and the
 Dagster asset share (the asset through the per-file cache in `brain_pipeline.state`, which
-must stay byte-identical to it); `corpus_fingerprint(root)` is the digest `status` compares.
+must stay byte-identical to it). The corpus digest (what `status` and the manifest compare)
+is computed by `brain_pipeline.state.corpus_index.observe_corpus`.
 """
 
-from brain_pipeline.corpus.discovery import CorpusNotFoundError, corpus_fingerprint, discover
+from brain_pipeline.corpus.discovery import CorpusNotFoundError, discover
 from brain_pipeline.corpus.ingest import IngestResult, ingest_corpus
 from brain_pipeline.corpus.store import (
     NO_HEADING,
@@ -25,7 +26,6 @@ __all__ = [
     "CorpusNotFoundError",
     "IngestResult",
     "chunk_id",
-    "corpus_fingerprint",
     "deduplicate",
     "discover",
     "ingest_corpus",

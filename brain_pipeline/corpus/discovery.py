@@ -14,10 +14,9 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from brain_pipeline.corpus.junk import (
     DEFAULT_LIMITS,
@@ -328,15 +327,6 @@ def read_file(found: CorpusFile, max_bytes: int | None = None) -> bytes:
     return b"".join(parts)
 
 
-def hash_file(found: CorpusFile, block: int = 1 << 20) -> str:
-    """sha256 of the file read in blocks: memory stays flat whatever its size."""
-    digest = hashlib.sha256()
-    with open(found.path, "rb") as handle:
-        while data := handle.read(block):
-            digest.update(data)
-    return digest.hexdigest()
-
-
 def unreadable_entry(found: CorpusFile, exc: OSError) -> ManifestEntry:
     """The manifest line of a file the walk found but that could not be read."""
     detail = exc.strerror or str(exc)
@@ -415,40 +405,3 @@ def discover(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> Manifes
             continue
         entries.append(file_entry(item, hashlib.sha256(data).hexdigest()))
     return Manifest(Path(root), walk.areas, entries)
-
-
-#: Above this size, the fingerprint hashes a file in blocks instead of reading it whole.
-STREAM_HASH_BYTES = 1 << 20
-
-
-Fingerprint = dict[str, tuple[int, int, str]]
-
-
-def corpus_fingerprint(
-    root: Path | str, previous: Mapping[str, Sequence[Any]] | None = None
-) -> Fingerprint:
-    """source -> (size, mtime_ns, sha256) for every text/roadmap file, for change sensors.
-
-    A file whose size and mtime match `previous` keeps its recorded hash without being
-    read again, so polling an unchanged corpus costs one walk. `previous` may come back
-    from a JSON cursor (lists instead of tuples). Unreadable files get an
-    empty hash, so they show up as changed once they become readable.
-    """
-    previous = previous or {}
-    result: Fingerprint = {}
-    for item in walk_corpus(root):
-        if isinstance(item, ManifestEntry):
-            continue
-        old = previous.get(item.source)
-        if old is not None and old[0] == item.size and old[1] == item.mtime_ns and old[2]:
-            result[item.source] = (item.size, item.mtime_ns, str(old[2]))  # JSON gives lists
-            continue
-        try:
-            if item.size > STREAM_HASH_BYTES:
-                digest = hash_file(item)  # a huge file never enters memory
-            else:
-                digest = hashlib.sha256(read_file(item)).hexdigest()
-        except OSError:
-            digest = ""
-        result[item.source] = (item.size, item.mtime_ns, digest)
-    return result

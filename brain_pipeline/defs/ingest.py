@@ -28,7 +28,6 @@ from brain_pipeline.defs.common import (
     upstream_record,
 )
 from brain_pipeline.defs.resources import BrainSettings
-from brain_pipeline.publishing.agent_limits import file_utf16_units
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, digest_of, stamp_outputs, write_record
 
@@ -250,7 +249,7 @@ def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
     )
 
 
-def _remember_chunks(cfg: BrainConfig, layout: StateLayout) -> None:
+def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> None:
     """Add the store's chunks to the history (seeded first from the live published store,
     which still holds the texts an edit replaced), so a stale label can be explained."""
     from datetime import UTC, datetime
@@ -262,7 +261,7 @@ def _remember_chunks(cfg: BrainConfig, layout: StateLayout) -> None:
         history.seed_from_store(layout, live)
     from brain_pipeline.state.store_view import open_store_view
 
-    view = open_store_view(layout.store_file, layout)
+    view = open_store_view(layout.store_file, layout, sha256=store_sha256)
     history.record_store_view(layout, view, datetime.now(UTC))
 
 
@@ -305,7 +304,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
                 "duplicates_collapsed": report.duplicates_collapsed,
                 "chunks_per_area": dict(report.chunks_per_area),
                 "corpus_digest": digest,
-                "utf16_units": file_utf16_units(layout.store_file),
+                "utf16_units": report.utf16_units,
                 "preview": [
                     [
                         row["id"],
@@ -318,7 +317,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
                 ],
             }
             status = "written" if report.written else "unchanged"
-            _remember_chunks(cfg, layout)
+            _remember_chunks(cfg, layout, report.sha256)
             recheck_input(layout, "knowledge_chunks", chunks.data_version)
             write_record(
                 layout,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import mmap
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -33,15 +32,6 @@ def utf16_units_of_utf8(data: bytes | memoryview | mmap.mmap) -> int:
         units += int(np.count_nonzero((block & 0xC0) != 0x80))
         units += int(np.count_nonzero(block >= 0xF0))
     return units
-
-
-def file_utf16_units(path: Path) -> int:
-    """UTF-16 code units of a UTF-8 file (memory-mapped: no copy of a large store)."""
-    size = path.stat().st_size
-    if size == 0:
-        return 0
-    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        return utf16_units_of_utf8(m)
 
 
 @dataclass(frozen=True)

@@ -274,8 +274,8 @@ def _file_sha256(entry: Any) -> str:
 def fingerprint_digest(files: Mapping[str, Any]) -> str:
     """One hex digest for a corpus: relative paths and content hashes only.
 
-    `files` is what `brain_pipeline.corpus.discovery.corpus_fingerprint(root)` returns:
-    relative path -> (size, mtime_ns, sha256). Sizes and mtimes are left out on
+    `files` maps relative path -> an entry with its sha256 (a corpus snapshot's files,
+    see `state.corpus_index`). Sizes and mtimes are left out on
     purpose: a `touch` or a fresh checkout changes mtimes without changing what the
     store is built from, and must not make the live publication look stale.
     """

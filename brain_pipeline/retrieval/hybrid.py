@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,10 +97,6 @@ class ChunkSource(ABC):
         """Number of chunks in the store."""
 
     @abstractmethod
-    def all_ids(self) -> Iterable[str]:
-        """Every chunk id of the store."""
-
-    @abstractmethod
     def with_ids(self, ids: set[str]) -> list[Chunk]:
         """The chunks whose id is in `ids`, in store order (every occurrence)."""
 
@@ -152,9 +148,6 @@ class ListSource(ChunkSource):
 
     def count(self) -> int:
         return len(self._chunks)
-
-    def all_ids(self) -> Iterable[str]:
-        return (c.id for c in self._chunks)
 
     def with_ids(self, ids: set[str]) -> list[Chunk]:
         return [c for c in self._chunks if c.id in ids]

@@ -26,7 +26,8 @@ from typing import Any, BinaryIO
 
 from brain_pipeline.corpus.discovery import ManifestEntry
 from brain_pipeline.corpus.jscompat import parse_json
-from brain_pipeline.publishing.atomic import atomic_write_bytes, atomic_writer
+from brain_pipeline.publishing.agent_limits import utf16_units_of_utf8
+from brain_pipeline.publishing.atomic import atomic_write_bytes, atomic_writer, file_sha256
 from brain_pipeline.state.chunk_cache import (
     FRAGMENT_SEPARATOR,
     ID_SEPARATOR,
@@ -41,7 +42,6 @@ from brain_pipeline.state.layout import StateLayout
 RECORD_FILENAME = "assembled.json"
 PREVIEW_ROWS = 12
 _FLUSH_BYTES = 1 << 20
-_HASH_BLOCK = 1 << 20
 
 
 @dataclass
@@ -55,6 +55,8 @@ class AssemblyReport:
     duplicates_collapsed: int
     chunks_per_area: dict[str, int]
     written: bool
+    utf16_units: int = 0
+    """The store's length as the agent's V8 string (counted while streaming it)."""
     reused_record: bool = False
     preview: list[dict[str, Any]] = field(default_factory=list)
 
@@ -69,11 +71,12 @@ class _Unchanged(Exception):  # noqa: N818 - a control-flow signal, not an error
 
 @dataclass
 class _Stream:
-    """Hash and buffer the store bytes on their way to the file."""
+    """Hash, measure and buffer the store bytes on their way to the file."""
 
     out: BinaryIO
     hasher: Any = field(default_factory=hashlib.sha256)
     size: int = 0
+    utf16_units: int = 0
     pending: list[bytes] = field(default_factory=list)
     buffered: int = 0
 
@@ -88,6 +91,7 @@ class _Stream:
         self.hasher.update(data)
         self.out.write(data)
         self.size += len(data)
+        self.utf16_units += utf16_units_of_utf8(data)  # per-byte rule: any split is fine
         self.pending.clear()
         self.buffered = 0
 
@@ -198,11 +202,7 @@ def _existing_sha(path: Path, record: dict[str, Any], size: int) -> str | None:
         return None
     if record.get("target_stat") == stat_key and record.get("path") == str(path):
         return str(record.get("sha256"))
-    hasher = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_HASH_BLOCK):
-            hasher.update(block)
-    return hasher.hexdigest()
+    return file_sha256(path)
 
 
 def _fragments(
@@ -240,7 +240,8 @@ def assemble_store(
     with open_cache(layout) as db:
         plan = resolve_rows(db, snapshot, cache_version(variant))
         key = _plan_key(plan, snapshot.areas, target)
-        if record.get("plan") == key and record.get("target_stat") == _stat_key(target):
+        current = record.get("plan") == key and record.get("target_stat") == _stat_key(target)
+        if current and "utf16_units" in record:  # records before that field: re-measure
             return _from_record(record)
         report = _write(db, plan, snapshot.areas, target, record)
     _save_record(layout, key, report, target)
@@ -280,6 +281,7 @@ def _write(
         duplicates_collapsed=dedup.collapsed,
         chunks_per_area=per_area,
         written=written,
+        utf16_units=dedup.stream.utf16_units,
         preview=_preview_rows(dedup.preview),
     )
 
@@ -300,6 +302,7 @@ def _from_record(record: dict[str, Any]) -> AssemblyReport:
         duplicates_collapsed=int(record["duplicates_collapsed"]),
         chunks_per_area={str(k): int(v) for k, v in dict(record["chunks_per_area"]).items()},
         written=False,
+        utf16_units=int(record["utf16_units"]),
         reused_record=True,
         preview=list(record.get("preview") or []),
     )

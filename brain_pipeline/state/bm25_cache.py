@@ -31,7 +31,7 @@ import shutil
 import threading
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from brain_pipeline.retrieval.bm25 import (
     BM25Index,
     BM25Postings,
     _term_ids_of,
+    _terms_in_order,
 )
 from brain_pipeline.retrieval.hybrid import ChunkSource
 from brain_pipeline.state.layout import StateLayout
@@ -177,15 +178,8 @@ def _tokenised(ids: npt.NDArray[np.bytes_], texts: Sequence[str]) -> _Segment:
         indptr,
         terms[resort].astype(np.int32),
         counts[resort].astype(np.int32),
-        _terms_list(vocabulary),
+        _terms_in_order(vocabulary),
     )
-
-
-def _terms_list(vocabulary: dict[str, int]) -> list[str]:
-    terms = [""] * len(vocabulary)
-    for term, t in vocabulary.items():
-        terms[t] = term
-    return terms
 
 
 def _ranges(starts: Int64s, stops: Int64s) -> Int64s:
@@ -283,17 +277,20 @@ class TokenCache:
             del self._segments[gone]
         return [self._segments[p] for p in paths if p in self._segments]
 
-    def _write(self, segment: _Segment) -> None:
+    def _write(self, segment: _Segment) -> Path | None:
+        """Write `segment` under its content-derived name; that path, or None if it could
+        not be written."""
         data = segment.to_bytes()
         name = f"seg-{hashlib.sha256(segment.ids.tobytes()).hexdigest()[:24]}.npz"
         path = self.directory / name
         try:
             atomic_write_bytes(path, data)
         except OSError:
-            return  # a read-only build directory: the index is still built, not cached
+            return None  # a read-only build directory: the index is still built, not cached
         # Kept as ids only: its counts are read back from the file if another area needs
         # them, instead of holding every chunk's counts in memory for the whole run.
         self._segments[path] = _Segment(segment.ids, path=path)
+        return path
 
     def postings_for(
         self,
@@ -357,17 +354,16 @@ class TokenCache:
         if live is not None:
             every = every[np.isin(every, live)]
         gather = _Gather()
+        taken = np.zeros(len(every), dtype=bool)
         for segment in segments:
             pos = np.minimum(np.searchsorted(every, segment.ids), max(len(every) - 1, 0))
             keep = (every[pos] == segment.ids) if len(every) else np.zeros(0, bool)
             # First segment holding an id wins; later duplicates are identical anyway.
             rows = np.flatnonzero(keep)
             docs = pos[rows]
-            taken = np.zeros(len(every), dtype=bool)
-            if gather.docs:
-                taken[np.concatenate(gather.docs)] = True
             fresh = ~taken[docs]
             gather.add(segment, docs[fresh], rows[fresh].astype(np.int64))
+            taken[docs[fresh]] = True
         doc_of, term_of, counts = gather.rows()
         order = np.lexsort((term_of, doc_of))
         per_doc = np.bincount(doc_of, minlength=len(every))
@@ -381,9 +377,11 @@ class TokenCache:
             list(gather.terms),
         )
         old = list(self._segments)
-        self._write(merged)
+        written = self._write(merged)
+        if written is None:
+            return  # keep the segments the merge could not replace
         for path in old:
-            if path.name != f"seg-{hashlib.sha256(every.tobytes()).hexdigest()[:24]}.npz":
+            if path != written:
                 with contextlib.suppress(OSError):
                     path.unlink()
                 self._segments.pop(path, None)
@@ -661,11 +659,6 @@ def bm25_cache(view: StoreView, layout: StateLayout | None) -> BM25Cache:
         return cache
 
 
-def area_index(view: StoreView, layout: StateLayout | None, area: str) -> BM25Index:
-    """The BM25 index of `area` in `view`'s store, cached under `layout.bm25_dir`."""
-    return bm25_cache(view, layout).index(area)
-
-
 class _SortedIds:
     """Finds the first position of an id in a fixed id array by binary search.
 
@@ -727,9 +720,6 @@ class ViewSource(ChunkSource):
 
     def count(self) -> int:
         return len(self.view)
-
-    def all_ids(self) -> Iterable[str]:
-        return self.view.ids
 
     def legacy_ranker(self, terms: Sequence[str]) -> Callable[[str, str, int], list[str]] | None:
         """The baseline from cached per-chunk term matches (state/legacy_cache.py)."""

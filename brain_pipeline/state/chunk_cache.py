@@ -32,7 +32,7 @@ from brain_pipeline.corpus.discovery import (
     CorpusFile,
     ManifestEntry,
 )
-from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, FileOutcome, ingest_file
+from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, FileOutcome, _describe, ingest_file
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.corpus_index import CorpusSnapshot
 from brain_pipeline.state.layout import StateLayout
@@ -242,27 +242,11 @@ class ChunkingReport:
     files_seen: int = 0
     files_chunked: int = 0
     files_reused: int = 0
-    files_with_chunks: int = 0
     occurrences: int = 0
     occurrences_per_area: dict[str, int] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
     skipped_by_reason: dict[str, int] = field(default_factory=dict)
     kept_unreadable: list[str] = field(default_factory=list)
-    chunked_sources: list[str] = field(default_factory=list)
-
-    def summary(self) -> dict[str, object]:
-        """Plain, JSON-ready figures (asset metadata, logs)."""
-        return {
-            "corpus_digest": self.digest,
-            "files_seen": self.files_seen,
-            "files_chunked": self.files_chunked,
-            "files_reused": self.files_reused,
-            "files_with_chunks": self.files_with_chunks,
-            "occurrences": self.occurrences,
-            "occurrences_per_area": dict(self.occurrences_per_area),
-            "problems": len(self.problems),
-            "skipped_by_reason": dict(self.skipped_by_reason),
-        }
 
 
 def cache_version(variant: str = "") -> str:
@@ -320,7 +304,6 @@ class _Tally:
     def add(self, entry: ManifestEntry, cached: CachedFile) -> None:
         self.report.occurrences += cached.chunks
         self.per_area[entry.area] += cached.chunks
-        self.report.files_with_chunks += cached.chunks > 0
 
 
 def chunk_snapshot(
@@ -358,7 +341,6 @@ def chunk_snapshot(
                     outcome = _chunk_one(snapshot, entry, chunker)
                     cached = _store(db, version, entry.status, outcome)
                     report.files_chunked += 1
-                    report.chunked_sources.append(entry.source)
                     pending += 1
                     if pending >= _COMMIT_EVERY:
                         db.execute("COMMIT")
@@ -388,10 +370,6 @@ def _keep_unreadable(
         return
     tally.report.kept_unreadable.append(entry.source)
     tally.add(entry, cached)
-
-
-def _describe(entry: ManifestEntry) -> str:
-    return f"{entry.reason}: {entry.detail}" if entry.detail else str(entry.reason)
 
 
 def _finish(report: ChunkingReport, tally: _Tally) -> None:

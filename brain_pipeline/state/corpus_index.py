@@ -33,7 +33,7 @@ from brain_pipeline.corpus.discovery import (
     walk_corpus,
 )
 from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
-from brain_pipeline.publishing.atomic import atomic_write_bytes
+from brain_pipeline.publishing.atomic import atomic_write_bytes, write_if_changed
 from brain_pipeline.publishing.manifest import fingerprint_digest
 from brain_pipeline.state.layout import StateLayout
 
@@ -52,7 +52,7 @@ class SnapshotNotFoundError(FileNotFoundError):
     """No snapshot is stored for a digest (pruned, or observed in another build dir)."""
 
     def __init__(self, layout: StateLayout, digest: str) -> None:
-        path = layout.snapshots_dir / f"{digest}.json"
+        path = snapshot_path(layout, digest)
         super().__init__(
             f"no corpus snapshot {digest} in {layout.snapshots_dir}: observe the corpus again "
             f"(it may have been pruned, or observed with another build directory)"
@@ -241,15 +241,7 @@ def save_snapshot(layout: StateLayout, snapshot: CorpusSnapshot) -> bool:
     unreadable one) or the root spelling can differ, so an existing file is replaced
     when its bytes differ: the stored snapshot is always the latest observation's.
     """
-    data = snapshot.to_json()
-    path = snapshot_path(layout, snapshot.digest)
-    try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return False
-    except FileNotFoundError:
-        pass
-    atomic_write_bytes(path, data)
-    return True
+    return write_if_changed(snapshot_path(layout, snapshot.digest), snapshot.to_json())
 
 
 def load_snapshot(layout: StateLayout, digest: str) -> CorpusSnapshot:

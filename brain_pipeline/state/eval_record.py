@@ -25,15 +25,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.publishing.atomic import atomic_write_bytes
+from brain_pipeline.publishing.atomic import atomic_write_bytes, file_sha256
 from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import read_record
 
 EVALUATION_VERSION = 1
 """Bump when evaluation semantics change (metrics, judging, report): old records expire."""
 
 CODE_VERSION = f"eval{EVALUATION_VERSION}-retrieval{RETRIEVAL_VERSION}"
 _KEEP = 8
+_WRITERS = ("embeddings", "knowledge_store")
+"""Assets whose records stamp the files an evaluation hashes."""
 _FORMAT = 2
 
 Clock = Callable[[], datetime]
@@ -115,23 +118,30 @@ def save(
     return stored
 
 
-def file_sha256(layout: StateLayout | None, path: Path) -> str | None:
-    """sha256 of `path` (None when absent), memoised in the record by its stat signature."""
+def known_sha256(layout: StateLayout | None, path: Path) -> str | None:
+    """sha256 of `path` (None when absent) without reading it when its hash is known.
+
+    Known means: the asset record that wrote the file stamped it and the stamp still
+    matches (the embeddings step does, so the first evaluation after it does not read
+    the vectors again), or this record memoised it under the same stat signature.
+    """
+    path = Path(path)
     try:
-        st = Path(path).stat()
+        st = path.stat()
     except FileNotFoundError:
         return None
+    if layout is not None:
+        for record in filter(None, (read_record(layout, a) for a in _WRITERS)):
+            stamp = record.outputs.get(path.name)
+            if stamp is not None and stamp.still_matches(path):
+                return stamp.sha256
     signature = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
-    name = str(Path(path).resolve())
+    name = str(path.resolve())
     data = _read(layout) if layout is not None else {"digests": {}}
     known = data["digests"].get(name)
     if isinstance(known, dict) and known.get("stat") == signature:
         return str(known["sha256"])
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        while block := handle.read(1 << 24):
-            digest.update(block)
-    sha = digest.hexdigest()
+    sha = file_sha256(path)
     if layout is None:
         return sha
     digests = {name: {"stat": signature, "sha256": sha}}

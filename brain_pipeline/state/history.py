@@ -481,13 +481,14 @@ def seed_from_store(
     seeding from it lets `fixture repair` explain them. `when` defaults to the file's
     modification time. Returns None when the file does not exist.
     """
-    from brain_pipeline.corpus.store import load_store
+    from brain_pipeline.state.store_view import open_store_view
 
     path = Path(store_file)
     if not path.is_file():
         return None
     stamp = when or datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
-    return record_store(layout, load_store(path), stamp)
+    # No layout: a published store's sidecar must not be written into the build's cache.
+    return record_store_view(layout, open_store_view(path), stamp)
 
 
 _LOOKUP = (

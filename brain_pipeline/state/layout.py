@@ -8,12 +8,11 @@
     snapshots/         one corpus snapshot per digest (what an observation saw)
     chunks/            per-file chunk cache keyed by file sha256 + chunking version
     store/             sidecar index of knowledge-store.json (offsets, ids, areas)
-    index/             BM25 indexes per area, keyed by the area's chunk digest
+    index/             BM25 postings, area versions (masks over postings), token counts
     history/           every chunk id ever written to a store (fixture repair)
     assets/            one record per asset: inputs' digests -> outputs' digests
     eval.json          the last evaluation keyed by its input digests (publish gate)
     locks/             one writer per build directory (OS locks, holder described)
-  publish/             staged copies and the intent record of a publication commit
 ```
 
 Paths are only named here; each module that owns a file creates it.
@@ -85,6 +84,3 @@ class StateLayout:
     def locks_dir(self) -> Path:
         return self.state_dir / "locks"
 
-    @property
-    def publish_dir(self) -> Path:
-        return self.build_dir / "publish"

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.publishing.atomic import atomic_write_bytes, file_sha256  # noqa: F401
+from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.state.layout import StateLayout
 
 RECORD_FORMAT = 1
@@ -55,9 +55,6 @@ class FileStamp:
         except FileNotFoundError:
             return False
         return (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size, self.mtime_ns, self.inode)
-
-
-
 
 
 

@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, _chunk_from_row, parse_store
-from brain_pipeline.publishing.atomic import atomic_writer
+from brain_pipeline.publishing.atomic import atomic_writer, file_sha256
 from brain_pipeline.state.layout import StateLayout
 
 STORE_INDEX_VERSION = 1
@@ -85,14 +85,6 @@ class _Index:
     area_codes: npt.NDArray[np.int32]
     area_names: list[str]
     sha256: str | None
-
-
-def _sha256_of(buffer: Any) -> str:
-    digest = hashlib.sha256()
-    view = memoryview(buffer)
-    for start in range(0, len(view), 1 << 24):
-        digest.update(view[start : start + (1 << 24)])
-    return digest.hexdigest()
 
 
 def _newlines(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
@@ -342,11 +334,13 @@ class StoreView:
     Thread-safe for readers. Use `open_store_view` rather than the constructor.
     """
 
-    def __init__(self, path: Path, stat: _Stat, layout: StateLayout | None) -> None:
+    def __init__(
+        self, path: Path, stat: _Stat, layout: StateLayout | None, sha256: str | None = None
+    ) -> None:
         self.path = path
         self._stat = stat
         self._layout = layout
-        self._lock = threading.Lock()
+        self._known_sha256 = sha256
         self._chunks: list[Chunk] | None = None  # fallback mode: the whole parsed store
         self._id_strings: tuple[str, ...] | None = None
         self._mmap: mmap.mmap | None = None
@@ -428,7 +422,7 @@ class StoreView:
         path = self._sidecar_path()
         if path is None:
             return
-        index.sha256 = self._whole_file_sha256()
+        index.sha256 = self._known_sha256 or self._whole_file_sha256()
         meta = json.dumps({"areas": index.area_names, "sha256": index.sha256}).encode("utf-8")
         try:
             with atomic_writer(path) as handle:
@@ -462,9 +456,9 @@ class StoreView:
         return self._index.sha256
 
     def _whole_file_sha256(self) -> str:
-        digest = _sha256_of(self._buffer)
-        self._release_pages()
-        return digest
+        if self._known_sha256 is not None:
+            return self._known_sha256
+        return file_sha256(self.path)
 
     def _read(self, start: int, stop: int) -> bytes:
         """Bytes [start, stop) of the store, read through the file rather than the map.
@@ -611,12 +605,16 @@ _VIEWS: dict[Path, tuple[tuple[_Stat, Path | None], StoreView]] = {}
 _VIEWS_LOCK = threading.Lock()
 
 
-def open_store_view(store_file: Path | str, layout: StateLayout | None = None) -> StoreView:
+def open_store_view(
+    store_file: Path | str, layout: StateLayout | None = None, *, sha256: str | None = None
+) -> StoreView:
     """The view of `store_file`, memoised per process by path and (size, mtime, inode).
 
     With a `layout`, the sidecar index is loaded from (or saved to)
     `layout.store_index_dir`; without one it is built in memory. A file replaced since
     (atomic writes make a new inode) gets a new view. FileNotFoundError when absent.
+    `sha256`: the file's hash when the caller just computed it (the assembly hashes the
+    store while writing it), so a new sidecar does not read the whole file again.
     """
     path = Path(store_file).resolve()
     stat = _Stat.of(path)
@@ -625,7 +623,7 @@ def open_store_view(store_file: Path | str, layout: StateLayout | None = None) -
         cached = _VIEWS.get(path)
         if cached is not None and cached[0] == (stat, where):
             return cached[1]
-        view = StoreView(path, stat, layout)
+        view = StoreView(path, stat, layout, sha256)
         _VIEWS[path] = ((stat, where), view)
         return view
 

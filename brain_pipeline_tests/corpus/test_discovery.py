@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -23,7 +22,6 @@ from brain_pipeline.corpus.discovery import (
     CorpusFile,
     CorpusNotFoundError,
     ManifestEntry,
-    corpus_fingerprint,
     discover,
     walk_corpus,
 )
@@ -296,33 +294,6 @@ def test_root_that_is_a_file_is_refused(tmp_path: Path) -> None:
     file.write_text("x")
     with pytest.raises(CorpusNotFoundError, match="not a directory"):
         discover(file)
-
-
-# --- fingerprint --------------------------------------------------------------------------
-
-
-def test_fingerprint_lists_read_files_with_size_mtime_and_hash(corpus: Path, write: Writer) -> None:
-    path = write("a/x.md", "hello")
-    write("a/image.png", "not text")
-    write("a/formatted-r.json", "{}")
-    st = path.stat()
-    fingerprint = corpus_fingerprint(corpus)
-    assert set(fingerprint) == {"a/x.md", "a/formatted-r.json"}
-    assert fingerprint["a/x.md"] == (5, st.st_mtime_ns, hashlib.sha256(b"hello").hexdigest())
-
-
-def test_fingerprint_reuses_hashes_of_unchanged_files(corpus: Path, write: Writer) -> None:
-    path = write("a/x.md", "hello")
-    first = corpus_fingerprint(corpus)
-    stamp = path.stat().st_mtime_ns
-    path.write_text("jello")  # same size; put the old mtime back
-    os.utime(path, ns=(stamp, stamp))
-    assert corpus_fingerprint(corpus, first) == first  # not re-read: size and mtime agree
-    from_json = json.loads(json.dumps(first))  # a sensor cursor round-trip
-    assert corpus_fingerprint(corpus, from_json) == first
-    os.utime(path, ns=(stamp + 10**9, stamp + 10**9))
-    again = corpus_fingerprint(corpus, first)
-    assert again["a/x.md"][2] == hashlib.sha256(b"jello").hexdigest()
 
 
 def test_walk_yields_only_files_and_manifest_entries(corpus: Path, write: Writer) -> None:

@@ -14,7 +14,6 @@ from brain_pipeline.corpus.discovery import (
     STATUS_SKIPPED,
     CorpusFile,
     ManifestEntry,
-    corpus_fingerprint,
     discover,
     walk_corpus,
 )
@@ -161,19 +160,6 @@ def test_discover_and_ingest_agree_on_junk(corpus: Path, write: Writer) -> None:
     ingested = {e.source: e for e in ingest_corpus(corpus, limits).manifest}
     for source in ("a/program.md", "a/huge.txt"):
         assert discovered[source] == ingested[source]
-
-
-def test_the_fingerprint_hashes_a_big_file_in_blocks(corpus: Path, write: Writer) -> None:
-    big = write("a/big.txt", b"")
-    os.truncate(big, 8_000_000)
-    tracemalloc.start()
-    try:
-        fingerprint = corpus_fingerprint(corpus)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert fingerprint["a/big.txt"][2] == hashlib.sha256(bytes(8_000_000)).hexdigest()
-    assert peak < 4_000_000
 
 
 # ---- roadmaps whose top level is not an object ------------------------------------

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from brain_pipeline.publishing.agent_limits import (
     NODE_MAX_STRING_UNITS,
-    file_utf16_units,
     size_verdict,
     utf16_units_of_utf8,
 )
@@ -22,14 +19,13 @@ def test_units_equal_the_utf16_length(text: str) -> None:
     assert utf16_units_of_utf8(text.encode("utf-8")) == expected
 
 
-def test_file_count_matches_the_in_memory_count(tmp_path: Path) -> None:
-    text = "".join(SAMPLES) * 1000
-    path = tmp_path / "store.json"
-    path.write_bytes(text.encode("utf-8"))
-    assert file_utf16_units(path) == len(text.encode("utf-16-le")) // 2
-    empty = tmp_path / "empty.json"
-    empty.write_bytes(b"")
-    assert file_utf16_units(empty) == 0
+def test_blocks_split_anywhere_add_up() -> None:
+    """The assembly counts the store block by block as it streams it."""
+    data = "".join(SAMPLES).encode("utf-8") * 50
+    whole = utf16_units_of_utf8(data)
+    assert whole == len(data.decode("utf-8").encode("utf-16-le")) // 2
+    for cut in range(0, len(data), 7):  # splits inside multi-byte sequences too
+        assert utf16_units_of_utf8(data[:cut]) + utf16_units_of_utf8(data[cut:]) == whole
 
 
 def test_verdicts_around_the_limit() -> None:

@@ -56,6 +56,8 @@ def rebuild(
         full.duplicates_collapsed,
     )
     assert built.chunks_per_area == full.chunks_per_area
+    store_text = full.store_bytes().decode("utf-8")  # what the agent's V8 reads as one string
+    assert built.utf16_units == len(store_text.encode("utf-16-le")) // 2
     return snapshot, report, built
 
 

@@ -142,3 +142,30 @@ def test_evaluation_inputs_name_the_record_of_the_current_bytes(setup: Setup) ->
     changed = evaluation_inputs(setup.config(), setup.build)
     assert changed is not None and eval_record.lookup(layout, changed.key()) is None
     assert evaluation_inputs(setup.config(), setup.tmp / "nowhere") is None
+
+
+def test_a_hash_the_writing_asset_stamped_is_not_computed_again(tmp_path: Path) -> None:
+    """The embeddings step stamps embeddings.bin with its sha256; the evaluation takes it
+    from there while the file is untouched, and hashes the file once it changed."""
+    import hashlib
+
+    from brain_pipeline.state.records import AssetRecord, stamp_outputs, write_record
+
+    layout = StateLayout.of(tmp_path)
+    vectors = layout.embeddings_file
+    vectors.write_bytes(b"first vectors")
+    stamped = "0" * 64  # not the file's hash: proves the stamp, not the bytes, answered
+    record = AssetRecord(
+        asset="embeddings",
+        data_version="v",
+        code_version="c",
+        inputs={},
+        outputs=stamp_outputs(layout, {vectors.name: stamped}),
+    )
+    write_record(layout, record)
+    assert eval_record.known_sha256(layout, vectors) == stamped
+    vectors.write_bytes(b"other vectors")  # same size would not matter: mtime/inode move
+    os.utime(vectors, ns=(1, 1))
+    fresh = hashlib.sha256(b"other vectors").hexdigest()
+    assert eval_record.known_sha256(layout, vectors) == fresh
+    assert eval_record.known_sha256(layout, tmp_path / "absent.bin") is None
