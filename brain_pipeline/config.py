@@ -353,7 +353,6 @@ ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("AWS_ENDPOINT_URL_S3", "publish.s3.endpoint_url"),
     ("BRAIN_LOCK_WAIT_SECONDS", "locks.wait_seconds"),
 )
-_PATH_KEYS = {"corpus.path", "build_dir", "publish.root", "evaluation.fixture"}
 
 
 def _set_dotted(tree: dict[str, Any], dotted: str, value: Any) -> None:

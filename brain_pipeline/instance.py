@@ -346,6 +346,15 @@ def free_slots_of_finished_runs(instance: dg.DagsterInstance) -> set[str]:
     return freed
 
 
+def reaped_message(run: ReapedRun) -> str:
+    """One line saying what reaping did to `run` (the CLI, the UI and the location)."""
+    freed = " and freed its pool slots" if run.slots_freed else ""
+    return (
+        f"run {run.run_id} was left in progress by a process that is gone "
+        f"(pid {run.pid} on {run.host}); marked it failed{freed}"
+    )
+
+
 def reap_dead_runs_on_load(
     echo: Callable[[str], None] | None = None,
     env: Mapping[str, str] | None = None,
@@ -363,6 +372,5 @@ def reap_dead_runs_on_load(
         log.warning("brain-pipeline: could not check for dead runs: %s", exc)
         return []
     for run in reaped:
-        message = f"marked run {run.run_id} failed: its process (pid {run.pid}) is gone"
-        (echo or log.warning)(message)
+        (echo or log.warning)(reaped_message(run))
     return reaped

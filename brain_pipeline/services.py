@@ -112,6 +112,7 @@ def evaluate_store_dir(
     *,
     reuse: bool = True,
     now: Callable[[], Any] | None = None,
+    run_id: str | None = None,
 ) -> EvaluationOutcome:
     """Evaluate the store (and vectors) in `store_dir` against the fixture and thresholds.
 
@@ -122,6 +123,7 @@ def evaluate_store_dir(
     thresholds, code version, query provider and model) match a stored record, that
     outcome is returned with `reused=True` and nothing is re-evaluated.
     `progress` hears about every query of every retriever (the CLI prints on a clock).
+    `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
     """
     from brain_pipeline.corpus.store import STORE_FILENAME
     from brain_pipeline.evaluation.fixture import FixtureError, parse_fixture
@@ -231,6 +233,7 @@ def evaluate_store_dir(
             },
             "thresholds": [asdict(row) for row in outcome.thresholds],
             "inputs": outcome.inputs,
+            **({"run_id": run_id} if run_id else {}),
         }
         try:
             saved = eval_record.save(layout, key, stored, now=now or eval_record.utc_now)
@@ -313,6 +316,6 @@ def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
     return {chunk: entry.source for chunk, entry in found.items()}
 
 
-def evaluate_build(cfg: BrainConfig, warn: Any = None) -> EvaluationOutcome:
-    """Evaluate the build directory's store and vectors."""
-    return evaluate_store_dir(cfg, cfg.build_dir, warn=warn)
+def evaluate_build(cfg: BrainConfig, run_id: str | None = None) -> EvaluationOutcome:
+    """Evaluate the build directory's store and vectors (for the blocking check)."""
+    return evaluate_store_dir(cfg, cfg.build_dir, run_id=run_id)

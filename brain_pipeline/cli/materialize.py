@@ -10,7 +10,6 @@ import uuid
 # Exit status when another run holds the build directory or publish root (sysexits'
 # EX_TEMPFAIL: try again later).
 EXIT_BUSY = 75
-PUBLISH_ASSETS = ("published_local", "published_s3")
 
 HELP = "materialise assets (default: everything) with their checks, in-process"
 DESCRIPTION = """\
@@ -60,19 +59,12 @@ def _selects_publishing(selection: str) -> bool:
     A selection that does not parse answers False: materialize_selection then reports it
     before anything runs.
     """
-    import warnings
+    from brain_pipeline.defs.runner import SelectionError, resolve_selection, selects_publishing
 
-    import dagster as dg
-
-    from brain_pipeline.defs.definitions import defs
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=dg.BetaWarning)
-        try:
-            keys = dg.AssetSelection.from_string(selection).resolve(defs.resolve_asset_graph())
-        except dg.DagsterError:
-            return False
-    return any(key.to_user_string() in PUBLISH_ASSETS for key in keys)
+    try:
+        return selects_publishing(resolve_selection(selection))
+    except SelectionError:
+        return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if cfg is None:
         return 2
     from brain_pipeline.defs.runner import SelectionError, materialize_selection
-    from brain_pipeline.instance import open_instance, reap_dead_runs
+    from brain_pipeline.instance import open_instance, reap_dead_runs, reaped_message
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
 
     run_id = str(uuid.uuid4())
@@ -104,11 +96,7 @@ def run(args: argparse.Namespace) -> int:
                 before = rebind_build_dir(instance, cfg.build_dir)
                 _note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
             for dead in reap_dead_runs(instance):
-                _note(
-                    f"run {dead.run_id} was left in progress by a process that is gone "
-                    f"(pid {dead.pid} on {dead.host}); marked it failed"
-                    + (" and freed its pool slots" if dead.slots_freed else "")
-                )
+                _note(reaped_message(dead))
             outcome = materialize_selection(
                 args.select,
                 instance=instance,

@@ -59,14 +59,10 @@ def run(args: argparse.Namespace) -> int:
     # Create the instance's storage before the webserver, daemon and code server all
     # race to, and fail the runs a killed process left in progress (they would hold
     # their build directory's place in the queue and their pool slots for ever).
-    from brain_pipeline.instance import open_instance, reap_dead_runs
+    from brain_pipeline.instance import open_instance, reap_dead_runs, reaped_message
 
     for dead in reap_dead_runs(open_instance()):
-        print(
-            f"brain-pipeline ui: marked run {dead.run_id} failed: its process "
-            f"(pid {dead.pid} on {dead.host}) is gone",
-            file=sys.stderr,
-        )
+        print(f"brain-pipeline ui: {reaped_message(dead)}", file=sys.stderr)
     program = Path(command[0]).name
     print(
         f"Dagster UI on http://{args.host}:{args.port} ({program} dev, instance {home})",

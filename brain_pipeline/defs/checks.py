@@ -7,16 +7,16 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.common import claim_build_dir, layout_for, store_chunks, table, to_metadata
-from brain_pipeline.defs.ingest import CORPUS, EVAL_FIXTURE
+from brain_pipeline.defs.ingest import EVAL_FIXTURE
 from brain_pipeline.defs.resources import BrainSettings
 
 CHECK_NAME = "retrieval_eval"
-def _evaluate(cfg: BrainConfig) -> dict[str, Any]:
+def _evaluate(cfg: BrainConfig, run_id: str) -> dict[str, Any]:
     """Evaluate (or reuse the recorded outcome for identical inputs) and flatten what the
     check shows. `services.evaluate_build` is the one code path, shared with the CLI."""
     from brain_pipeline.services import evaluate_build
 
-    outcome = evaluate_build(cfg)
+    outcome = evaluate_build(cfg, run_id=run_id)
     report = outcome.report
     return {
         "failures": list(outcome.failures),
@@ -130,17 +130,6 @@ def _check_metadata(cfg: BrainConfig, result: dict[str, Any]) -> dict[str, Any]:
     return metadata
 
 
-def _remember_run(cfg: BrainConfig, key: str | None, run_id: str) -> None:
-    """Add the evaluating run to the record, so a publish can link to it in the UI."""
-    from brain_pipeline.state import eval_record
-
-    layout = layout_for(cfg)
-    record = eval_record.lookup(layout, key) if key else None
-    if record is None or not key:
-        return
-    eval_record.save(layout, key, {**record, "run_id": run_id})  # keeps its own `when`
-
-
 def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
     @dg.asset_check(
         asset="embeddings",
@@ -161,9 +150,7 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
     ) -> dg.AssetCheckResult:
         cfg = settings.load()
         claim_build_dir(context.instance, cfg.build_dir)
-        result = _evaluate(cfg)
-        if not result["reused"]:
-            _remember_run(cfg, result.get("key"), context.run.run_id)
+        result = _evaluate(cfg, context.run.run_id)
         failures: list[str] = list(result["failures"])
         metadata = _check_metadata(cfg, result)
         reason = "; ".join(failures)
@@ -180,12 +167,3 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
         )
 
     return retrieval_eval
-
-
-def latest_observed_digest(instance: dg.DagsterInstance) -> str | None:
-    """The corpus digest of the newest observation of `corpus` (any run or sensor)."""
-    from dagster._core.definitions.data_version import extract_data_version_from_entry
-
-    record = instance.get_latest_data_version_record(CORPUS, is_source=True)
-    version = extract_data_version_from_entry(record.event_log_entry) if record else None
-    return version.value if version is not None else None

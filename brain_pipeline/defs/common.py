@@ -14,6 +14,9 @@ from brain_pipeline.state.records import AssetRecord, read_record
 # Run storage key-value entry naming the build directory this instance serves.
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
 
+PUBLISH_ASSETS = frozenset({"published_local", "published_s3"})
+"""The steps that write where the agent reads (their runs also lock the publish root)."""
+
 
 class BuildDirMismatch(dg.Failure):
     """The instance serves another build directory: mixing them would mix their lineage."""
@@ -122,15 +125,3 @@ def table(
     names = [name for name, _ in columns]
     records = [dg.TableRecord(dict(zip(names, row, strict=True))) for row in rows[:limit]]
     return dg.MetadataValue.table(records, schema=schema)
-
-
-def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
-    """A small markdown table for the UI's metadata panel."""
-
-    def cell(value: Any) -> str:
-        text = str(value).replace("|", "\\|").replace("\n", " ")
-        return text if len(text) <= 120 else text[:117] + "..."
-
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)

@@ -22,7 +22,6 @@ from brain_pipeline.defs.ingest import (
 )
 from brain_pipeline.defs.publish import published_local, published_s3
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient, S3Publisher
-from brain_pipeline.instance import reap_dead_runs_on_load
 
 
 def build_definitions(config_path: str | None = None) -> dg.Definitions:
@@ -57,5 +56,3 @@ def build_definitions(config_path: str | None = None) -> dg.Definitions:
 
 
 defs = build_definitions()
-# Runs a killed process left "in progress" would hold their queue place and pool slots.
-reap_dead_runs_on_load()

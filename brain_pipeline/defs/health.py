@@ -197,12 +197,12 @@ def build_freshness_check(cfg: BrainConfig, clock: Any = None) -> dg.AssetChecks
     def published_store_is_current(
         context: dg.AssetCheckExecutionContext, settings: BrainSettings
     ) -> dg.AssetCheckResult:
-        from brain_pipeline.defs.checks import latest_observed_digest
+        from brain_pipeline.defs.ingest import latest_corpus_observation
         from brain_pipeline.publishing.freshness import assess
         from brain_pipeline.publishing.local import live_manifest
 
         manifest = live_manifest(settings.load().publish_root())
-        observed = latest_observed_digest(context.instance)
+        observed, _ = latest_corpus_observation(context.instance)
         verdict = assess(
             published_at=manifest.published_at if manifest else None,
             published_digest=manifest.corpus_fingerprint if manifest else None,

@@ -109,15 +109,15 @@ def eval_fixture(context: dg.OpExecutionContext) -> dg.ObserveResult:
     )
 
 
-def _observation_of_this_run(context: dg.AssetExecutionContext) -> str | None:
-    """The corpus digest observed by this run's own `corpus` step, if it had one."""
+def latest_corpus_observation(instance: dg.DagsterInstance) -> tuple[str | None, str | None]:
+    """(digest, run id) of the newest observation of `corpus` (any run or sensor)."""
     from dagster._core.definitions.data_version import extract_data_version_from_entry
 
-    record = context.instance.get_latest_data_version_record(CORPUS, is_source=True)
-    if record is None or record.run_id != context.run.run_id:
-        return None
+    record = instance.get_latest_data_version_record(CORPUS, is_source=True)
+    if record is None:
+        return None, None
     version = extract_data_version_from_entry(record.event_log_entry)
-    return version.value if version is not None else None
+    return (version.value if version is not None else None), record.run_id
 
 
 def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Any:
@@ -128,15 +128,11 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> An
     """
     from brain_pipeline.state.corpus_index import load_snapshot
 
-    digest = _observation_of_this_run(context)
-    if digest is not None:
-        return load_snapshot(layout_for(cfg), digest)
+    known, observed_by = latest_corpus_observation(context.instance)
+    if known is not None and observed_by == context.run.run_id:  # this run's own step
+        return load_snapshot(layout_for(cfg), known)
     snapshot = observe(cfg)
-    latest = context.instance.get_latest_data_version_record(CORPUS, is_source=True)
-    from dagster._core.definitions.data_version import extract_data_version_from_entry
-
-    known = extract_data_version_from_entry(latest.event_log_entry) if latest else None
-    if known is None or known.value != snapshot.digest:
+    if known != snapshot.digest:
         context.log_event(
             dg.AssetObservation(
                 asset_key=CORPUS,
@@ -193,6 +189,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
             chunker=functools.partial(ingest_file, limits=limits),
         )
         data_version = digest_of([snapshot.digest, code_version])
+        problem_rows = _problem_rows(report.entries)  # one count for the asset and its check
         write_record(
             layout,
             AssetRecord(
@@ -202,8 +199,8 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
                 inputs={"corpus": snapshot.digest},
                 facts={
                     "occurrences": report.occurrences,
-                    "problems": _problem_rows(report.entries)[:PROBLEM_ROWS_KEPT],
-                    "problem_count": len(_problem_rows(report.entries)),
+                    "problems": problem_rows[:PROBLEM_ROWS_KEPT],
+                    "problem_count": len(problem_rows),
                 },
                 run_id=context.run.run_id,
             ),
@@ -220,7 +217,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
                 "occurrences": report.occurrences,
                 "files_chunked": report.files_chunked,
                 "files_reused": report.files_reused,
-                "problem_files": len(report.problems),
+                "problem_files": len(problem_rows),
                 "dagster/row_count": report.occurrences,
             }
         )
@@ -230,7 +227,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         )
         metadata["problems"] = table(
             [("file", "string"), ("reason", "string"), ("detail", "string")],
-            _problem_rows(report.entries),
+            problem_rows,
         )
         return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(data_version))
 

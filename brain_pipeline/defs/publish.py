@@ -41,6 +41,8 @@ class BuildArtifacts:
     evaluation: dict[str, float]
     evaluation_run_id: str | None
     corpus_digest: str | None
+    store_sha256: str
+    """From the store view's index: known without hashing the bytes again."""
 
 
 def _recover(context: dg.AssetExecutionContext, cfg: BrainConfig) -> None:
@@ -114,6 +116,7 @@ def _gate(
         figures,
         (record or {}).get("run_id"),
         str(digest) if digest else None,
+        view.sha256,
     )
 
 
@@ -133,15 +136,12 @@ def _manifest(context: dg.AssetExecutionContext, artifacts: BuildArtifacts) -> A
 
 def _live_local_manifest(cfg: BrainConfig, artifacts: BuildArtifacts) -> Any | None:
     """The manifest published_local made for these bytes, so S3 carries the same one."""
-    from brain_pipeline.publishing.local import storage_dirs
-    from brain_pipeline.publishing.manifest import PublishManifest, sha256_hex
+    from brain_pipeline.publishing.local import live_manifest
 
-    path = storage_dirs(cfg.publish_root())[0] / "manifest.json"
-    try:
-        manifest = PublishManifest.from_json(path.read_bytes())
-    except (OSError, ValueError, KeyError):
+    manifest = live_manifest(cfg.publish_root())
+    if manifest is None or manifest.store.sha256 != artifacts.store_sha256:
         return None
-    return manifest if manifest.store.sha256 == sha256_hex(artifacts.store_bytes) else None
+    return manifest
 
 
 def _publish_version(manifest: Any) -> str:
@@ -304,7 +304,7 @@ def published_s3(
 ) -> Iterator[dg.MaterializeResult]:
     from brain_pipeline.publishing.s3 import PublishError
 
-    cfg = settings.load()
+    cfg, layout = start_step(context.instance, settings)
     s3 = cfg.publish.s3
     if not s3.bucket:
         context.log.info(
@@ -312,7 +312,6 @@ def published_s3(
             "nothing is materialised"
         )
         return
-    cfg, layout = start_step(context.instance, settings)
     _, evaluation = _evaluation_of_build(cfg, layout)
     artifacts = _gate(context, cfg, layout, config.force, evaluation)
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(context, artifacts)

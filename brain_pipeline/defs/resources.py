@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig, load_config, variables_for
+from brain_pipeline.defs.common import PUBLISH_ASSETS
 
 
 class BrainSettings(dg.ConfigurableResource):
@@ -37,7 +38,7 @@ class BrainSettings(dg.ConfigurableResource):
         cfg = self.load()
         run = context.dagster_run
         names = {key.to_user_string() for key in (run.asset_selection or set())} if run else set()
-        publishes = not names or bool(names & {"published_local", "published_s3"})
+        publishes = not names or bool(names & PUBLISH_ASSETS)
         run_id = run.run_id if run else None
         with hold_run_locks(
             cfg.build_dir,

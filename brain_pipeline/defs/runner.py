@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import ConfigError
+from brain_pipeline.defs.common import PUBLISH_ASSETS
 from brain_pipeline.defs.definitions import defs as default_defs
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.instance import in_process_run_tags
@@ -148,6 +149,30 @@ def observations_for(keys: AbstractSet[dg.AssetKey]) -> set[dg.AssetKey]:
     return wanted
 
 
+def resolve_selection(
+    selection: str, definitions: dg.Definitions | None = None
+) -> set[dg.AssetKey]:
+    """The asset keys `selection` names (SelectionError, listing the assets, if none)."""
+    graph = (definitions or default_defs).resolve_asset_graph()
+    known = ", ".join(sorted(k.to_user_string() for k in graph.get_all_asset_keys()))
+    with warnings.catch_warnings():
+        # Parsing '*' touches a beta parameter inside Dagster itself; not our concern.
+        warnings.simplefilter("ignore", category=dg.BetaWarning)
+        try:
+            keys = set(dg.AssetSelection.from_string(selection).resolve(graph))
+        except dg.DagsterError as exc:
+            raise SelectionError(
+                f"{selection!r}: {str(exc).rstrip('.')}. Assets: {known}"
+            ) from None
+    if not keys:
+        raise SelectionError(f"the selection {selection!r} matches no asset. Assets: {known}")
+    return keys
+
+
+def selects_publishing(keys: AbstractSet[dg.AssetKey]) -> bool:
+    return any(key.to_user_string() in PUBLISH_ASSETS for key in keys)
+
+
 def materialize_selection(
     selection: str = "*",
     *,
@@ -164,19 +189,7 @@ def materialize_selection(
     publish steps of the same run exactly as a UI launch or the schedule would.
     """
     defs = definitions or default_defs
-    graph = defs.resolve_asset_graph()
-    known = ", ".join(sorted(k.to_user_string() for k in graph.get_all_asset_keys()))
-    with warnings.catch_warnings():
-        # Parsing '*' touches a beta parameter inside Dagster itself; not our concern.
-        warnings.simplefilter("ignore", category=dg.BetaWarning)
-        try:
-            keys = dg.AssetSelection.from_string(selection).resolve(graph)
-        except dg.DagsterError as exc:
-            raise SelectionError(
-                f"{selection!r}: {str(exc).rstrip('.')}. Assets: {known}"
-            ) from None
-    if not keys:
-        raise SelectionError(f"the selection {selection!r} matches no asset. Assets: {known}")
+    keys = resolve_selection(selection, defs)
     keys = keys | observations_for(keys)
     job = defs.resolve_implicit_global_asset_job_def()
     if not verbose:
@@ -185,7 +198,7 @@ def materialize_selection(
     if not verbose:
         # Asset log lines (progress, warnings) without Dagster's per-event debug output.
         run_config["loggers"] = {"concise": {"config": {"log_level": "INFO"}}}
-    publish_keys = {dg.AssetKey("published_local"), dg.AssetKey("published_s3")}
+    publish_keys = {dg.AssetKey(name) for name in PUBLISH_ASSETS}
     if force_publish:
         run_config["ops"] = {
             key.to_python_identifier(): {"config": {"force": True}} for key in keys & publish_keys

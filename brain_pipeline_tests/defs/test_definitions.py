@@ -96,7 +96,13 @@ def test_workspace_and_dg_point_at_the_same_module() -> None:
     module = workspace["load_from"][0]["python_module"]["module_name"]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert project["tool"]["dg"]["project"]["code_location_target_module"] == module
-    assert module == "brain_pipeline.defs.definitions"
+    assert module == "brain_pipeline.defs.location"
+
+
+def test_the_code_location_serves_the_definitions() -> None:
+    from brain_pipeline.defs import location
+
+    assert location.defs is defs
 
 
 def test_in_process_executor_by_default() -> None:
