@@ -126,6 +126,7 @@ def evaluate_store_dir(
     `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
     """
     from brain_pipeline.corpus.store import STORE_FILENAME
+    from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation.fixture import FixtureError, parse_fixture
     from brain_pipeline.evaluation.runner import (
         EvaluationReport,
@@ -134,7 +135,6 @@ def evaluate_store_dir(
         run_evaluation,
         threshold_rows,
     )
-    from brain_pipeline.evaluation.search import read_embeddings_mapped
     from brain_pipeline.state import eval_record
     from brain_pipeline.state.bm25_cache import ViewSource
     from brain_pipeline.state.store_view import cache_layout, open_store_view
@@ -186,7 +186,7 @@ def evaluate_store_dir(
             except (KeyError, TypeError, ValueError):
                 pass  # a record from another version: evaluate again (and overwrite it)
 
-    embeddings = read_embeddings_mapped(embeddings_file, warn=warn)
+    embeddings = read_embeddings(embeddings_file, warn, mapped=True)
     choice = choose_query_embedder(cfg, embeddings)
     report, failures = run_evaluation(
         ViewSource(view, layout),
@@ -226,11 +226,7 @@ def evaluate_store_dir(
             "stale_ids": outcome.stale_ids,
             "figures": outcome.flat_metrics,
             "markdown": outcome.markdown,
-            "report": {
-                **report.to_dict(),
-                "stale_labels": report.stale_labels,
-                "stale_sources": report.stale_sources,
-            },
+            "report": report.to_dict(),
             "thresholds": [asdict(row) for row in outcome.thresholds],
             "inputs": outcome.inputs,
             **({"run_id": run_id} if run_id else {}),

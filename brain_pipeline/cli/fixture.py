@@ -199,6 +199,7 @@ def run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
+    from brain_pipeline.corpus.store import heading_text
     from brain_pipeline.evaluation.repair import find_stale, old_chunk_of, old_chunks_for
 
     stale = find_stale(inputs.fixture, inputs.chunks)
@@ -214,7 +215,7 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
                 "area": s.area,
                 "id": s.id,
                 "source": was.source if was else None,
-                "heading": _heading(was.heading) if was else None,
+                "heading": (heading_text(was.heading) or None) if was else None,
                 "old_area": was.area if was else None,
                 "last_seen": was.last_seen if was else None,
                 "live_in": list(s.live_in),
@@ -246,17 +247,6 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
                 print(f"  still live in area {', '.join(row['live_in'])}: moved to another area?")
         print("\nrepair: brain-pipeline fixture repair   (--write to apply the safe ones)")
     return EXIT_STALE if rows else 0
-
-
-def _heading(heading: Any) -> str | None:
-    """A heading as text (None when the chunk had none), as the store's JSON holds it."""
-    import json
-
-    from brain_pipeline.corpus.store import NO_HEADING
-
-    if heading is NO_HEADING or heading is None:
-        return None
-    return heading if isinstance(heading, str) else json.dumps(heading, ensure_ascii=False)
 
 
 def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
@@ -317,7 +307,9 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
         print(f"{inputs.fixture_path}: {added.message}{kept}")
         return 0
     warnings: list[str] = []
-    embeddings = read_embeddings(inputs.store_dir / EMBEDDINGS_FILENAME, warn=warnings.append)
+    embeddings = read_embeddings(
+        inputs.store_dir / EMBEDDINGS_FILENAME, warnings.append, mapped=True
+    )
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     choice = choose_query_embedder(inputs.cfg, embeddings)

@@ -8,6 +8,7 @@ as U+FFFD) and the writer reproduces `JSON.stringify(chunks, null, 2)` byte for 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +61,13 @@ class Chunk:
     @property
     def has_heading(self) -> bool:
         return self.heading is not NO_HEADING
+
+
+def heading_text(heading: Any) -> str:
+    """A heading as a person reads it: the string, a number's or object's JSON, or ""."""
+    if heading is NO_HEADING or heading is None:
+        return ""
+    return heading if isinstance(heading, str) else json.dumps(heading, ensure_ascii=False)
 
 
 def chunk_id(content: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.corpus.store import NO_HEADING, Chunk
+from brain_pipeline.corpus.store import Chunk, heading_text
 from brain_pipeline.evaluation.fixture import Fixture
 from brain_pipeline.retrieval.hybrid import QueryEmbedder, Retriever
 from brain_pipeline.retrieval.vectors import EmbeddingStore
@@ -89,12 +89,6 @@ def _rank(rank: int | None) -> str:
     return "—" if rank is None else str(rank)
 
 
-def _heading(heading: Any) -> str:
-    if heading is NO_HEADING or heading is None:
-        return ""
-    return heading if isinstance(heading, str) else json.dumps(heading, ensure_ascii=False)
-
-
 def _first_lines(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip()][:_FIRST_LINES]
     return "\n".join(
@@ -149,7 +143,7 @@ def label_candidates(
             bm25_rank=bm25_rank.get(key),
             hybrid_rank=hybrid_rank.get(key),
             source=chunk_of[key].source,
-            heading=_heading(chunk_of[key].heading),
+            heading=heading_text(chunk_of[key].heading),
             first_lines=_first_lines(chunk_of[key].content),
             labelled=key in already,
         )

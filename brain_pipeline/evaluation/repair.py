@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brain_pipeline.corpus.store import NO_HEADING, Chunk
+from brain_pipeline.corpus.store import NO_HEADING, Chunk, heading_text
 from brain_pipeline.evaluation.fixture import Fixture
 
 if TYPE_CHECKING:
@@ -185,12 +185,6 @@ def coverage(old: str, new: str) -> float:
 def excerpt(text: str, size: int = _EXCERPT) -> str:
     flat = normalise(text)
     return flat if len(flat) <= size else flat[: size - 1].rstrip() + "…"
-
-
-def _heading_text(heading: Any) -> str:
-    if heading is NO_HEADING or heading is None:
-        return ""
-    return heading if isinstance(heading, str) else json.dumps(heading, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -471,7 +465,7 @@ def _decide(
 def _candidate(s: _Scored) -> Candidate:
     c = s.chunk
     return Candidate(
-        c.id, round(s.score, 4), c.source, _heading_text(c.heading), excerpt(c.content)
+        c.id, round(s.score, 4), c.source, heading_text(c.heading), excerpt(c.content)
     )
 
 

@@ -117,6 +117,8 @@ class EvaluationReport:
             "unknown_areas": list(self.unknown_areas),
             "notes": list(self.notes),
             "queries": [asdict(q) for q in self.queries],
+            "stale_labels": [list(label) for label in self.stale_labels],
+            "stale_sources": dict(self.stale_sources),
         }
 
     @classmethod

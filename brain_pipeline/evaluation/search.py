@@ -12,19 +12,14 @@ from __future__ import annotations
 
 import json
 import math
-import mmap
-import os
-import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from brain_pipeline.corpus.store import STORE_FILENAME, Chunk
 from brain_pipeline.retrieval.hybrid import Hit, Retriever
-from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, ID_WIDTH, MAGIC, EmbeddingStore
+from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, EmbeddingStore
 
 if TYPE_CHECKING:
     from brain_pipeline.state.bm25_cache import ViewSource
@@ -71,6 +66,7 @@ def open_store(path: Path | str, build_dir: Path | str | None = None) -> OpenedS
     already has one (see `store_view.cache_layout`). An embeddings.bin that is not
     PATBEMB1 is ignored with a warning, never misread.
     """
+    from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.state.store_view import cache_layout, open_store_view
 
     target = Path(path)
@@ -84,58 +80,8 @@ def open_store(path: Path | str, build_dir: Path | str | None = None) -> OpenedS
     layout = cache_layout(directory, build_dir)
     view = open_store_view(store_file, layout)
     warnings: list[str] = []
-    embeddings = read_embeddings_mapped(directory / EMBEDDINGS_FILENAME, warn=warnings.append)
+    embeddings = read_embeddings(directory / EMBEDDINGS_FILENAME, warnings.append, mapped=True)
     return OpenedStore(directory, view, embeddings, layout, warnings)
-
-
-_HEADER = struct.Struct("<8sHIH")
-
-
-def read_embeddings_mapped(
-    path: Path, warn: Callable[[str], None] | None = None
-) -> EmbeddingStore | None:
-    """embeddings.bin with its vectors memory-mapped (read-only) instead of copied.
-
-    Same answers as `embedding.store_file.read_embeddings` (None when absent; a file
-    that is not PATBEMB1 is ignored with a warning), without reading 800 MB of vectors
-    into memory before a search touches one area's rows.
-    """
-    try:
-        with Path(path).open("rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size < _HEADER.size:
-                return _not_a_store(path, "not a PATBEMB1 file (bad magic)", warn)
-            mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except FileNotFoundError:
-        return None
-    magic, dim, count, name_len = _HEADER.unpack_from(mapped, 0)
-    if magic != MAGIC:
-        return _not_a_store(path, "not a PATBEMB1 file (bad magic)", warn)
-    offset = _HEADER.size
-    expected = offset + name_len + ID_WIDTH * count + dim * count
-    if size != expected:
-        return _not_a_store(
-            path, f"PATBEMB1 size mismatch: header says {expected} bytes, file has {size}", warn
-        )
-    try:
-        model = mapped[offset : offset + name_len].decode("utf-8")
-        offset += name_len
-        raw_ids = np.frombuffer(mapped, dtype=f"S{ID_WIDTH}", count=count, offset=offset)
-        ids = np.char.rstrip(np.char.decode(raw_ids, "ascii"), " ").tolist()
-    except UnicodeDecodeError as exc:
-        return _not_a_store(path, f"PATBEMB1 header is not text: {exc}", warn)
-    offset += ID_WIDTH * count
-    vectors = np.frombuffer(mapped, dtype=np.int8, count=dim * count, offset=offset)
-    return EmbeddingStore(model=model, dim=dim, ids=ids, vectors=vectors.reshape(count, dim))
-
-
-def _not_a_store(
-    path: Path, reason: str, warn: Callable[[str], None] | None
-) -> EmbeddingStore | None:
-    """Warn that the file is ignored; the answer is "no vectors" (never a misread)."""
-    if warn is not None:
-        warn(f"ignored {Path(path).name}: {reason}")
-    return None
 
 
 class BatchFormatError(ValueError):

@@ -249,7 +249,7 @@ class Retriever:
             return SearchResult(self._dense_hits(query_vector, area, limit), "dense")
         depth = POOL_FACTOR * limit
         lexical = [chunk_id for chunk_id, _ in self._bm25_index(area).search(query, depth)]
-        dense = [hit.chunk.id for hit in self._dense_hits(query_vector, area, depth)]
+        dense = [chunk_id for chunk_id, _ in self._dense_ranked(query_vector, area, depth)]
         fused = reciprocal_rank_fusion([lexical, dense], RRF_K)[: max(limit, 0)]
         hits = [Hit(self._source.chunk(area, cid), score) for cid, score in fused]
         return SearchResult(hits, "hybrid")
@@ -313,6 +313,15 @@ class Retriever:
 
     def _dense_hits(self, query_vector: npt.NDArray[np.int8], area: str, limit: int) -> list[Hit]:
         """The `limit` nearest chunks by int8 cosine (any sign), ties by id ascending."""
+        chunk = self._source.chunk
+        ranked = self._dense_ranked(query_vector, area, limit)
+        return [Hit(chunk(area, chunk_id), score) for chunk_id, score in ranked]
+
+    def _dense_ranked(
+        self, query_vector: npt.NDArray[np.int8], area: str, limit: int
+    ) -> list[tuple[str, float]]:
+        """(id, cosine) of the `limit` nearest chunks: no chunk is decoded (hybrid fusion
+        needs only the ids of its pool)."""
         pool = self._vector_pool(area)
         if limit <= 0 or not pool.ids:
             return []
@@ -322,8 +331,7 @@ class Retriever:
             cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]
             candidates = np.flatnonzero(scores >= cut)
         order = candidates[np.lexsort((pool.id_rank[candidates], -scores[candidates]))]
-        chunk = self._source.chunk
-        return [Hit(chunk(area, pool.ids[i]), float(scores[i])) for i in order[:limit].tolist()]
+        return [(pool.ids[i], float(scores[i])) for i in order[:limit].tolist()]
 
 
 def _rank_by_id(ids: Sequence[str]) -> npt.NDArray[np.int64]:

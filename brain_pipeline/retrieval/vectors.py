@@ -8,6 +8,7 @@ count × dim int8 values.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ import numpy.typing as npt
 EMBEDDINGS_FILENAME = "embeddings.bin"
 MAGIC = b"PATBEMB1"
 ID_WIDTH = 12
+Buffer = bytes | bytearray | memoryview | mmap.mmap
 _HEADER = struct.Struct("<8sHIH")
 
 
@@ -88,30 +90,34 @@ def encode_embeddings(model: str, ids: Sequence[str], vectors: npt.NDArray[np.in
     return header + name + bytes(id_block) + vecs.tobytes()
 
 
-def decode_embeddings(data: bytes) -> EmbeddingStore:
-    """Parse PATBEMB1 bytes; raise NotAnEmbeddingStore for anything else (never misread)."""
-    if len(data) < _HEADER.size or data[:8] != MAGIC:
+def decode_embeddings(data: Buffer, *, copy: bool = True) -> EmbeddingStore:
+    """Parse PATBEMB1 bytes; raise NotAnEmbeddingStore for anything else (never misread).
+
+    `data` may be any buffer (bytes, or a read-only memory map); with `copy=False` the
+    vectors stay a view of it, so a search over an 800 MB file reads only the rows it
+    touches.
+    """
+    size = len(data)
+    if size < _HEADER.size or bytes(data[:8]) != MAGIC:
         raise NotAnEmbeddingStore("not a PATBEMB1 file (bad magic)")
     _, dim, count, name_len = _HEADER.unpack_from(data, 0)
     offset = _HEADER.size
     expected = offset + name_len + ID_WIDTH * count + dim * count
-    if len(data) != expected:
+    if size != expected:
         raise NotAnEmbeddingStore(
-            f"PATBEMB1 size mismatch: header says {expected} bytes, file has {len(data)}"
+            f"PATBEMB1 size mismatch: header says {expected} bytes, file has {size}"
         )
     try:
-        model = data[offset : offset + name_len].decode("utf-8")
+        model = bytes(data[offset : offset + name_len]).decode("utf-8")
         offset += name_len
-        id_bytes = data[offset : offset + ID_WIDTH * count]
-        ids = [
-            id_bytes[i : i + ID_WIDTH].decode("ascii").rstrip(" ")
-            for i in range(0, len(id_bytes), ID_WIDTH)
-        ]
+        raw_ids = np.frombuffer(data, dtype=f"S{ID_WIDTH}", count=count, offset=offset)
+        ids = np.char.rstrip(np.char.decode(raw_ids, "ascii"), " ").tolist()
     except UnicodeDecodeError as exc:
         raise NotAnEmbeddingStore(f"PATBEMB1 header is not text: {exc}") from exc
     offset += ID_WIDTH * count
     vectors = np.frombuffer(data, dtype=np.int8, count=dim * count, offset=offset)
-    return EmbeddingStore(model=model, dim=dim, ids=ids, vectors=vectors.reshape(count, dim).copy())
+    matrix = vectors.reshape(count, dim)
+    return EmbeddingStore(model, dim, ids, matrix.copy() if copy else matrix)
 
 
 def cosine_scores(

@@ -51,7 +51,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from brain_pipeline.corpus.store import NO_HEADING
+from brain_pipeline.corpus.store import NO_HEADING, heading_text
 from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.store_view import id_keys, lookup_sorted
@@ -139,9 +139,7 @@ class HistoryEntry:
     @property
     def heading_text(self) -> str:
         """The heading as a person reads it ("" when there is none)."""
-        if self.heading is NO_HEADING:
-            return ""
-        return self.heading if isinstance(self.heading, str) else json.dumps(self.heading)
+        return heading_text(self.heading)
 
     def to_dict(self) -> dict[str, Any]:
         return {

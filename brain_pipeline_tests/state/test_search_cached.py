@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import hashlib
 from pathlib import Path
 
@@ -11,7 +12,8 @@ import pytest
 from brain_pipeline.cli import main
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.store import load_store, serialize_store
-from brain_pipeline.evaluation.search import open_store, read_embeddings_mapped
+from brain_pipeline.embedding.store_file import read_embeddings
+from brain_pipeline.evaluation.search import open_store
 from brain_pipeline.retrieval.hybrid import Retriever
 from brain_pipeline.retrieval.vectors import decode_embeddings, encode_embeddings, quantize
 from brain_pipeline.state.store_view import clear_views
@@ -45,9 +47,10 @@ def build(tmp_path: Path) -> Path:
 def test_view_retriever_equals_the_parsed_one_in_every_mode(build: Path) -> None:
     chunks = load_store(build / "knowledge-store.json")
     decoded = decode_embeddings((build / "embeddings.bin").read_bytes())
-    mapped = read_embeddings_mapped(build / "embeddings.bin")
+    mapped = read_embeddings(build / "embeddings.bin", mapped=True)
     assert mapped is not None and mapped.ids == decoded.ids
     assert np.array_equal(mapped.vectors, decoded.vectors)
+    assert not mapped.vectors.flags.owndata  # a view of the mapped file, not a copy
     plain = Retriever(chunks, decoded, _embed)
     for run in range(2):  # the second run loads every index from state/
         clear_views()
@@ -72,13 +75,19 @@ def test_cli_answers_are_the_same_cold_and_warm(
     config = tmp_path / "corpus_config.yaml"
     config.write_text(f"build_dir: {build}\nembedding:\n  provider: none\n")
     monkeypatch.setenv("BRAIN_CONFIG", str(config))
-    area = load_store(build / "knowledge-store.json")[0].area
+    chunks = load_store(build / "knowledge-store.json")
+    area = chunks[0].area
+    query = " ".join(next(c for c in chunks if c.area == area).content.split()[:4])
+    want = Retriever(chunks).search(query, area, limit=5, mode="lexical").hits
+    assert want  # words of one of the area's chunks: the search has hits to compare
     outputs = []
-    for _ in range(2):
+    for _ in range(2):  # cold (indexes built and written), then warm (loaded)
         clear_views()
-        assert main(["search", "network data", "--area", area, "--json", "--limit", "5"]) == 0
+        assert main(["search", query, "--area", area, "--json", "--limit", "5"]) == 0
         outputs.append(capsys.readouterr().out)
-    assert outputs[0] == outputs[1] and '"hits"' in outputs[0]
+    assert outputs[0] == outputs[1]
+    hits = json.loads(outputs[0])["hits"]
+    assert [(h["id"], h["score"]) for h in hits] == [(h.chunk.id, h.score) for h in want]
 
 
 def test_a_store_outside_the_build_directory_is_searched_without_writing(build: Path) -> None:
