@@ -13,11 +13,14 @@ import pytest
 
 @contextlib.contextmanager
 def small_tmpfs(mountpoint: Path, size: str) -> Iterator[Path]:
-    """Mount a tmpfs of `size` (CI runs as root); skip with the reason when not allowed."""
+    """Mount a tmpfs of `size` (CI runs as root); fail with the reason when not allowed.
+
+    Failing, not skipping: a disk-full test that silently skips would count as passing.
+    """
     mountpoint.mkdir(parents=True)
     mount = shutil.which("mount")
     if mount is None:
-        pytest.skip("no mount command on this machine")
+        pytest.fail("no mount command on this machine: the disk-full tests need one")
     done = subprocess.run(
         [mount, "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mountpoint)],
         capture_output=True,
@@ -25,7 +28,7 @@ def small_tmpfs(mountpoint: Path, size: str) -> Iterator[Path]:
         check=False,
     )
     if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+        pytest.fail(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
     try:
         yield mountpoint
     finally:

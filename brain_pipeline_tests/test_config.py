@@ -206,10 +206,20 @@ def test_a_bad_cron_is_one_config_error_line_naming_key_and_value(tmp_path: Path
 def test_the_cron_check_agrees_with_dagster_on_what_it_accepts() -> None:
     from dagster._utils.schedules import is_valid_cron_string  # the tests may import Dagster
 
+    from brain_pipeline.config import check_cron
+
+    def ours(expression: str) -> bool:
+        try:
+            check_cron(expression)
+        except ValueError:
+            return False
+        return True
+
     accepted = ["0 3 * * *", "*/15 8-18 * * MON-FRI", "0 0 1 JAN,jul *", "0 0 ? * 5#2"]
     refused = ["99 99 * * *", "0 3 31 2 *", "0 3 31 2 MON", "*/0 * * * *", "0 0 * * 8"]
-    assert all(is_valid_cron_string(c) for c in accepted)
-    assert not any(is_valid_cron_string(c) for c in refused)
+    for expression in accepted + refused:
+        assert ours(expression) == is_valid_cron_string(expression), expression
+    assert all(ours(c) for c in accepted) and not any(ours(c) for c in refused)
 
 
 def test_the_configuration_module_does_not_import_dagster() -> None:

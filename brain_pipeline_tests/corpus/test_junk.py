@@ -176,7 +176,6 @@ def test_a_roadmap_that_is_not_an_object_is_reported(
     result = ingest_corpus(corpus)
     entry = _entry(corpus, "a/formatted-list.json")
     assert (entry.status, entry.reason, entry.problem) == (STATUS_SKIPPED, REASON_NOT_OBJECT, True)
-    assert "not an object" in REASON_NOT_OBJECT
     assert entry.detail == f"top level is {what}, nothing taken"
     assert ("a/formatted-list.json", f"{REASON_NOT_OBJECT}: {entry.detail}") in result.problems
 

@@ -83,6 +83,7 @@ def test_moving_from_the_pickle_layout_embeds_nothing_again(gemini_project: Proj
     server: FakeGemini = gemini_project.gemini  # type: ignore[attr-defined]
     assert gemini_project.materialize().success
     paid = server.stats().task_types.get("RETRIEVAL_DOCUMENT", 0)
+    assert paid > 0  # the first build did embed: "nothing re-paid" below means something
     shutil.rmtree(gemini_project.build / "state")  # what the first version left behind
     gemini_project.instance = dg.DagsterInstance.ephemeral()  # and a fresh instance
     outcome = gemini_project.materialize()

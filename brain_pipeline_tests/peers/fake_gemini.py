@@ -104,6 +104,8 @@ class FakeGemini:
         self._stats = Stats()
         self._released = threading.Event()
         self._released.set()
+        self.holding = threading.Event()
+        """Set once a request is being held (see `hold_after_requests`)."""
         self._window_start = clock()
         self._window_used = 0
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -159,6 +161,7 @@ class FakeGemini:
             self._window_used = 0
 
     def _update_hold(self) -> None:
+        self.holding.clear()
         if self.settings.hold_after_requests is None:
             self._released.set()
         else:
@@ -182,6 +185,7 @@ class FakeGemini:
             hold = self.settings.hold_after_requests
             held = hold is not None and self._stats.requests > hold
         if held:
+            self.holding.set()
             self._released.wait()
         if delay:
             time.sleep(delay)

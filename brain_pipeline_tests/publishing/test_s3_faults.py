@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from typing import Any
 from urllib.parse import urlparse
 
@@ -45,30 +44,25 @@ def test_timeouts_come_from_the_configuration() -> None:
 def test_a_silent_endpoint_fails_on_the_read_timeout_in_one_line(
     s3: MotoS3Server, build: SampleBuild
 ) -> None:
-    with SilentServer() as silent:
-        started = time.monotonic()
-        with pytest.raises(PublishError) as caught:
-            upload(build, silent.url, timeouts=S3Timeouts(connect=1, read=1, deadline=30))
-        elapsed = time.monotonic() - started
+    with SilentServer() as silent, pytest.raises(PublishError) as caught:
+        upload(build, silent.url, timeouts=S3Timeouts(connect=1, read=1, deadline=30))
     message = str(caught.value)
     assert "\n" not in message
     assert silent.url in message and BUCKET in message
+    # The read timeout fired (named in the message), not the SDK's 60 s default and its
+    # retries: the cost is bounded by attempts, which a clock-free test can count.
     assert "did not answer within 1 s" in message
-    assert silent.accepted >= 1  # it did accept: this is the hung-endpoint case
-    # a loose bound only (the issue measured 191 s with the SDK's defaults)
-    assert elapsed < 25
+    assert 1 <= silent.accepted <= 5
 
 
 def test_the_total_deadline_bounds_a_silent_endpoint(s3: MotoS3Server, build: SampleBuild) -> None:
     """Read timeout far above the deadline: the deadline shrinks it and names itself."""
-    with SilentServer() as silent:
-        started = time.monotonic()
-        with pytest.raises(PublishError) as caught:
-            upload(build, silent.url, timeouts=S3Timeouts(connect=1, read=600, deadline=2))
-        elapsed = time.monotonic() - started
+    with SilentServer() as silent, pytest.raises(PublishError) as caught:
+        upload(build, silent.url, timeouts=S3Timeouts(connect=1, read=600, deadline=2))
     message = str(caught.value)
+    # The deadline fired (it names itself), not the 600 s read timeout.
     assert "2 s deadline (publish.s3.deadline_seconds)" in message and "\n" not in message
-    assert elapsed < 25
+    assert silent.accepted >= 1
 
 
 def _bucket_state() -> dict[str, Any]:

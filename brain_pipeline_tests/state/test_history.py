@@ -272,8 +272,9 @@ def test_a_full_disk_loses_no_recorded_store(tmp_path: Path) -> None:
             while True:
                 handle.write(b"\0" * 4096)
         bulky = [make_chunk(f"{n} " + "filler text " * 400, source="big.md") for n in range(60)]
-        with pytest.raises((OSError, sqlite3.Error)):
+        with pytest.raises((OSError, sqlite3.Error)) as full:
             history.record_store(layout, stores[2] + bulky, T0 + timedelta(days=2))
+        assert "full" in str(full.value) or "No space left" in str(full.value)
         assert _all_entries(layout, ids) == after_two
         filler.unlink()
         history.record_store(layout, stores[3], T0 + timedelta(days=3))

@@ -148,7 +148,9 @@ def test_a_damaged_sidecar_is_rebuilt(tmp_path: Path) -> None:
     open_store_view(layout.store_file, layout)
     clear_views()
     for garbage in (b"garbage", b"PK\x03\x04 torn zip"):
-        for sidecar in layout.store_index_dir.glob("*.npz"):
+        sidecars = list(layout.store_index_dir.glob("*.npz"))
+        assert sidecars  # there is a sidecar to damage
+        for sidecar in sidecars:
             sidecar.write_bytes(garbage)
         clear_views()
         assert open_store_view(layout.store_file, layout).all_chunks() == parse_store(data)
