@@ -161,25 +161,26 @@ class _Inputs:
 def _inputs(args: argparse.Namespace) -> _Inputs:
     """Configuration, live chunks and fixture; raises ValueError/OSError on unusable inputs."""
     from brain_pipeline.config import load_config
-    from brain_pipeline.corpus.store import STORE_FILENAME, load_store
     from brain_pipeline.evaluation.fixture import load_fixture
+    from brain_pipeline.evaluation.search import open_store
+    from brain_pipeline.publishing.local import live_store_file
     from brain_pipeline.state.layout import StateLayout
 
     cfg = load_config()
-    store_dir = Path(args.store) if args.store else cfg.build_dir
-    store_file = store_dir / STORE_FILENAME if store_dir.is_dir() else store_dir
-    if not store_file.is_file():
-        raise FileNotFoundError(f"no {STORE_FILENAME} at {store_file}; build it first or --store")
+    # The same store lookup (and missing-store message) as `search` and `eval`.
+    opened = open_store(args.store or cfg.build_dir, build_dir=cfg.build_dir)
     fixture_path = Path(args.fixture) if args.fixture else cfg.evaluation.fixture
-    published = cfg.publish_root() / "src" / "storage" / STORE_FILENAME
-    fallbacks = [published, *(Path(p) for p in getattr(args, "old_store", []) or [])]
+    fallbacks = [
+        live_store_file(cfg.publish_root()),
+        *(Path(p) for p in getattr(args, "old_store", []) or []),
+    ]
     return _Inputs(
         cfg=cfg,
         layout=StateLayout.of(cfg.build_dir),
-        chunks=load_store(store_file),
+        chunks=opened.view.all_chunks(),
         fixture=load_fixture(fixture_path),
         fixture_path=fixture_path,
-        store_dir=store_file.parent,
+        store_dir=opened.directory,
         fallback_stores=fallbacks,
     )
 

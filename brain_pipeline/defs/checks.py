@@ -48,13 +48,14 @@ def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
     """What `brain-pipeline fixture repair` would do, for the failing check's metadata."""
     from brain_pipeline.evaluation.fixture import load_fixture
     from brain_pipeline.evaluation.repair import propose_for_build
+    from brain_pipeline.publishing.local import live_store_file
 
     layout = layout_for(cfg)
     proposal = propose_for_build(
         layout,
         store_chunks(layout),
         load_fixture(cfg.evaluation.fixture),
-        fallback_stores=[cfg.publish_root() / "src" / "storage" / "knowledge-store.json"],
+        fallback_stores=[live_store_file(cfg.publish_root())],
     )
     return {"metadata": proposal.to_metadata(), "rows": proposal.to_rows()}
 

@@ -254,8 +254,9 @@ def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -
     from brain_pipeline.state import history
 
     if history.is_empty(layout):
-        live = cfg.publish_root() / "src" / "storage" / layout.store_file.name
-        history.seed_from_store(layout, live)
+        from brain_pipeline.publishing.local import live_store_file
+
+        history.seed_from_store(layout, live_store_file(cfg.publish_root()))
     from brain_pipeline.state.store_view import open_store_view
 
     view = open_store_view(layout.store_file, layout, sha256=store_sha256)

@@ -179,6 +179,11 @@ def _check_manifest_matches(
         raise ValueError("manifest.embeddings.sha256 does not match the embeddings to publish")
 
 
+def live_store_file(publish_root: Path) -> Path:
+    """The store the agent reads now (it may not exist yet)."""
+    return storage_dirs(publish_root)[0] / STORE_FILENAME
+
+
 def live_manifest(publish_root: Path) -> PublishManifest | None:
     """The manifest now live in src/storage, without verifying the copies (cheap: checks
     that only need what is published, not whether the bytes still match, use this)."""
