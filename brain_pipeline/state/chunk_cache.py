@@ -392,6 +392,21 @@ def _finish(report: ChunkingReport, tally: _Tally) -> None:
 # --- garbage collection -------------------------------------------------------------------
 
 
+def _cached_row(
+    db: sqlite3.Connection,
+    known: dict[tuple[str, str, str], CachedFile],
+    entry: ManifestEntry,
+    version: str,
+) -> CachedFile | None:
+    """The cache row serving `entry`: by key for a hashed file, the last cached version
+    for an unreadable one, none for other skipped files (or an unknown key)."""
+    if _is_unreadable(entry):
+        return last_cached(db, entry.source, version)
+    if entry.status == STATUS_SKIPPED:
+        return None
+    return known.get((str(entry.sha256), entry.status, entry.source))
+
+
 def resolve_rows(
     db: sqlite3.Connection, snapshot: CorpusSnapshot, version: str
 ) -> list[tuple[ManifestEntry, CachedFile]]:
@@ -403,16 +418,11 @@ def resolve_rows(
     known = load_rows(db, version)
     plan: list[tuple[ManifestEntry, CachedFile]] = []
     for entry in snapshot.entries:
-        if entry.status == STATUS_SKIPPED:
-            if _is_unreadable(entry):
-                cached = last_cached(db, entry.source, version)
-                if cached is not None:
-                    plan.append((entry, cached))
-            continue
-        found = known.get((str(entry.sha256), entry.status, entry.source))
-        if found is None:
+        cached = _cached_row(db, known, entry, version)
+        if cached is not None:
+            plan.append((entry, cached))
+        elif entry.status != STATUS_SKIPPED:
             raise ChunkCacheMissError(entry.source)
-        plan.append((entry, found))
     return plan
 
 
@@ -433,12 +443,7 @@ def gc_chunk_cache(
         live: set[int] = set()
         known = load_rows(db, version)
         for entry in live_snapshot.entries:
-            if _is_unreadable(entry):
-                cached = last_cached(db, entry.source, version)
-            elif entry.status != STATUS_SKIPPED:
-                cached = known.get((str(entry.sha256), entry.status, entry.source))
-            else:
-                cached = None
+            cached = _cached_row(db, known, entry, version)
             if cached is not None:
                 live.add(cached.row)
         dead = [(row,) for (row,) in db.execute("SELECT id FROM files") if row not in live]
