@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from brain_pipeline.corpus import history  # noqa: E402
 from brain_pipeline.corpus.store import Chunk  # noqa: E402
-from brain_pipeline.state import history  # noqa: E402
 from brain_pipeline.state.layout import StateLayout  # noqa: E402
 
 WORDS = [

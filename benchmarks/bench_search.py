@@ -159,7 +159,7 @@ def _generate_into(store: Path, n_chunks: int, n_areas: int) -> None:
 
 def _edit_one_chunk(store: Path, area: str) -> None:
     """Child-process step: replace the first chunk of `area` (a new file, new inode)."""
-    from brain_pipeline.state.store_view import open_store_view
+    from brain_pipeline.corpus.store_reader import open_store_view
 
     view = open_store_view(store)
     chunks = view.all_chunks()
@@ -175,7 +175,7 @@ def _write_fixture(store: Path, fixture: Path) -> None:
     """Child-process step: 5 labelled queries per area, each 4 words of a known chunk."""
     import json
 
-    from brain_pipeline.state.store_view import open_store_view
+    from brain_pipeline.corpus.store_reader import open_store_view
 
     view = open_store_view(store)
     queries = []

@@ -42,10 +42,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from brain_pipeline.corpus.assembly import assemble_store
+from brain_pipeline.corpus.chunk_cache import chunk_snapshot
 from brain_pipeline.corpus.ingest import ingest_corpus
-from brain_pipeline.state.assembly import assemble_store
-from brain_pipeline.state.chunk_cache import chunk_snapshot
-from brain_pipeline.state.corpus_index import observe_corpus
+from brain_pipeline.corpus.observation import observe_corpus
 from brain_pipeline.state.layout import StateLayout
 
 T = TypeVar("T")

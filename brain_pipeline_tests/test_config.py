@@ -14,7 +14,7 @@ from brain_pipeline.config import (
     check_cron,
     load_config,
 )
-from brain_pipeline.instance import ensure_instance_home
+from brain_pipeline.lib.instance import ensure_instance_home
 
 REPO = Path(__file__).resolve().parents[1]
 

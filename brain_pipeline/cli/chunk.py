@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.corpus.discovery import CorpusNotFoundError
     from brain_pipeline.corpus.ingest import ingest_corpus
     from brain_pipeline.corpus.junk import DEFAULT_LIMITS
-    from brain_pipeline.publishing.atomic import write_if_changed
+    from brain_pipeline.utils.atomic import write_if_changed
 
     try:
         if args.corpus is not None:  # the configuration (slower to import) is not needed

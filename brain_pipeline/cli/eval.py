@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
 
     from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.evaluation.runner import EvaluationReport
-    from brain_pipeline.services import evaluate_store_dir
+    from brain_pipeline.evaluation.service import evaluate_store_dir
 
     try:
         cfg = load_config()

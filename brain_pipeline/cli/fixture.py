@@ -296,8 +296,8 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation.fixture_edit import FixtureEditError
     from brain_pipeline.evaluation.labeling import LabelError, add_labels, label_candidates
+    from brain_pipeline.evaluation.service import choose_query_embedder
     from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
-    from brain_pipeline.services import choose_query_embedder
 
     if args.add:
         try:

@@ -23,8 +23,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from brain_pipeline.config import ConfigError, load_config
+    from brain_pipeline.corpus.gc import collect
     from brain_pipeline.publishing.local import inspect_publication
-    from brain_pipeline.state.gc import collect
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
 

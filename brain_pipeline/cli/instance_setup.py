@@ -15,7 +15,7 @@ def configured_instance(command: str) -> BrainConfig | None:
     Returns None after printing the configuration error, so the caller exits with 2.
     """
     from brain_pipeline.config import ConfigError, load_config
-    from brain_pipeline.instance import ensure_instance_home
+    from brain_pipeline.lib.instance import ensure_instance_home
 
     try:
         cfg = load_config()

@@ -6,6 +6,10 @@ import argparse
 import sys
 import time
 import uuid
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dagster import Definitions
 
 # Exit status when another run holds the build directory or publish root (sysexits'
 # EX_TEMPFAIL: try again later).
@@ -53,16 +57,16 @@ def _note(message: str) -> None:
     print(f"brain-pipeline materialize: {message}", file=sys.stderr, flush=True)
 
 
-def _selects_publishing(selection: str) -> bool:
+def _selects_publishing(selection: str, definitions: Definitions) -> bool:
     """Whether `selection` includes a publish asset (then the publish root is locked too).
 
     A selection that does not parse answers False: materialize_selection then reports it
     before anything runs.
     """
-    from brain_pipeline.defs.runner import SelectionError, resolve_selection, selects_publishing
+    from brain_pipeline.lib.runner import SelectionError, resolve_selection, selects_publishing
 
     try:
-        return selects_publishing(resolve_selection(selection))
+        return selects_publishing(resolve_selection(selection, definitions))
     except SelectionError:
         return False
 
@@ -73,14 +77,17 @@ def run(args: argparse.Namespace) -> int:
     cfg = configured_instance("materialize")
     if cfg is None:
         return 2
-    from brain_pipeline.defs.runner import SelectionError, materialize_selection
-    from brain_pipeline.instance import open_instance, reap_dead_runs, reaped_message
+    from brain_pipeline.lib.instance import open_instance, reap_dead_runs, reaped_message
+    from brain_pipeline.lib.runner import SelectionError, materialize_selection
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
 
     run_id = str(uuid.uuid4())
     holder = make_holder(f"brain-pipeline materialize --select {args.select}", run_id)
     started = time.monotonic()
-    publishes = _selects_publishing(args.select)
+    from brain_pipeline.definitions import build_definitions
+
+    definitions = build_definitions()
+    publishes = _selects_publishing(args.select, definitions)
     try:
         with hold_run_locks(
             cfg.build_dir,
@@ -91,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         ):
             instance = open_instance()
             if args.rebind:
-                from brain_pipeline.defs.common import rebind_build_dir
+                from brain_pipeline.lib.steps import rebind_build_dir
 
                 before = rebind_build_dir(instance, cfg.build_dir)
                 _note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
@@ -99,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 _note(reaped_message(dead))
             outcome = materialize_selection(
                 args.select,
+                definitions=definitions,
                 instance=instance,
                 force_publish=args.force_publish,
                 verbose=args.verbose,

@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
         StoreNotFoundError,
         open_store,
     )
+    from brain_pipeline.evaluation.service import choose_query_embedder
     from brain_pipeline.retrieval.hybrid import Retriever
-    from brain_pipeline.services import choose_query_embedder
 
     if (args.query is None) == (args.queries is None):
         print("brain-pipeline search: give either QUERY or --queries FILE", file=sys.stderr)

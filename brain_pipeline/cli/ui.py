@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     # Create the instance's storage before the webserver, daemon and code server all
     # race to, and fail the runs a killed process left in progress (they would hold
     # their build directory's place in the queue and their pool slots for ever).
-    from brain_pipeline.instance import open_instance, reap_dead_runs, reaped_message
+    from brain_pipeline.lib.instance import open_instance, reap_dead_runs, reaped_message
 
     for dead in reap_dead_runs(open_instance()):
         print(f"brain-pipeline ui: {reaped_message(dead)}", file=sys.stderr)

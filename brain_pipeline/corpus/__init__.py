@@ -3,7 +3,7 @@
 Pure Python (no Dagster): `ingest_corpus(root)` is the one entry point the CLI and the
 Dagster asset share (the asset through the per-file cache in `brain_pipeline.state`, which
 must stay byte-identical to it). The corpus digest (what `status` and the manifest compare)
-is computed by `brain_pipeline.state.corpus_index.observe_corpus`.
+is computed by `brain_pipeline.corpus.observation.observe_corpus`.
 """
 
 from brain_pipeline.corpus.discovery import CorpusNotFoundError, discover

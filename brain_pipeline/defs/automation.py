@@ -19,8 +19,8 @@ import json
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
-from brain_pipeline.defs.ingest import CORPUS, DATA_VERSION_TAG, EVAL_FIXTURE
-from brain_pipeline.instance import BUILD_DIR_TAG, build_dir_tag_value
+from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
+from brain_pipeline.lib.steps import CORPUS, DATA_VERSION_TAG, EVAL_FIXTURE
 
 reingest_job = dg.define_asset_job(
     name="reingest_job",

@@ -6,15 +6,21 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.common import claim_build_dir, layout_for, store_chunks, table, to_metadata
-from brain_pipeline.defs.ingest import EVAL_FIXTURE
 from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.lib.steps import (
+    EVAL_FIXTURE,
+    claim_build_dir,
+    layout_for,
+    store_chunks,
+    table,
+    to_metadata,
+)
 
 CHECK_NAME = "retrieval_eval"
 def _evaluate(cfg: BrainConfig, run_id: str) -> dict[str, Any]:
     """Evaluate (or reuse the recorded outcome for identical inputs) and flatten what the
     check shows. `services.evaluate_build` is the one code path, shared with the CLI."""
-    from brain_pipeline.services import evaluate_build
+    from brain_pipeline.evaluation.service import evaluate_build
 
     outcome = evaluate_build(cfg, run_id=run_id)
     report = outcome.report

@@ -6,17 +6,16 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.common import (
+from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
+from brain_pipeline.embedding.progress import ThrottledProgress
+from brain_pipeline.lib.instance import GEMINI_POOL
+from brain_pipeline.lib.steps import (
     recheck_input,
     start_step,
     store_chunks,
     to_metadata,
     upstream_record,
 )
-from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
-from brain_pipeline.embedding.progress import ThrottledProgress
-from brain_pipeline.instance import GEMINI_POOL
-from brain_pipeline.publishing.atomic import file_sha256
 from brain_pipeline.state.records import (
     AssetRecord,
     digest_of,
@@ -24,6 +23,7 @@ from brain_pipeline.state.records import (
     stamp_outputs,
     write_record,
 )
+from brain_pipeline.utils.atomic import file_sha256
 
 EMBEDDINGS_CODE_VERSION = "embeddings-1"
 PROVIDER_KINDS = {"gemini": "gemini", "local": "onnx"}
@@ -44,12 +44,12 @@ def _build(
     context: dg.AssetExecutionContext, cfg: BrainConfig, layout: Any, client: EmbeddingClient
 ) -> tuple[dict[str, Any], bool]:
     """Bring embeddings.bin up to date; (metadata facts, whether any vector exists)."""
+    from brain_pipeline.corpus.store_reader import open_store_view
     from brain_pipeline.embedding.builder import (
         EmbeddingBuildInterrupted,
         build_embeddings,
         prune_embedding_ids,
     )
-    from brain_pipeline.state.store_view import open_store_view
 
     out = layout.embeddings_file
     embedder = client.embedder(cfg)

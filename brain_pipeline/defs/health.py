@@ -11,10 +11,9 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.common import layout_for, table
-from brain_pipeline.defs.ingest import CORPUS
+from brain_pipeline.corpus.agent_limits import size_verdict
 from brain_pipeline.defs.resources import BrainSettings
-from brain_pipeline.publishing.agent_limits import size_verdict
+from brain_pipeline.lib.steps import CORPUS, layout_for, table
 from brain_pipeline.state.records import AssetRecord, read_record
 
 FRESHNESS_MARGIN = timedelta(hours=2)

@@ -18,7 +18,10 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED
 from brain_pipeline.corpus.ingest import ingest_file
-from brain_pipeline.defs.common import (
+from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.lib.steps import (
+    CORPUS,
+    DATA_VERSION_TAG,
     claim_build_dir,
     layout_for,
     recheck_input,
@@ -27,13 +30,9 @@ from brain_pipeline.defs.common import (
     to_metadata,
     upstream_record,
 )
-from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, digest_of, stamp_outputs, write_record
 
-CORPUS = dg.AssetKey("corpus")
-EVAL_FIXTURE = dg.AssetKey("eval_fixture")
-DATA_VERSION_TAG = "dagster/data_version"
 STORE_CODE_VERSION = "store-1"
 PROBLEM_ROWS_KEPT = 500
 
@@ -58,7 +57,7 @@ def _snapshot_metadata(snapshot: Any, build_dir: str) -> dict[str, Any]:
 
 def observe(cfg: BrainConfig) -> Any:
     """A fresh observation of the configured corpus (the file index makes it cheap)."""
-    from brain_pipeline.state.corpus_index import observe_corpus
+    from brain_pipeline.corpus.observation import observe_corpus
 
     return observe_corpus(cfg.corpus_root(), layout_for(cfg), limits=cfg.ingest_limits())
 
@@ -126,7 +125,7 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> An
     A fresh observation that differs from the last one Dagster knows is recorded as an
     observation of `corpus`, so the lineage names the corpus version that was read.
     """
-    from brain_pipeline.state.corpus_index import load_snapshot
+    from brain_pipeline.corpus.observation import load_snapshot
 
     known, observed_by = latest_corpus_observation(context.instance)
     if known is not None and observed_by == context.run.run_id:  # this run's own step
@@ -145,7 +144,7 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> An
 
 def chunks_code_version(cfg: BrainConfig) -> str:
     """Chunking code version plus the configuration that shapes chunks (junk limits)."""
-    from brain_pipeline.state.chunk_cache import CHUNKING_VERSION
+    from brain_pipeline.corpus.chunk_cache import CHUNKING_VERSION
 
     shaping = cfg.corpus.model_dump(mode="json", exclude={"path", "candidates"})
     return f"chunks-{CHUNKING_VERSION}-{digest_of(shaping)[:8]}"
@@ -177,7 +176,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
     def knowledge_chunks(
         context: dg.AssetExecutionContext, settings: BrainSettings
     ) -> dg.MaterializeResult:
-        from brain_pipeline.state.chunk_cache import chunk_snapshot
+        from brain_pipeline.corpus.chunk_cache import chunk_snapshot
 
         cfg, layout = start_step(context.instance, settings)
         snapshot = _snapshot_for_run(context, cfg)
@@ -205,7 +204,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
                 run_id=context.run.run_id,
             ),
         )
-        from brain_pipeline.state.gc import prune_old_snapshots
+        from brain_pipeline.corpus.gc import prune_old_snapshots
 
         prune_old_snapshots(layout, [snapshot.digest])
         for source, reason in report.problems:
@@ -235,8 +234,8 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
 
 
 def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
-    from brain_pipeline.state.assembly import assemble_store
-    from brain_pipeline.state.corpus_index import load_snapshot
+    from brain_pipeline.corpus.assembly import assemble_store
+    from brain_pipeline.corpus.observation import load_snapshot
 
     return assemble_store(
         load_snapshot(layout, digest),
@@ -251,13 +250,13 @@ def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -
     which still holds the texts an edit replaced), so a stale label can be explained."""
     from datetime import UTC, datetime
 
-    from brain_pipeline.state import history
+    from brain_pipeline.corpus import history
 
     if history.is_empty(layout):
         from brain_pipeline.publishing.local import live_store_file
 
         history.seed_from_store(layout, live_store_file(cfg.publish_root()))
-    from brain_pipeline.state.store_view import open_store_view
+    from brain_pipeline.corpus.store_reader import open_store_view
 
     view = open_store_view(layout.store_file, layout, sha256=store_sha256)
     history.record_store_view(layout, view, datetime.now(UTC))

@@ -16,8 +16,8 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.defs.common import start_step, to_metadata
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
+from brain_pipeline.lib.steps import start_step, to_metadata
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
 
@@ -61,8 +61,8 @@ def _evaluation_of_build(
     cfg: BrainConfig, layout: StateLayout
 ) -> tuple[str | None, dict[str, Any] | None]:
     """(key, record) of the evaluation of exactly the build's inputs; record None if none."""
-    from brain_pipeline.services import evaluation_inputs
-    from brain_pipeline.state import eval_record
+    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation.service import evaluation_inputs
 
     if not layout.store_file.exists():
         raise dg.Failure(
@@ -90,7 +90,7 @@ def _gate(
     store_bytes = layout.store_file.read_bytes()
     emb_file = layout.embeddings_file
     emb_bytes = emb_file.read_bytes() if emb_file.exists() else None
-    from brain_pipeline.state.store_view import open_store_view
+    from brain_pipeline.corpus.store_reader import open_store_view
 
     view = open_store_view(layout.store_file, layout)
     # Chunks per area and the live ids are all a manifest needs: no chunk is decoded.

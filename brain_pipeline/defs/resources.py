@@ -13,7 +13,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig, load_config, variables_for
-from brain_pipeline.defs.common import PUBLISH_ASSETS
+from brain_pipeline.lib.steps import PUBLISH_ASSETS
 
 
 class BrainSettings(dg.ConfigurableResource):
@@ -62,7 +62,7 @@ class EmbeddingClient(dg.ConfigurableResource):
     setting_variables: list[str] = variables_for("embedding.")
 
     def embedder(self, cfg: BrainConfig) -> Any:
-        from brain_pipeline.services import embedder_for
+        from brain_pipeline.evaluation.service import embedder_for
 
         return embedder_for(cfg)
 

@@ -8,13 +8,13 @@ from brain_pipeline.embedding.builder import (
     build_embeddings,
     prune_embeddings,
 )
-from brain_pipeline.embedding.providers import (
+from brain_pipeline.embedding.factory import make_embedder
+from brain_pipeline.embedding.protocol import (
     Embedder,
     EmbeddingError,
     EmbeddingRejected,
     EmbeddingUnavailable,
     LocalModelUnavailable,
-    make_embedder,
 )
 
 __all__ = [

@@ -25,7 +25,7 @@ from brain_pipeline.embedding.checkpoint import (
     checkpoint_path,
     read_checkpoint,
 )
-from brain_pipeline.embedding.providers import (
+from brain_pipeline.embedding.protocol import (
     Embedder,
     EmbeddingError,
     EmbeddingUnavailable,
@@ -33,12 +33,12 @@ from brain_pipeline.embedding.providers import (
     embed_with_progress,
 )
 from brain_pipeline.embedding.store_file import read_embeddings
-from brain_pipeline.publishing.atomic import write_if_changed
 from brain_pipeline.retrieval.vectors import (
     EmbeddingStore,
     encode_embeddings,
     quantize,
 )
+from brain_pipeline.utils.atomic import write_if_changed
 
 Progress = Callable[[int, int], None]
 Log = Callable[[str], None]

@@ -24,8 +24,8 @@ from typing import BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.retrieval.vectors import ID_WIDTH
+from brain_pipeline.utils.atomic import atomic_write_bytes
 
 JOURNAL_MAGIC = b"PATBJRN1"
 _HEADER = struct.Struct("<8sHH")

@@ -39,7 +39,7 @@ from brain_pipeline.embedding.pacing import (
     call_with_retry,
     retry_delay_from_details,
 )
-from brain_pipeline.embedding.providers import (
+from brain_pipeline.embedding.protocol import (
     EmbeddingError,
     EmbeddingRejected,
     EmbeddingUnavailable,

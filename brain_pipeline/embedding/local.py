@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from brain_pipeline.embedding.providers import (
+from brain_pipeline.embedding.protocol import (
     FloatMatrix,
     FloatVector,
     LocalModelUnavailable,

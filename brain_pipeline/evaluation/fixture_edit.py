@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from brain_pipeline.evaluation.fixture import Fixture, parse_fixture
-from brain_pipeline.publishing.atomic import atomic_write_bytes
+from brain_pipeline.utils.atomic import atomic_write_bytes
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")

@@ -647,8 +647,8 @@ def old_chunks_for(
     `fallback_stores` are knowledge-store.json paths read (in order) only for ids the
     history does not know, e.g. the live published store before the history is seeded.
     """
+    from brain_pipeline.corpus.history import lookup_many
     from brain_pipeline.corpus.store import load_store
-    from brain_pipeline.state.history import lookup_many
 
     wanted = list(dict.fromkeys(ids))
     found = {key: old_chunk_of(entry) for key, entry in lookup_many(layout, wanted).items()}

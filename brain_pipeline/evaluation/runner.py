@@ -18,7 +18,9 @@ from typing import Any
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation.fixture import Fixture, load_fixture, unknown_areas
 from brain_pipeline.evaluation.legacy import LegacyRetriever, legacy_terms
+from brain_pipeline.evaluation.legacy_cache import LegacyMatches
 from brain_pipeline.evaluation.metrics import fixture_metrics
+from brain_pipeline.retrieval.bm25_cache import ViewSource
 from brain_pipeline.retrieval.hybrid import ChunkSource, QueryEmbedder, Retriever, as_source
 from brain_pipeline.retrieval.vectors import EmbeddingStore
 
@@ -256,8 +258,9 @@ def _rankers(
     rankers: dict[str, Ranker] = {}
     if "legacy" in names:
         terms = [t for q in fixture.queries for t in legacy_terms(q.query)]
-        cached = source.legacy_ranker(terms)
-        if cached is not None:
+        if isinstance(source, ViewSource):
+            # A store on disk: per-chunk term matches are cached beside the store.
+            cached = LegacyMatches(source.view, source.cache.layout, terms).search
 
             def rank_cached(query: str, area: str) -> tuple[list[str], str, str | None]:
                 return cached(query, area, K), "legacy", None

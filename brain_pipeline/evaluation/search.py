@@ -22,9 +22,9 @@ from brain_pipeline.retrieval.hybrid import Hit, Retriever
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, EmbeddingStore
 
 if TYPE_CHECKING:
-    from brain_pipeline.state.bm25_cache import ViewSource
+    from brain_pipeline.corpus.store_reader import StoreView
+    from brain_pipeline.retrieval.bm25_cache import ViewSource
     from brain_pipeline.state.layout import StateLayout
-    from brain_pipeline.state.store_view import StoreView
 
 
 class StoreNotFoundError(FileNotFoundError):
@@ -53,7 +53,7 @@ class OpenedStore:
 
     def source(self) -> ViewSource:
         """What a `Retriever` searches: the view plus BM25 indexes cached in `layout`."""
-        from brain_pipeline.state.bm25_cache import ViewSource
+        from brain_pipeline.retrieval.bm25_cache import ViewSource
 
         return ViewSource(self.view, self.layout)
 
@@ -66,8 +66,8 @@ def open_store(path: Path | str, build_dir: Path | str | None = None) -> OpenedS
     already has one (see `store_view.cache_layout`). An embeddings.bin that is not
     PATBEMB1 is ignored with a warning, never misread.
     """
+    from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
     from brain_pipeline.embedding.store_file import read_embeddings
-    from brain_pipeline.state.store_view import cache_layout, open_store_view
 
     target = Path(path)
     store_file = target / STORE_FILENAME if target.is_dir() else target

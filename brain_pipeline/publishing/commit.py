@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from brain_pipeline.publishing.atomic import atomic_write_bytes, file_sha256
+from brain_pipeline.utils.atomic import atomic_write_bytes, file_sha256
 
 PUBLISH_STATE_DIRNAME = ".brain-publish"
 INTENT_FILENAME = "intent.json"

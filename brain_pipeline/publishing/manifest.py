@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from brain_pipeline.corpus.observation import corpus_digest
 from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, parse_store
 from brain_pipeline.retrieval.vectors import (
     EMBEDDINGS_FILENAME,
@@ -260,52 +261,6 @@ def build_manifest(
         vectors_count=vectors.count,
         vector_coverage=round(covered / len(store_ids), 6) if store_ids else 0.0,
     )
-
-
-def _file_sha256(entry: Any) -> str:
-    """The sha256 of one corpus_fingerprint entry: an object, a mapping or a tuple."""
-    if hasattr(entry, "sha256"):
-        return str(entry.sha256)
-    if isinstance(entry, Mapping):
-        return str(entry["sha256"])
-    return str(entry[2])  # (size, mtime_ns, sha256)
-
-
-def fingerprint_digest(files: Mapping[str, Any]) -> str:
-    """One hex digest for a corpus: relative paths and content hashes only.
-
-    `files` maps relative path -> an entry with its sha256 (a corpus snapshot's files,
-    see `state.corpus_index`). Sizes and mtimes are left out on
-    purpose: a `touch` or a fresh checkout changes mtimes without changing what the
-    store is built from, and must not make the live publication look stale.
-    """
-    by_path = {str(path).replace("\\", "/"): entry for path, entry in files.items()}
-    digest = hashlib.sha256()
-    for path in sorted(by_path):
-        digest.update(path.encode("utf-8", errors="surrogateescape"))
-        digest.update(b"\0")
-        digest.update(_file_sha256(by_path[path]).encode("ascii"))
-        digest.update(b"\n")
-    return digest.hexdigest()
-
-
-def corpus_digest(
-    corpus_root: Path, build_dir: Path | None = None, limits: Any = None
-) -> str:
-    """The corpus digest as the pipeline's observation computes it, read-only.
-
-    One code path with the `corpus` asset (same walk, same junk rules, so a corpus with
-    an oversized file is not "changed" for status alone), trusting the build directory's
-    file index for files whose size and mtime are settled, and writing nothing.
-    """
-    from brain_pipeline.corpus.junk import DEFAULT_LIMITS
-    from brain_pipeline.state.corpus_index import observe_corpus
-    from brain_pipeline.state.layout import StateLayout
-
-    layout = StateLayout.of(build_dir if build_dir is not None else corpus_root / ".no-build-dir")
-    return observe_corpus(
-        corpus_root, layout, limits=limits or DEFAULT_LIMITS, record=False
-    ).digest
 
 
 @dataclass(frozen=True)

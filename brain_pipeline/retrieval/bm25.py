@@ -26,8 +26,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from brain_pipeline.publishing.atomic import atomic_directory
 from brain_pipeline.retrieval.text import raw_words, term_of, tokenize
+from brain_pipeline.utils.atomic import atomic_directory
 
 K1 = 1.2
 B = 0.75

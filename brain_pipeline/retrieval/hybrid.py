@@ -100,13 +100,6 @@ class ChunkSource(ABC):
     def with_ids(self, ids: set[str]) -> list[Chunk]:
         """The chunks whose id is in `ids`, in store order (every occurrence)."""
 
-    def legacy_ranker(self, terms: Sequence[str]) -> Callable[[str, str, int], list[str]] | None:
-        """A faster equivalent of the legacy baseline for queries made of `terms`, if any.
-
-        None means "run `LegacyRetriever` over `area_chunks`" (the in-memory default).
-        """
-        return None
-
 
 class ListSource(ChunkSource):
     """Chunks held in memory; BM25 indexes built lazily, once per area, thread-safely."""

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.utils.atomic import atomic_write_bytes
 
 RECORD_FORMAT = 1
 

@@ -11,7 +11,7 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline.embedding.builder import build_embeddings
-from brain_pipeline.embedding.providers import make_embedder
+from brain_pipeline.embedding.factory import make_embedder
 from brain_pipeline_tests.cli.conftest import Project
 
 

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from brain_pipeline.corpus.store import chunk_id
-from brain_pipeline.defs.definitions import build_definitions
-from brain_pipeline.defs.runner import MaterializeOutcome, materialize_selection
+from brain_pipeline.definitions import build_definitions
+from brain_pipeline.lib.runner import MaterializeOutcome, materialize_selection
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_CORPUS = REPO / "examples" / "curated-content"

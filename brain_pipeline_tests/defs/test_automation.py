@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from brain_pipeline.defs.definitions import build_definitions
+from brain_pipeline.definitions import build_definitions
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus, observe_with_sensor
 
 MATERIALIZED = ["knowledge_chunks", "knowledge_store", "embeddings", "published_local"]

@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from brain_pipeline.defs.definitions import build_definitions, defs
+from brain_pipeline.definitions import build_definitions
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED_GROUPS = {
@@ -22,6 +22,7 @@ EXPECTED_GROUPS = {
     "published_s3": "publish",
 }
 SOURCES = {"corpus", "eval_fixture"}
+defs = build_definitions()
 
 
 def test_every_asset_has_its_group_kinds_and_description() -> None:
@@ -96,13 +97,17 @@ def test_workspace_and_dg_point_at_the_same_module() -> None:
     module = workspace["load_from"][0]["python_module"]["module_name"]
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert project["tool"]["dg"]["project"]["code_location_target_module"] == module
-    assert module == "brain_pipeline.defs.location"
+    assert module == "brain_pipeline.definitions"
 
 
-def test_the_code_location_serves_the_definitions() -> None:
-    from brain_pipeline.defs import location
+def test_the_code_location_is_a_definitions_function() -> None:
+    """`dg` and workspace.yaml load a `@dg.definitions` function, built only when called."""
+    from brain_pipeline import definitions
 
-    assert location.defs is defs
+    loaded = dg.Definitions.merge(definitions.defs())  # type: ignore[operator]
+    assert {k.to_user_string() for k in loaded.resolve_asset_graph().get_all_asset_keys()} == set(
+        EXPECTED_GROUPS
+    )
 
 
 def test_in_process_executor_by_default() -> None:

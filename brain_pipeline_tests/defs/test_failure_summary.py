@@ -8,7 +8,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from brain_pipeline.defs.runner import materialize_selection
+from brain_pipeline.lib.runner import materialize_selection
 from brain_pipeline_tests.defs.conftest import Project
 
 

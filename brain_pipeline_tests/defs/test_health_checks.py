@@ -8,7 +8,7 @@ import os
 import dagster as dg
 import pytest
 
-from brain_pipeline.defs.definitions import build_definitions
+from brain_pipeline.definitions import build_definitions
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus, observe_with_sensor
 
 

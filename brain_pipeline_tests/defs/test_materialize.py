@@ -10,8 +10,8 @@ import dagster as dg
 import pytest
 
 from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.observation import corpus_digest
 from brain_pipeline.corpus.store import parse_store
-from brain_pipeline.publishing.manifest import corpus_digest
 from brain_pipeline_tests.defs.conftest import (
     TINY_PARAGRAPHS,
     Project,
@@ -284,7 +284,7 @@ def test_cli_materialize_exits_non_zero_when_the_check_fails(
 
 
 def test_a_bad_selection_is_refused_with_the_asset_names(tiny_project: Project) -> None:
-    from brain_pipeline.defs.runner import SelectionError
+    from brain_pipeline.lib.runner import SelectionError
 
     with pytest.raises(SelectionError) as err:
         tiny_project.materialize("no_such_asset")

@@ -31,7 +31,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from brain_pipeline.defs.definitions import build_definitions
+from brain_pipeline.definitions import build_definitions
 from brain_pipeline_tests.peers.postgres import (
     PG_BIN_ENV,
     PostgresServer,

@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
-from brain_pipeline.defs.definitions import build_definitions
+from brain_pipeline.definitions import build_definitions
 from brain_pipeline_tests.defs.conftest import (
     Project,
     edit_corpus,
@@ -85,7 +85,7 @@ def test_a_corpus_edit_makes_the_chunks_stale_in_dagster(tiny_project: Project) 
 def test_rebind_moves_the_instance_to_another_build_directory(
     tiny_project: Project, tmp_path: Path
 ) -> None:
-    from brain_pipeline.defs.common import rebind_build_dir
+    from brain_pipeline.lib.steps import rebind_build_dir
 
     assert tiny_project.materialize().success
     moved = tmp_path / "moved-build"

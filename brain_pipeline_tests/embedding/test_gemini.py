@@ -8,13 +8,10 @@ import traceback
 import numpy as np
 import pytest
 
+from brain_pipeline.embedding.factory import make_embedder
 from brain_pipeline.embedding.gemini import GeminiEmbedder
 from brain_pipeline.embedding.pacing import RetryPolicy
-from brain_pipeline.embedding.providers import (
-    EmbeddingRejected,
-    EmbeddingUnavailable,
-    make_embedder,
-)
+from brain_pipeline.embedding.protocol import EmbeddingRejected, EmbeddingUnavailable
 from brain_pipeline_tests.embedding.conftest import SDK_MODE_VARIABLES
 from brain_pipeline_tests.embedding.helpers import API_KEY, gemini
 from brain_pipeline_tests.fake_time import FakeTime

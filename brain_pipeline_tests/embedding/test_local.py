@@ -9,8 +9,9 @@ import pytest
 
 from brain_pipeline.embedding import local
 from brain_pipeline.embedding.builder import build_embeddings
+from brain_pipeline.embedding.factory import make_embedder
 from brain_pipeline.embedding.local import LocalEmbedder
-from brain_pipeline.embedding.providers import LocalModelUnavailable, make_embedder
+from brain_pipeline.embedding.protocol import LocalModelUnavailable
 from brain_pipeline.retrieval.vectors import decode_embeddings
 from brain_pipeline_tests.embedding.helpers import corpus
 

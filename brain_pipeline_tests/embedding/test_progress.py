@@ -8,7 +8,7 @@ import pytest
 
 from brain_pipeline.embedding.local import LocalEmbedder
 from brain_pipeline.embedding.progress import ThrottledProgress
-from brain_pipeline.embedding.providers import ReportsRows, embed_with_progress
+from brain_pipeline.embedding.protocol import ReportsRows, embed_with_progress
 from brain_pipeline_tests.embedding.helpers import gemini
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini
 

@@ -25,7 +25,7 @@ from brain_pipeline.evaluation.repair import (
     propose_repair,
     write_repair,
 )
-from brain_pipeline.services import evaluate_store_dir
+from brain_pipeline.evaluation.service import evaluate_store_dir
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.evaluation.helpers import make_chunk
 from brain_pipeline_tests.evaluation.repair_scenarios import (

@@ -13,8 +13,8 @@ from brain_pipeline.evaluation.search import (
     StoreNotFoundError,
     open_store,
 )
+from brain_pipeline.evaluation.service import choose_query_embedder
 from brain_pipeline.retrieval.vectors import EmbeddingStore, encode_embeddings, quantize
-from brain_pipeline.services import choose_query_embedder
 
 
 def write_store(directory: Path, chunks: list[Chunk], vectors: bytes | None = None) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from brain_pipeline.instance import GEMINI_POOL, in_process_run_tags, open_instance
+from brain_pipeline.lib.instance import GEMINI_POOL, in_process_run_tags, open_instance
 
 
 @dg.asset(pool=GEMINI_POOL)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from brain_pipeline.instance import ensure_instance_home, in_process_run_tags, open_instance
+from brain_pipeline.lib.instance import ensure_instance_home, in_process_run_tags, open_instance
 
 
 @dg.asset

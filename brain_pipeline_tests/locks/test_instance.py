@@ -21,7 +21,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from brain_pipeline.instance import (
+from brain_pipeline.lib.instance import (
     BUILD_DIR_TAG,
     GEMINI_POOL,
     HOST_TAG,

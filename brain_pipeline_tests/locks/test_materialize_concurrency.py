@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from brain_pipeline.corpus.store import parse_store
-from brain_pipeline.instance import BUILD_DIR_TAG, HOST_TAG, PID_TAG
+from brain_pipeline.lib.instance import BUILD_DIR_TAG, HOST_TAG, PID_TAG
 from brain_pipeline.state.lock import build_dir_lock, make_holder, publish_root_lock
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from brain_pipeline.publishing.agent_limits import (
+from brain_pipeline.corpus.agent_limits import (
     NODE_MAX_STRING_UNITS,
     size_verdict,
     utf16_units_of_utf8,

@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import pytest
 
+from brain_pipeline.corpus.observation import files_digest
 from brain_pipeline.publishing.manifest import (
     PublishManifest,
     build_manifest,
-    fingerprint_digest,
 )
 from brain_pipeline_tests.publishing.conftest import (
     AGENT_MODEL,
@@ -114,30 +114,30 @@ def test_markdown_shows_the_figures(build: SampleBuild) -> None:
 FileEntry = namedtuple("FileEntry", "size mtime_ns sha256")
 
 
-def test_fingerprint_digest_ignores_size_and_mtime() -> None:
+def test_files_digest_ignores_size_and_mtime() -> None:
     a = {"area/a.md": FileEntry(10, 1, "aa"), "area/b.md": FileEntry(20, 2, "bb")}
     touched = {"area/b.md": FileEntry(99, 999, "bb"), "area/a.md": FileEntry(11, 5, "aa")}
-    assert fingerprint_digest(a) == fingerprint_digest(touched)
+    assert files_digest(a) == files_digest(touched)
 
 
-def test_fingerprint_digest_sees_content_paths_and_files() -> None:
+def test_files_digest_sees_content_paths_and_files() -> None:
     base = {"area/a.md": (10, 1, "aa"), "area/b.md": (20, 2, "bb")}
-    digest = fingerprint_digest(base)
-    assert fingerprint_digest({**base, "area/b.md": (20, 2, "bc")}) != digest
-    assert fingerprint_digest({"area/a.md": (10, 1, "aa"), "area/c.md": (20, 2, "bb")}) != digest
-    assert fingerprint_digest({"area/a.md": (10, 1, "aa")}) != digest
+    digest = files_digest(base)
+    assert files_digest({**base, "area/b.md": (20, 2, "bc")}) != digest
+    assert files_digest({"area/a.md": (10, 1, "aa"), "area/c.md": (20, 2, "bb")}) != digest
+    assert files_digest({"area/a.md": (10, 1, "aa")}) != digest
     # Path/hash boundaries are unambiguous.
-    assert fingerprint_digest({"ab": (0, 0, "c")}) != fingerprint_digest({"a": (0, 0, "bc")})
+    assert files_digest({"ab": (0, 0, "c")}) != files_digest({"a": (0, 0, "bc")})
 
 
-def test_fingerprint_digest_accepts_mappings_and_tuples() -> None:
+def test_files_digest_accepts_mappings_and_tuples() -> None:
     as_tuples = {"x/a.md": (1, 2, "aa")}
     as_dicts = {"x/a.md": {"size": 1, "mtime_ns": 2, "sha256": "aa"}}
     as_objects = {"x/a.md": FileEntry(1, 2, "aa")}
     assert (
-        fingerprint_digest(as_tuples)
-        == fingerprint_digest(as_dicts)
-        == fingerprint_digest(as_objects)
+        files_digest(as_tuples)
+        == files_digest(as_dicts)
+        == files_digest(as_objects)
     )
 
 

@@ -19,11 +19,11 @@ from brain_pipeline.cli.status import (
     EXIT_PENDING_RECOVERY,
     EXIT_STALE,
 )
+from brain_pipeline.corpus.observation import corpus_digest
 from brain_pipeline.publishing.local import publish_local
 from brain_pipeline.publishing.manifest import (
     PublishManifest,
     build_manifest,
-    corpus_digest,
     sha256_hex,
 )
 from brain_pipeline.publishing.s3 import publish_s3

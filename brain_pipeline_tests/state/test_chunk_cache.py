@@ -11,11 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry
-from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, chunk_corpus, ingest_corpus
-from brain_pipeline.corpus.store import Chunk, serialize_store
-from brain_pipeline.state.assembly import AssemblyReport, assemble_store
-from brain_pipeline.state.chunk_cache import (
+from brain_pipeline.corpus.assembly import AssemblyReport, assemble_store
+from brain_pipeline.corpus.chunk_cache import (
     FRAGMENT_SEPARATOR,
     ID_SEPARATOR,
     ChunkCacheMissError,
@@ -25,7 +22,10 @@ from brain_pipeline.state.chunk_cache import (
     fragments_of,
     gc_chunk_cache,
 )
-from brain_pipeline.state.corpus_index import CorpusSnapshot, observe_corpus, snapshot_digest
+from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry
+from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, chunk_corpus, ingest_corpus
+from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus, snapshot_digest
+from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.corpora import SAME, build_edge_corpus, build_random_corpus
 from brain_pipeline_tests.state.conftest import NOW_NS, Writer, put, settle

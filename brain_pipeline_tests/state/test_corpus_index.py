@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from brain_pipeline.corpus.discovery import CorpusNotFoundError, discover
-from brain_pipeline.publishing.manifest import corpus_digest
-from brain_pipeline.state.corpus_index import (
+from brain_pipeline.corpus.observation import (
     CorpusSnapshot,
     SnapshotNotFoundError,
     load_snapshot,
@@ -18,6 +17,7 @@ from brain_pipeline.state.corpus_index import (
     prune_snapshots,
     snapshot_path,
 )
+from brain_pipeline.publishing.manifest import corpus_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus
 from brain_pipeline_tests.state.conftest import NOW_NS, SETTLED_NS, Writer, put, settle

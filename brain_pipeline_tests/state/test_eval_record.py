@@ -11,11 +11,11 @@ import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, serialize_store
+from brain_pipeline.corpus.store_reader import clear_views
+from brain_pipeline.evaluation import record as eval_record
+from brain_pipeline.evaluation.service import EvaluationOutcome, evaluate_store_dir
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
-from brain_pipeline.services import EvaluationOutcome, evaluate_store_dir
-from brain_pipeline.state import eval_record
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import clear_views
 from brain_pipeline_tests.evaluation.helpers import make_chunk
 
 T1 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -129,7 +129,7 @@ def test_the_record_keeps_several_keys(setup: Setup) -> None:
 
 
 def test_evaluation_inputs_name_the_record_of_the_current_bytes(setup: Setup) -> None:
-    from brain_pipeline.services import evaluation_inputs
+    from brain_pipeline.evaluation.service import evaluation_inputs
 
     outcome = setup.evaluate()
     inputs = evaluation_inputs(setup.config(), setup.build)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from brain_pipeline.corpus import history
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, serialize_store
-from brain_pipeline.state import history
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.evaluation.helpers import make_chunk
 
@@ -129,7 +129,7 @@ def test_naive_times_and_foreign_files_are_refused(layout: StateLayout) -> None:
 def test_recording_through_a_store_view_decodes_only_new_chunks(
     layout: StateLayout, tmp_path: Path
 ) -> None:
-    from brain_pipeline.state.store_view import open_store_view
+    from brain_pipeline.corpus.store_reader import open_store_view
 
     first = _store()
     store = tmp_path / "store-1.json"

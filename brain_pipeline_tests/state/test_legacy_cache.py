@@ -7,10 +7,10 @@ from pathlib import Path
 
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
+from brain_pipeline.corpus.store_reader import clear_views, open_store_view
 from brain_pipeline.evaluation.legacy import LegacyRetriever, legacy_terms
+from brain_pipeline.evaluation.legacy_cache import LegacyMatches
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.legacy_cache import LegacyMatches
-from brain_pipeline.state.store_view import clear_views, open_store_view
 from brain_pipeline_tests.corpus.corpora import build_random_corpus
 
 QUERIES = [

@@ -12,8 +12,8 @@ import pytest
 
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, parse_store, serialize_store
+from brain_pipeline.corpus.store_reader import StoreView, clear_views, open_store_view
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import StoreView, clear_views, open_store_view
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus, build_random_corpus
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "curated-content"
@@ -159,7 +159,7 @@ def test_a_damaged_sidecar_is_rebuilt(tmp_path: Path) -> None:
 def test_id_keys_sort_like_the_ids_and_refuse_other_ids() -> None:
     import random
 
-    from brain_pipeline.state.store_view import id_keys, lookup_sorted
+    from brain_pipeline.corpus.store_reader import id_keys, lookup_sorted
 
     rng = random.Random(3)
     ids = sorted({"".join(rng.choice("0123456789abcdef") for _ in range(12)) for _ in range(500)})

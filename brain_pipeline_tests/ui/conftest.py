@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from brain_pipeline.instance import INSTANCE_YAML
+from brain_pipeline.lib.instance import INSTANCE_YAML
 from brain_pipeline_tests.conftest import LEAKY_ENV
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,9 +33,8 @@ from brain_pipeline.corpus.discovery import (
     walk_corpus,
 )
 from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
-from brain_pipeline.publishing.atomic import atomic_write_bytes, write_if_changed
-from brain_pipeline.publishing.manifest import fingerprint_digest
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.utils.atomic import atomic_write_bytes, write_if_changed
 
 #: Re-hash a file whose mtime is this close to (or after) the start of the observation
 #: that hashed it. 2 s covers the coarsest common granularity (FAT's 2 s; ext4/xfs/btrfs
@@ -65,7 +64,7 @@ class SnapshotNotFoundError(FileNotFoundError):
 class CorpusSnapshot:
     """What one observation saw: every walk entry in discovery order, and the digest.
 
-    `digest` is `fingerprint_digest` over the hashed files (path and sha256 only), the
+    `digest` is `files_digest` over the hashed files (path and sha256 only), the
     value publish manifests record. `rehashed` names the files this observation had to
     read; it is not part of the stored snapshot (it describes the observation, not the
     corpus) and is empty for a loaded one.
@@ -111,7 +110,7 @@ def _entry_row(e: ManifestEntry) -> list[Any]:
 
 def snapshot_digest(entries: Iterable[ManifestEntry]) -> str:
     """The corpus digest over the hashed entries (what `_manifest_digest` gave before)."""
-    return fingerprint_digest({e.source: e for e in entries if e.sha256 is not None})
+    return files_digest({e.source: e for e in entries if e.sha256 is not None})
 
 
 # --- the file-state index ---------------------------------------------------------------
@@ -228,6 +227,48 @@ def observe_corpus(
 
 
 # --- snapshots ----------------------------------------------------------------------------
+
+
+def _file_sha256(entry: Any) -> str:
+    """The sha256 of one corpus snapshot entry: an object, a mapping or a tuple."""
+    if hasattr(entry, "sha256"):
+        return str(entry.sha256)
+    if isinstance(entry, Mapping):
+        return str(entry["sha256"])
+    return str(entry[2])  # (size, mtime_ns, sha256)
+
+
+def files_digest(files: Mapping[str, Any]) -> str:
+    """One hex digest for a corpus: relative paths and content hashes only.
+
+    `files` maps relative path -> an entry with its sha256 (a corpus snapshot's files,
+    see `state.corpus_index`). Sizes and mtimes are left out on
+    purpose: a `touch` or a fresh checkout changes mtimes without changing what the
+    store is built from, and must not make the live publication look stale.
+    """
+    by_path = {str(path).replace("\\", "/"): entry for path, entry in files.items()}
+    digest = hashlib.sha256()
+    for path in sorted(by_path):
+        digest.update(path.encode("utf-8", errors="surrogateescape"))
+        digest.update(b"\0")
+        digest.update(_file_sha256(by_path[path]).encode("ascii"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def corpus_digest(
+    corpus_root: Path, build_dir: Path | None = None, limits: Any = None
+) -> str:
+    """The corpus digest as the pipeline's observation computes it, read-only.
+
+    One code path with the `corpus` asset (same walk, same junk rules, so a corpus with
+    an oversized file is not "changed" for status alone), trusting the build directory's
+    file index for files whose size and mtime are settled, and writing nothing.
+    """
+    layout = StateLayout.of(build_dir if build_dir is not None else corpus_root / ".no-build-dir")
+    return observe_corpus(
+        corpus_root, layout, limits=limits or DEFAULT_LIMITS, record=False
+    ).digest
 
 
 def snapshot_path(layout: StateLayout, digest: str) -> Path:

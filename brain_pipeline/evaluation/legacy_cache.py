@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from brain_pipeline.corpus.store_reader import IdLookup, StoreView
 from brain_pipeline.evaluation.legacy import legacy_terms
-from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import IdLookup, StoreView
+from brain_pipeline.utils.atomic import atomic_write_bytes
 
 LEGACY_CACHE_VERSION = 1
 _BATCH = 65_536

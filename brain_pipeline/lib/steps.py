@@ -14,6 +14,10 @@ from brain_pipeline.state.records import AssetRecord, read_record
 # Run storage key-value entry naming the build directory this instance serves.
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
 
+CORPUS = dg.AssetKey("corpus")
+EVAL_FIXTURE = dg.AssetKey("eval_fixture")
+DATA_VERSION_TAG = "dagster/data_version"
+"""The tag an observation carries its data version in (Dagster's documented tag)."""
 PUBLISH_ASSETS = frozenset({"published_local", "published_s3"})
 """The steps that write where the agent reads (their runs also lock the publish root)."""
 
@@ -93,7 +97,7 @@ def recheck_input(layout: StateLayout, asset: str, expected: str) -> None:
 
 def store_chunks(layout: StateLayout) -> Any:
     """The build's chunks through the one fast store reader (memoised per process)."""
-    from brain_pipeline.state.store_view import open_store_view
+    from brain_pipeline.corpus.store_reader import open_store_view
 
     return open_store_view(layout.store_file, layout).all_chunks()
 

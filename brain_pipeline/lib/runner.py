@@ -13,10 +13,8 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import ConfigError
-from brain_pipeline.defs.common import PUBLISH_ASSETS
-from brain_pipeline.defs.definitions import defs as default_defs
-from brain_pipeline.defs.resources import BrainSettings
-from brain_pipeline.instance import in_process_run_tags
+from brain_pipeline.lib.instance import in_process_run_tags
+from brain_pipeline.lib.steps import CORPUS, EVAL_FIXTURE, PUBLISH_ASSETS
 
 
 class _StepFormatter(logging.Formatter):
@@ -138,8 +136,6 @@ def observations_for(keys: AbstractSet[dg.AssetKey]) -> set[dg.AssetKey]:
     Chunking reads the corpus snapshot this run observed; the evaluation's lineage names
     the fixture version it read; the currency check compares with this run's corpus.
     """
-    from brain_pipeline.defs.ingest import CORPUS, EVAL_FIXTURE
-
     names = {key.to_user_string() for key in keys}
     wanted: set[dg.AssetKey] = set()
     if names & {"knowledge_chunks", "published_local"}:
@@ -149,11 +145,9 @@ def observations_for(keys: AbstractSet[dg.AssetKey]) -> set[dg.AssetKey]:
     return wanted
 
 
-def resolve_selection(
-    selection: str, definitions: dg.Definitions | None = None
-) -> set[dg.AssetKey]:
+def resolve_selection(selection: str, definitions: dg.Definitions) -> set[dg.AssetKey]:
     """The asset keys `selection` names (SelectionError, listing the assets, if none)."""
-    graph = (definitions or default_defs).resolve_asset_graph()
+    graph = definitions.resolve_asset_graph()
     known = ", ".join(sorted(k.to_user_string() for k in graph.get_all_asset_keys()))
     with warnings.catch_warnings():
         # Parsing '*' touches a beta parameter inside Dagster itself; not our concern.
@@ -176,7 +170,7 @@ def selects_publishing(keys: AbstractSet[dg.AssetKey]) -> bool:
 def materialize_selection(
     selection: str = "*",
     *,
-    definitions: dg.Definitions | None = None,
+    definitions: dg.Definitions,
     instance: dg.DagsterInstance | None = None,
     force_publish: bool = False,
     verbose: bool = False,
@@ -188,7 +182,7 @@ def materialize_selection(
     Dagster includes the checks of selected assets, so a failing blocking check stops the
     publish steps of the same run exactly as a UI launch or the schedule would.
     """
-    defs = definitions or default_defs
+    defs = definitions
     keys = resolve_selection(selection, defs)
     keys = keys | observations_for(keys)
     job = defs.resolve_implicit_global_asset_job_def()
@@ -203,9 +197,10 @@ def materialize_selection(
         run_config["ops"] = {
             key.to_python_identifier(): {"config": {"force": True}} for key in keys & publish_keys
         }
-    settings = (defs.resources or {}).get("settings")
+    settings: Any = (defs.resources or {}).get("settings")
     try:
-        build_dir = settings.load().build_dir if isinstance(settings, BrainSettings) else None
+        # The settings resource knows the build directory (the queue's per-directory limit).
+        build_dir = settings.load().build_dir if hasattr(settings, "load") else None
     except ConfigError:
         build_dir = None  # the assets report the configuration error themselves
     result = job.execute_in_process(

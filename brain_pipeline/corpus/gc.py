@@ -65,7 +65,7 @@ def live_snapshot_digests(layout: StateLayout, extra: Iterable[str | None] = ())
 
 def prune_old_snapshots(layout: StateLayout, extra: Iterable[str | None] = ()) -> list[str]:
     """The retention rule run by every chunking step: only live snapshots stay."""
-    from brain_pipeline.state.corpus_index import prune_snapshots
+    from brain_pipeline.corpus.observation import prune_snapshots
 
     return prune_snapshots(layout, live_snapshot_digests(layout, extra))
 
@@ -74,8 +74,8 @@ def collect(
     layout: StateLayout, *, variant: str = "", published_digest: str | None = None
 ) -> GcReport:
     """Drop unreferenced snapshots and chunk-cache rows (and stale index files)."""
-    from brain_pipeline.state.chunk_cache import gc_chunk_cache
-    from brain_pipeline.state.corpus_index import load_snapshot
+    from brain_pipeline.corpus.chunk_cache import gc_chunk_cache
+    from brain_pipeline.corpus.observation import load_snapshot
 
     report = GcReport(bytes_before=tree_bytes(layout.state_dir))
     report.snapshots = prune_old_snapshots(layout, [published_digest])

@@ -17,16 +17,16 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
 if TYPE_CHECKING:
-    from brain_pipeline.embedding.providers import Embedder
+    from brain_pipeline.embedding.protocol import Embedder
+    from brain_pipeline.evaluation.record import EvalInputs
     from brain_pipeline.evaluation.runner import EvaluationProgress
     from brain_pipeline.retrieval.vectors import EmbeddingStore
-    from brain_pipeline.state.eval_record import EvalInputs
     from brain_pipeline.state.layout import StateLayout
 
 
 def embedder_for(cfg: BrainConfig) -> Embedder | None:
     """The embedder the configuration selects (`auto` resolved), or None for `none`."""
-    from brain_pipeline.embedding.providers import make_embedder
+    from brain_pipeline.embedding.factory import make_embedder
 
     emb = cfg.embedding
     return make_embedder(
@@ -58,7 +58,7 @@ class EvaluationOutcome:
     evaluated_at: str | None = None
     """ISO-8601 UTC time the evaluation actually ran (the earlier run when `reused`)."""
     record_key: str | None = None
-    """Digest of the inputs (state/eval_record.py); None when nothing could be evaluated."""
+    """Digest of the inputs (evaluation/record.py); None when nothing could be evaluated."""
     inputs: dict[str, Any] = field(default_factory=dict)
     """The digests the key covers: store, embeddings, fixture, thresholds, code, provider."""
 
@@ -92,7 +92,7 @@ def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -
         )
     if provider == "gemini" and not cfg.gemini_api_key():
         return QueryEmbedding(None, None, "no Gemini API key (set GEMINI_API_KEY)")
-    from brain_pipeline.embedding.providers import EmbeddingError
+    from brain_pipeline.embedding.protocol import EmbeddingError
 
     try:
         embedder = embedder_for(cfg)
@@ -126,7 +126,9 @@ def evaluate_store_dir(
     `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
     """
     from brain_pipeline.corpus.store import STORE_FILENAME
+    from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
     from brain_pipeline.embedding.store_file import read_embeddings
+    from brain_pipeline.evaluation import record as eval_record
     from brain_pipeline.evaluation.fixture import FixtureError, parse_fixture
     from brain_pipeline.evaluation.runner import (
         EvaluationReport,
@@ -135,9 +137,7 @@ def evaluate_store_dir(
         run_evaluation,
         threshold_rows,
     )
-    from brain_pipeline.state import eval_record
-    from brain_pipeline.state.bm25_cache import ViewSource
-    from brain_pipeline.state.store_view import cache_layout, open_store_view
+    from brain_pipeline.retrieval.bm25_cache import ViewSource
 
     store_file = store_dir / STORE_FILENAME
     if not store_file.exists():
@@ -256,7 +256,7 @@ def _inputs(
     embeddings_file: Path,
     fixture_bytes: bytes,
 ) -> EvalInputs:
-    from brain_pipeline.state import eval_record
+    from brain_pipeline.evaluation import record as eval_record
 
     provider = cfg.effective_provider()
     return eval_record.EvalInputs(
@@ -281,7 +281,7 @@ def evaluation_inputs(
     embeddings' from the record's stat-keyed memo.
     """
     from brain_pipeline.corpus.store import STORE_FILENAME
-    from brain_pipeline.state.store_view import cache_layout, open_store_view
+    from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
 
     store_file = store_dir / STORE_FILENAME
     try:
@@ -302,7 +302,7 @@ def _plain(bounds: Any) -> Any:
 
 def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
     """id -> the source file the chunk history last saw it in (unknown ids left out)."""
-    from brain_pipeline.state.history import HistoryError, lookup_many
+    from brain_pipeline.corpus.history import HistoryError, lookup_many
     from brain_pipeline.state.layout import StateLayout
 
     try:

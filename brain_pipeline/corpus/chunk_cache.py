@@ -33,8 +33,8 @@ from brain_pipeline.corpus.discovery import (
     ManifestEntry,
 )
 from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, FileOutcome, _describe, ingest_file
+from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.corpus.store import Chunk, serialize_store
-from brain_pipeline.state.corpus_index import CorpusSnapshot
 from brain_pipeline.state.layout import StateLayout
 
 #: Bump on ANY change to what chunking produces for given bytes (paragraph split, trim,

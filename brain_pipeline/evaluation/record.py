@@ -25,10 +25,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.publishing.atomic import atomic_write_bytes, file_sha256
 from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
+from brain_pipeline.utils.atomic import atomic_write_bytes, file_sha256
 
 EVALUATION_VERSION = 1
 """Bump when evaluation semantics change (metrics, judging, report): old records expire."""

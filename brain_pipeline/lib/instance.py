@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from brain_pipeline.publishing.atomic import atomic_write_bytes
 from brain_pipeline.state.lock import acquire_lock, make_holder
+from brain_pipeline.utils.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:
     import dagster as dg

@@ -24,11 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from brain_pipeline.corpus.discovery import ManifestEntry
-from brain_pipeline.corpus.jscompat import parse_json
-from brain_pipeline.publishing.agent_limits import utf16_units_of_utf8
-from brain_pipeline.publishing.atomic import atomic_write_bytes, atomic_writer, file_sha256
-from brain_pipeline.state.chunk_cache import (
+from brain_pipeline.corpus.agent_limits import utf16_units_of_utf8
+from brain_pipeline.corpus.chunk_cache import (
     FRAGMENT_SEPARATOR,
     ID_SEPARATOR,
     CachedFile,
@@ -36,8 +33,11 @@ from brain_pipeline.state.chunk_cache import (
     open_cache,
     resolve_rows,
 )
-from brain_pipeline.state.corpus_index import CorpusSnapshot
+from brain_pipeline.corpus.discovery import ManifestEntry
+from brain_pipeline.corpus.jscompat import parse_json
+from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.utils.atomic import atomic_write_bytes, atomic_writer, file_sha256
 
 RECORD_FILENAME = "assembled.json"
 PREVIEW_ROWS = 12

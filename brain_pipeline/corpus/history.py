@@ -52,9 +52,9 @@ import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.store import NO_HEADING, heading_text
-from brain_pipeline.publishing.atomic import atomic_write_bytes
+from brain_pipeline.corpus.store_reader import id_keys, lookup_sorted
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import id_keys, lookup_sorted
+from brain_pipeline.utils.atomic import atomic_write_bytes
 
 HISTORY_FILENAME = "chunks.sqlite"
 LIVE_FILENAME = "live-ids.npz"
@@ -479,7 +479,7 @@ def seed_from_store(
     seeding from it lets `fixture repair` explain them. `when` defaults to the file's
     modification time. Returns None when the file does not exist.
     """
-    from brain_pipeline.state.store_view import open_store_view
+    from brain_pipeline.corpus.store_reader import open_store_view
 
     path = Path(store_file)
     if not path.is_file():

@@ -38,8 +38,8 @@ import numpy.typing as npt
 
 from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, _chunk_from_row, parse_store
-from brain_pipeline.publishing.atomic import atomic_writer, file_sha256
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.utils.atomic import atomic_writer, file_sha256
 
 STORE_INDEX_VERSION = 1
 """Bump when the sidecar's contents or the scan change; older sidecars are then ignored."""

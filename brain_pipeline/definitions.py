@@ -1,4 +1,10 @@
-"""The one `Definitions` object: loaded by workspace.yaml, [tool.dg] and the CLI alike."""
+"""The code location: `@dg.definitions` for `dg` and workspace.yaml; `build_definitions`
+for the CLI and the tests.
+
+Loading it has no side effect: nothing is read from or written to the instance (dead
+runs are reaped by the commands that own the instance: `brain-pipeline ui` before it
+starts the web UI, `brain-pipeline materialize` under its lock).
+"""
 
 from __future__ import annotations
 
@@ -55,4 +61,10 @@ def build_definitions(config_path: str | None = None) -> dg.Definitions:
     )
 
 
-defs = build_definitions()
+@dg.definitions
+def defs() -> dg.Definitions:
+    """What `dg dev`, `dg list defs` and workspace.yaml load.
+
+    The configuration is BRAIN_CONFIG, else ./corpus_config.yaml.
+    """
+    return build_definitions()

@@ -34,13 +34,12 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.publishing.atomic import atomic_directory, atomic_write_bytes
+from brain_pipeline.corpus.store_reader import IdLookup, StoreView, lookup_sorted
 from brain_pipeline.retrieval.bm25 import (
     RETRIEVAL_VERSION,
     BM25Index,
@@ -50,7 +49,7 @@ from brain_pipeline.retrieval.bm25 import (
 )
 from brain_pipeline.retrieval.hybrid import ChunkSource
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import IdLookup, StoreView, lookup_sorted
+from brain_pipeline.utils.atomic import atomic_directory, atomic_write_bytes
 
 _MAX_SEGMENTS = 48
 _TOKENISE_BATCH = 65_536
@@ -689,8 +688,6 @@ class ViewSource(ChunkSource):
         self.cache = bm25_cache(view, layout)
         self._ids: dict[str, list[str]] = {}
         self._finders: dict[str, _SortedIds] = {}
-        self.legacy: Any = None
-        """The LegacyMatches made by `legacy_ranker` (for figures and tests)."""
 
     def areas(self) -> list[str]:
         return self.view.areas
@@ -720,13 +717,6 @@ class ViewSource(ChunkSource):
 
     def count(self) -> int:
         return len(self.view)
-
-    def legacy_ranker(self, terms: Sequence[str]) -> Callable[[str, str, int], list[str]] | None:
-        """The baseline from cached per-chunk term matches (state/legacy_cache.py)."""
-        from brain_pipeline.state.legacy_cache import LegacyMatches
-
-        self.legacy = LegacyMatches(self.view, self.cache.layout, terms)
-        return self.legacy.search
 
     def with_ids(self, ids: set[str]) -> list[Chunk]:
         wanted = np.array(sorted(i.encode("utf-8") for i in ids)) if ids else None

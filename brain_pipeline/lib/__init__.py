@@ -1,0 +1,1 @@
+"""Dagster-aware helpers: the instance, the runner, step prologues. Below `defs/`."""

@@ -1,0 +1,1 @@
+"""Plain helpers with no Dagster and no project imports: atomic files, digests."""
