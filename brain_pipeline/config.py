@@ -108,6 +108,14 @@ def _cron_field(text: str, index: int) -> frozenset[int]:
     return frozenset(values)
 
 
+def cron_fields(expression: str) -> list[frozenset[int]]:
+    """The values each of the five fields allows (ValueError naming a bad field)."""
+    fields = expression.split()
+    if len(fields) != 5:
+        raise ValueError("a cron expression has five fields, e.g. '0 3 * * *'")
+    return [_cron_field(text, index) for index, text in enumerate(fields)]
+
+
 def check_cron(expression: str) -> None:
     """Raise ValueError naming the problem when `expression` is not a usable 5-field cron.
 
@@ -118,10 +126,8 @@ def check_cron(expression: str) -> None:
     of week are restricted, cron fires on either, so such a pair always fires; Dagster
     still refuses a single February 30 or 31 then, and so does this check.
     """
+    parsed = cron_fields(expression)
     fields = expression.split()
-    if len(fields) != 5:
-        raise ValueError("a cron expression has five fields, e.g. '0 3 * * *'")
-    parsed = [_cron_field(text, index) for index, text in enumerate(fields)]
     days, months = parsed[2], parsed[3]
     february_only_end = months == {2} and days in ({30}, {31})
     day_or_week = fields[2][0] not in "*?" and fields[4][0] not in "*?"

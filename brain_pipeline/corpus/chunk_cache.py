@@ -32,7 +32,12 @@ from brain_pipeline.corpus.discovery import (
     CorpusFile,
     ManifestEntry,
 )
-from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, FileOutcome, _describe, ingest_file
+from brain_pipeline.corpus.ingest import (
+    EMPTY_CORPUS_WARNING,
+    FileOutcome,
+    describe_entry,
+    ingest_file,
+)
 from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
@@ -378,7 +383,7 @@ def _finish(report: ChunkingReport, tally: _Tally) -> None:
     for e in report.entries:
         if e.problem:
             note = " (its last cached chunks are kept)" if e.source in kept else ""
-            report.problems.append((e.source, _describe(e) + note))
+            report.problems.append((e.source, describe_entry(e) + note))
     if report.occurrences == 0:
         report.problems.append((".", EMPTY_CORPUS_WARNING))
     report.skipped_by_reason = dict(

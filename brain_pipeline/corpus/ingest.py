@@ -127,7 +127,7 @@ def _with_reason(
     )
 
 
-def _describe(entry: ManifestEntry) -> str:
+def describe_entry(entry: ManifestEntry) -> str:
     return f"{entry.reason}: {entry.detail}" if entry.detail else str(entry.reason)
 
 
@@ -148,7 +148,7 @@ class ChunkedCorpus:
     def deduplicated(self) -> IngestResult:
         """De-duplicate by id across the corpus, first occurrence wins."""
         chunks, collapsed = deduplicate(self.occurrences)
-        problems = [(e.source, _describe(e)) for e in self.manifest if e.problem]
+        problems = [(e.source, describe_entry(e)) for e in self.manifest if e.problem]
         if not chunks:
             problems.append((".", EMPTY_CORPUS_WARNING))
         skipped = Counter(str(e.reason) for e in self.manifest if e.status == STATUS_SKIPPED)

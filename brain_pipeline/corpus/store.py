@@ -147,7 +147,7 @@ def serialize_store(chunks: Sequence[Chunk]) -> bytes:
         return escape_lone_surrogates(text).encode("utf-8")
 
 
-def _chunk_from_row(row: Any) -> Chunk:
+def chunk_from_row(row: Any) -> Chunk:
     if not isinstance(row, dict):
         raise ValueError("knowledge-store.json rows must be objects")
     try:
@@ -169,7 +169,7 @@ def parse_store(data: bytes) -> list[Chunk]:
     rows = parse_json(data.decode("utf-8"))
     if not isinstance(rows, list):
         raise ValueError("knowledge-store.json must be a JSON array")
-    return [_chunk_from_row(r) for r in rows]
+    return [chunk_from_row(r) for r in rows]
 
 
 def load_store(path: Path | str) -> list[Chunk]:

@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.jscompat import parse_json
-from brain_pipeline.corpus.store import NO_HEADING, Chunk, _chunk_from_row, parse_store
+from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_from_row, parse_store
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_writer, file_sha256
 
@@ -233,34 +233,34 @@ def _area_codes(
 def _fragment_row(fragment: bytes) -> Chunk:
     """One chunk object's bytes as `parse_store` would decode it."""
     if _SURROGATE_ESCAPE.search(fragment):
-        return _chunk_from_row(parse_json(fragment.decode("utf-8")))
+        return chunk_from_row(parse_json(fragment.decode("utf-8")))
     try:
         row = json.loads(fragment)
     except RecursionError:  # a very deeply nested heading: JSON.parse has no depth limit
-        return _chunk_from_row(parse_json(fragment.decode("utf-8")))
+        return chunk_from_row(parse_json(fragment.decode("utf-8")))
     heading = row.get("heading", NO_HEADING)
     if heading is not NO_HEADING and not isinstance(heading, str):
-        return _chunk_from_row(parse_json(fragment.decode("utf-8")))
-    return _chunk_from_row(row)
+        return chunk_from_row(parse_json(fragment.decode("utf-8")))
+    return chunk_from_row(row)
 
 
 def _run_chunks(objects: bytes) -> list[Chunk]:
     """Chunks of the store's comma-separated objects in `objects` (one `json.loads`)."""
     text = b"[" + objects + b"]"
     if _SURROGATE_ESCAPE.search(text):
-        return [_chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
+        return [chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
     try:
         rows = json.loads(text)
     except RecursionError:  # a very deeply nested heading: JSON.parse has no depth limit
-        return [_chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
+        return [chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
     out: list[Chunk] = []
     for row in rows:
         heading = row.get("heading", NO_HEADING)
         if heading is not NO_HEADING and not isinstance(heading, str):
             # Numbers must come back as doubles, keys in JavaScript order: re-read the row
             # with JSON.parse semantics (rare: malformed roadmap titles only).
-            return [_chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
-        out.append(_chunk_from_row(row))
+            return [chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
+        out.append(chunk_from_row(row))
     return out
 
 

@@ -14,6 +14,7 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.agent_limits import size_verdict
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.steps import CORPUS, layout_for, table
+from brain_pipeline.publishing.freshness import schedule_period
 from brain_pipeline.state.records import AssetRecord, read_record
 
 FRESHNESS_MARGIN = timedelta(hours=2)
@@ -167,19 +168,12 @@ def vectors_reach_agent(settings: BrainSettings) -> dg.AssetCheckResult:
     )
 
 
-def schedule_period(cfg: BrainConfig) -> timedelta:
-    """The longest gap between two consecutive fires of the schedule over the next weeks."""
-    from dagster._utils.schedules import cron_string_iterator
-
-    start = datetime.now(UTC).timestamp()
-    fires = cron_string_iterator(start, cfg.schedule.cron, cfg.schedule.timezone)
-    times = [next(fires) for _ in range(32)]
-    return max(b - a for a, b in zip(times, times[1:], strict=False))
-
-
 def build_freshness_check(cfg: BrainConfig, clock: Any = None) -> dg.AssetChecksDefinition:
     """`published_store_is_current`: the latest corpus, published within the promised age."""
-    allowed = schedule_period(cfg) + FRESHNESS_MARGIN
+    allowed = (
+        schedule_period(cfg.schedule.cron, cfg.schedule.timezone, datetime.now(UTC))
+        + FRESHNESS_MARGIN
+    )
     now = clock or (lambda: datetime.now(UTC))
 
     @dg.asset_check(

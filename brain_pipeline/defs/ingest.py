@@ -110,13 +110,12 @@ def eval_fixture(context: dg.OpExecutionContext) -> dg.ObserveResult:
 
 def latest_corpus_observation(instance: dg.DagsterInstance) -> tuple[str | None, str | None]:
     """(digest, run id) of the newest observation of `corpus` (any run or sensor)."""
-    from dagster._core.definitions.data_version import extract_data_version_from_entry
-
     record = instance.get_latest_data_version_record(CORPUS, is_source=True)
     if record is None:
         return None, None
-    version = extract_data_version_from_entry(record.event_log_entry)
-    return (version.value if version is not None else None), record.run_id
+    # An observation carries its data version in Dagster's documented tag.
+    tags = record.event_log_entry.tags or {}
+    return tags.get(DATA_VERSION_TAG), record.run_id
 
 
 def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Any:

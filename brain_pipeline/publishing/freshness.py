@@ -9,7 +9,10 @@ run fails its evaluation. The clock is a parameter so "overdue" is testable.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from brain_pipeline.config import cron_fields
 
 
 @dataclass(frozen=True)
@@ -63,3 +66,38 @@ def assess(
 def _hours(delta: timedelta) -> str:
     hours = delta.total_seconds() / 3600
     return f"{hours:.1f} h"
+
+
+def cron_fire_times(expression: str, timezone: str, after: datetime, count: int) -> list[datetime]:
+    """The next `count` times a 5-field cron fires at or after `after`, in `timezone`.
+
+    Walks calendar days in the schedule's own time zone (so a 03:00 schedule stays at
+    03:00 local across a DST change) and keeps each day cron's rules allow: the month
+    must match, and the day must match day-of-month *and* day-of-week, or *either* when
+    both are restricted (cron's OR). Gives up after ten years (a schedule that fires on
+    February 29 of a far leap year is not a nightly one).
+    """
+    minutes, hours, days, months, weekdays = cron_fields(expression)
+    fields = expression.split()
+    either = fields[2][0] not in "*?" and fields[4][0] not in "*?"
+    weekdays = frozenset(day % 7 for day in weekdays)  # 7 and 0 are both Sunday
+    zone = ZoneInfo(timezone)
+    day: date = after.astimezone(zone).date()
+    last = day + timedelta(days=3653)
+    fires: list[datetime] = []
+    while len(fires) < count and day <= last:
+        by_day, by_week = day.day in days, day.isoweekday() % 7 in weekdays
+        if day.month in months and ((by_day or by_week) if either else (by_day and by_week)):
+            for hour in sorted(hours):
+                for minute in sorted(minutes):
+                    fire = datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
+                    if fire >= after and len(fires) < count:
+                        fires.append(fire)
+        day += timedelta(days=1)
+    return fires
+
+
+def schedule_period(expression: str, timezone: str, after: datetime) -> timedelta:
+    """The longest gap between two consecutive fires over the next 32 fires."""
+    times = [fire.timestamp() for fire in cron_fire_times(expression, timezone, after, 32)]
+    return timedelta(seconds=max(b - a for a, b in zip(times, times[1:], strict=False)))
