@@ -1,33 +1,21 @@
 """The code location: `@dg.definitions` for `dg` and workspace.yaml; `build_definitions`
-for the CLI and the tests.
+for the CLI and the tests. Both load the `defs/` folder the way `dg` does, so whatever
+`dg scaffold defs` writes there is live.
 
-Loading it has no side effect: nothing is read from or written to the instance (dead
-runs are reaped by the commands that own the instance: `brain-pipeline ui` before it
-starts the web UI, `brain-pipeline materialize` under its lock).
+Loading has no side effect: nothing is read from or written to the instance (dead runs
+are reaped by the commands that own the instance: `brain-pipeline ui` before it starts
+the web UI, `brain-pipeline materialize` under its lock).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import dagster as dg
 
-from brain_pipeline.config import load_config
-from brain_pipeline.defs.automation import (
-    build_automation_sensor,
-    build_observation_sensor,
-    build_reingest_schedule,
-    reingest_job,
-)
-from brain_pipeline.defs.checks import build_retrieval_eval
-from brain_pipeline.defs.embed import build_embeddings_asset
-from brain_pipeline.defs.health import HEALTH_CHECKS, build_freshness_check
-from brain_pipeline.defs.ingest import (
-    build_knowledge_chunks,
-    build_knowledge_store,
-    corpus,
-    eval_fixture,
-)
-from brain_pipeline.defs.publish import published_local, published_s3
-from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient, S3Publisher
+from brain_pipeline.lib.code_location import building_for
+
+_PROJECT = Path(__file__).resolve().parent
 
 
 def build_definitions(config_path: str | None = None) -> dg.Definitions:
@@ -37,34 +25,11 @@ def build_definitions(config_path: str | None = None) -> dg.Definitions:
     when the code location loads (a change of model or junk limits is a code-version
     change Dagster shows); assets re-read it at run time through the resource.
     """
-    cfg = load_config(config_path)
-    return dg.Definitions(
-        assets=[
-            corpus,
-            eval_fixture,
-            build_knowledge_chunks(cfg),
-            build_knowledge_store(cfg),
-            build_embeddings_asset(cfg),
-            published_local,
-            published_s3,
-        ],
-        asset_checks=[build_retrieval_eval(cfg), build_freshness_check(cfg), *HEALTH_CHECKS],
-        jobs=[reingest_job],
-        schedules=[build_reingest_schedule(cfg)],
-        sensors=[build_observation_sensor(cfg), build_automation_sensor(cfg)],
-        resources={
-            "settings": BrainSettings(config_path=config_path),
-            "embedding_client": EmbeddingClient(),
-            "s3_publisher": S3Publisher(),
-        },
-        executor=dg.in_process_executor,
-    )
+    with building_for(config_path):
+        return dg.load_from_defs_folder(path_within_project=_PROJECT)
 
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    """What `dg dev`, `dg list defs` and workspace.yaml load.
-
-    The configuration is BRAIN_CONFIG, else ./corpus_config.yaml.
-    """
+    """What `dg dev`, `dg list defs` and workspace.yaml load."""
     return build_definitions()

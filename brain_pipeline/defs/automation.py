@@ -19,6 +19,7 @@ import json
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
 from brain_pipeline.lib.steps import CORPUS, DATA_VERSION_TAG, EVAL_FIXTURE
 
@@ -101,4 +102,15 @@ def build_automation_sensor(cfg: BrainConfig) -> dg.AutomationConditionSensorDef
             "Materialises what a corpus change affects (eager conditions); publishing waits "
             "for every blocking check upstream to pass."
         ),
+    )
+
+
+@dg.definitions
+def automation_definitions() -> dg.Definitions:
+    """The nightly schedule, its job, the corpus observation sensor and automation."""
+    cfg = location_config()
+    return dg.Definitions(
+        jobs=[reingest_job],
+        schedules=[build_reingest_schedule(cfg)],
+        sensors=[build_observation_sensor(cfg), build_automation_sensor(cfg)],
     )

@@ -7,6 +7,7 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.steps import (
     EVAL_FIXTURE,
     claim_build_dir,
@@ -174,3 +175,9 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
         )
 
     return retrieval_eval
+
+
+@dg.definitions
+def evaluation_definitions() -> dg.Definitions:
+    """The blocking retrieval evaluation that gates publishing."""
+    return dg.Definitions(asset_checks=[build_retrieval_eval(location_config())])

@@ -8,6 +8,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
 from brain_pipeline.embedding.progress import ThrottledProgress
+from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.instance import GEMINI_POOL
 from brain_pipeline.lib.steps import (
     recheck_input,
@@ -163,3 +164,8 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(data_version))
 
     return embeddings
+
+
+@dg.definitions
+def embed_definitions() -> dg.Definitions:
+    return dg.Definitions(assets=[build_embeddings_asset(location_config())])

@@ -13,6 +13,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.agent_limits import size_verdict
 from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.steps import CORPUS, layout_for, table
 from brain_pipeline.publishing.freshness import schedule_period
 from brain_pipeline.state.records import AssetRecord, read_record
@@ -228,3 +229,11 @@ HEALTH_CHECKS = [
     embedding_coverage,
     vectors_reach_agent,
 ]
+
+
+@dg.definitions
+def health_definitions() -> dg.Definitions:
+    """The WARN checks: corpus problems, coverage, limits, and the publication's currency."""
+    return dg.Definitions(
+        asset_checks=[build_freshness_check(location_config()), *HEALTH_CHECKS]
+    )

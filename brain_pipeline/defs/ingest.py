@@ -19,6 +19,7 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED
 from brain_pipeline.corpus.ingest import ingest_file
 from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.steps import (
     CORPUS,
     DATA_VERSION_TAG,
@@ -363,3 +364,11 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
 
     return knowledge_store
 
+
+@dg.definitions
+def ingest_definitions() -> dg.Definitions:
+    """The ingest group: the two observed sources, the chunks and the store."""
+    cfg = location_config()
+    return dg.Definitions(
+        assets=[corpus, eval_fixture, build_knowledge_chunks(cfg), build_knowledge_store(cfg)]
+    )

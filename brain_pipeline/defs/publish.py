@@ -328,3 +328,8 @@ def published_s3(
     yield dg.MaterializeResult(
         metadata=metadata, data_version=dg.DataVersion(_publish_version(manifest))
     )
+
+
+@dg.definitions
+def publish_definitions() -> dg.Definitions:
+    return dg.Definitions(assets=[published_local, published_s3])

@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig, load_config, variables_for
+from brain_pipeline.lib.code_location import location_config_path
 from brain_pipeline.lib.steps import PUBLISH_ASSETS
 
 
@@ -91,3 +92,17 @@ class S3Publisher(dg.ConfigurableResource):
             manifest=manifest,
             timeouts=S3Timeouts.from_settings(s3),
         )
+
+
+@dg.definitions
+def resource_definitions() -> dg.Definitions:
+    """The resources every asset takes, and the in-process executor (a step per process
+    would cost seconds per run on a graph this small)."""
+    return dg.Definitions(
+        resources={
+            "settings": BrainSettings(config_path=location_config_path()),
+            "embedding_client": EmbeddingClient(),
+            "s3_publisher": S3Publisher(),
+        },
+        executor=dg.in_process_executor,
+    )
