@@ -327,10 +327,6 @@ class BrainConfig(_Section):
             return self.dagster_home
         return self.base_dir / ".dagster_home"
 
-    def redacted(self) -> dict[str, Any]:
-        """A JSON-safe view for logs and metadata; holds no secrets by construction."""
-        return self.model_dump(mode="json")
-
 
 # Where the Gemini key is read from, first set wins. Never a configuration key: a key in a
 # file ends up in commits, and a key in Dagster config ends up in the run's metadata.

@@ -33,11 +33,6 @@ JS_WS_CLASS = r"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u30
 JS_LINE_TERMINATORS = "\n\r\u2028\u2029"
 
 
-def js_trim(text: str) -> str:
-    """`String.prototype.trim`: strip exactly JavaScript's whitespace set."""
-    return text.strip(JS_WHITESPACE)
-
-
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
