@@ -15,24 +15,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from brain_pipeline.corpus.jscompat import JS_WS_CLASS, utf16_length
 from brain_pipeline.corpus.store import Chunk
 
-# JavaScript's \s: ASCII whitespace, NBSP, the Unicode space separators, line/paragraph
-# separators and the BOM. Python's str.split() differs (it splits on \x1c-\x1f, not on
-# U+FEFF), so the set is spelled out.
-_JS_WHITESPACE = re.compile(
-    "[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+"
-)
-
-
-def _js_length(text: str) -> int:
-    """String length as JavaScript counts it: UTF-16 code units."""
-    return len(text.encode("utf-16-le")) // 2
+# JavaScript's \s (jscompat): Python's str.split() differs (it splits on \x1c-\x1f, not
+# on U+FEFF).
+_JS_WHITESPACE = re.compile(f"[{JS_WS_CLASS}]+")
 
 
 def legacy_terms(query: str) -> list[str]:
     """Whitespace-split lower-cased query terms longer than 2 characters, duplicates kept."""
-    return [t for t in _JS_WHITESPACE.split(query.lower()) if _js_length(t) > 2]
+    return [t for t in _JS_WHITESPACE.split(query.lower()) if utf16_length(t) > 2]
 
 
 class LegacyRetriever:

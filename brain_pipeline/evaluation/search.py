@@ -11,12 +11,12 @@ tool evaluate our retrieval: one `{"qid", "query", "area"}` object per line in, 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brain_pipeline.corpus.jscompat import is_truthy
 from brain_pipeline.corpus.store import STORE_FILENAME, Chunk
 from brain_pipeline.retrieval.hybrid import Hit, Retriever
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, EmbeddingStore
@@ -88,15 +88,6 @@ class BatchFormatError(ValueError):
     """A batch query line is unusable; the message names the line."""
 
 
-def _js_truthy(value: Any) -> bool:
-    """JavaScript truthiness for JSON values: "", 0, NaN, null and false are falsy."""
-    if value is None or value is False:
-        return False
-    if isinstance(value, int | float):
-        return value != 0 and not (isinstance(value, float) and math.isnan(value))
-    return not (isinstance(value, str) and value == "")
-
-
 def _heading_text(heading: Any) -> str:
     """A heading as the agent would interpolate it (numbers like JavaScript prints them)."""
     if isinstance(heading, str):
@@ -113,7 +104,7 @@ def _heading_text(heading: Any) -> str:
 def provenance(chunk: Chunk, position: int) -> str:
     """`--- passage N — source § heading ---`, without ` § heading` when there is none."""
     label = chunk.source
-    if chunk.has_heading and _js_truthy(chunk.heading):
+    if chunk.has_heading and is_truthy(chunk.heading):
         label += f" § {_heading_text(chunk.heading)}"
     return f"--- passage {position} — {label} ---"
 
