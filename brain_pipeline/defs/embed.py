@@ -11,11 +11,10 @@ from brain_pipeline.embedding.progress import ThrottledProgress
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.instance import GEMINI_POOL
 from brain_pipeline.lib.steps import (
-    recheck_input,
     start_step,
+    step_failures,
     store_chunks,
     to_metadata,
-    upstream_record,
 )
 from brain_pipeline.state.records import (
     AssetRecord,
@@ -24,6 +23,7 @@ from brain_pipeline.state.records import (
     stamp_outputs,
     write_record,
 )
+from brain_pipeline.steps.provenance import recheck_input, upstream_record
 from brain_pipeline.utils.atomic import file_sha256
 
 EMBEDDINGS_CODE_VERSION = "embeddings-1"
@@ -129,7 +129,8 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         embedding_client: EmbeddingClient,
     ) -> dg.MaterializeResult:
         cfg, layout = start_step(context.instance, settings)
-        store = upstream_record(layout, "knowledge_store", "embeddings")
+        with step_failures():
+            store = upstream_record(layout, "knowledge_store", "embeddings")
         inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}
         live_code_version = embeddings_code_version(cfg)
         previous = read_record(layout, "embeddings")
@@ -142,7 +143,8 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
             facts, exists = _build(context, cfg, layout, embedding_client)
             sha = file_sha256(layout.embeddings_file) if exists else None
             data_version = sha or f"absent-{store.data_version[:16]}"
-            recheck_input(layout, "knowledge_store", store.data_version)
+            with step_failures():
+                recheck_input(layout, "knowledge_store", store.data_version)
             write_record(
                 layout,
                 AssetRecord(

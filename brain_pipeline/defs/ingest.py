@@ -25,14 +25,14 @@ from brain_pipeline.lib.steps import (
     DATA_VERSION_TAG,
     claim_build_dir,
     layout_for,
-    recheck_input,
     start_step,
+    step_failures,
     table,
     to_metadata,
-    upstream_record,
 )
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, digest_of, stamp_outputs, write_record
+from brain_pipeline.steps.provenance import recheck_input, upstream_record
 
 STORE_CODE_VERSION = "store-1"
 PROBLEM_ROWS_KEPT = 500
@@ -285,7 +285,8 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
         from brain_pipeline.state.records import read_record
 
         cfg, layout = start_step(context.instance, settings)
-        chunks = upstream_record(layout, "knowledge_chunks", "knowledge_store")
+        with step_failures():
+            chunks = upstream_record(layout, "knowledge_chunks", "knowledge_store")
         digest = str(chunks.inputs["corpus"])
         inputs = {"knowledge_chunks": chunks.data_version}
         previous = read_record(layout, "knowledge_store")
@@ -315,7 +316,8 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
             }
             status = "written" if report.written else "unchanged"
             _remember_chunks(cfg, layout, report.sha256)
-            recheck_input(layout, "knowledge_chunks", chunks.data_version)
+            with step_failures():
+                recheck_input(layout, "knowledge_chunks", chunks.data_version)
             write_record(
                 layout,
                 AssetRecord(

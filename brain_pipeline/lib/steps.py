@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +11,7 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.records import AssetRecord, read_record
+from brain_pipeline.steps.provenance import StepFailure
 
 # Run storage key-value entry naming the build directory this instance serves.
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
@@ -69,30 +71,13 @@ def rebind_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> str | Non
     return before
 
 
-def upstream_record(layout: StateLayout, asset: str, needed_by: str) -> AssetRecord:
-    """The upstream asset's record in the build directory, or a Failure saying what to run."""
-    record = read_record(layout, asset)
-    if record is None:
-        raise dg.Failure(
-            description=(
-                f"{needed_by} needs {asset}, which has not been materialised in the build "
-                f"directory {layout.build_dir}; materialise it first (e.g. --select "
-                f"'{asset}+')"
-            )
-        )
-    return record
-
-
-def recheck_input(layout: StateLayout, asset: str, expected: str) -> None:
-    """Fail when an input's record moved while this step worked (another writer)."""
-    now = read_record(layout, asset)
-    if now is None or now.data_version != expected:
-        raise dg.Failure(
-            description=(
-                f"{asset} changed in {layout.build_dir} while this step was reading it "
-                "(another run wrote it); nothing was recorded, run again"
-            )
-        )
+@contextmanager
+def step_failures() -> Iterator[None]:
+    """Show a core step's refusal as the step's failure description (no traceback noise)."""
+    try:
+        yield
+    except StepFailure as exc:
+        raise dg.Failure(description=str(exc)) from None
 
 
 def store_chunks(layout: StateLayout) -> Any:

@@ -1,0 +1,297 @@
+"""The two publish steps: to the agent's storage folders, then to S3, each gated.
+
+Within one Dagster run the blocking check keeps these steps from running at all. Run on
+their own, they still refuse unless the build directory's evaluation record says that an
+evaluation passed for *exactly* the inputs they would publish (store, vectors, fixture,
+thresholds, code); a person can override that with `force`, which is logged loudly. The
+build directory, not the Dagster instance, is the source of truth, so the gate holds on a
+fresh instance and cannot read another build's result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import AssetRecord, FileStamp, read_record, write_record
+from brain_pipeline.steps.provenance import StepFailure, StepLog
+
+PUBLISH_CODE_VERSION = "publish-1"
+
+
+@dataclass
+class BuildArtifacts:
+    store_bytes: bytes
+    embeddings_bytes: bytes | None
+    counts: tuple[dict[str, int], list[str]]
+    """Chunks per area and the live ids, for the manifest."""
+    evaluation: dict[str, float]
+    evaluation_run_id: str | None
+    corpus_digest: str | None
+    store_sha256: str
+    """From the store view's index: known without hashing the bytes again."""
+
+
+@dataclass
+class Publication:
+    """What a publish step reports: plain facts, the version, and links for the UI."""
+
+    facts: dict[str, Any]
+    data_version: str
+    evaluated_in_run: str | None = None
+    live_since_run: str | None = None
+    manifest_markdown: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    """JSON-shaped details (targets or objects) shown as JSON metadata."""
+
+
+def recover(cfg: BrainConfig, log: StepLog) -> None:
+    """Finish or undo an interrupted publication before anything is judged or written."""
+    from brain_pipeline.publishing.commit import RecoveryError, recover_publication
+
+    try:
+        report = recover_publication(cfg.publish_root())
+    except RecoveryError as exc:
+        raise StepFailure(str(exc)) from None
+    if report.changed_anything:
+        log.warning(report.summary())
+
+
+def evaluation_of_build(
+    cfg: BrainConfig, layout: StateLayout
+) -> tuple[str | None, dict[str, Any] | None]:
+    """(key, record) of the evaluation of exactly the build's inputs; record None if none."""
+    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation.service import evaluation_inputs
+
+    if not layout.store_file.exists():
+        raise StepFailure(
+            f"nothing to publish: {layout.store_file} does not exist (materialise "
+            "knowledge_store)"
+        )
+    inputs = evaluation_inputs(cfg, layout.build_dir)
+    if inputs is None:
+        return None, None
+    key = inputs.key()
+    return key, eval_record.lookup(layout, key)
+
+
+def gate(
+    cfg: BrainConfig,
+    layout: StateLayout,
+    force: bool,
+    record: dict[str, Any] | None,
+    log: StepLog,
+) -> BuildArtifacts:
+    """Refuse (raise) unless the data about to be published passed its evaluation."""
+    from brain_pipeline.corpus.store_reader import open_store_view
+    from brain_pipeline.publishing.gate import publish_decision
+
+    passed = None if record is None else bool(record["passed"])
+    store_bytes = layout.store_file.read_bytes()
+    emb_file = layout.embeddings_file
+    emb_bytes = emb_file.read_bytes() if emb_file.exists() else None
+    view = open_store_view(layout.store_file, layout)
+    # Chunks per area and the live ids are all a manifest needs: no chunk is decoded.
+    counts = (view.count_per_area(), view.ids)
+    decision = publish_decision(
+        passed, force=force or cfg.publish.force, store_chunk_count=len(view)
+    )
+    if not decision.allowed:
+        raise StepFailure(f"publishing refused: {decision.reason}")
+    if force or cfg.publish.force:
+        log.warning(f"FORCED PUBLISH: {decision.reason}")
+    figures = {
+        k: float(v)
+        for k, v in dict((record or {}).get("figures") or {}).items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+    store_record = read_record(layout, "knowledge_store")
+    digest = store_record.facts.get("corpus_digest") if store_record else None
+    return BuildArtifacts(
+        store_bytes,
+        emb_bytes,
+        counts,
+        figures,
+        (record or {}).get("run_id"),
+        str(digest) if digest else None,
+        view.sha256,
+    )
+
+
+def _manifest(artifacts: BuildArtifacts, run_id: str) -> Any:
+    from brain_pipeline.publishing.manifest import build_manifest
+
+    return build_manifest(
+        artifacts.store_bytes,
+        artifacts.embeddings_bytes,
+        None,
+        artifacts.evaluation,
+        artifacts.corpus_digest,
+        run_id,
+        counts=artifacts.counts,
+    )
+
+
+def _live_local_manifest(cfg: BrainConfig, artifacts: BuildArtifacts) -> Any | None:
+    """The manifest published_local made for these bytes, so S3 carries the same one."""
+    from brain_pipeline.publishing.local import live_manifest
+
+    manifest = live_manifest(cfg.publish_root())
+    if manifest is None or manifest.store.sha256 != artifacts.store_sha256:
+        return None
+    return manifest
+
+
+def publish_version(manifest: Any) -> str:
+    embeddings = manifest.embeddings.sha256 if manifest.embeddings is not None else "none"
+    return f"{manifest.store.sha256[:16]}-{embeddings[:16]}"
+
+
+def _publish_inputs(cfg: BrainConfig, layout: StateLayout, key: str | None) -> dict[str, Any]:
+    """What a local publication is made from: the evaluated build and where it goes."""
+    from brain_pipeline.publishing.local import storage_dirs
+
+    store = read_record(layout, "knowledge_store")
+    vectors = read_record(layout, "embeddings")
+    return {
+        "store": store.data_version if store else None,
+        "embeddings": vectors.data_version if vectors else None,
+        "evaluation": key,
+        "agent_query_model": cfg.publish.agent_query_model,
+        "targets": [str(target) for target in storage_dirs(cfg.publish_root())],
+    }
+
+
+def _record_publication(
+    cfg: BrainConfig,
+    layout: StateLayout,
+    inputs: dict[str, Any],
+    version: str,
+    report: Any,
+    run_id: str,
+) -> None:
+    """Stamp every live file (absolute paths), so an unchanged re-run can skip by stat."""
+    stamps = {
+        str(target.directory / f.filename): FileStamp.of(target.directory / f.filename, f.sha256)
+        for target in report.targets
+        for f in target.files
+        if f.sha256 is not None
+    }
+    facts = {
+        "publish_root": str(cfg.publish_root()),
+        "chunk_count": report.manifest.chunk_count,
+        "store_sha256": report.manifest.store.sha256,
+        "corpus_digest": report.manifest.corpus_fingerprint,
+        "embeddings_published": report.embeddings_published,
+    }
+    write_record(
+        layout,
+        AssetRecord(
+            asset="published_local",
+            data_version=version,
+            code_version=PUBLISH_CODE_VERSION,
+            inputs=inputs,
+            outputs=stamps,
+            facts=facts,
+            run_id=run_id,
+        ),
+    )
+
+
+def publish_to_agent(
+    cfg: BrainConfig, layout: StateLayout, *, force: bool, run_id: str, log: StepLog
+) -> Publication:
+    """Publish the evaluated build to the agent's storage folders (or find it live)."""
+    from brain_pipeline.publishing.commit import PublicationError
+    from brain_pipeline.publishing.local import publish_local
+
+    recover(cfg, log)
+    key, evaluation = evaluation_of_build(cfg, layout)
+    inputs = _publish_inputs(cfg, layout, key)
+    previous = read_record(layout, "published_local")
+    if (
+        evaluation is not None
+        and evaluation.get("passed")
+        and previous is not None
+        and previous.is_current_for(layout, PUBLISH_CODE_VERSION, inputs)
+    ):
+        # The same evaluated bytes are live and untouched (every live file's stat is the
+        # one recorded when it was published): nothing to read, nothing to write.
+        return Publication({**previous.facts, "status": "unchanged"}, previous.data_version)
+    artifacts = gate(cfg, layout, force, evaluation, log)
+    try:
+        report = publish_local(
+            artifacts.store_bytes,
+            artifacts.embeddings_bytes,
+            cfg.publish_root(),
+            agent_query_model=cfg.publish.agent_query_model,
+            manifest=_manifest(artifacts, run_id),
+        )
+    except PublicationError as exc:
+        raise StepFailure(str(exc)) from None
+    for line in report.summary().splitlines():
+        log.info(line)
+    version = publish_version(report.manifest)
+    _record_publication(cfg, layout, inputs, version, report, run_id)
+    return Publication(
+        facts={
+            "status": "updated" if report.changed else "unchanged",
+            "publish_root": str(cfg.publish_root()),
+            "embeddings_published": report.embeddings_published,
+            "embeddings_note": report.embeddings_note or "",
+            "chunk_count": report.manifest.chunk_count,
+            "dagster/row_count": report.manifest.chunk_count,
+            "store_sha256": report.manifest.store.sha256,
+            "corpus_digest": report.manifest.corpus_fingerprint,
+        },
+        data_version=version,
+        # The run whose check passed these bytes, and the run that made the manifest now
+        # live (an earlier one when this publish changed nothing).
+        evaluated_in_run=artifacts.evaluation_run_id,
+        live_since_run=report.manifest.run_id,
+        manifest_markdown=report.manifest.to_markdown(),
+        details={"targets": report.to_metadata()["targets"]},
+    )
+
+
+Upload = Callable[[BrainConfig, bytes, "bytes | None", Any], Any]
+"""(cfg, store bytes, embeddings bytes, manifest) -> an S3 publish report."""
+
+
+def publish_to_s3(
+    cfg: BrainConfig,
+    layout: StateLayout,
+    *,
+    force: bool,
+    run_id: str,
+    log: StepLog,
+    upload: Upload,
+) -> Publication | None:
+    """Upload the evaluated build to S3; None when no bucket is configured."""
+    from brain_pipeline.publishing.s3 import PublishError
+
+    s3 = cfg.publish.s3
+    if not s3.bucket:
+        log.info(
+            "S3 publishing skipped: no bucket configured (publish.s3.bucket / S3_BUCKET_NAME); "
+            "nothing is materialised"
+        )
+        return None
+    _, evaluation = evaluation_of_build(cfg, layout)
+    artifacts = gate(cfg, layout, force, evaluation, log)
+    manifest = _live_local_manifest(cfg, artifacts) or _manifest(artifacts, run_id)
+    try:
+        report = upload(cfg, artifacts.store_bytes, artifacts.embeddings_bytes, manifest)
+    except PublishError as exc:
+        raise StepFailure(f"S3 publish failed: {exc}") from None
+    for line in report.summary().splitlines():
+        log.info(line)
+    return Publication(
+        facts={"status": report.status, "bucket": s3.bucket, "prefix": s3.prefix},
+        data_version=publish_version(manifest),
+        details={"objects": report.to_metadata()["objects"]},
+    )
