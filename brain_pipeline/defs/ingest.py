@@ -74,7 +74,6 @@ def fixture_version(cfg: BrainConfig) -> str:
 @dg.observable_source_asset(
     name="corpus",
     group_name="ingest",
-    required_resource_keys={"settings"},
     description=(
         "The curated content as it is on disk: one folder per area. Observing it walks the "
         "corpus and re-hashes only files whose size or mtime changed; its data version is "
@@ -82,8 +81,8 @@ def fixture_version(cfg: BrainConfig) -> str:
         "edit makes the chunks stale."
     ),
 )
-def corpus(context: dg.OpExecutionContext) -> dg.ObserveResult:
-    cfg = context.resources.settings.load()
+def corpus(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
+    cfg = settings.load()
     claim_build_dir(context.instance, cfg.build_dir)
     snapshot = observe(cfg)
     return dg.ObserveResult(
@@ -95,14 +94,13 @@ def corpus(context: dg.OpExecutionContext) -> dg.ObserveResult:
 @dg.observable_source_asset(
     name="eval_fixture",
     group_name="ingest",
-    required_resource_keys={"settings"},
     description=(
         "The hand-labelled retrieval fixture (evaluation.fixture); its data version is the "
         "hash of its bytes, so editing it re-runs the retrieval_eval check."
     ),
 )
-def eval_fixture(context: dg.OpExecutionContext) -> dg.ObserveResult:
-    cfg = context.resources.settings.load()
+def eval_fixture(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
+    cfg = settings.load()
     return dg.ObserveResult(
         data_version=dg.DataVersion(fixture_version(cfg)),
         metadata={"path": dg.MetadataValue.path(str(cfg.evaluation.fixture))},

@@ -24,8 +24,15 @@ if TYPE_CHECKING:
     from brain_pipeline.state.layout import StateLayout
 
 
-def embedder_for(cfg: BrainConfig) -> Embedder | None:
-    """The embedder the configuration selects (`auto` resolved), or None for `none`."""
+def embedder_for(
+    cfg: BrainConfig, *, api_key: str | None = None, base_url: str | None = None
+) -> Embedder | None:
+    """The embedder the configuration selects (`auto` resolved), or None for `none`.
+
+    `api_key`/`base_url` are the Gemini client's settings when a caller holds them (the
+    Dagster resource); otherwise the key comes from the environment and the endpoint from
+    the SDK's own resolution (GOOGLE_GEMINI_BASE_URL).
+    """
     from brain_pipeline.embedding.factory import make_embedder
 
     emb = cfg.embedding
@@ -33,7 +40,8 @@ def embedder_for(cfg: BrainConfig) -> Embedder | None:
         cfg.effective_provider(),
         model=emb.model,
         dimension=emb.dimension,
-        api_key=cfg.gemini_api_key(),
+        api_key=api_key or cfg.gemini_api_key(),
+        base_url=base_url,
         texts_per_minute=emb.texts_per_minute,
         requests_per_minute=emb.requests_per_minute,
         max_attempts=emb.max_attempts,

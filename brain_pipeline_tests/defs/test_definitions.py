@@ -115,11 +115,22 @@ def test_in_process_executor_by_default() -> None:
     assert job.executor_def.name == "in_process"
 
 
-def test_the_clients_are_resources_that_name_their_variables() -> None:
-    resources = defs.resources or {}
+def test_the_clients_are_configured_by_their_fields_and_the_key_is_an_env_var(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "sekret-key-for-the-resource-test")
+    monkeypatch.setenv("S3_BUCKET_NAME", "bucket-from-the-environment")
+    resources = build_definitions().resources or {}
     embedding = resources["embedding_client"]
     s3 = resources["s3_publisher"]
-    assert "GEMINI_API_KEY" in embedding.key_variables  # type: ignore[attr-defined]
-    assert "GEMINI_EMBEDDING_MODEL" in embedding.setting_variables  # type: ignore[attr-defined]
-    assert "S3_BUCKET_NAME" in s3.setting_variables  # type: ignore[attr-defined]
-    assert "AWS_ENDPOINT_URL_S3" in s3.setting_variables  # type: ignore[attr-defined]
+    assert s3.bucket == "bucket-from-the-environment"  # type: ignore[attr-defined]
+    # The key is named, never held: Dagster resolves it in the run's own process.
+    assert isinstance(embedding.api_key, dg.EnvVar)  # type: ignore[attr-defined]
+    assert embedding.api_key.env_var_name == "GEMINI_API_KEY"  # type: ignore[attr-defined]
+    assert "sekret" not in repr(embedding) and "sekret" not in repr(resources["settings"])
+
+
+def test_without_a_key_the_embedding_client_names_none() -> None:
+    resources = build_definitions().resources or {}
+    assert resources["embedding_client"].api_key is None  # type: ignore[attr-defined]
+
