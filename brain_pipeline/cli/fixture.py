@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(check)
     old_store(check)
-    check.set_defaults(_action=_check)
+    check.set_defaults(_action=_check, _needs_labels=True)
 
     repair = sub.add_parser(
         "repair",
@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="X",
         help=f"required lead over the second candidate (default {MARGIN})",
     )
-    repair.set_defaults(_action=_repair)
+    repair.set_defaults(_action=_repair, _needs_labels=True)
 
     label = sub.add_parser(
         "label",
@@ -198,6 +198,10 @@ class _Inputs:
     fallback_stores: list[Path]
 
 
+class _NothingToCheck(ValueError):
+    """check/repair on a fixture with no query yet: the message says how to start one."""
+
+
 START_HINT = 'brain-pipeline fixture label "QUESTION" --area AREA'
 
 
@@ -226,6 +230,9 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     cfg = load_config()
     fixture_path = Path(args.fixture) if args.fixture else cfg.evaluation.fixture
     fixture = load_fixture_if_any(fixture_path)
+    start = _start_message(fixture, fixture_path)
+    if start and getattr(args, "_needs_labels", False):
+        raise _NothingToCheck(start)  # before building anything: one line, at once
     published = live_store_file(cfg.publish_root())
     if not args.store:
         refreshed = refresh_build_store(cfg, published)
@@ -268,9 +275,6 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.corpus.store import heading_text
     from brain_pipeline.evaluation.repair import old_chunk_of, old_chunks_for, propose_for_build
 
-    start = _start_message(inputs.fixture, inputs.fixture_path)
-    if start:
-        return _fail(start)
     proposal = propose_for_build(
         inputs.layout, inputs.chunks, inputs.fixture, fallback_stores=inputs.fallback_stores
     )
@@ -347,9 +351,6 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
         return _fail("--min-similarity must be in (0, 1]")
     if not 0.0 <= args.margin <= 1.0:
         return _fail("--margin must be in [0, 1]")
-    start = _start_message(inputs.fixture, inputs.fixture_path)
-    if start:
-        return _fail(start)
     proposal = propose_for_build(
         inputs.layout,
         inputs.chunks,

@@ -226,6 +226,8 @@ class RepairRow:
     old_excerpt: str = ""
     new_excerpt: str = ""
     candidates: list[Candidate] = field(default_factory=list)
+    area_after: str | None = None
+    """The area the query is in once `--write` has moved it (None: it stays)."""
 
     @property
     def applies(self) -> bool:
@@ -240,7 +242,7 @@ class RepairRow:
         """The one command a person runs to settle this label by hand."""
         base = (
             f"brain-pipeline fixture label {shlex.quote(self.query)} --area "
-            f"{shlex.quote(self.area)} --remove {self.old_id}"
+            f"{shlex.quote(self.area_after or self.area)} --remove {self.old_id}"
         )
         if self.verdict == SPLIT and len(self.candidates) >= 2:
             return f"{base} --add {self.candidates[0].id} {self.candidates[1].id}"
@@ -319,6 +321,7 @@ class RepairProposal:
         steps = []
         if self.writable:
             steps.append(f"apply the automatic repairs: {self.command}")
+        then = "then " if steps else ""
         if self.offered_moves:
             steps.append(
                 f"move {len(self.offered_moves)} query(ies) to the area their labels live "
@@ -328,7 +331,7 @@ class RepairProposal:
         for r in self.for_human:
             if r.verdict == MOVED and (r.query, r.area) in offered:
                 continue
-            steps.append(f"{r.old_id} ({r.verdict}): {r.fix_command()}")
+            steps.append(f"{then}{r.old_id} ({r.verdict}): {r.fix_command()}")
         return steps
 
     def to_rows(self) -> list[dict[str, Any]]:
@@ -638,6 +641,7 @@ def propose_repair(
                     None,
                     UNKNOWN,
                     "not in the chunk history: its old text is unknown" + moved,
+                    area_after=area if area != label.area else None,
                 )
             )
             continue
@@ -668,6 +672,7 @@ def propose_repair(
                 old_excerpt=excerpt(old.text),
                 new_excerpt=excerpt(best.content) if best else "",
                 candidates=[_candidate(s) for s in d.candidates],
+                area_after=area if area != label.area else None,
             )
         )
     _veto_conflicts(fixture, rows)
