@@ -210,7 +210,10 @@ def _start_message(fixture: Fixture, path: Path) -> str | None:
     if fixture.queries:
         return None
     state = "does not exist yet" if not path.exists() else "has no query yet"
-    return f"{path} {state}: start it with `{START_HINT}` (no materialize needed)"
+    return (
+        f"{path} {state}: start it with `{START_HINT}` (AREA: a top-level folder of the "
+        "corpus; no materialize needed)"
+    )
 
 
 def _inputs(args: argparse.Namespace) -> _Inputs:
