@@ -302,8 +302,10 @@ class RepairProposal:
 
     @property
     def offered_moves(self) -> list[AreaMove]:
-        """Moves a person may accept with --follow-moves (the old area still exists)."""
-        return [m for m in self.moves if not m.applies and not m.conflict]
+        """Moves a person may accept with --follow-moves (the old area still exists and
+        no remap in it was found for the query's labels)."""
+        asked = {(r.query, r.area) for r in self.rows if r.verdict == MOVED}
+        return [m for m in self.moves if (m.query, m.old_area) in asked]
 
     def summary(self) -> str:
         n_apply = sum(1 for r in self.rows if r.resolved)
@@ -612,8 +614,7 @@ def propose_repair(
         raw = old_chunks.get(label.id) or live_elsewhere.get(label.id)
         old = old_chunk_of(raw) if raw is not None else None
         move = move_of.get((label.query, label.area))
-        if move is not None and label.id in move.ids:
-            verdict = AREA if move.applies else CONFLICT if move.conflict else MOVED
+        if move is not None and label.id in move.ids and move.applies:
             rows.append(
                 RepairRow(
                     label.query,
@@ -621,7 +622,7 @@ def propose_repair(
                     label.id,
                     None,
                     None,
-                    verdict,
+                    AREA,
                     move.reason,
                     old_source=old.source if old else None,
                     old_excerpt=excerpt(old.text) if old else "",
@@ -675,6 +676,11 @@ def propose_repair(
                 area_after=area if area != label.area else None,
             )
         )
+        if move is not None and label.id in move.ids and not rows[-1].applies:
+            # The old area still exists: an id live elsewhere may be a duplicate paragraph
+            # whose copy here was edited, so a remap found here wins; else offer the move.
+            rows[-1].verdict = CONFLICT if move.conflict else MOVED
+            rows[-1].reason = move.reason
     _veto_conflicts(fixture, rows)
     return RepairProposal(
         fixture=fixture.source,
