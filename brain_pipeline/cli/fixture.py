@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -15,21 +16,27 @@ if TYPE_CHECKING:  # annotations only: the core is imported inside run()
     from brain_pipeline.evaluation.fixture import Fixture
     from brain_pipeline.state.layout import StateLayout
 
-HELP = "check, repair and extend the labelled retrieval fixture"
+HELP = "start, check, repair and extend the labelled retrieval fixture"
 DESCRIPTION = """\
-Chunk ids are content hashes: editing a labelled paragraph changes its id and the
-blocking evaluation fails with "stale fixture". These commands explain and repair that.
+The fixture lists questions a learner asks and the chunk ids that answer them; the
+blocking evaluation scores retrieval on it. Chunk ids are content hashes: editing a
+labelled paragraph changes its id and the evaluation fails with "stale fixture".
 
+  fixture label     show BM25 and hybrid candidates for a query; --add ID... labels them
+                    (creates the fixture file when there is none), --remove ID... unlabels
+  fixture find      the ids of paragraphs containing a piece of text (by text, not rank)
+  fixture show      the full text and provenance of chunk ids
   fixture check     list every stale label: query, area, the old text and its source
                     file (from the chunk history); exit 1 when any
   fixture repair    propose a replacement for each stale label; --write applies the
                     safe ones to the fixture file (layout kept, backup <file>.bak)
-  fixture label     show BM25 and hybrid candidates for a query; --add ID... labels them
 
+No `materialize` is needed first: unless --store is given, each command brings the build
+directory's store up to date with the corpus (the pipeline's own cached ingest steps).
 A label is stale when its id is not a live chunk of its query's area (a file moved to
-another area counts). Old texts come from the chunk history in the build directory,
-then from the published store (<publish root>/src/storage/knowledge-store.json), then
-from any --old-store given.
+another area counts; a query whose area was renamed follows its labels). Old texts come
+from the chunk history in the build directory, then from the published store
+(<publish root>/src/storage/knowledge-store.json), then from any --old-store given.
 """
 
 EXIT_STALE = 1
@@ -40,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Everything after `fixture` is parsed in `run`, so building the top-level parser
     does not import the evaluation core (numpy) for every other command."""
     parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    parser.usage = "brain-pipeline fixture {check,repair,label} ... (see --help)"
+    parser.usage = "brain-pipeline fixture {label,find,show,check,repair} ... (see --help)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common(check)
     old_store(check)
-    check.set_defaults(_action=_check)
+    check.set_defaults(_action=_check, _needs_labels=True)
 
     repair = sub.add_parser(
         "repair",
@@ -106,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     old_store(repair)
     repair.add_argument("--write", action="store_true", help="apply the safe replacements")
     repair.add_argument(
+        "--follow-moves",
+        action="store_true",
+        help="also move queries whose labels all live in another area when their own "
+        "area still exists (a renamed area is followed without it)",
+    )
+    repair.add_argument(
         "--min-similarity",
         type=float,
         default=MIN_SIMILARITY,
@@ -119,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="X",
         help=f"required lead over the second candidate (default {MARGIN})",
     )
-    repair.set_defaults(_action=_repair)
+    repair.set_defaults(_action=_repair, _needs_labels=True)
 
     label = sub.add_parser(
         "label",
@@ -129,16 +142,43 @@ def build_parser() -> argparse.ArgumentParser:
 Show the union of the BM25 and hybrid top lists for QUERY in AREA (rank in each, id,
 source § heading, first lines) so a person can judge which passages answer it.
 --add ID... labels those ids as relevant: the existing query (same text and area) is
-extended, otherwise a new query is appended; the file's layout is kept, the previous
-file is kept as <file>.bak, and the write is atomic. Hybrid embeds the query only when
-the configured provider made the store's vectors; otherwise both lists are BM25's.""",
+extended, otherwise a new query is appended; when the fixture file does not exist it is
+created with this first query. --remove ID... unlabels ids (a query left with none is
+removed). The file's layout is kept, the previous file is kept as <file>.bak, and the
+write is atomic. Hybrid embeds the query only when the configured provider made the
+store's vectors; otherwise both lists are BM25's.""",
     )
     common(label)
     label.add_argument("query", help="the question, as a learner would ask it")
     label.add_argument("--area", required=True, help="the area the query is asked in")
     label.add_argument("--limit", type=int, default=20, metavar="N", help="per list (default 20)")
     label.add_argument("--add", nargs="+", metavar="ID", help="label these ids as relevant")
+    label.add_argument("--remove", nargs="+", metavar="ID", help="unlabel these ids")
     label.set_defaults(_action=_label)
+
+    find = sub.add_parser(
+        "find",
+        help="ids of the paragraphs containing TEXT (case and line breaks ignored)",
+        description="List the live chunks whose text contains TEXT (case, spaces and line "
+        "breaks ignored): the way to the id of an answer you know is there but that neither "
+        "list of `fixture label` showed.",
+    )
+    common(find)
+    find.add_argument("text", help="a piece of the paragraph's text")
+    find.add_argument("--area", help="only this area (default: every area)")
+    find.add_argument("--limit", type=int, default=20, metavar="N", help="at most (default 20)")
+    find.set_defaults(_action=_find)
+
+    show = sub.add_parser(
+        "show",
+        help="the full text, source and labels of chunk ids",
+        description="Print each chunk's area, source § heading, full text and the queries "
+        "that label it; an id no longer live is shown from the chunk history. Exit 1 when "
+        "an id is unknown.",
+    )
+    common(show)
+    show.add_argument("ids", nargs="+", metavar="ID", help="chunk ids")
+    show.set_defaults(_action=_show)
     return parser
 
 
@@ -158,27 +198,61 @@ class _Inputs:
     fallback_stores: list[Path]
 
 
+class _NothingToCheck(ValueError):
+    """check/repair on a fixture with no query yet: the message says how to start one."""
+
+
+START_HINT = 'brain-pipeline fixture label "QUESTION" --area AREA'
+
+
+def _start_message(fixture: Fixture, path: Path) -> str | None:
+    """One line for check/repair when there is nothing to check yet (never "materialize")."""
+    if fixture.queries:
+        return None
+    state = "does not exist yet" if not path.exists() else "has no query yet"
+    return (
+        f"{path} {state}: start it with `{START_HINT}` (AREA: a top-level folder of the "
+        "corpus; no materialize needed)"
+    )
+
+
 def _inputs(args: argparse.Namespace) -> _Inputs:
-    """Configuration, live chunks and fixture; raises ValueError/OSError on unusable inputs."""
+    """Configuration, live chunks and fixture; raises ValueError/OSError on unusable inputs.
+
+    The fixture may be missing or empty here (labelling starts it); check and repair
+    say how to start one. Unless --store names another store, the build directory's
+    store is first brought up to date with the corpus, so no `materialize` is needed.
+    """
     from brain_pipeline.config import load_config
-    from brain_pipeline.evaluation.fixture import load_fixture
+    from brain_pipeline.evaluation.fixture import load_fixture_if_any
+    from brain_pipeline.evaluation.labelling_store import BUILT, UPDATED, refresh_build_store
     from brain_pipeline.evaluation.search import open_store
     from brain_pipeline.publishing.local import live_store_file
     from brain_pipeline.state.layout import StateLayout
 
     cfg = load_config()
+    fixture_path = Path(args.fixture) if args.fixture else cfg.evaluation.fixture
+    fixture = load_fixture_if_any(fixture_path)
+    start = _start_message(fixture, fixture_path)
+    if start and getattr(args, "_needs_labels", False):
+        raise _NothingToCheck(start)  # before building anything: one line, at once
+    published = live_store_file(cfg.publish_root())
+    if not args.store:
+        refreshed = refresh_build_store(cfg, published)
+        if refreshed.note:
+            print(f"note: {refreshed.note}", file=sys.stderr)
+        elif refreshed.status in (BUILT, UPDATED):
+            print(
+                f"note: {refreshed.status} {refreshed.store_file} from the corpus", file=sys.stderr
+            )
     # The same store lookup (and missing-store message) as `search` and `eval`.
     opened = open_store(args.store or cfg.build_dir, build_dir=cfg.build_dir)
-    fixture_path = Path(args.fixture) if args.fixture else cfg.evaluation.fixture
-    fallbacks = [
-        live_store_file(cfg.publish_root()),
-        *(Path(p) for p in getattr(args, "old_store", []) or []),
-    ]
+    fallbacks = [published, *(Path(p) for p in getattr(args, "old_store", []) or [])]
     return _Inputs(
         cfg=cfg,
         layout=StateLayout.of(cfg.build_dir),
         chunks=opened.view.all_chunks(),
-        fixture=load_fixture(fixture_path),
+        fixture=fixture,
         fixture_path=fixture_path,
         store_dir=opened.directory,
         fallback_stores=fallbacks,
@@ -188,11 +262,12 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError
     from brain_pipeline.evaluation.fixture import FixtureError
+    from brain_pipeline.evaluation.labelling_store import StoreRefreshError
 
     args = build_parser().parse_args(args.rest)
     try:
         inputs = _inputs(args)
-    except (ConfigError, FixtureError, ValueError, OSError) as exc:
+    except (ConfigError, FixtureError, StoreRefreshError, ValueError, OSError) as exc:
         return _fail(str(exc))
     return int(args._action(args, inputs))
 
@@ -201,7 +276,18 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
     from brain_pipeline.corpus.store import heading_text
-    from brain_pipeline.evaluation.repair import find_stale, old_chunk_of, old_chunks_for
+    from brain_pipeline.evaluation.repair import old_chunk_of, old_chunks_for, propose_for_build
+
+    proposal = propose_for_build(
+        inputs.layout, inputs.chunks, inputs.fixture, fallback_stores=inputs.fallback_stores
+    )
+    if proposal.foreign is not None:
+        if args.json:
+            print(json.dumps({"fixture": str(inputs.fixture_path), **proposal.to_dict()}))
+        else:
+            print("\n".join(proposal.next_steps()))
+        return EXIT_STALE
+    from brain_pipeline.evaluation.repair import find_stale
 
     stale = find_stale(inputs.fixture, inputs.chunks)
     old = old_chunks_for(inputs.layout, (s.id for s in stale), inputs.fallback_stores)
@@ -226,7 +312,13 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     if args.json:
         print(
             json.dumps(
-                {"fixture": str(inputs.fixture_path), "stale": rows}, indent=2, ensure_ascii=False
+                {
+                    "fixture": str(inputs.fixture_path),
+                    "stale": rows,
+                    "next_steps": proposal.next_steps() if rows else [],
+                },
+                indent=2,
+                ensure_ascii=False,
             )
         )
     elif not rows:
@@ -245,8 +337,10 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
                 for line in str(row["old_text"]).splitlines():
                     print(f"  | {line}")
             if row["live_in"]:
-                print(f"  still live in area {', '.join(row['live_in'])}: moved to another area?")
-        print("\nrepair: brain-pipeline fixture repair   (--write to apply the safe ones)")
+                print(f"  still live in area {', '.join(row['live_in'])}")
+        print(f"\n{proposal.summary()}; next:")
+        for step in proposal.next_steps():
+            print(f"  {step}")
     return EXIT_STALE if rows else 0
 
 
@@ -267,45 +361,69 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
         fallback_stores=inputs.fallback_stores,
         min_similarity=args.min_similarity,
         margin=args.margin,
+        follow_moves=args.follow_moves,
     )
     print(proposal.to_json() if args.json else proposal.to_text())
+    if proposal.foreign is not None:
+        return EXIT_STALE
     if not proposal.rows:
         return 0
     if not args.write:
-        if proposal.remaps and not args.json:
-            print(f"\napply the {len(proposal.remaps)} safe remap(s): {proposal.command}")
+        if not args.json:
+            print("\nnext:")
+            for step in proposal.next_steps():
+                print(f"  {step}")
         return EXIT_STALE
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     try:
         written = write_repair(inputs.fixture_path, proposal, today)
     except (FixtureEditError, OSError) as exc:
         return _fail(f"nothing written: {exc}")
-    if written.remaps:
+    if written.remaps or written.moves:
         print(
-            f"\nwrote {inputs.fixture_path}: remapped {len(written.remaps)} id(s); "
-            f"previous version kept as {written.backup}",
+            f"\nwrote {inputs.fixture_path}: remapped {len(written.remaps)} id(s), moved "
+            f"{len(written.moves)} query(ies) to their labels' area; previous version kept "
+            f"as {written.backup}",
             file=sys.stderr,
         )
-    left = len(proposal.for_human)
-    if left:
-        print(f"{left} stale label(s) need a person (see above)", file=sys.stderr)
-    return EXIT_STALE if left else 0
+    human = [step for step in proposal.next_steps() if not step.startswith("apply ")]
+    if human:
+        print(f"{len(proposal.for_human)} stale label(s) need a person:", file=sys.stderr)
+        for step in human:
+            print(f"  {step}", file=sys.stderr)
+    return EXIT_STALE if proposal.for_human else 0
 
 
 def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
+    from datetime import UTC, datetime
+
     from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation.fixture_edit import FixtureEditError
-    from brain_pipeline.evaluation.labeling import LabelError, add_labels, label_candidates
+    from brain_pipeline.evaluation.labeling import LabelError, edit_labels, label_candidates
     from brain_pipeline.evaluation.service import choose_query_embedder
     from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
-    if args.add:
+    if args.add or args.remove:
         try:
-            added = add_labels(inputs.fixture_path, args.query, args.area, args.add, inputs.chunks)
+            edited = edit_labels(
+                inputs.fixture_path,
+                args.query,
+                args.area,
+                inputs.chunks,
+                add=args.add or (),
+                remove=args.remove or (),
+                when=datetime.now(UTC).strftime("%Y-%m-%d"),
+            )
         except (LabelError, FixtureEditError, OSError) as exc:
             return _fail(f"nothing written: {exc}")
-        kept = f"; previous version kept as {added.backup}" if added.backup else ""
-        print(f"{inputs.fixture_path}: {added.message}{kept}")
+        kept = f"; previous version kept as {edited.backup}" if edited.backup else ""
+        print(f"{inputs.fixture_path}: {edited.message}{kept}")
+        if edited.created and inputs.fixture_path != inputs.cfg.evaluation.fixture:
+            print(
+                f"note: the evaluation reads {inputs.cfg.evaluation.fixture}; point "
+                f"evaluation.fixture (or BRAIN_EVAL_FIXTURE) at {inputs.fixture_path}",
+                file=sys.stderr,
+            )
         return 0
     warnings: list[str] = []
     embeddings = read_embeddings(
@@ -330,7 +448,108 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
         return _fail(str(exc))
     print(found.to_json() if args.json else found.to_text())
     if not args.json:
-        print(
-            f'\nlabel: brain-pipeline fixture label "{args.query}" --area {args.area} --add ID ...'
-        )
+        query = shlex.quote(args.query)
+        area = shlex.quote(args.area)
+        print(f"\nlabel: brain-pipeline fixture label {query} --area {area} --add ID ...")
+        print("read one: brain-pipeline fixture show ID")
+        print(f'not listed: brain-pipeline fixture find "A PIECE OF ITS TEXT" --area {area}')
     return 0
+
+
+def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
+    import json
+    from dataclasses import asdict
+
+    from brain_pipeline.evaluation.labeling import LabelError, find_by_text
+
+    if args.limit < 1:
+        return _fail("--limit must be at least 1")
+    try:
+        found = find_by_text(inputs.chunks, args.text, args.area, args.limit)
+    except LabelError as exc:
+        return _fail(str(exc))
+    if args.json:
+        print(json.dumps([asdict(f) for f in found], indent=2, ensure_ascii=False))
+        return 0 if found else 1
+    where = f"area {args.area}" if args.area else "any area"
+    if not found:
+        print(
+            f"no chunk of {where} contains {args.text!r}: try a shorter piece of the "
+            "paragraph, or search by meaning with `brain-pipeline fixture label`",
+            file=sys.stderr,
+        )
+        return 1
+    for f in found:
+        heading = f" § {f.heading}" if f.heading else ""
+        print(f"{f.id}  {f.area}  {f.source}{heading}")
+        print(f"    {f.excerpt}")
+    more = " (the first; raise --limit for more)" if len(found) == args.limit else ""
+    print(f"\n{len(found)} chunk(s) of {where} contain it{more}.")
+    return 0
+
+
+def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
+    import json
+
+    from brain_pipeline.corpus.history import lookup_many
+    from brain_pipeline.corpus.store import heading_text
+
+    live: dict[str, list[Chunk]] = {}
+    for chunk in inputs.chunks:
+        if chunk.id in args.ids:
+            live.setdefault(chunk.id, []).append(chunk)
+    past = lookup_many(inputs.layout, [i for i in args.ids if i not in live])
+    rows: list[dict[str, Any]] = []
+    for key in dict.fromkeys(args.ids):
+        labels = [
+            {"query": q.query, "area": q.area} for q in inputs.fixture.queries if key in q.relevant
+        ]
+        if key in live:
+            first = live[key][0]
+            rows.append(
+                {
+                    "id": key,
+                    "live": True,
+                    "areas": [c.area for c in live[key]],
+                    "source": first.source,
+                    "heading": heading_text(first.heading),
+                    "text": first.content,
+                    "labelled_for": labels,
+                }
+            )
+        elif key in past:
+            entry = past[key]
+            rows.append(
+                {
+                    "id": key,
+                    "live": False,
+                    "areas": [entry.area],
+                    "source": entry.source,
+                    "heading": heading_text(entry.heading),
+                    "text": entry.text,
+                    "last_seen": entry.last_seen,
+                    "labelled_for": labels,
+                }
+            )
+        else:
+            rows.append({"id": key, "live": False, "unknown": True, "labelled_for": labels})
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+    else:
+        for i, row in enumerate(rows):
+            if i:
+                print()
+            if row.get("unknown"):
+                print(
+                    f"{row['id']}: no such chunk, live or in the history of "
+                    f"{inputs.layout.build_dir}; find ids with `brain-pipeline fixture find`"
+                )
+                continue
+            heading = f" § {row['heading']}" if row["heading"] else ""
+            state = "" if row["live"] else f"  [not live; last live {row.get('last_seen')}]"
+            print(f"{row['id']}  {', '.join(row['areas'])}  {row['source']}{heading}{state}")
+            for line in str(row["text"]).splitlines():
+                print(f"  | {line}")
+            for label in row["labelled_for"]:
+                print(f"  labelled for {label['query']!r} ({label['area']})")
+    return 1 if any(row.get("unknown") for row in rows) else 0

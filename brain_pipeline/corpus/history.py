@@ -489,6 +489,29 @@ def seed_from_store(
     return record_store_view(layout, open_store_view(path), stamp)
 
 
+def remember_store(
+    layout: StateLayout,
+    store_file: Path | str,
+    when: datetime,
+    *,
+    seed_store: Path | str | None = None,
+    sha256: str | None = None,
+) -> RecordOutcome:
+    """Record the store just written to `store_file`, seeding an empty history first.
+
+    The one call for every writer of the build directory's store (the pipeline's
+    `knowledge_store` step and the fixture tools' refresh), so each store ever written
+    is in the history and an edited label's old text can be found. `seed_store` (the
+    live published store) still holds texts an earlier, blocked build replaced.
+    """
+    from brain_pipeline.corpus.store_reader import open_store_view
+
+    if seed_store is not None and is_empty(layout):
+        seed_from_store(layout, seed_store)
+    view = open_store_view(store_file, layout, sha256=sha256)
+    return record_store_view(layout, view, when)
+
+
 _LOOKUP = (
     "SELECT s.id, t.text, s.area, s.source, s.heading, s.first_seen, s.last_seen, s.live "
     "FROM seen s JOIN texts t ON t.id = s.id WHERE s.id = ?"

@@ -248,16 +248,16 @@ def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -
     which still holds the texts an edit replaced), so a stale label can be explained."""
     from datetime import UTC, datetime
 
-    from brain_pipeline.corpus import history
+    from brain_pipeline.corpus.history import remember_store
+    from brain_pipeline.publishing.local import live_store_file
 
-    if history.is_empty(layout):
-        from brain_pipeline.publishing.local import live_store_file
-
-        history.seed_from_store(layout, live_store_file(cfg.publish_root()))
-    from brain_pipeline.corpus.store_reader import open_store_view
-
-    view = open_store_view(layout.store_file, layout, sha256=store_sha256)
-    history.record_store_view(layout, view, datetime.now(UTC))
+    remember_store(
+        layout,
+        layout.store_file,
+        datetime.now(UTC),
+        seed_store=live_store_file(cfg.publish_root()),
+        sha256=store_sha256,
+    )
 
 
 def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:

@@ -75,8 +75,14 @@ def _parse_query(raw: Any, index: int, source: str) -> LabelledQuery:
     return LabelledQuery(query=raw["query"], area=raw["area"], relevant=tuple(relevant))
 
 
-def parse_fixture(data: str | bytes, source: str = "<fixture>") -> Fixture:
-    """Parse and validate fixture JSON text; raise FixtureError saying what is wrong."""
+def parse_fixture(
+    data: str | bytes, source: str = "<fixture>", *, allow_empty: bool = False
+) -> Fixture:
+    """Parse and validate fixture JSON text; raise FixtureError saying what is wrong.
+
+    `allow_empty` accepts `"queries": []`: a fixture being started is not yet an
+    evaluation, but labelling must be able to add its first query.
+    """
     try:
         document = json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -89,14 +95,16 @@ def parse_fixture(data: str | bytes, source: str = "<fixture>") -> Fixture:
     if "queries" not in document:
         raise FixtureError(f"{source}: missing 'queries'")
     raw_queries = document["queries"]
+    if isinstance(raw_queries, list) and not raw_queries and allow_empty:
+        return Fixture(queries=(), source=source)
     if not isinstance(raw_queries, list) or not raw_queries:
         raise FixtureError(f"{source}: 'queries' must be a non-empty list")
     queries = tuple(_parse_query(raw, i, source) for i, raw in enumerate(raw_queries))
     return Fixture(queries=queries, source=source)
 
 
-def load_fixture(path: Path | str) -> Fixture:
-    """Read and validate a fixture file."""
+def load_fixture(path: Path | str, *, allow_empty: bool = False) -> Fixture:
+    """Read and validate a fixture file (`allow_empty`: see `parse_fixture`)."""
     target = Path(path)
     try:
         data = target.read_bytes()
@@ -104,8 +112,19 @@ def load_fixture(path: Path | str) -> Fixture:
         raise FixtureError(f"{target}: fixture file not found") from exc
     except OSError as exc:
         raise FixtureError(f"{target}: cannot read fixture: {exc.strerror}") from exc
-    return parse_fixture(data, source=str(target))
+    return parse_fixture(data, source=str(target), allow_empty=allow_empty)
 
+
+def load_fixture_if_any(path: Path | str) -> Fixture:
+    """The fixture being labelled: empty when the file does not exist yet or has no query.
+
+    Labelling starts fixtures, so "no file" and `"queries": []` are where it begins, not
+    errors; anything else wrong with the file is still a FixtureError.
+    """
+    target = Path(path)
+    if not target.exists():
+        return Fixture(queries=(), source=str(target))
+    return load_fixture(target, allow_empty=True)
 
 
 def unknown_areas(fixture: Fixture, store_areas: Iterable[str]) -> list[str]:

@@ -250,13 +250,110 @@ def add_query(text: str, query: str, area: str, ids: list[str]) -> tuple[str, st
     return append_to_array(text, queries, [rendered]), "appended a new query"
 
 
+def new_fixture_text(query: str, area: str, ids: list[str], comment: str) -> str:
+    """A new fixture holding one query, laid out one key per line so hand edits and later
+    `fixture label --add` appends stay readable."""
+    document = {
+        "$comment": [comment],
+        "queries": [{"query": query, "area": area, "relevant": list(dict.fromkeys(ids))}],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def _remove_item(text: str, array: Node, index: int) -> str:
+    """`text` without `array.items[index]` and the separator that joined it."""
+    items = array.items
+    if len(items) == 1:
+        return text[: array.start + 1] + text[array.end - 1 :]
+    if index == 0:
+        return text[: items[0].start] + text[items[1].start :]
+    return text[: items[index - 1].end] + text[items[index].end :]
+
+
+def _find_query(root: Node, query: str, area: str) -> tuple[Node, int] | None:
+    """The `queries` array and the index of the query asked as `query` in `area`."""
+    queries = root.member("queries") if root.kind == "object" else None
+    if queries is None or queries.kind != "array":
+        raise FixtureEditError("the fixture has no 'queries' list")
+    for index, item in enumerate(queries.items):
+        if item.kind != "object":
+            continue
+        q, a = item.member("query"), item.member("area")
+        if q is not None and a is not None and q.value == query and a.value == area:
+            return queries, index
+    return None
+
+
+def remove_ids(text: str, query: str, area: str, ids: list[str]) -> tuple[str, str]:
+    """Remove `ids` from the `relevant` of (query, area); (new text, what happened).
+
+    A query left with no id is removed (a query must name at least one answer). Ids the
+    query does not list are an error, so a typo cannot look like a removal.
+    """
+    found = _find_query(parse_positions(text), query, area)
+    if found is None:
+        raise FixtureEditError(f"no query {query!r} in area {area!r} in the fixture")
+    queries, index = found
+    relevant = queries.items[index].member("relevant")
+    if relevant is None or relevant.kind != "array":
+        raise FixtureEditError(f"query {query!r} has no 'relevant' list")
+    listed = [r.value for r in relevant.items]
+    missing = [i for i in ids if i not in listed]
+    if missing:
+        raise FixtureEditError(f"query {query!r} ({area}) does not list {', '.join(missing)}")
+    if set(listed) <= set(ids):
+        return _remove_item(text, queries, index), "removed the query (no id left)"
+    for key in dict.fromkeys(ids):
+        root = parse_positions(text)
+        located = _find_query(root, query, area)
+        assert located is not None
+        array = located[0].items[located[1]].member("relevant")
+        assert array is not None
+        position = next(i for i, r in enumerate(array.items) if r.value == key)
+        text = _remove_item(text, array, position)
+    return text, f"removed {len(set(ids))} id(s) from the query"
+
+
+def set_query_areas(text: str, moves: dict[tuple[str, str], str]) -> tuple[str, int]:
+    """Set the `area` of each query (query, old area) in `moves` to its new area.
+
+    Returns the new text and how many queries changed; only the area strings are spliced.
+    """
+    root = parse_positions(text)
+    queries = root.member("queries") if root.kind == "object" else None
+    spans: list[tuple[int, int, str]] = []
+    for item in queries.items if queries is not None and queries.kind == "array" else []:
+        if item.kind != "object":
+            continue
+        q, a = item.member("query"), item.member("area")
+        if q is None or a is None:
+            continue
+        target = moves.get((q.value, a.value))
+        if target is not None:
+            spans.append((a.start, a.end, _quote(target)))
+    for start, end, replacement in sorted(spans, reverse=True):
+        text = text[:start] + replacement + text[end:]
+    return text, len(spans)
+
+
+def create_fixture_file(path: Path, text: str) -> Fixture:
+    """Write a new fixture at `path` (validated, atomically); refuses to replace a file."""
+    fixture = parse_fixture(text.encode("utf-8"), source=str(path))
+    if path.exists():
+        raise FixtureEditError(f"{path} appeared while it was being created; run again")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, text.encode("utf-8"))
+    return fixture
+
+
 def write_fixture_text(path: Path, original: bytes, text: str) -> tuple[Fixture, Path]:
     """Validate `text`, keep `<path>.bak` with the original bytes, replace `path` atomically.
 
     Refuses (FixtureEditError) when the file changed since `original` was read, or when
     the edited text is not a valid fixture; the file is then left as it was.
     """
-    fixture = parse_fixture(text.encode("utf-8"), source=str(path))
+    # Empty is allowed: removing the last label leaves a fixture to label again.
+    fixture = parse_fixture(text.encode("utf-8"), source=str(path), allow_empty=True)
     current = path.read_bytes()
     if current != original:
         raise FixtureEditError(f"{path} changed while it was being edited; run again")

@@ -156,38 +156,132 @@ def label_candidates(
 
 
 @dataclass(frozen=True)
-class AddedLabels:
-    """What `add_labels` did to the fixture file."""
+class EditedLabels:
+    """What `edit_labels` did to the fixture file."""
 
     message: str
     backup: str | None
+    created: bool = False
 
 
-def add_labels(
-    fixture_path: Path | str, query: str, area: str, ids: Sequence[str], chunks: Sequence[Chunk]
-) -> AddedLabels:
-    """Label `ids` as relevant for (query, area) in the fixture file, layout kept, atomically.
+NEW_FIXTURE_COMMENT = (
+    "{when}: started by `brain-pipeline fixture label`. Each query is asked in one area; "
+    "`relevant` lists the chunk ids (hashes of paragraph text) that answer it. Add queries "
+    'with `brain-pipeline fixture label "QUESTION" --area AREA --add ID ...`.'
+)
 
-    Extends the existing query's `relevant` when the fixture already asks `query` in
-    `area`, else appends a new query. Every id must be a live chunk of `area`, so a typo
-    cannot add a label that is stale from the start.
+
+def edit_labels(
+    fixture_path: Path | str,
+    query: str,
+    area: str,
+    chunks: Sequence[Chunk],
+    *,
+    add: Sequence[str] = (),
+    remove: Sequence[str] = (),
+    when: str,
+) -> EditedLabels:
+    """Label `add` and unlabel `remove` for (query, area) in the fixture file, atomically.
+
+    Extends the existing query, or appends it; creates the file (with a `$comment`)
+    when there is none, so a fixture can be started with the tool alone. Every added id
+    must be a live chunk of `area`, so a typo cannot add a label that is stale from the
+    start; removed ids need not be live (removing stale labels is the point).
     """
-    from brain_pipeline.evaluation.fixture_edit import add_query, write_fixture_text
+    from brain_pipeline.evaluation.fixture_edit import (
+        add_query,
+        create_fixture_file,
+        new_fixture_text,
+        remove_ids,
+        write_fixture_text,
+    )
 
-    if not ids:
-        raise LabelError("no ids to add")
+    if not add and not remove:
+        raise LabelError("no ids to add or remove")
     if not query.strip():
         raise LabelError("the query is empty")
-    live = {c.id for c in chunks if c.area == area}
-    if not live:
-        raise LabelError(f"no area {area!r} in the store")
-    unknown = [i for i in ids if i not in live]
-    if unknown:
-        raise LabelError(f"not live chunk ids of area {area!r}: {', '.join(unknown)}")
+    both = sorted(set(add) & set(remove))
+    if both:
+        raise LabelError(f"both added and removed: {', '.join(both)}")
+    if add:
+        live = {c.id for c in chunks if c.area == area}
+        if not live:
+            known = ", ".join(sorted({c.area for c in chunks})) or "(none: the store is empty)"
+            raise LabelError(f"no area {area!r} in the store; areas: {known}")
+        unknown = [i for i in add if i not in live]
+        if unknown:
+            raise LabelError(
+                f"not live chunk ids of area {area!r}: {', '.join(unknown)} (find an id with "
+                f'`brain-pipeline fixture find "TEXT" --area {area}`)'
+            )
     path = Path(fixture_path)
+    if not path.exists():
+        if remove:
+            raise LabelError(f"{path} does not exist: there is nothing to remove")
+        create_fixture_file(
+            path, new_fixture_text(query, area, list(add), NEW_FIXTURE_COMMENT.format(when=when))
+        )
+        return EditedLabels(f"created with its first query ({len(set(add))} id(s))", None, True)
     original = path.read_bytes()
-    text, message = add_query(original.decode("utf-8"), query, area, list(ids))
+    text = original.decode("utf-8")
+    messages = []
+    if remove:
+        text, message = remove_ids(text, query, area, list(remove))
+        messages.append(message)
+    if add:
+        text, message = add_query(text, query, area, list(add))
+        messages.append(message)
     if text == original.decode("utf-8"):
-        return AddedLabels(message, None)
+        return EditedLabels("; ".join(messages), None)
     _, backup = write_fixture_text(path, original, text)
-    return AddedLabels(message, str(backup))
+    return EditedLabels("; ".join(messages), str(backup))
+
+
+@dataclass(frozen=True)
+class FoundChunk:
+    """A live chunk whose text contains the piece looked for."""
+
+    id: str
+    area: str
+    source: str
+    heading: str
+    excerpt: str
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def find_by_text(
+    chunks: Sequence[Chunk], piece: str, area: str | None = None, limit: int = 20
+) -> list[FoundChunk]:
+    """Live chunks (of `area`, or all) containing `piece`, ignoring case and line breaks.
+
+    The way to the id of a paragraph a person knows is there but neither retriever
+    ranked: its text, not its meaning, so the answer does not depend on the ranking.
+    """
+    wanted = _flat(piece)
+    if not wanted:
+        raise LabelError("the text to find is empty")
+    if area is not None and not any(c.area == area for c in chunks):
+        known = ", ".join(sorted({c.area for c in chunks})) or "(none: the store is empty)"
+        raise LabelError(f"no area {area!r} in the store; areas: {known}")
+    found: list[FoundChunk] = []
+    seen: set[tuple[str, str]] = set()
+    for c in chunks:
+        if (area is not None and c.area != area) or (c.id, c.area) in seen:
+            continue
+        flat = _flat(c.content)
+        at = flat.find(wanted)
+        if at < 0:
+            continue
+        seen.add((c.id, c.area))
+        plain = " ".join(c.content.split())
+        shown = plain if len(plain) == len(flat) else flat  # casefold may change lengths
+        start = max(0, at - 60)
+        end = at + len(wanted) + 60
+        snippet = ("…" if start else "") + shown[start:end] + ("…" if end < len(shown) else "")
+        found.append(FoundChunk(c.id, c.area, c.source, heading_text(c.heading), snippet))
+        if len(found) >= limit:
+            break
+    return found

@@ -28,6 +28,7 @@ Everything else is listed with its top three candidates and left for a person.
 from __future__ import annotations
 
 import json
+import shlex
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,6 +36,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, heading_text
+from brain_pipeline.evaluation.area_moves import (
+    FOLLOW_MOVES_FLAG,
+    AreaMove,
+    areas_by_id,
+    propose_area_moves,
+)
 from brain_pipeline.evaluation.fixture import Fixture
 
 if TYPE_CHECKING:
@@ -55,7 +62,13 @@ AMBIGUOUS = "ambiguous"
 NO_MATCH = "no match"
 UNKNOWN = "unknown"
 CONFLICT = "conflict"
-VERDICTS = (APPLY, SPLIT, AMBIGUOUS, NO_MATCH, UNKNOWN, CONFLICT)
+AREA = "area"
+"""The label is right; its query's area follows it (an area folder renamed)."""
+MOVED = "moved"
+"""The label is live in another area; moving its query there is offered, not applied."""
+VERDICTS = (APPLY, AREA, SPLIT, AMBIGUOUS, NO_MATCH, UNKNOWN, CONFLICT, MOVED)
+FOREIGN_SHARE = 0.5
+"""More than this share of a fixture's ids never seen here: it was labelled elsewhere."""
 
 REPAIR_COMMAND = "brain-pipeline fixture repair --write"
 
@@ -213,10 +226,46 @@ class RepairRow:
     old_excerpt: str = ""
     new_excerpt: str = ""
     candidates: list[Candidate] = field(default_factory=list)
+    area_after: str | None = None
+    """The area the query is in once `--write` has moved it (None: it stays)."""
 
     @property
     def applies(self) -> bool:
         return self.verdict == APPLY
+
+    @property
+    def resolved(self) -> bool:
+        """--write fixes it: its id is remapped, or its query follows it to its area."""
+        return self.verdict in (APPLY, AREA)
+
+    def fix_command(self) -> str:
+        """The one command a person runs to settle this label by hand."""
+        base = (
+            f"brain-pipeline fixture label {shlex.quote(self.query)} --area "
+            f"{shlex.quote(self.area_after or self.area)} --remove {self.old_id}"
+        )
+        if self.verdict == SPLIT and len(self.candidates) >= 2:
+            return f"{base} --add {self.candidates[0].id} {self.candidates[1].id}"
+        if self.candidates:
+            return f"{base} --add ID...   (read one: brain-pipeline fixture show ID)"
+        return f"{base}   (then label its new answer with --add ID)"
+
+
+@dataclass(frozen=True)
+class ForeignFixture:
+    """Most of the fixture's ids were never in this build directory's stores."""
+
+    unknown: int
+    total: int
+
+    def lines(self, fixture: str) -> list[str]:
+        return [
+            f"{fixture}: {self.unknown} of its {self.total} labelled ids were never in this "
+            "build directory's store (not in its chunk history): it was labelled on another "
+            "corpus, and repairing it is not possible.",
+            "Start your own: point evaluation.fixture (or BRAIN_EVAL_FIXTURE) at a new file, "
+            'then run `brain-pipeline fixture label "QUESTION" --area AREA`.',
+        ]
 
 
 @dataclass
@@ -229,6 +278,8 @@ class RepairProposal:
     margin: float = MARGIN
     split_gain: float = SPLIT_GAIN
     command: str = REPAIR_COMMAND
+    moves: list[AreaMove] = field(default_factory=list)
+    foreign: ForeignFixture | None = None
 
     @property
     def remaps(self) -> dict[str, str]:
@@ -236,15 +287,54 @@ class RepairProposal:
         return {r.old_id: r.proposed_id for r in self.rows if r.applies and r.proposed_id}
 
     @property
+    def area_moves(self) -> dict[tuple[str, str], str]:
+        """(query, old area) -> new area for every move `--write` applies."""
+        return {(m.query, m.old_area): m.new_area for m in self.moves if m.applies}
+
+    @property
+    def writable(self) -> bool:
+        """True when `--write` would change the fixture."""
+        return bool(self.remaps or self.area_moves)
+
+    @property
     def for_human(self) -> list[RepairRow]:
-        return [r for r in self.rows if not r.applies]
+        return [r for r in self.rows if not r.resolved]
+
+    @property
+    def offered_moves(self) -> list[AreaMove]:
+        """Moves a person may accept with --follow-moves (the old area still exists and
+        no remap in it was found for the query's labels)."""
+        asked = {(r.query, r.area) for r in self.rows if r.verdict == MOVED}
+        return [m for m in self.moves if (m.query, m.old_area) in asked]
 
     def summary(self) -> str:
-        n_apply = sum(1 for r in self.rows if r.applies)
+        n_apply = sum(1 for r in self.rows if r.resolved)
         return (
             f"{len(self.rows)} stale label(s): {n_apply} can be repaired automatically, "
             f"{len(self.rows) - n_apply} need a person"
         )
+
+    def next_steps(self) -> list[str]:
+        """What to run next, each step a command that ends somewhere: `--write` fixes
+        what it can, `--follow-moves` accepts offered area moves, and every other label
+        gets its own `fixture label` command (never a pointer back to check or repair)."""
+        if self.foreign is not None:
+            return self.foreign.lines(self.fixture)
+        steps = []
+        if self.writable:
+            steps.append(f"apply the automatic repairs: {self.command}")
+        then = "then " if steps else ""
+        if self.offered_moves:
+            steps.append(
+                f"move {len(self.offered_moves)} query(ies) to the area their labels live "
+                f"in: {REPAIR_COMMAND} {FOLLOW_MOVES_FLAG}"
+            )
+        offered = {(m.query, m.old_area) for m in self.offered_moves}
+        for r in self.for_human:
+            if r.verdict == MOVED and (r.query, r.area) in offered:
+                continue
+            steps.append(f"{then}{r.old_id} ({r.verdict}): {r.fix_command()}")
+        return steps
 
     def to_rows(self) -> list[dict[str, Any]]:
         """Flat rows (strings and numbers) for a table in Dagster metadata or JSON."""
@@ -274,7 +364,7 @@ class RepairProposal:
             "auto_repairable": len(self.remaps),
             "need_a_person": len(self.for_human),
             "repair_proposal": self.to_markdown(),
-            "repair_command": self.command if self.remaps else "",
+            "repair_command": self.command if self.writable else "",
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -286,7 +376,10 @@ class RepairProposal:
             "margin": self.margin,
             "split_gain": self.split_gain,
             "remaps": self.remaps,
+            "area_moves": [asdict(m) for m in self.moves],
+            "foreign": asdict(self.foreign) if self.foreign else None,
             "command": self.command,
+            "next_steps": self.next_steps(),
             "rows": [asdict(r) for r in self.rows],
         }
 
@@ -295,6 +388,8 @@ class RepairProposal:
 
     def to_markdown(self) -> str:
         """The table the failing check shows, the command to apply it, and what is left."""
+        if self.foreign is not None:
+            return "\n\n".join(self.foreign.lines(f"`{self.fixture}`")) + "\n"
         lines = [f"**Stale labels** in `{self.fixture}`: {self.summary()}.", ""]
         if not self.rows:
             return "\n".join(lines)
@@ -315,8 +410,8 @@ class RepairProposal:
                 r.new_excerpt,
             ]
             lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
-        if self.remaps:
-            lines += ["", f"Apply the {len(self.remaps)} remap(s): `{self.command}`"]
+        if self.writable:
+            lines += ["", f"Apply the automatic repairs: `{self.command}`"]
         human = self.for_human
         if human:
             lines += [
@@ -325,11 +420,16 @@ class RepairProposal:
             ]
             for r in human:
                 tops = ", ".join(f"`{c.id}` {c.similarity:.2f} ({c.source})" for c in r.candidates)
-                lines.append(f"- `{r.old_id}` ({r.query}): {r.reason}. {tops or 'no candidate'}")
+                lines.append(
+                    f"- `{r.old_id}` ({r.query}): {r.reason}. {tops or 'no candidate'}. "
+                    f"`{r.fix_command()}`"
+                )
         return "\n".join(lines) + "\n"
 
     def to_text(self) -> str:
-        """The terminal version: one block per stale label."""
+        """The terminal version: one block per stale label (two lines for a foreign fixture)."""
+        if self.foreign is not None:
+            return "\n".join(self.foreign.lines(self.fixture))
         lines = [self.summary()]
         for r in self.rows:
             lines.append("")
@@ -464,9 +564,7 @@ def _decide(
 
 def _candidate(s: _Scored) -> Candidate:
     c = s.chunk
-    return Candidate(
-        c.id, round(s.score, 4), c.source, heading_text(c.heading), excerpt(c.content)
-    )
+    return Candidate(c.id, round(s.score, 4), c.source, heading_text(c.heading), excerpt(c.content))
 
 
 def propose_repair(
@@ -478,14 +576,30 @@ def propose_repair(
     margin: float = MARGIN,
     split_gain: float = SPLIT_GAIN,
     area_search: AreaSearch | None = None,
+    follow_moves: bool = False,
 ) -> RepairProposal:
     """A verdict for every stale label of `fixture` against the live `chunks`.
 
     `old_chunks` maps old ids to what they were: history entries (state.history
     `lookup_many`), chunks of an older store, or OldChunk. `area_search` finds
     candidates across an area; by default BM25 over the live chunks (lexical Retriever).
+    A query whose labels all live in one other area follows them (`area_moves`); its
+    labels that are not live anywhere are then repaired within that area.
+    `follow_moves` also moves queries whose old area still exists.
     """
     stale = find_stale(fixture, chunks)
+    moves = propose_area_moves(fixture, areas_by_id(chunks), follow_moves=follow_moves)
+    move_of = {(m.query, m.old_area): m for m in moves}
+    foreign = _foreign(fixture, stale, old_chunks)
+    if foreign is not None:
+        return RepairProposal(
+            fixture=fixture.source,
+            rows=[],
+            min_similarity=min_similarity,
+            margin=margin,
+            split_gain=split_gain,
+            foreign=foreign,
+        )
     if area_search is None:
         area_search = _bm25_area_search(chunks)
     by_source: dict[tuple[str, str], list[Chunk]] = {}
@@ -499,6 +613,24 @@ def propose_repair(
         # An id still live in another area is its own old text (same content, same hash).
         raw = old_chunks.get(label.id) or live_elsewhere.get(label.id)
         old = old_chunk_of(raw) if raw is not None else None
+        move = move_of.get((label.query, label.area))
+        if move is not None and label.id in move.ids and move.applies:
+            rows.append(
+                RepairRow(
+                    label.query,
+                    label.area,
+                    label.id,
+                    None,
+                    None,
+                    AREA,
+                    move.reason,
+                    old_source=old.source if old else None,
+                    old_excerpt=excerpt(old.text) if old else "",
+                )
+            )
+            continue
+        # A query that follows its chunks has its other labels repaired where it goes.
+        area = move.new_area if move is not None and move.applies else label.area
         if old is None:
             moved = f"; still live in area {', '.join(label.live_in)}" if label.live_in else ""
             rows.append(
@@ -510,14 +642,15 @@ def propose_repair(
                     None,
                     UNKNOWN,
                     "not in the chunk history: its old text is unknown" + moved,
+                    area_after=area if area != label.area else None,
                 )
             )
             continue
-        key = (label.id, label.area)
+        key = (label.id, area)
         if key not in decisions:
             decisions[key] = _decide(
                 old,
-                label.area,
+                area,
                 label.live_in,
                 by_source,
                 area_search,
@@ -540,8 +673,14 @@ def propose_repair(
                 old_excerpt=excerpt(old.text),
                 new_excerpt=excerpt(best.content) if best else "",
                 candidates=[_candidate(s) for s in d.candidates],
+                area_after=area if area != label.area else None,
             )
         )
+        if move is not None and label.id in move.ids and not rows[-1].applies:
+            # The old area still exists: an id live elsewhere may be a duplicate paragraph
+            # whose copy here was edited, so a remap found here wins; else offer the move.
+            rows[-1].verdict = CONFLICT if move.conflict else MOVED
+            rows[-1].reason = move.reason
     _veto_conflicts(fixture, rows)
     return RepairProposal(
         fixture=fixture.source,
@@ -549,7 +688,21 @@ def propose_repair(
         min_similarity=min_similarity,
         margin=margin,
         split_gain=split_gain,
+        command=REPAIR_COMMAND + (f" {FOLLOW_MOVES_FLAG}" if follow_moves else ""),
+        moves=moves,
     )
+
+
+def _foreign(
+    fixture: Fixture, stale: Sequence[StaleLabel], old_chunks: Mapping[str, Any]
+) -> ForeignFixture | None:
+    """A ForeignFixture when most of the fixture's ids were never live in this build
+    directory: not live now and unknown to the chunk history (and older stores given)."""
+    total = len({label for q in fixture.queries for label in q.relevant})
+    unknown = len({s.id for s in stale if not s.live_in and s.id not in old_chunks})
+    if total and unknown > FOREIGN_SHARE * total:
+        return ForeignFixture(unknown, total)
+    return None
 
 
 def _veto(row: RepairRow, reason: str) -> None:
@@ -592,10 +745,18 @@ def _bm25_area_search(chunks: Sequence[Chunk]) -> AreaSearch:
     return search
 
 
-def repair_comment(remaps: Mapping[str, str], when: str) -> str:
-    """The `$comment` line recording what `--write` remapped."""
-    pairs = ", ".join(f"{old} -> {new}" for old, new in remaps.items())
-    return f"{when}: brain-pipeline fixture repair remapped {len(remaps)} stale id(s): {pairs}"
+def repair_comment(
+    remaps: Mapping[str, str], when: str, moves: Mapping[tuple[str, str], str] | None = None
+) -> str:
+    """The `$comment` line recording what `--write` remapped and which queries it moved."""
+    parts = []
+    if remaps:
+        pairs = ", ".join(f"{old} -> {new}" for old, new in remaps.items())
+        parts.append(f"remapped {len(remaps)} stale id(s): {pairs}")
+    if moves:
+        pairs = ", ".join(f"{q!r} {old} -> {new}" for (q, old), new in moves.items())
+        parts.append(f"moved {len(moves)} query(ies) to the area of their labels: {pairs}")
+    return f"{when}: brain-pipeline fixture repair " + "; ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -606,6 +767,7 @@ class WrittenRepair:
     replaced: dict[str, int]
     backup: str | None
     comment: str | None
+    moves: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def write_repair(path: Path | str, proposal: RepairProposal, when: str) -> WrittenRepair:
@@ -619,11 +781,12 @@ def write_repair(path: Path | str, proposal: RepairProposal, when: str) -> Writt
         FixtureEditError,
         add_comment,
         replace_ids,
+        set_query_areas,
         write_fixture_text,
     )
 
-    remaps = proposal.remaps
-    if not remaps:
+    remaps, moves = proposal.remaps, proposal.area_moves
+    if not remaps and not moves:
         return WrittenRepair({}, {}, None, None)
     target = Path(path)
     original = target.read_bytes()
@@ -633,10 +796,13 @@ def write_repair(path: Path | str, proposal: RepairProposal, when: str) -> Writt
         raise FixtureEditError(
             f"{target}: id(s) {', '.join(missing)} not found in any relevant list"
         )
-    comment = repair_comment(remaps, when)
+    text, moved = set_query_areas(text, moves)
+    if moved != len(moves):
+        raise FixtureEditError(f"{target}: a query to move was not found; run again")
+    comment = repair_comment(remaps, when, moves)
     text = add_comment(text, comment)
     _, backup = write_fixture_text(target, original, text)
-    return WrittenRepair(dict(remaps), replaced, str(backup), comment)
+    return WrittenRepair(dict(remaps), replaced, str(backup), comment, dict(moves))
 
 
 def old_chunks_for(
@@ -672,6 +838,7 @@ def propose_for_build(
     min_similarity: float = MIN_SIMILARITY,
     margin: float = MARGIN,
     split_gain: float = SPLIT_GAIN,
+    follow_moves: bool = False,
 ) -> RepairProposal:
     """`propose_repair` with the old texts taken from the build directory's history.
 
@@ -687,4 +854,5 @@ def propose_for_build(
         min_similarity=min_similarity,
         margin=margin,
         split_gain=split_gain,
+        follow_moves=follow_moves,
     )

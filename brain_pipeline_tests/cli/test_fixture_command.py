@@ -83,7 +83,7 @@ def test_repair_proposes_then_writes(
     assert main(["fixture", "repair"]) == 1
     out = capsys.readouterr().out
     assert "[apply]" in out and f"new {new_id}" in out
-    assert "apply the 1 safe remap(s): brain-pipeline fixture repair --write" in out
+    assert "apply the automatic repairs: brain-pipeline fixture repair --write" in out
     assert sample.fixture.read_bytes() == original
     assert main(["fixture", "repair", "--min-similarity", "1.5"]) == 2
     capsys.readouterr()

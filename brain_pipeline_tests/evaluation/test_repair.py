@@ -16,6 +16,7 @@ from brain_pipeline.evaluation.repair import (
     AMBIGUOUS,
     APPLY,
     CONFLICT,
+    MOVED,
     NO_MATCH,
     SPLIT,
     UNKNOWN,
@@ -111,7 +112,8 @@ def test_repair_maps_light_edits_and_leaves_heavy_ones_to_a_person(
     assert verdict[deleted.id].verdict == NO_MATCH
     for chunk in away_chunks:
         row = verdict[chunk.id]
-        assert row.verdict != APPLY and f"still live in area {other_area}" in row.reason
+        # The query's own area still exists: moving the query is offered, not applied.
+        assert row.verdict == MOVED and f"labels are live in area {other_area}" in row.reason
     assert proposal.remaps == expected
 
     # --write: ids replaced in place, one comment line, the rest left for a person.
@@ -213,5 +215,5 @@ def test_a_file_moved_to_another_area_is_explained_without_history() -> None:
     (stale,) = find_stale(fixture, [moved, stay])
     assert stale.live_in == ("storage",)
     (row,) = propose_repair(fixture, [moved, stay], {}).rows
-    assert row.verdict == NO_MATCH and row.old_source == "storage/s3.md"
-    assert "still live in area storage" in row.reason
+    assert row.verdict == MOVED and row.old_source == "storage/s3.md"
+    assert "labels are live in area storage" in row.reason and "--follow-moves" in row.reason
