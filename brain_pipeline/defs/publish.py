@@ -87,6 +87,15 @@ def _gate(
     from brain_pipeline.publishing.gate import publish_decision
 
     passed = None if record is None else bool(record["passed"])
+    if passed:
+        # The same regression gate as the check, against the baseline as it is now.
+        from brain_pipeline.evaluation.service import regression_failures
+
+        blockers = regression_failures(cfg, record or {})
+        if blockers and not (force or cfg.publish.force):
+            raise dg.Failure(description="publishing refused: " + "; ".join(blockers)[:1500])
+        if blockers:
+            context.log.warning("FORCED PUBLISH despite: " + "; ".join(blockers))
     store_bytes = layout.store_file.read_bytes()
     emb_file = layout.embeddings_file
     emb_bytes = emb_file.read_bytes() if emb_file.exists() else None
@@ -182,7 +191,12 @@ def published_local(
         and previous.is_current_for(layout, PUBLISH_CODE_VERSION, inputs)
     ):
         # The same evaluated bytes are live and untouched (every live file's stat is the
-        # one recorded when it was published): nothing to read, nothing to write.
+        # one recorded when it was published): nothing to read, nothing to write (but the
+        # baseline, when it was lost or is of another evaluation version).
+        from brain_pipeline.evaluation.baseline import load_baseline
+
+        if load_baseline(layout).baseline is None:
+            _record_baseline(context, cfg, evaluation)
         return dg.MaterializeResult(
             metadata=to_metadata({**previous.facts, "status": "unchanged"}),
             data_version=dg.DataVersion(previous.data_version),
@@ -222,6 +236,7 @@ def published_local(
     metadata["targets"] = dg.MetadataValue.json(report.to_metadata()["targets"])
     version = _publish_version(report.manifest)
     _record_publication(context, cfg, layout, inputs, version, report)
+    _record_baseline(context, cfg, evaluation)
     return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(version))
 
 
@@ -238,6 +253,21 @@ def _publish_inputs(cfg: BrainConfig, layout: StateLayout, key: str | None) -> d
         "agent_query_model": cfg.publish.agent_query_model,
         "targets": [str(target) for target in storage_dirs(cfg.publish_root())],
     }
+
+
+def _record_baseline(
+    context: dg.AssetExecutionContext, cfg: BrainConfig, evaluation: dict[str, Any] | None
+) -> None:
+    """The published store's evaluation becomes the baseline of the regression gate."""
+    from brain_pipeline.evaluation.service import record_as_baseline
+
+    if evaluation is None:
+        context.log.warning("no evaluation of the published bytes: the baseline is unchanged")
+        return
+    try:
+        record_as_baseline(cfg, evaluation, kind="published")
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        context.log.warning(f"the evaluation baseline was not recorded: {exc}")
 
 
 def _record_publication(
