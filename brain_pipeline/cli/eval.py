@@ -196,18 +196,33 @@ def _print_per_query(outcome: Any) -> None:
     from brain_pipeline.evaluation.reports import changes_frame, per_query_frame
 
     frame = per_query_frame(outcome.report)
-    shown = frame[["retriever", "query", "area", "first_rank", "relevant_ranks"]]
+    # Rank of the first relevant hit, one column per retriever ("-": a miss).
+    unique = frame.drop_duplicates(["query", "area", "retriever"])
+    order = pd.MultiIndex.from_frame(unique[["query", "area"]].drop_duplicates())
+    ranks = unique.pivot(index=["query", "area"], columns="retriever", values="first_rank")
+    ranks = ranks.reindex(index=order, columns=[s.name for s in outcome.report.retrievers])
+    ranks = ranks.map(lambda r: "-" if pd.isna(r) else str(int(r))).reset_index()
     with pd.option_context("display.max_rows", None, "display.width", 200,
-                           "display.max_colwidth", 60):
+                           "display.max_colwidth", 70):
         print()
-        print(shown.to_string(index=False))
+        print(_left(ranks).to_string(index=False, justify="left"))
         comparison = outcome.regression.comparison if outcome.regression else None
         if comparison is not None and comparison.changes:
             print()
             print("changes from the baseline:")
             changes = changes_frame(comparison)
-            print(changes.drop(columns=["gained"]).to_string(index=False))
+            print(_left(changes.drop(columns=["gained"])).to_string(index=False, justify="left"))
     print()
+
+
+def _left(frame: Any) -> Any:
+    """Text columns left-aligned (pandas right-aligns them, which is hard to read)."""
+    out = frame.copy()
+    for name in out.columns:
+        if out[name].dtype == object or str(out[name].dtype).startswith("str"):
+            width = max([len(str(name)), *(len(str(v)) for v in out[name])])
+            out[name] = out[name].map(lambda v, w=width: f"{v!s:<{w}}")
+    return out
 
 
 def _write_csv(path: Path, text: str) -> None:

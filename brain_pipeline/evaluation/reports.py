@@ -97,6 +97,10 @@ def intervals_frame(
     ) if rows else pd.DataFrame(rows)
 
 
+def _count(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 def history_frame(publications: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per past publication (newest first): when, how, figures with intervals."""
     import pandas as pd
@@ -108,14 +112,15 @@ def history_frame(publications: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         row: dict[str, Any] = {
             "when": entry.get("when"),
             "kind": entry.get("kind"),
-            "queries": figures.get("queries"),
+            "queries": _count(figures.get("queries")),
         }
         for retriever in ("bm25", "hybrid"):
             for metric in _HISTORY_METRICS:
                 name = f"{retriever}.{metric}"
                 if name not in figures:
                     continue
-                row[name] = figures[name]
+                value = figures[name]
+                row[name] = _count(value) if metric == "misses" else round(float(value), 3)
                 low_high = intervals.get(name)
                 if isinstance(low_high, list | tuple) and len(low_high) == 2:
                     row[f"{name}.ci"] = f"{low_high[0]:.3g}–{low_high[1]:.3g}"
@@ -140,7 +145,9 @@ def summary_lines(outcome: Any, *, markdown: bool = False) -> list[str]:
         return lines
     retriever = regression.retriever or "bm25"
     lines.append(bullet + regression.status)
-    lines.extend(bullet + message for message in regression.failures + regression.warnings)
+    # The terminal's verdict line names blocking regressions already: not twice there.
+    named = regression.failures + regression.warnings if markdown else regression.warnings
+    lines.extend(bullet + message for message in named)
     comparison = regression.comparison
     if comparison is not None:
         blocking = {(c.retriever, c.query, c.area) for c in comparison.new_misses(retriever)}
