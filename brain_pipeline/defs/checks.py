@@ -88,9 +88,10 @@ def _check_metadata(cfg: BrainConfig, result: dict[str, Any]) -> dict[str, Any]:
         "FAILED" if result["failures"]
         else "WARN" if result.get("regression_warnings") else "PASSED"
     )
-    # First, so it heads the check's metadata: what a person reads before any table.
+    # What a person reads before any table. Stored metadata comes back sorted by key, and
+    # an upper-case key sorts before every lower-case one: "Summary" heads the list.
     metadata: dict[str, Any] = {
-        "summary": dg.MetadataValue.md(
+        "Summary": dg.MetadataValue.md(
             "\n".join([f"**{verdict}**", "", *result.get("summary", [])]) + "\n"
         )
     }
