@@ -180,6 +180,10 @@ class Thresholds(_Section):
 class EvaluationSettings(_Section):
     fixture: Path = Path("examples/retrieval-eval.json")
     thresholds: dict[Literal["legacy", "bm25", "hybrid"], Thresholds] = Field(default_factory=dict)
+    on_regression: Literal["block", "warn"] = "block"
+    """A query the agent's retriever answered at the last publication and misses now:
+    `block` fails the blocking check (nothing is published), `warn` publishes with a WARN
+    naming it. Accepting a regression is `brain-pipeline eval --accept --note ...`."""
 
 
 class S3Settings(_Section):

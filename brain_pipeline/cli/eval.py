@@ -6,7 +6,8 @@ import argparse
 import sys
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from brain_pipeline.evaluation.runner import ThresholdRow
@@ -21,6 +22,13 @@ when the inputs are unusable. This is the same evaluation as the blocking
 `retrieval_eval` asset check. Progress (one line per retriever, and a count every few
 seconds while one is slow) goes to stderr.
 
+Every evaluation is compared with the baseline, the evaluation of the last published
+store: a query the agent's retriever answered then and misses now fails the evaluation
+(evaluation.on_regression: block; warn only names it), with the chunks that displaced
+its answer. Figures carry 95% bootstrap intervals over queries, differences from the
+baseline a paired one. `--accept --note "why"` records this evaluation as the new
+baseline (the note stays in `--history`).
+
 The store directory (default: the configured build dir) holds knowledge-store.json and
 optionally embeddings.bin. The fixture comes from evaluation.fixture (BRAIN_EVAL_FIXTURE
 overrides it), and --fixture overrides both.
@@ -33,6 +41,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", metavar="DIR", help="store directory (default: build dir)")
     parser.add_argument("--fixture", metavar="FILE", help="labelled queries (JSON)")
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.add_argument(
+        "--per-query",
+        action="store_true",
+        help="also print every query's ranks per retriever, and the changes from the baseline",
+    )
+    parser.add_argument(
+        "--csv", metavar="FILE", help="write the per-query table (with --history: the history)"
+    )
+    parser.add_argument(
+        "--history",
+        action="store_true",
+        help="list the evaluations of past publications (figures, intervals, misses); "
+        "evaluates nothing",
+    )
+    parser.add_argument(
+        "--accept",
+        action="store_true",
+        help="make this evaluation the baseline (accepts its regressions); needs --note",
+    )
+    parser.add_argument("--note", metavar="TEXT", help="why the evaluation is accepted")
 
 
 def _warn(message: str) -> None:
@@ -102,14 +130,17 @@ def verdict_line(rows: Sequence[ThresholdRow], failures: Sequence[str]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.evaluation.runner import EvaluationReport
     from brain_pipeline.evaluation.service import evaluate_store_dir
 
+    if args.accept and not (args.note or "").strip():
+        print("brain-pipeline eval: --accept needs --note \"why\" (it is kept)", file=sys.stderr)
+        return 2
     try:
         cfg = load_config()
+        if args.history:
+            return _history(cfg, args)
         store = Path(args.store) if args.store else cfg.build_dir
         fixture = Path(args.fixture) if args.fixture else None
         _stderr(f"eval: store {store}, fixture {fixture or cfg.evaluation.fixture}")
@@ -123,16 +154,140 @@ def run(args: argparse.Namespace) -> int:
         for failure in outcome.failures:
             print(f"brain-pipeline eval: {failure}", file=sys.stderr)
         return 2
+    from brain_pipeline.evaluation.reports import summary_lines
+
+    regression = outcome.regression
+    if args.accept:
+        accepted = _accept(cfg, store, outcome, str(args.note).strip())
+        if accepted is not None:
+            return accepted
+        regression_failures = set(regression.failures if regression else [])
+        outcome.failures = [f for f in outcome.failures if f not in regression_failures]
     verdict = verdict_line(outcome.thresholds, outcome.failures)
+    if args.csv:
+        from brain_pipeline.evaluation.reports import per_query_frame
+
+        _write_csv(Path(args.csv), per_query_frame(report).to_csv(index=False))
     if args.json:
         print(report.to_json())
         _stderr(verdict)  # stdout stays one JSON document
     else:
         print(report.to_text())
+        for line in summary_lines(outcome):
+            print(line)
+        if args.per_query:
+            _print_per_query(outcome)
         print(verdict)
+    if regression is not None:
+        for warning in regression.warnings:
+            _warn(warning)
     if outcome.failures:
         print("evaluation FAILED:", file=sys.stderr)
         for failure in outcome.failures:
             print(f"  - {failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_per_query(outcome: Any) -> None:
+    """Per-query ranks (a table per retriever), then the changes from the baseline."""
+    import pandas as pd
+
+    from brain_pipeline.evaluation.reports import changes_frame, per_query_frame
+
+    frame = per_query_frame(outcome.report)
+    # Rank of the first relevant hit, one column per retriever ("-": a miss).
+    unique = frame.drop_duplicates(["query", "area", "retriever"])
+    order = pd.MultiIndex.from_frame(unique[["query", "area"]].drop_duplicates())
+    ranks = unique.pivot(index=["query", "area"], columns="retriever", values="first_rank")
+    ranks = ranks.reindex(index=order, columns=[s.name for s in outcome.report.retrievers])
+    ranks = ranks.map(lambda r: "-" if pd.isna(r) else str(int(r))).reset_index()
+    with pd.option_context("display.max_rows", None, "display.width", 200,
+                           "display.max_colwidth", 70):
+        print()
+        print(_left(ranks).to_string(index=False, justify="left"))
+        comparison = outcome.regression.comparison if outcome.regression else None
+        if comparison is not None and comparison.changes:
+            print()
+            print("changes from the baseline:")
+            changes = changes_frame(comparison)
+            print(_left(changes.drop(columns=["gained"])).to_string(index=False, justify="left"))
+    print()
+
+
+def _left(frame: Any) -> Any:
+    """Text columns left-aligned (pandas right-aligns them, which is hard to read)."""
+    out = frame.copy()
+    for name in out.columns:
+        if out[name].dtype == object or str(out[name].dtype).startswith("str"):
+            width = max([len(str(name)), *(len(str(v)) for v in out[name])])
+            out[name] = out[name].map(lambda v, w=width: f"{v!s:<{w}}")
+    return out
+
+
+def _write_csv(path: Path, text: str) -> None:
+    from brain_pipeline.utils.atomic import atomic_write_bytes
+
+    atomic_write_bytes(path, text.encode("utf-8"))
+    _stderr(f"eval: wrote {path}")
+
+
+def _accept(cfg: Any, store: Path, outcome: Any, note: str) -> int | None:
+    """Record the evaluation as the baseline; an exit code when it cannot be accepted."""
+    from brain_pipeline.corpus.store_reader import cache_layout
+    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation.service import record_as_baseline
+
+    regression = set(outcome.regression.failures if outcome.regression else [])
+    others = [f for f in outcome.failures if f not in regression]
+    if others:
+        print(
+            "brain-pipeline eval: not accepted: only regressions can be accepted, this "
+            f"evaluation fails on its own: {'; '.join(others)}",
+            file=sys.stderr,
+        )
+        return 1
+    layout = cache_layout(store, cfg.build_dir)
+    record = None
+    if layout is not None and outcome.record_key:
+        record = eval_record.lookup(layout, outcome.record_key)
+    if record is None:
+        print(
+            "brain-pipeline eval: not accepted: this evaluation was not recorded (a store "
+            "outside the build directory, or a provider that failed mid-run); run it again",
+            file=sys.stderr,
+        )
+        return 1
+    record_as_baseline(cfg, record, kind="accepted", note=note)
+    accepted = len(regression)
+    _stderr(
+        f"eval: accepted evaluation {str(outcome.record_key)[:12]} as the baseline "
+        f"({accepted} regression(s) accepted): {note}"
+    )
+    return None
+
+
+def _history(cfg: Any, args: argparse.Namespace) -> int:
+    """`eval --history`: one row per publication (or acceptance), newest first."""
+    import json
+
+    import pandas as pd
+
+    from brain_pipeline.evaluation.baseline import publications
+    from brain_pipeline.evaluation.reports import history_frame
+    from brain_pipeline.state.layout import StateLayout
+
+    layout = StateLayout.of(cfg.build_dir)
+    entries, reason = publications(layout)
+    if reason:
+        print(f"brain-pipeline eval: {reason}", file=sys.stderr)
+    frame = history_frame(entries)
+    if args.csv:
+        _write_csv(Path(args.csv), frame.to_csv(index=False))
+    if args.json:
+        print(json.dumps(entries, indent=2, ensure_ascii=False))
+    elif not frame.empty:
+        with pd.option_context("display.max_rows", None, "display.width", 250):
+            print(frame.to_string(index=False))
+    unreadable = reason is not None and layout.eval_baseline.exists()
+    return 2 if unreadable else 0

@@ -21,11 +21,21 @@ CHECK_NAME = "retrieval_eval"
 def _evaluate(cfg: BrainConfig, run_id: str) -> dict[str, Any]:
     """Evaluate (or reuse the recorded outcome for identical inputs) and flatten what the
     check shows. `services.evaluate_build` is the one code path, shared with the CLI."""
+    from brain_pipeline.evaluation.reports import summary_lines
     from brain_pipeline.evaluation.service import evaluate_build
 
     outcome = evaluate_build(cfg, run_id=run_id)
     report = outcome.report
+    regression = outcome.regression
+    comparison = regression.comparison if regression is not None else None
     return {
+        "summary": summary_lines(outcome, markdown=True),
+        "intervals": dict(outcome.intervals),
+        "differences": dict(comparison.differences) if comparison is not None else {},
+        "comparison": comparison,
+        "baseline": regression.status if regression is not None else "—",
+        "regression_failures": list(regression.failures) if regression is not None else [],
+        "regression_warnings": list(regression.warnings) if regression is not None else [],
         "failures": list(outcome.failures),
         "figures": dict(outcome.flat_metrics),
         "markdown": outcome.markdown,
@@ -73,7 +83,36 @@ def _check_metadata(cfg: BrainConfig, result: dict[str, Any]) -> dict[str, Any]:
     Counters that only mean something for a run that evaluated (not for a reused
     result) are left out of reused results, so plots are not flattened by repeats.
     """
-    metadata: dict[str, Any] = to_metadata(dict(result["figures"]))
+    from brain_pipeline.lib.tables import frame_table
+
+    verdict = (
+        "FAILED" if result["failures"]
+        else "WARN" if result.get("regression_warnings") else "PASSED"
+    )
+    # What a person reads before any table. Stored metadata comes back sorted by key, and
+    # an upper-case key sorts before every lower-case one: "Summary" heads the list.
+    metadata: dict[str, Any] = {
+        "Summary": dg.MetadataValue.md(
+            "\n".join([f"**{verdict}**", "", *result.get("summary", [])]) + "\n"
+        )
+    }
+    metadata.update(to_metadata(dict(result["figures"])))
+    # Intervals and differences as numbers, so the UI plots them across runs.
+    for name, interval in dict(result.get("intervals") or {}).items():
+        metadata[f"{name}.ci_low"] = dg.MetadataValue.float(round(interval.low, 4))
+        metadata[f"{name}.ci_high"] = dg.MetadataValue.float(round(interval.high, 4))
+    for name, diff in dict(result.get("differences") or {}).items():
+        metadata[f"{name}.delta"] = dg.MetadataValue.float(round(diff.value, 4))
+        metadata[f"{name}.delta_low"] = dg.MetadataValue.float(round(diff.low, 4))
+        metadata[f"{name}.delta_high"] = dg.MetadataValue.float(round(diff.high, 4))
+    comparison = result.get("comparison")
+    if comparison is not None:
+        from brain_pipeline.evaluation.reports import changes_frame
+
+        metadata["changes"] = frame_table(changes_frame(comparison))
+        metadata["regressions"] = dg.MetadataValue.int(
+            len(result.get("regression_failures") or result.get("regression_warnings") or [])
+        )
     verdicts = []
     for row in result["thresholds"]:
         name = f"{row['retriever']}.{row['metric']}"
@@ -129,6 +168,8 @@ def _check_metadata(cfg: BrainConfig, result: dict[str, Any]) -> dict[str, Any]:
         "reused": bool(result.get("reused")),
         "evaluated_at": result.get("evaluated_at") or "—",
         "fixture": str(cfg.evaluation.fixture),
+        "baseline": result.get("baseline") or "—",
+        "on_regression": cfg.evaluation.on_regression,
     }
     inputs = dict(result.get("inputs") or {})
     for name in ("store_sha256", "embeddings_sha256", "fixture_sha256"):
@@ -148,7 +189,9 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
             "Runs the labelled fixture through the legacy baseline, BM25 and hybrid retrieval "
             "on the built store and vectors. Fails (ERROR, blocking) when a threshold from "
             "corpus_config.yaml is missed, when the fixture names chunks the store no longer "
-            "has, or when the store is empty — and then nothing downstream is published. A "
+            "has, when the store is empty, or when a query the agent's retriever answered at "
+            "the last publication is now a miss (evaluation.on_regression: block; warn makes "
+            "it a WARN) — and then nothing downstream is published. A "
             "result whose inputs (store, vectors, fixture, thresholds, code) are unchanged is "
             "reused and says so."
         ),
@@ -160,17 +203,25 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
         claim_build_dir(context.instance, cfg.build_dir)
         result = _evaluate(cfg, context.run.run_id)
         failures: list[str] = list(result["failures"])
+        warnings: list[str] = list(result.get("regression_warnings") or [])
         metadata = _check_metadata(cfg, result)
-        reason = "; ".join(failures)
         # The reason goes last in the step's log, so it is what a person reads at the end of
         # the run page (Dagster's own trailing error cannot be changed).
+        for warning in warnings:
+            context.log.warning(f"retrieval_eval: {warning}")
         for failure in failures:
             context.log.error(f"retrieval_eval: {failure}")
+        # on_regression: warn -> a WARN-severity failure: shown, named, but not blocking.
+        severity = (
+            dg.AssetCheckSeverity.WARN if warnings and not failures
+            else dg.AssetCheckSeverity.ERROR
+        )
+        description = "; ".join(failures or warnings) or "passed"
         return dg.AssetCheckResult(
-            passed=not failures,
-            severity=dg.AssetCheckSeverity.ERROR,
+            passed=not failures and not warnings,
+            severity=severity,
             metadata=metadata,
-            description=("passed" if not failures else reason[:1500])
+            description=description[:1500]
             + (" (unchanged inputs: result reused)" if result["reused"] else ""),
         )
 

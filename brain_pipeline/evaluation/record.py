@@ -30,8 +30,11 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
 from brain_pipeline.utils.atomic import atomic_write_bytes, file_sha256
 
-EVALUATION_VERSION = 1
-"""Bump when evaluation semantics change (metrics, judging, report): old records expire."""
+EVALUATION_VERSION = 2
+"""Bump when evaluation semantics change (metrics, judging, report): old records expire.
+
+2: per-query results carry each relevant id's rank and the miss flag (the regression
+comparison reads them)."""
 
 CODE_VERSION = f"eval{EVALUATION_VERSION}-retrieval{RETRIEVAL_VERSION}"
 _KEEP = 8

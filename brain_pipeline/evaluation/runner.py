@@ -47,6 +47,11 @@ class QueryResult:
     mode: str
     """The mode that actually answered: "legacy", "lexical", "hybrid" or "dense"."""
     fallback: str | None = None
+    relevant_ranks: dict[str, int | None] = field(default_factory=dict)
+    """Each labelled id -> its 1-based rank in the top 10, None when it is not there: what
+    a comparison with an earlier evaluation needs to say which answer was lost."""
+    miss: bool = False
+    """Nothing relevant in the top 10 (reciprocal rank 0)."""
 
 
 @dataclass(frozen=True)
@@ -290,6 +295,14 @@ def _retriever_ranker(retriever: Retriever, mode: str) -> Ranker:
     return rank
 
 
+def _relevant_ranks(top_ids: Sequence[str], relevant: Sequence[str]) -> dict[str, int | None]:
+    """Each relevant id's first 1-based rank within the top K (None when absent)."""
+    position: dict[str, int] = {}
+    for index, chunk_id in enumerate(top_ids[:K]):
+        position.setdefault(chunk_id, index + 1)
+    return {chunk_id: position.get(chunk_id) for chunk_id in relevant}
+
+
 def _summarise(name: str, rows: Sequence[QueryResult]) -> RetrieverSummary:
     n = len(rows)
     reasons = Counter(r.fallback for r in rows if r.fallback is not None)
@@ -367,6 +380,8 @@ def evaluate(
                 top_ids=ids,
                 mode=mode,
                 fallback=fallback,
+                relevant_ranks=_relevant_ranks(ids, q.relevant),
+                miss=rr == 0,
             )
             for q, (ids, mode, fallback), rank, recall, rr, ndcg in zip(
                 fixture.queries,

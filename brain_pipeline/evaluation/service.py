@@ -8,7 +8,7 @@ is evaluated against the fixture.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,8 +18,10 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
 if TYPE_CHECKING:
     from brain_pipeline.embedding.protocol import Embedder
+    from brain_pipeline.evaluation.baseline import Baseline
+    from brain_pipeline.evaluation.compare import Comparison, OriginLookup
     from brain_pipeline.evaluation.record import EvalInputs
-    from brain_pipeline.evaluation.runner import EvaluationProgress
+    from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
     from brain_pipeline.retrieval.vectors import EmbeddingStore
     from brain_pipeline.state.layout import StateLayout
 
@@ -69,6 +71,10 @@ class EvaluationOutcome:
     """Digest of the inputs (evaluation/record.py); None when nothing could be evaluated."""
     inputs: dict[str, Any] = field(default_factory=dict)
     """The digests the key covers: store, embeddings, fixture, thresholds, code, provider."""
+    intervals: dict[str, Any] = field(default_factory=dict)
+    """{"bm25.ndcg_at_10": bootstrap.Interval, ...}: 95% intervals over queries."""
+    regression: RegressionOutcome | None = None
+    """The comparison with the baseline (None when nothing could be evaluated)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,107 @@ def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -
     return QueryEmbedding(embedder.embed_query, embedder.name)
 
 
+AGENT_RETRIEVERS: tuple[str, ...] = ("hybrid", "bm25")
+"""The retriever the agent answers with: hybrid (which is BM25 without vectors), else BM25."""
+
+
+@dataclass
+class RegressionOutcome:
+    """The evaluation against the baseline: the comparison and what the gate makes of it."""
+
+    comparison: Comparison | None
+    baseline: Baseline | None
+    status: str
+    """One line: which baseline, how many queries were compared, or why there is none."""
+    retriever: str | None = None
+    """The agent's retriever, whose new misses are gated."""
+    failures: list[str] = field(default_factory=list)
+    """New misses when on_regression is block (they fail the check)."""
+    warnings: list[str] = field(default_factory=list)
+    """New misses when on_regression is warn, and anything the comparison could not do."""
+
+
+def compare_with_baseline(
+    cfg: BrainConfig, report: EvaluationReport, layout: StateLayout | None = None
+) -> RegressionOutcome:
+    """Compare `report` with the build directory's baseline and apply on_regression.
+
+    Cheap for an evaluation that is otherwise reused: a JSON read of the baseline, a
+    dictionary join over the queries, and one chunk-history query per chunk that
+    entered a changed query's top 10.
+    """
+    from brain_pipeline.evaluation.baseline import load_baseline
+    from brain_pipeline.evaluation.compare import compare
+    from brain_pipeline.state.layout import StateLayout
+
+    layout = layout or StateLayout.of(cfg.build_dir)
+    found = load_baseline(layout)
+    if found.baseline is None:
+        return RegressionOutcome(None, None, str(found.reason))
+    baseline = found.baseline
+    comparison = compare(
+        report.queries, baseline.report.queries, _origin_lookup(layout, baseline.evaluated_at)
+    )
+    if comparison.shared == 0:
+        return RegressionOutcome(
+            None, baseline, "no baseline: the baseline shares no query with this fixture"
+        )
+    names = [s.name for s in report.retrievers]
+    retriever = next((name for name in AGENT_RETRIEVERS if name in names), None)
+    status = f"{baseline.describe()}; {comparison.shared} queries compared"
+    if comparison.only_now or comparison.only_baseline:
+        status += (
+            f" (the fixture changed: {comparison.only_now} new or relabelled, "
+            f"{comparison.only_baseline} gone; only shared queries are compared)"
+        )
+    outcome = RegressionOutcome(comparison, baseline, status, retriever)
+    if retriever is None:
+        outcome.warnings.append("no agent retriever (hybrid or bm25) evaluated: nothing gated")
+        return outcome
+    for change in comparison.new_misses(retriever):
+        message = f"regression: {change.describe()}"
+        if cfg.evaluation.on_regression == "block":
+            outcome.failures.append(
+                message + " (accept with `brain-pipeline eval --accept --note ...`)"
+            )
+        else:
+            outcome.warnings.append(message)
+    return outcome
+
+
+def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
+    """Where entered chunks come from, per the chunk history; "new" = first seen after
+    the baseline was evaluated. A history that cannot be read leaves origins unknown."""
+    from datetime import datetime
+
+    from brain_pipeline.corpus.history import HistoryError, lookup_many
+    from brain_pipeline.evaluation.compare import ChunkOrigin
+
+    def parse(text: str) -> datetime | None:
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+
+    baseline_time = parse(since)
+
+    def origins(ids: Sequence[str]) -> dict[str, ChunkOrigin]:
+        try:
+            entries = lookup_many(layout, ids)
+        except (HistoryError, OSError, ValueError):
+            return {}
+        out: dict[str, ChunkOrigin] = {}
+        for chunk_id, entry in entries.items():
+            first = parse(entry.first_seen)
+            new = None if first is None or baseline_time is None else first > baseline_time
+            out[chunk_id] = ChunkOrigin(
+                chunk_id, entry.source, entry.heading_text or None, entry.first_seen, new
+            )
+        return out
+
+    return origins
+
+
 def evaluate_store_dir(
     cfg: BrainConfig,
     store_dir: Path,
@@ -121,6 +228,69 @@ def evaluate_store_dir(
     reuse: bool = True,
     now: Callable[[], Any] | None = None,
     run_id: str | None = None,
+) -> EvaluationOutcome:
+    """Evaluate (see `_evaluate_store_dir`), then add intervals and the baseline comparison.
+
+    The comparison depends on the baseline, which changes without the inputs changing
+    (a publication, an `--accept`), so it is made afresh even for a reused outcome and
+    never stored in the evaluation record: a new miss of the agent's retriever is added
+    to `failures` when `evaluation.on_regression` is block.
+    """
+    from brain_pipeline.evaluation.bootstrap import figure_intervals
+    from brain_pipeline.evaluation.runner import EvaluationReport
+
+    outcome = _evaluate_store_dir(
+        cfg, store_dir, fixture, warn, progress, reuse=reuse, now=now, run_id=run_id
+    )
+    if isinstance(outcome.report, EvaluationReport):
+        outcome.intervals = figure_intervals(outcome.report.queries)
+        outcome.regression = compare_with_baseline(cfg, outcome.report)
+        outcome.failures.extend(outcome.regression.failures)
+    return outcome
+
+
+def regression_failures(cfg: BrainConfig, record: Mapping[str, Any]) -> list[str]:
+    """The blocking regressions of a stored evaluation record (for a publish gate)."""
+    from brain_pipeline.evaluation.runner import EvaluationReport
+
+    try:
+        report = EvaluationReport.from_dict(record["report"])
+    except (KeyError, TypeError, ValueError):
+        return []  # the gate's own check (passed or not) judges an unreadable record
+    return compare_with_baseline(cfg, report).failures
+
+
+def record_as_baseline(
+    cfg: BrainConfig,
+    record: Mapping[str, Any],
+    *,
+    kind: str,
+    note: str | None = None,
+    layout: StateLayout | None = None,
+) -> dict[str, Any]:
+    """Make a stored evaluation record the baseline (after a publication, or accepted)."""
+    from brain_pipeline.evaluation.baseline import record_baseline
+    from brain_pipeline.evaluation.bootstrap import figure_intervals
+    from brain_pipeline.evaluation.runner import EvaluationReport
+    from brain_pipeline.state.layout import StateLayout
+
+    report = EvaluationReport.from_dict(record["report"])
+    intervals = {n: i.to_list() for n, i in figure_intervals(report.queries).items()}
+    return record_baseline(
+        layout or StateLayout.of(cfg.build_dir), record, intervals, kind=kind, note=note
+    )
+
+
+def _evaluate_store_dir(
+    cfg: BrainConfig,
+    store_dir: Path,
+    fixture: Path | None,
+    warn: Any,
+    progress: EvaluationProgress | None,
+    *,
+    reuse: bool,
+    now: Callable[[], Any] | None,
+    run_id: str | None,
 ) -> EvaluationOutcome:
     """Evaluate the store (and vectors) in `store_dir` against the fixture and thresholds.
 

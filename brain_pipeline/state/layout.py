@@ -12,6 +12,8 @@
     history/           every chunk id ever written to a store (fixture repair)
     assets/            one record per asset: inputs' digests -> outputs' digests
     eval.json          the last evaluation keyed by its input digests (publish gate)
+    eval-baseline.json the evaluation of the last published (or accepted) store, and a
+                       summary of every publication's (regression gate, eval --history)
     locks/             one writer per build directory (OS locks, holder described)
 ```
 
@@ -79,6 +81,10 @@ class StateLayout:
     @property
     def eval_record(self) -> Path:
         return self.state_dir / "eval.json"
+
+    @property
+    def eval_baseline(self) -> Path:
+        return self.state_dir / "eval-baseline.json"
 
     @property
     def locks_dir(self) -> Path:

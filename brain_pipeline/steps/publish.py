@@ -91,6 +91,15 @@ def gate(
     from brain_pipeline.publishing.gate import publish_decision
 
     passed = None if record is None else bool(record["passed"])
+    if passed:
+        # The same regression gate as the check, against the baseline as it is now.
+        from brain_pipeline.evaluation.service import regression_failures
+
+        blockers = regression_failures(cfg, record or {})
+        if blockers and not (force or cfg.publish.force):
+            raise StepFailure("publishing refused: " + "; ".join(blockers)[:1500])
+        if blockers:
+            log.warning("FORCED PUBLISH despite: " + "; ".join(blockers))
     store_bytes = layout.store_file.read_bytes()
     emb_file = layout.embeddings_file
     emb_bytes = emb_file.read_bytes() if emb_file.exists() else None
@@ -166,6 +175,19 @@ def _publish_inputs(cfg: BrainConfig, layout: StateLayout, key: str | None) -> d
     }
 
 
+def _record_baseline(cfg: BrainConfig, evaluation: dict[str, Any] | None, log: StepLog) -> None:
+    """The published store's evaluation becomes the baseline of the regression gate."""
+    from brain_pipeline.evaluation.service import record_as_baseline
+
+    if evaluation is None:
+        log.warning("no evaluation of the published bytes: the baseline is unchanged")
+        return
+    try:
+        record_as_baseline(cfg, evaluation, kind="published")
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        log.warning(f"the evaluation baseline was not recorded: {exc}")
+
+
 def _record_publication(
     cfg: BrainConfig,
     layout: StateLayout,
@@ -220,7 +242,12 @@ def publish_to_agent(
         and previous.is_current_for(layout, PUBLISH_CODE_VERSION, inputs)
     ):
         # The same evaluated bytes are live and untouched (every live file's stat is the
-        # one recorded when it was published): nothing to read, nothing to write.
+        # one recorded when it was published): nothing to read, nothing to write (but the
+        # baseline, when it was lost or is of another evaluation version).
+        from brain_pipeline.evaluation.baseline import load_baseline
+
+        if load_baseline(layout).baseline is None:
+            _record_baseline(cfg, evaluation, log)
         return Publication({**previous.facts, "status": "unchanged"}, previous.data_version)
     artifacts = gate(cfg, layout, force, evaluation, log)
     try:
@@ -237,6 +264,7 @@ def publish_to_agent(
         log.info(line)
     version = publish_version(report.manifest)
     _record_publication(cfg, layout, inputs, version, report, run_id)
+    _record_baseline(cfg, evaluation, log)
     return Publication(
         facts={
             "status": "updated" if report.changed else "unchanged",

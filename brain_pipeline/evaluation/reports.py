@@ -1,0 +1,179 @@
+"""Tables people work with: per-query results, changes, intervals, past publications.
+
+Each is a pandas DataFrame, rendered by the caller to the terminal (`to_string`), to CSV
+(`eval --csv`) or to Dagster table metadata (lib/tables.py). pandas takes about a second
+to import, so it is imported inside these functions only: an evaluation that prints no
+table never pays for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from brain_pipeline.evaluation.bootstrap import Interval
+    from brain_pipeline.evaluation.compare import Comparison
+    from brain_pipeline.evaluation.runner import EvaluationReport
+
+_HISTORY_METRICS = ("ndcg_at_10", "recall_at_10", "misses")
+
+
+def per_query_frame(report: EvaluationReport) -> pd.DataFrame:
+    """One row per query and retriever: rank of the first hit, each relevant id's rank,
+    miss, the metrics and the top-10 ids (space-separated, so a CSV cell stays one cell)."""
+    import pandas as pd
+
+    rows = [
+        {
+            "query": q.query,
+            "area": q.area,
+            "retriever": q.retriever,
+            "first_rank": q.first_relevant_rank,
+            "miss": q.miss,
+            "ndcg_at_10": q.ndcg,
+            "recall_at_10": q.recall,
+            "rr": q.rr,
+            "relevant_ranks": " ".join(
+                f"{chunk}:{'-' if rank is None else rank}"
+                for chunk, rank in q.relevant_ranks.items()
+            ),
+            "top_ids": " ".join(q.top_ids),
+            "mode": q.mode,
+        }
+        for q in report.queries
+    ]
+    frame = pd.DataFrame(rows, columns=list(rows[0]) if rows else ["query"])
+    if rows:
+        frame["first_rank"] = frame["first_rank"].astype("Int64")
+    return frame
+
+
+def changes_frame(comparison: Comparison) -> pd.DataFrame:
+    """One row per changed query (regressions first), with the chunks that entered."""
+    import pandas as pd
+
+    rows = comparison.entered_rows()
+    columns = [
+        "retriever", "query", "area", "change", "rank_before", "rank_after",
+        "lost", "gained", "entered", "entered_new",
+    ]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["rank_before"] = frame["rank_before"].astype("Int64")
+    frame["rank_after"] = frame["rank_after"].astype("Int64")
+    frame["entered_new"] = frame["entered_new"].astype("int64")
+    order = {"became a miss": 0, "lost relevant hits": 1, "moved down": 2}
+    key = frame["change"].map(lambda kind: order.get(kind, 9))
+    return frame.assign(_order=key).sort_values("_order", kind="stable").drop(columns="_order")
+
+
+def intervals_frame(
+    intervals: Mapping[str, Interval], differences: Mapping[str, Interval] | None = None
+) -> pd.DataFrame:
+    """One row per retriever and metric: figure, 95% interval, and the paired difference
+    from the baseline with its interval when there is one."""
+    import pandas as pd
+
+    rows = []
+    for name, interval in intervals.items():
+        retriever, metric = name.split(".", 1)
+        row: dict[str, Any] = {
+            "retriever": retriever,
+            "metric": metric,
+            "value": interval.value,
+            "ci_low": interval.low,
+            "ci_high": interval.high,
+            "half_width": interval.half_width,
+        }
+        diff = (differences or {}).get(name)
+        row["delta"] = diff.value if diff else None
+        row["delta_low"] = diff.low if diff else None
+        row["delta_high"] = diff.high if diff else None
+        rows.append(row)
+    return pd.DataFrame(rows).astype(
+        {"delta": "Float64", "delta_low": "Float64", "delta_high": "Float64"}
+    ) if rows else pd.DataFrame(rows)
+
+
+def _count(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def history_frame(publications: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """One row per past publication (newest first): when, how, figures with intervals."""
+    import pandas as pd
+
+    rows = []
+    for entry in publications:
+        figures = entry.get("figures") or {}
+        intervals = entry.get("intervals") or {}
+        row: dict[str, Any] = {
+            "when": entry.get("when"),
+            "kind": entry.get("kind"),
+            "queries": _count(figures.get("queries")),
+        }
+        for retriever in ("bm25", "hybrid"):
+            for metric in _HISTORY_METRICS:
+                name = f"{retriever}.{metric}"
+                if name not in figures:
+                    continue
+                value = figures[name]
+                row[name] = _count(value) if metric == "misses" else round(float(value), 3)
+                low_high = intervals.get(name)
+                if isinstance(low_high, list | tuple) and len(low_high) == 2:
+                    row[f"{name}.ci"] = f"{low_high[0]:.3g}–{low_high[1]:.3g}"
+        row["store"] = str(entry.get("store_sha256") or "")[:12]
+        row["note"] = entry.get("note") or ""
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def summary_lines(outcome: Any, *, markdown: bool = False) -> list[str]:
+    """The few lines a person reads first: regressions, baseline, figures with intervals,
+    whether a difference is out of the noise, and what the fixture is too small to see.
+
+    `outcome` is a service.EvaluationOutcome with `regression` and `intervals` set.
+    """
+    from brain_pipeline.evaluation.bootstrap import too_small_note
+
+    bullet = "- " if markdown else ""
+    regression = outcome.regression
+    lines: list[str] = []
+    if regression is None or outcome.report is None:
+        return lines
+    retriever = regression.retriever or "bm25"
+    lines.append(bullet + regression.status)
+    # The terminal's verdict line names blocking regressions already: not twice there.
+    named = regression.failures + regression.warnings if markdown else regression.warnings
+    lines.extend(bullet + message for message in named)
+    comparison = regression.comparison
+    if comparison is not None:
+        blocking = {(c.retriever, c.query, c.area) for c in comparison.new_misses(retriever)}
+        others = [c for c in comparison.changes if (c.retriever, c.query, c.area) not in blocking]
+        if others:
+            worse = sum(1 for c in others if c.regression)
+            lines.append(
+                f"{bullet}{len(others)} other per-query change(s) ({worse} for the worse), "
+                "see the changes table" + ("" if markdown else " (--per-query)")
+            )
+        lines.extend(bullet + note for note in comparison.notes)
+    figure = outcome.intervals.get(f"{retriever}.ndcg_at_10")
+    if figure is not None:
+        text = (
+            f"{retriever} nDCG@10 {figure.value:.3f} (95% {figure.low:.3f}–{figure.high:.3f})"
+        )
+        diff = comparison.differences.get(f"{retriever}.ndcg_at_10") if comparison else None
+        if diff is not None:
+            verdict = (
+                "within the noise" if diff.low <= 0 <= diff.high else "outside the noise"
+            )
+            text += (
+                f"; vs baseline {diff.value:+.3f} (paired 95% {diff.low:+.3f}–{diff.high:+.3f}, "
+                f"{verdict})"
+            )
+        lines.append(bullet + text)
+        n = sum(1 for q in outcome.report.queries if q.retriever == retriever)
+        lines.append(bullet + too_small_note(n, outcome.intervals, retriever))
+    return lines
