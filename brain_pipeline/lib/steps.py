@@ -12,6 +12,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.provenance import StepFailure
+from brain_pipeline.steps.report import Markdown, RunLink, Table
 
 # Run storage key-value entry naming the build directory this instance serves.
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
@@ -88,22 +89,39 @@ def store_chunks(layout: StateLayout) -> Any:
 
 
 def to_metadata(values: dict[str, Any]) -> dict[str, Any]:
-    """Coerce plain values into Dagster metadata; numbers stay numeric so the UI plots them."""
+    """Plain step values as Dagster metadata; numbers stay numeric so the UI plots them.
+
+    Tables (`steps.report.Table` or a pandas DataFrame) get a schema, `Markdown` renders,
+    a `RunLink` links to the run, and None shows as a dash.
+    """
     out: dict[str, Any] = {}
     for key, value in values.items():
-        if isinstance(value, bool):
-            out[key] = dg.MetadataValue.bool(value)
-        elif isinstance(value, int):
-            out[key] = dg.MetadataValue.int(value)
-        elif isinstance(value, float):
-            out[key] = dg.MetadataValue.float(value)
-        elif isinstance(value, dict | list):
-            out[key] = dg.MetadataValue.json(value)
-        elif value is None:
-            out[key] = dg.MetadataValue.text("—")
-        else:
-            out[key] = dg.MetadataValue.text(str(value))
+        out[key] = _metadata_value(value)
     return out
+
+
+def _metadata_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return dg.MetadataValue.bool(value)
+    if isinstance(value, int):
+        return dg.MetadataValue.int(value)
+    if isinstance(value, float):
+        return dg.MetadataValue.float(value)
+    if isinstance(value, Table):
+        return table(value.columns, value.rows)
+    if isinstance(value, Markdown):
+        return dg.MetadataValue.md(value.text)
+    if isinstance(value, RunLink):
+        return dg.MetadataValue.dagster_run(value.run_id)
+    if hasattr(value, "dtypes") and hasattr(value, "itertuples"):
+        from brain_pipeline.lib.tables import frame_table
+
+        return frame_table(value)
+    if isinstance(value, dict | list):
+        return dg.MetadataValue.json(value)
+    if value is None:
+        return dg.MetadataValue.text("—")
+    return dg.MetadataValue.text(str(value))
 
 
 def table(

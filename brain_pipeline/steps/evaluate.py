@@ -1,0 +1,170 @@
+"""The `retrieval_eval` check's step: evaluate the build (or reuse the recorded outcome
+for identical inputs) and say what a person needs, as plain values.
+
+`evaluation.service.evaluate_build` is the one code path, shared with `brain-pipeline
+eval`; this module only decides the verdict's severity and lays out what the check shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.steps.report import Markdown, Table
+
+
+@dataclass
+class CheckVerdict:
+    passed: bool
+    severity: Literal["ERROR", "WARN"]
+    description: str
+    metadata: dict[str, Any]
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """To log, in this order, last: what a person reads at the end of the run page."""
+
+
+def evaluate_for_check(cfg: BrainConfig, run_id: str) -> CheckVerdict:
+    """The blocking check's verdict: failures are ERROR; with `on_regression: warn` a new
+    miss alone is a WARN (shown and named, not blocking)."""
+    from brain_pipeline.evaluation.service import evaluate_build
+
+    outcome = evaluate_build(cfg, run_id=run_id)
+    regression = outcome.regression
+    failures = list(outcome.failures)
+    warnings = list(regression.warnings) if regression is not None else []
+    description = "; ".join(failures or warnings) or "passed"
+    return CheckVerdict(
+        passed=not failures and not warnings,
+        severity="WARN" if warnings and not failures else "ERROR",
+        description=description[:1500]
+        + (" (unchanged inputs: result reused)" if outcome.reused else ""),
+        metadata=check_metadata(cfg, outcome),
+        errors=failures,
+        warnings=warnings,
+    )
+
+
+def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
+    """What `brain-pipeline fixture repair` would do, for the failing check's metadata."""
+    from brain_pipeline.corpus.store_reader import open_store_view
+    from brain_pipeline.evaluation.fixture import load_fixture
+    from brain_pipeline.evaluation.repair import propose_for_build
+    from brain_pipeline.publishing.local import live_store_file
+
+    layout = StateLayout.of(cfg.build_dir)
+    proposal = propose_for_build(
+        layout,
+        open_store_view(layout.store_file, layout).all_chunks(),
+        load_fixture(cfg.evaluation.fixture),
+        fallback_stores=[live_store_file(cfg.publish_root())],
+    )
+    return {"metadata": proposal.to_metadata(), "rows": proposal.to_rows()}
+
+
+def _threshold_table(outcome: Any, values: dict[str, Any]) -> Table:
+    verdicts = []
+    for row in outcome.thresholds:
+        name = f"{row.retriever}.{row.metric}"
+        values[f"{name}.{row.kind}"] = float(row.bound)
+        values[f"{name}.margin"] = round(float(row.margin), 4)
+        verdicts.append(
+            [
+                row.retriever,
+                row.metric,
+                round(float(row.value), 4),
+                f"{'≥' if row.kind == 'min' else '≤'} {row.bound:g}",
+                round(float(row.margin), 4),
+                "pass" if row.margin >= 0 else "FAIL",
+            ]
+        )
+    columns = [
+        ("retriever", "string"),
+        ("metric", "string"),
+        ("value", "float"),
+        ("bound", "string"),
+        ("margin", "float"),
+        ("verdict", "string"),
+    ]
+    return Table(columns, verdicts)
+
+
+def _per_query_table(outcome: Any) -> Table:
+    report = outcome.report
+    names = [s.name for s in report.retrievers] if report is not None else []
+    rows = report.query_rows() if report is not None else []
+    return Table(
+        [("query", "string"), ("area", "string")]
+        + [(f"{n}_rank", "int") for n in names]
+        + [("stale_label", "bool")],
+        [[q["query"], q["area"], *[q.get(n) for n in names], bool(q.get("stale_label"))]
+         for q in rows],
+    )
+
+
+def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
+    """Figures as numbers (one plot each), bounds and margins, tables with schemas.
+
+    Counters that only mean something for a run that evaluated (not for a reused
+    result) are left out of reused results, so plots are not flattened by repeats.
+    """
+    from brain_pipeline.evaluation.reports import changes_frame, summary_lines
+
+    regression = outcome.regression
+    comparison = regression.comparison if regression is not None else None
+    warnings = list(regression.warnings) if regression is not None else []
+    failures = list(outcome.failures)
+    verdict = "FAILED" if failures else "WARN" if warnings else "PASSED"
+    # What a person reads before any table. Stored metadata comes back sorted by key, and
+    # an upper-case key sorts before every lower-case one: "Summary" heads the list.
+    values: dict[str, Any] = {
+        "Summary": Markdown(
+            "\n".join([f"**{verdict}**", "", *summary_lines(outcome, markdown=True)]) + "\n"
+        )
+    }
+    values.update(outcome.flat_metrics)
+    # Intervals and differences as numbers, so the UI plots them across runs.
+    for name, interval in dict(outcome.intervals).items():
+        values[f"{name}.ci_low"] = round(float(interval.low), 4)
+        values[f"{name}.ci_high"] = round(float(interval.high), 4)
+    if comparison is not None:
+        for name, diff in dict(comparison.differences).items():
+            values[f"{name}.delta"] = round(float(diff.value), 4)
+            values[f"{name}.delta_low"] = round(float(diff.low), 4)
+            values[f"{name}.delta_high"] = round(float(diff.high), 4)
+        values["changes"] = changes_frame(comparison)
+        named = (list(regression.failures) if regression is not None else []) or warnings
+        values["regressions"] = len(named)
+    values["thresholds"] = _threshold_table(outcome, values)
+    values["per_query"] = _per_query_table(outcome)
+    values["evaluation"] = Markdown(str(outcome.markdown))
+    if outcome.stale_ids:
+        repair = _repair_proposal(cfg)
+        figures = dict(repair["metadata"])
+        values["repair_proposal"] = Markdown(str(figures.pop("repair_proposal")))
+        values.update(figures)
+        columns = ["query", "area", "old_id", "proposed_id", "similarity", "verdict"]
+        values["repair_rows"] = Table(
+            [(name, "float" if name == "similarity" else "string") for name in columns],
+            [[row.get(name) for name in columns] for row in repair["rows"]],
+        )
+    values.update(
+        {
+            "verdict": "passed" if not failures else "failed",
+            "failures": "\n".join(failures) or "none",
+            "stale_ids": ", ".join(outcome.stale_ids) or "none",
+            "evaluation_key": outcome.record_key or "—",
+            "reused": bool(outcome.reused),
+            "evaluated_at": outcome.evaluated_at or "—",
+            "fixture": str(cfg.evaluation.fixture),
+            "baseline": (regression.status if regression is not None else None) or "—",
+            "on_regression": cfg.evaluation.on_regression,
+        }
+    )
+    inputs = dict(outcome.inputs or {})
+    for name in ("store_sha256", "embeddings_sha256", "fixture_sha256"):
+        if name in inputs:
+            values[name] = inputs[name] or "—"
+    return values
