@@ -10,6 +10,7 @@ instance: each step reads its upstream's record in the build directory
 
 import functools
 import hashlib
+import os
 from collections import Counter
 from typing import Any
 
@@ -24,12 +25,14 @@ from brain_pipeline.lib.steps import (
     DATA_VERSION_TAG,
     claim_build_dir,
     layout_for,
+    preflight_run,
     recheck_input,
     start_step,
     table,
     to_metadata,
     upstream_record,
 )
+from brain_pipeline.preflight import check_fixture
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, digest_of, stamp_outputs, write_record
 
@@ -83,6 +86,7 @@ def fixture_version(cfg: BrainConfig) -> str:
 )
 def corpus(context: dg.OpExecutionContext) -> dg.ObserveResult:
     cfg = context.resources.settings.load()
+    preflight_run(context.run, cfg)  # the run's first step: refuse before any work
     claim_build_dir(context.instance, cfg.build_dir)
     snapshot = observe(cfg)
     return dg.ObserveResult(
@@ -102,6 +106,12 @@ def corpus(context: dg.OpExecutionContext) -> dg.ObserveResult:
 )
 def eval_fixture(context: dg.OpExecutionContext) -> dg.ObserveResult:
     cfg = context.resources.settings.load()
+    # A missing or unparsable fixture is a failed observation, never a success: the run
+    # stops here, saying how to make one, before anything is embedded or published.
+    preflight_run(context.run, cfg)
+    problem = check_fixture(cfg, os.environ)
+    if problem is not None:
+        raise dg.Failure(description=problem.message)
     return dg.ObserveResult(
         data_version=dg.DataVersion(fixture_version(cfg)),
         metadata={"path": dg.MetadataValue.path(str(cfg.evaluation.fixture))},
@@ -178,7 +188,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         from brain_pipeline.corpus.chunk_cache import chunk_snapshot
 
-        cfg, layout = start_step(context.instance, settings)
+        cfg, layout = start_step(context.instance, settings, context.run)
         snapshot = _snapshot_for_run(context, cfg)
         limits = cfg.ingest_limits()
         report = chunk_snapshot(
@@ -284,7 +294,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         from brain_pipeline.state.records import read_record
 
-        cfg, layout = start_step(context.instance, settings)
+        cfg, layout = start_step(context.instance, settings, context.run)
         chunks = upstream_record(layout, "knowledge_chunks", "knowledge_store")
         digest = str(chunks.inputs["corpus"])
         inputs = {"knowledge_chunks": chunks.data_version}

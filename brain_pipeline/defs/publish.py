@@ -170,7 +170,7 @@ def published_local(
     from brain_pipeline.publishing.commit import PublicationError
     from brain_pipeline.publishing.local import publish_local
 
-    cfg, layout = start_step(context.instance, settings)
+    cfg, layout = start_step(context.instance, settings, context.run)
     _recover(context, cfg)
     key, evaluation = _evaluation_of_build(cfg, layout)
     inputs = _publish_inputs(cfg, layout, key)
@@ -304,7 +304,7 @@ def published_s3(
 ) -> Iterator[dg.MaterializeResult]:
     from brain_pipeline.publishing.s3 import PublishError
 
-    cfg, layout = start_step(context.instance, settings)
+    cfg, layout = start_step(context.instance, settings, context.run)
     s3 = cfg.publish.s3
     if not s3.bucket:
         context.log.info(

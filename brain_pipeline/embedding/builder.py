@@ -93,6 +93,18 @@ class EmbeddingReport:
         return out
 
 
+class EmbeddingCancelled(KeyboardInterrupt):
+    """Ctrl-C during a build: still an interrupt, carrying what the checkpoint holds.
+
+    `saved` counts the new vectors in the checkpoint (this run's and an earlier
+    interrupted run's), which the next run resumes from.
+    """
+
+    def __init__(self, saved: int) -> None:
+        super().__init__(f"interrupted; {saved} texts saved, the next run resumes from there")
+        self.saved = saved
+
+
 class EmbeddingBuildInterrupted(EmbeddingError):
     """The provider failed mid-build. Progress is in the checkpoint; `report` says how far."""
 
@@ -177,22 +189,18 @@ def _embed_missing(
     report: EmbeddingReport,
     progress: Progress | None,
 ) -> None:
-    """Embed `todo` batch by batch, making each batch durable before the next request."""
+    """Embed `todo` batch by batch, making each batch durable before the next request.
+
+    Progress counts journaled texts only: a figure a person reads before pressing
+    Ctrl-C is what the next run finds in the checkpoint (counting the sub-batches of a
+    call in flight claimed texts that an interrupt then threw away).
+    """
     step = max(1, embedder.max_batch)
-
-    def rows_done(finished: int) -> None:
-        """Progress within one call (local model sub-batches); report.embedded is the
-        count before that call."""
-        if progress:
-            progress(report.embedded + finished, len(todo))
-
     if progress:
         progress(0, len(todo))
     for start in range(0, len(todo), step):
         batch = todo[start : start + step]
-        floats = embed_with_progress(
-            embedder, [c.content for c in batch], rows_done if progress else None
-        )
+        floats = embed_with_progress(embedder, [c.content for c in batch])
         if floats.shape != (len(batch), embedder.dimension):
             raise EmbeddingError(
                 f"{embedder.name} returned shape {floats.shape} for {len(batch)} texts"
@@ -252,6 +260,8 @@ def build_embeddings(
             _embed_missing(todo, embedder, journal, known, report, progress)
         except EmbeddingError as exc:
             failure = exc
+        except KeyboardInterrupt:
+            raise EmbeddingCancelled(report.resumed + report.embedded) from None
         finally:
             journal.close()
             report.embed_seconds = time.monotonic() - started
