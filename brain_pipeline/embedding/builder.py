@@ -260,7 +260,11 @@ def build_embeddings(
             _embed_missing(todo, embedder, journal, known, report, progress)
         except EmbeddingError as exc:
             failure = exc
-        except KeyboardInterrupt:
+        except BaseException as exc:
+            # Ctrl-C arrives as KeyboardInterrupt, or as the orchestrator's own
+            # BaseException for it; either way the journal holds every finished batch.
+            if isinstance(exc, Exception | GeneratorExit | SystemExit):
+                raise
             raise EmbeddingCancelled(report.resumed + report.embedded) from None
         finally:
             journal.close()

@@ -30,7 +30,7 @@ class _StepFormatter(logging.Formatter):
 
 #: Dagster events the run summary states in one line each (with the root cause), so
 #: their log lines (tracebacks, "Execution of step ... failed") would only repeat it.
-_SUMMARISED_EVENTS = frozenset({"STEP_FAILURE", "RUN_FAILURE", "STEP_SKIPPED"})
+_SUMMARISED_EVENTS = frozenset({"STEP_FAILURE", "RUN_FAILURE", "PIPELINE_FAILURE", "STEP_SKIPPED"})
 
 
 class _SummarisedElsewhere(logging.Filter):
@@ -279,6 +279,9 @@ def materialize_selection(
         },
     )
     outcome = MaterializeOutcome(success=result.success, run_id=result.run_id)
+    outcome.interrupted = next(filter(None, map(_interruption, result.all_events)), None)
+    if outcome.interrupted is not None:
+        echo = None  # Ctrl-C: the caller says what was saved, in one line
     if echo is not None:
         echo(f"run summary (embedding: {provider_label}):" if provider_label else "run summary:")
     # A check's step succeeding says nothing its evaluation line did not: one line per check.
@@ -286,9 +289,6 @@ def materialize_selection(
         e.step_key for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
     }
     for event in result.all_events:
-        stopped = _interruption(event)
-        if stopped is not None:
-            outcome.interrupted = stopped
         if event.event_type_value == "STEP_SUCCESS" and event.step_key in check_steps:
             continue
         line = _describe(event, lexical=lexical)
