@@ -17,7 +17,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.corpus.discovery import STATUS_SKIPPED
+from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
 from brain_pipeline.corpus.ingest import ingest_file
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.steps import (
@@ -199,6 +199,12 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         )
         data_version = digest_of([snapshot.digest, code_version])
         problem_rows = _problem_rows(report.entries)  # one count for the asset and its check
+        per_area = dict(report.occurrences_per_area)
+        empty_areas = {
+            area: describe_holdings(e.source for e in snapshot.entries if e.area == area)
+            for area in snapshot.areas
+            if not per_area.get(area)
+        }
         write_record(
             layout,
             AssetRecord(
@@ -210,6 +216,8 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
                     "occurrences": report.occurrences,
                     "problems": problem_rows[:PROBLEM_ROWS_KEPT],
                     "problem_count": len(problem_rows),
+                    # Areas that yielded nothing, with what they hold (no_empty_area says it).
+                    "empty_areas": empty_areas,
                 },
                 run_id=context.run.run_id,
             ),
@@ -219,7 +227,6 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         prune_old_snapshots(layout, [snapshot.digest])
         for source, reason in report.problems:
             context.log.warning(f"{source}: {reason}")
-        per_area = dict(report.occurrences_per_area)
         metadata = to_metadata(
             {
                 "corpus_digest": snapshot.digest,
