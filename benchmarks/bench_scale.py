@@ -2,7 +2,8 @@
 
 For each corpus size this generates a synthetic corpus, then runs `brain-pipeline
 materialize` three times as a fresh process, exactly as a user or CI would (embedding
-provider `none`, so only ingest, evaluation and publishing are measured):
+provider `none` unless `--provider` says otherwise, so only ingest, evaluation and
+publishing are measured):
 
   full         first run on an empty build directory and an empty DAGSTER_HOME
   no-change    the same corpus again
@@ -48,6 +49,8 @@ Usage::
     python benchmarks/bench_scale.py                    # 1,000 files (CI size)
     python benchmarks/bench_scale.py --sizes 1000,10000
     python benchmarks/bench_scale.py --sizes 70000 --keep --workdir /tmp/scale
+    python benchmarks/bench_scale.py --sizes 1200 --provider auto --runs full   # a newcomer's
+                                                  # first run: ~19,000 chunks, no key
 
 The commands run this checkout's code (PYTHONPATH points at it) through
 `python -m brain_pipeline.cli`, which is what the `brain-pipeline` script calls.
@@ -304,6 +307,9 @@ def home_traffic(
     return added, rewritten
 
 
+RUNS = ("full", "no-change", "one-edit")
+
+
 @dataclass
 class Row:
     files: int
@@ -315,16 +321,22 @@ class Row:
     search: Measured
 
 
-def child_env(config: Path, home: Path) -> dict[str, str]:
+def child_env(config: Path, home: Path, provider: str = "none") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _DROPPED_ENV}
     env["BRAIN_CONFIG"] = str(config)
     env["DAGSTER_HOME"] = str(home)
-    env["BRAIN_EMBEDDING_PROVIDER"] = "none"
+    env["BRAIN_EMBEDDING_PROVIDER"] = provider
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return env
 
 
-def bench_size(files: int, workdir: Path, seed: int) -> list[Row]:
+def bench_size(
+    files: int,
+    workdir: Path,
+    seed: int,
+    provider: str = "none",
+    runs: tuple[str, ...] = RUNS,
+) -> list[Row]:
     started = time.perf_counter()
     corpus = generate_corpus(workdir / "corpus", files, seed)
     print(f"  generated {files} files in {time.perf_counter() - started:.1f}s", flush=True)
@@ -335,7 +347,7 @@ def bench_size(files: int, workdir: Path, seed: int) -> list[Row]:
             {
                 "corpus": {"path": str(corpus.root), "candidates": []},
                 "build_dir": str(build),
-                "embedding": {"provider": "none"},
+                "embedding": {"provider": provider},
                 "retrieval": {"mode": "lexical"},
                 "evaluation": {"fixture": str(corpus.fixture), "thresholds": {}},
                 "publish": {"root": str(publish)},
@@ -344,14 +356,14 @@ def bench_size(files: int, workdir: Path, seed: int) -> list[Row]:
         ),
         encoding="utf-8",
     )
-    env = child_env(config, home)
+    env = child_env(config, home, provider)
     logs = workdir / "logs"
     logs.mkdir()
     fixture = json.loads(corpus.fixture.read_text(encoding="utf-8"))
     query = fixture["queries"][0]
     cli = [sys.executable, "-m", "brain_pipeline.cli"]
     rows: list[Row] = []
-    for run in ("full", "no-change", "one-edit"):
+    for run in runs:
         if run == "one-edit":
             edited = edit_one_file(corpus)
             print(f"  edited {edited.relative_to(corpus.root)}", flush=True)
@@ -460,7 +472,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--workdir", type=Path, help="where to build (default: a temp folder)")
     parser.add_argument("--keep", action="store_true", help="keep corpora, builds and logs")
+    parser.add_argument(
+        "--provider",
+        choices=("none", "auto", "local"),
+        default="none",
+        help="embedding.provider of the runs (default none; auto without a key is what a "
+        "new user's first run does)",
+    )
+    parser.add_argument(
+        "--runs",
+        default=",".join(RUNS),
+        help=f"which runs, in order (default {','.join(RUNS)}; 'full' alone: the first run)",
+    )
     args = parser.parse_args(argv)
+    runs = tuple(r.strip() for r in args.runs.split(",") if r.strip())
+    if not runs or any(r not in RUNS for r in runs):
+        parser.error(f"--runs: expected some of {','.join(RUNS)}, got {args.runs!r}")
     try:
         sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     except ValueError:
@@ -477,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(workdir)
             workdir.mkdir()
             print(f"== {files} files ({workdir})", flush=True)
-            rows.extend(bench_size(files, workdir, args.seed))
+            rows.extend(bench_size(files, workdir, args.seed, args.provider, runs))
             if not args.keep:
                 shutil.rmtree(workdir, ignore_errors=True)
     finally:

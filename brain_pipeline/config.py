@@ -304,10 +304,31 @@ class BrainConfig(_Section):
         return None
 
     def effective_provider(self) -> Literal["gemini", "local", "none"]:
-        """Resolve `auto`: Gemini when a key is set, the offline local model otherwise."""
+        """Resolve `auto`: Gemini when a key is set, no vectors otherwise.
+
+        The agent embeds its queries with Gemini, so vectors from the local model are
+        never published: without a key they would only feed a hybrid figure that
+        describes no retriever the agent runs, at minutes per ten thousand chunks. Like
+        the original ingest, `auto` without a key builds the store alone (and evaluates
+        it lexically); `local` stays a deliberate choice for offline hybrid experiments.
+        """
         if self.embedding.provider == "auto":
-            return "gemini" if self.gemini_api_key() else "local"
+            return "gemini" if self.gemini_api_key() else "none"
         return self.embedding.provider
+
+    def provider_label(self) -> str:
+        """The provider as a person should read it: `auto` says what it resolved to, and
+        no vectors says that retrieval is lexical."""
+        provider = self.effective_provider()
+        if self.embedding.provider == "auto":
+            if provider == "gemini":
+                return f"gemini {self.embedding.model} (auto: a Gemini key is set)"
+            return "none, lexical only (auto: no Gemini key; set GEMINI_API_KEY for vectors)"
+        if provider == "gemini":
+            return f"gemini {self.embedding.model}"
+        if provider == "local":
+            return f"local {self.embedding.local_model} (offline; its vectors are not published)"
+        return "none, lexical only"
 
     def effective_model(self) -> str:
         """The embedding model name that vectors built now will carry."""

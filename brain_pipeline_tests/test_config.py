@@ -29,7 +29,7 @@ def test_the_shipped_configuration_loads_and_points_at_the_sample_corpus() -> No
     assert cfg.corpus_root() == REPO / "examples" / "curated-content"
     assert cfg.evaluation.fixture == REPO / "examples" / "retrieval-eval.json"
     assert cfg.build_dir == REPO / "build"
-    assert cfg.effective_provider() == "local"
+    assert cfg.effective_provider() == "none"  # auto without a key: lexical
     assert set(cfg.evaluation.thresholds) == {"bm25", "hybrid"}
 
 
@@ -118,7 +118,7 @@ def test_provider_auto_and_the_key_never_in_the_dumped_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     config = write(tmp_path / "c.yaml", {})
-    assert load_config(config, env={}).effective_provider() == "local"
+    assert load_config(config, env={}).effective_provider() == "none"
     monkeypatch.setenv("GOOGLE_API_KEY", "sekret-google-key-123")
     cfg = load_config(config)
     assert cfg.effective_provider() == "gemini"

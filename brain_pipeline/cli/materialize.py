@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 # Exit status when another run holds the build directory or publish root (sysexits'
 # EX_TEMPFAIL: try again later).
 EXIT_BUSY = 75
+# Ctrl-C: the shell's convention for a process ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
 
 HELP = "materialise assets (default: everything) with their checks, in-process"
 DESCRIPTION = """\
@@ -71,14 +73,38 @@ def _selects_publishing(selection: str, definitions: Definitions) -> bool:
         return False
 
 
+def _refuse(problems: list[object]) -> int:
+    for problem in problems:
+        print(f"brain-pipeline materialize: {problem}", file=sys.stderr)
+    return 2
+
+
 def run(args: argparse.Namespace) -> int:
+    from brain_pipeline.config import ConfigError, load_config
+    from brain_pipeline.preflight import Needs, check_inputs, describe_inputs
+
+    # Preflight before Dagster is even imported: a missing corpus or fixture, a missing
+    # key or an unwritable publish root is one line in well under a second, never a run
+    # that embeds for minutes and then fails.
+    try:
+        cfg = load_config()
+    except ConfigError as exc:
+        print(f"brain-pipeline materialize: {exc}", file=sys.stderr)
+        return 2
+    if args.select == "*":
+        problems = check_inputs(cfg, Needs())
+        if problems:
+            return _refuse(list(problems))
     from brain_pipeline.cli.instance_setup import configured_instance
 
-    cfg = configured_instance("materialize")
-    if cfg is None:
+    if configured_instance("materialize") is None:
         return 2
     from brain_pipeline.lib.instance import open_instance, reap_dead_runs, reaped_message
-    from brain_pipeline.lib.runner import SelectionError, materialize_selection
+    from brain_pipeline.lib.runner import (
+        SelectionError,
+        materialize_selection,
+        selected_asset_names,
+    )
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
 
     run_id = str(uuid.uuid4())
@@ -87,6 +113,16 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.definitions import build_definitions
 
     definitions = build_definitions()
+    if args.select != "*":
+        try:
+            names = selected_asset_names(args.select, definitions)
+        except SelectionError as exc:
+            print(f"brain-pipeline materialize: bad --select: {exc}", file=sys.stderr)
+            return 2
+        problems = check_inputs(cfg, Needs.for_assets(names))
+        if problems:
+            return _refuse(list(problems))
+    _note(describe_inputs(cfg))
     publishes = _selects_publishing(args.select, definitions)
     try:
         with hold_run_locks(
@@ -112,6 +148,8 @@ def run(args: argparse.Namespace) -> int:
                 verbose=args.verbose,
                 echo=print,
                 run_id=run_id,
+                provider_label=cfg.provider_label(),
+                lexical=cfg.effective_provider() == "none",
             )
     except LockBusyError as exc:
         _note(str(exc))
@@ -119,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
     except SelectionError as exc:
         print(f"brain-pipeline materialize: bad --select: {exc}", file=sys.stderr)
         return 2
+    if outcome.interrupted is not None:
+        _note(outcome.interrupted)
+        return EXIT_INTERRUPTED
     print(
         f"{'succeeded' if outcome.success else 'FAILED'}: run {outcome.run_id} "
         f"in {time.monotonic() - started:.1f}s (see it in the UI: brain-pipeline ui)",

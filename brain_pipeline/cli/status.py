@@ -1,12 +1,13 @@
 """`brain-pipeline status`: what is live for the agent, and whether it is still current.
 
 Exit codes, one table for the whole project (scripts and monitoring rely on them; when
-several apply, the first in this order wins: 4, 1, 3, 5, 2):
+several apply, the first in this order wins: 4, 1, 3, 5, 6, 2):
 
 | code | meaning                                                                     |
 |------|-----------------------------------------------------------------------------|
 | 0    | live and current: every copy matches its manifest, the corpus is unchanged  |
-|      | (or cannot be compared), and with `--s3` the bucket holds the same set      |
+|      | (or the manifest predates corpus fingerprints), and with `--s3` the bucket  |
+|      | holds the same set                                                          |
 | 1    | nothing published under the publish root                                    |
 | 2    | stale: the corpus changed (content hashes) since the live set was built     |
 | 3    | a copy does not match its manifest (missing, edited or unreadable files)    |
@@ -14,6 +15,8 @@ several apply, the first in this order wins: 4, 1, 3, 5, 2):
 |      | pipeline run completes or undoes it (status only reports, never recovers)   |
 | 5    | `--s3` only: the bucket differs from the local set or cannot be reached     |
 |      | within `publish.s3.deadline_seconds`                                        |
+| 6    | the corpus cannot be read (missing, not a folder, unreadable): whether the  |
+|      | live set is current is unknown                                              |
 | 64   | the configuration cannot be read (no publish root known)                    |
 
 argparse's own usage errors (an unknown flag) exit 2 before anything is checked.
@@ -38,13 +41,14 @@ whether the corpus has changed since (content hashes; mtimes alone do not count)
 With --s3, also compare the bucket's manifest (and the objects it names) with the
 local one, within publish.s3.deadline_seconds.
 
-Exit status (when several apply, the first of 4, 1, 3, 5, 2 wins):
+Exit status (when several apply, the first of 4, 1, 3, 5, 6, 2 wins):
   0  live and current
   1  nothing published
   2  stale: the corpus changed since publication
   3  a copy does not match its manifest
   4  a publication commit is pending recovery (the next run finishes it)
   5  --s3: the bucket differs or cannot be reached
+  6  the corpus cannot be read: currency unknown
   64 the configuration cannot be read
 """
 
@@ -54,6 +58,7 @@ EXIT_STALE = 2
 EXIT_COPY_MISMATCH = 3
 EXIT_PENDING_RECOVERY = 4
 EXIT_BUCKET_DIFFERS = 5
+EXIT_CORPUS_UNREADABLE = 6
 EXIT_CONFIG = 64
 
 
@@ -192,7 +197,10 @@ def _exit_code(report: dict[str, Any], consistent: bool) -> int:
         return EXIT_COPY_MISMATCH
     if "s3" in report and not report["s3"]["matches"]:
         return EXIT_BUCKET_DIFFERS
-    if report["corpus"]["state"] == "changed":
+    corpus = report["corpus"]
+    if corpus["state"] == "unknown" and corpus["recorded"] is not None:
+        return EXIT_CORPUS_UNREADABLE  # never "live and current" on a corpus not read
+    if corpus["state"] == "changed":
         return EXIT_STALE
     return EXIT_CURRENT
 
@@ -234,8 +242,10 @@ def _render(report: dict[str, Any]) -> str:
         lines.append(f"Corpus: CHANGED since publication ({corpus['root']}); re-run the pipeline")
     elif corpus["state"] == "unchanged":
         lines.append(f"Corpus: unchanged since publication ({corpus['root']})")
-    else:
+    elif corpus["recorded"] is None:
         lines.append(f"Corpus: unknown ({corpus['detail']})")
+    else:
+        lines.append(f"Corpus: CANNOT BE READ, currency unknown ({corpus['detail']})")
     s3 = report.get("s3")
     if s3 is not None:
         if s3["matches"]:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import shutil
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+
+if TYPE_CHECKING:
+    from brain_pipeline.config import BrainConfig
 
 HELP = "open the Dagster UI (dg dev) on the same instance the CLI uses"
 DESCRIPTION = """\
@@ -16,7 +24,9 @@ Start `dg dev -w workspace.yaml` (or `dagster dev -w workspace.yaml` where the d
 is not installed) with DAGSTER_HOME set to the project's instance (DAGSTER_HOME when set,
 else .dagster_home/ beside corpus_config.yaml), so runs started by `brain-pipeline
 materialize` appear in the UI's history. The code location is named `brain_pipeline`
-(workspace.yaml). Stop it with Ctrl-C.
+(workspace.yaml beside the configuration; for a configuration elsewhere, one written into
+the instance folder). A busy port is refused at once: choose another with -p PORT.
+Stop it with Ctrl-C.
 """
 
 Which = Callable[[str], str | None]
@@ -44,18 +54,75 @@ def dev_command(workspace: Path, host: str, port: int, which: Which = shutil.whi
     return None
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why the web UI could not listen on host:port, or None when it can.
+
+    Checked before starting it: on a busy port `dagster dev` logs "address already in
+    use" and then hangs instead of exiting.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        # As a server binds: an old connection in TIME_WAIT does not count as busy.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is in use; choose another with -p PORT"
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
+def workspace_for(cfg: BrainConfig) -> Path:
+    """The workspace.yaml the UI loads, wherever the configuration lives.
+
+    The project's own file sits beside its corpus_config.yaml; a configuration kept
+    elsewhere (BRAIN_CONFIG=~/my-corpus/config.yaml) has none beside it, so one naming
+    the same code location is written into the instance folder (atomically, only when
+    its bytes change), its working directory the folder this package is imported from.
+    """
+    beside = cfg.base_dir / "workspace.yaml"
+    if beside.is_file():
+        return beside
+    from brain_pipeline.utils.atomic import write_if_changed
+
+    package_root = Path(__file__).resolve().parents[2]
+    document = {
+        "load_from": [
+            {
+                "python_module": {
+                    "module_name": "brain_pipeline.definitions",
+                    "working_directory": str(package_root),
+                    "location_name": "brain_pipeline",
+                }
+            }
+        ]
+    }
+    target = cfg.instance_home() / "workspace.yaml"
+    text = "# Written by `brain-pipeline ui` for a configuration outside the project.\n"
+    write_if_changed(target, (text + yaml.safe_dump(document, sort_keys=False)).encode())
+    return target
+
+
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.cli.instance_setup import configured_instance
 
     cfg = configured_instance("ui")
     if cfg is None:
         return 2
+    problem = port_problem(args.host, args.port)
+    if problem is not None:
+        print(f"brain-pipeline ui: {problem}", file=sys.stderr)
+        return 2
     home = cfg.instance_home()
-    workspace = cfg.base_dir / "workspace.yaml"
+    workspace = workspace_for(cfg)
     command = dev_command(workspace, args.host, args.port)
     if command is None:
         print("brain-pipeline: neither `dg` nor `dagster` is installed", file=sys.stderr)
         return 2
+    if cfg.config_path is not None:
+        # The code server re-reads the configuration: the same file, whatever its cwd.
+        os.environ["BRAIN_CONFIG"] = str(cfg.config_path)
     # Create the instance's storage before the webserver, daemon and code server all
     # race to, and fail the runs a killed process left in progress (they would hold
     # their build directory's place in the queue and their pool slots for ever).
@@ -65,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"brain-pipeline ui: {reaped_message(dead)}", file=sys.stderr)
     program = Path(command[0]).name
     print(
-        f"Dagster UI on http://{args.host}:{args.port} ({program} dev, instance {home})",
+        f"Dagster UI on http://{args.host}:{args.port} ({program} dev, instance {home}, "
+        f"workspace {workspace}; it answers after 10-20 s)",
         file=sys.stderr,
     )
     if program != "dg":

@@ -14,7 +14,8 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,6 +122,27 @@ def classify_name(name: str, source: str) -> str | None:
     ):
         return STATUS_ROADMAP
     return None
+
+
+def describe_holdings(sources: Iterable[str], *, shown: int = 4) -> str:
+    """What a set of files is, by suffix, most common first: `12 .rst, 3 .png, 1 other`.
+
+    Said when an area yields nothing, so the person sees why (the files are of a kind
+    the ingest does not read) instead of the area silently vanishing.
+    """
+    kinds: Counter[str] = Counter()
+    for source in sources:
+        name = source.rsplit("/", 1)[-1]
+        suffix = os.path.splitext(name)[1]
+        kinds[suffix or "no suffix"] += 1
+    if not kinds:
+        return "no files"
+    ranked = kinds.most_common()
+    parts = [f"{count} {kind}" for kind, count in ranked[:shown]]
+    rest = sum(count for _, count in ranked[shown:])
+    if rest:
+        parts.append(f"{rest} other")
+    return ", ".join(parts)
 
 
 def resolve_root(root: Path | str) -> str:

@@ -1,13 +1,14 @@
 """Asset `embeddings` (group embed): incremental, paced, resumable document vectors."""
 
 
+import time
 from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
-from brain_pipeline.embedding.progress import ThrottledProgress
+from brain_pipeline.embedding.progress import ThrottledProgress, progress_line
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.instance import GEMINI_POOL
 from brain_pipeline.lib.steps import (
@@ -68,8 +69,11 @@ def _build(
         return facts, pruned is not None
 
     chunks = store_chunks(layout)
+    started = time.monotonic()
     progress = ThrottledProgress(
-        lambda done, total: context.log.info(f"embedded {done}/{total} texts")
+        lambda done, total: context.log.info(
+            progress_line(done, total, time.monotonic() - started)
+        )
     )
 
     try:
@@ -128,7 +132,7 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         settings: BrainSettings,
         embedding_client: EmbeddingClient,
     ) -> dg.MaterializeResult:
-        cfg, layout = start_step(context.instance, settings)
+        cfg, layout = start_step(context.instance, settings, context.run)
         with step_failures():
             store = upstream_record(layout, "knowledge_store", "embeddings")
         inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}

@@ -67,15 +67,28 @@ def corpus_problems(settings: BrainSettings) -> dg.AssetCheckResult:
     ),
 )
 def no_empty_area(settings: BrainSettings) -> dg.AssetCheckResult:
-    record = _facts(settings.load(), "knowledge_store")
+    cfg = settings.load()
+    record = _facts(cfg, "knowledge_store")
     if record is None:
         return _missing("knowledge_store")
     per_area: dict[str, int] = dict(record.facts.get("chunks_per_area") or {})
+    chunks = _facts(cfg, "knowledge_chunks")
+    # An area with no ingestible file never reaches the store's per-area counts: the
+    # chunk record names it, with what it holds, so it cannot vanish silently.
+    holdings: dict[str, str] = dict((chunks.facts.get("empty_areas") if chunks else None) or {})
+    for area in holdings:
+        per_area.setdefault(area, 0)
     empty = sorted(area for area, count in per_area.items() if not count)
+    described = [f"{a} (holds {holdings[a]})" if a in holdings else a for a in empty]
     return dg.AssetCheckResult(
         passed=not empty,
         severity=dg.AssetCheckSeverity.WARN,
-        description="every area has chunks" if not empty else f"empty area(s): {', '.join(empty)}",
+        description=(
+            "every area has chunks"
+            if not empty
+            else f"area(s) with nothing the ingest reads (.md, .txt, roadmap .json): "
+            f"{'; '.join(described)}"
+        ),
         metadata={
             "empty_areas": len(empty),
             "areas": table(

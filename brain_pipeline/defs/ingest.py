@@ -10,13 +10,14 @@ instance: each step reads its upstream's record in the build directory
 
 import functools
 import hashlib
+import os
 from collections import Counter
 from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.corpus.discovery import STATUS_SKIPPED
+from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
 from brain_pipeline.corpus.ingest import ingest_file
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
@@ -25,11 +26,13 @@ from brain_pipeline.lib.steps import (
     DATA_VERSION_TAG,
     claim_build_dir,
     layout_for,
+    preflight_run,
     start_step,
     step_failures,
     table,
     to_metadata,
 )
+from brain_pipeline.preflight import check_fixture
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, digest_of, stamp_outputs, write_record
 from brain_pipeline.steps.provenance import recheck_input, upstream_record
@@ -83,6 +86,7 @@ def fixture_version(cfg: BrainConfig) -> str:
 )
 def corpus(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
     cfg = settings.load()
+    preflight_run(context.run, cfg)  # the run's first step: refuse before any work
     claim_build_dir(context.instance, cfg.build_dir)
     snapshot = observe(cfg)
     return dg.ObserveResult(
@@ -101,6 +105,12 @@ def corpus(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.Observ
 )
 def eval_fixture(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
     cfg = settings.load()
+    # A missing or unparsable fixture is a failed observation, never a success: the run
+    # stops here, saying how to make one, before anything is embedded or published.
+    preflight_run(context.run, cfg)
+    problem = check_fixture(cfg, os.environ)
+    if problem is not None:
+        raise dg.Failure(description=problem.message)
     return dg.ObserveResult(
         data_version=dg.DataVersion(fixture_version(cfg)),
         metadata={"path": dg.MetadataValue.path(str(cfg.evaluation.fixture))},
@@ -176,7 +186,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         from brain_pipeline.corpus.chunk_cache import chunk_snapshot
 
-        cfg, layout = start_step(context.instance, settings)
+        cfg, layout = start_step(context.instance, settings, context.run)
         snapshot = _snapshot_for_run(context, cfg)
         limits = cfg.ingest_limits()
         report = chunk_snapshot(
@@ -187,6 +197,12 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         )
         data_version = digest_of([snapshot.digest, code_version])
         problem_rows = _problem_rows(report.entries)  # one count for the asset and its check
+        per_area = dict(report.occurrences_per_area)
+        empty_areas = {
+            area: describe_holdings(e.source for e in snapshot.entries if e.area == area)
+            for area in snapshot.areas
+            if not per_area.get(area)
+        }
         write_record(
             layout,
             AssetRecord(
@@ -198,6 +214,8 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
                     "occurrences": report.occurrences,
                     "problems": problem_rows[:PROBLEM_ROWS_KEPT],
                     "problem_count": len(problem_rows),
+                    # Areas that yielded nothing, with what they hold (no_empty_area says it).
+                    "empty_areas": empty_areas,
                 },
                 run_id=context.run.run_id,
             ),
@@ -207,7 +225,6 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         prune_old_snapshots(layout, [snapshot.digest])
         for source, reason in report.problems:
             context.log.warning(f"{source}: {reason}")
-        per_area = dict(report.occurrences_per_area)
         metadata = to_metadata(
             {
                 "corpus_digest": snapshot.digest,
@@ -282,7 +299,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
     ) -> dg.MaterializeResult:
         from brain_pipeline.state.records import read_record
 
-        cfg, layout = start_step(context.instance, settings)
+        cfg, layout = start_step(context.instance, settings, context.run)
         with step_failures():
             chunks = upstream_record(layout, "knowledge_chunks", "knowledge_store")
         digest = str(chunks.inputs["corpus"])

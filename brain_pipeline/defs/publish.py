@@ -60,7 +60,7 @@ def _result(publication: Publication) -> dg.MaterializeResult:
 def published_local(
     context: dg.AssetExecutionContext, settings: BrainSettings, config: PublishConfig
 ) -> dg.MaterializeResult:
-    cfg, layout = start_step(context.instance, settings)
+    cfg, layout = start_step(context.instance, settings, context.run)
     with step_failures():
         publication = publish_to_agent(
             cfg, layout, force=config.force, run_id=context.run.run_id, log=context.log
@@ -92,7 +92,7 @@ def published_s3(
     s3_publisher: S3Publisher,
     config: PublishConfig,
 ) -> Iterator[dg.MaterializeResult]:
-    cfg, layout = start_step(context.instance, settings)
+    cfg, layout = start_step(context.instance, settings, context.run)
     with step_failures():
         publication = publish_to_s3(
             cfg,

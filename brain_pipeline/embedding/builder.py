@@ -10,8 +10,9 @@ that are gone, and writes one vector per live chunk in store order.
 from __future__ import annotations
 
 import contextlib
+import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -91,6 +92,18 @@ class EmbeddingReport:
         out["coverage"] = round(self.coverage, 2)
         out["texts_per_minute"] = round(self.texts_per_minute, 1)
         return out
+
+
+class EmbeddingCancelled(KeyboardInterrupt):
+    """Ctrl-C during a build: still an interrupt, carrying what the checkpoint holds.
+
+    `saved` counts the new vectors in the checkpoint (this run's and an earlier
+    interrupted run's), which the next run resumes from.
+    """
+
+    def __init__(self, saved: int) -> None:
+        super().__init__(f"interrupted; {saved} texts saved, the next run resumes from there")
+        self.saved = saved
 
 
 class EmbeddingBuildInterrupted(EmbeddingError):
@@ -177,33 +190,72 @@ def _embed_missing(
     report: EmbeddingReport,
     progress: Progress | None,
 ) -> None:
-    """Embed `todo` batch by batch, making each batch durable before the next request."""
+    """Embed `todo` batch by batch, making each batch durable before the next request.
+
+    Progress counts journaled texts only: a figure a person reads before pressing
+    Ctrl-C is what the next run finds in the checkpoint (counting the sub-batches of a
+    call in flight claimed texts that an interrupt then threw away).
+    """
     step = max(1, embedder.max_batch)
-
-    def rows_done(finished: int) -> None:
-        """Progress within one call (local model sub-batches); report.embedded is the
-        count before that call."""
-        if progress:
-            progress(report.embedded + finished, len(todo))
-
     if progress:
         progress(0, len(todo))
-    for start in range(0, len(todo), step):
-        batch = todo[start : start + step]
-        floats = embed_with_progress(
-            embedder, [c.content for c in batch], rows_done if progress else None
+    with _stop_between_batches() as stop_requested:
+        for start in range(0, len(todo), step):
+            if stop_requested():
+                raise KeyboardInterrupt
+            _embed_batch(todo[start : start + step], embedder, journal, known, report, progress,
+                         len(todo))
+
+
+@contextlib.contextmanager
+def _stop_between_batches() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C stops the build at the next batch boundary, never inside one.
+
+    An interrupt raised at an arbitrary point can land in a garbage-collection callback,
+    where Python prints and drops it, and the build goes on; a flag checked between
+    batches is never lost, and the batch in flight is saved. A second Ctrl-C interrupts
+    at once. Only the main thread can handle signals; elsewhere nothing changes.
+    """
+    pressed: list[bool] = []
+
+    def on_sigint(signum: int, frame: object) -> None:
+        if pressed:
+            raise KeyboardInterrupt
+        pressed.append(True)
+
+    try:
+        previous = signal.signal(signal.SIGINT, on_sigint)
+    except ValueError:  # not the main thread
+        yield lambda: False
+        return
+    try:
+        yield lambda: bool(pressed)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _embed_batch(
+    batch: list[Chunk],
+    embedder: Embedder,
+    journal: CheckpointWriter,
+    known: dict[str, Int8Row],
+    report: EmbeddingReport,
+    progress: Progress | None,
+    total: int,
+) -> None:
+    """Embed one batch and journal it before anything else happens."""
+    floats = embed_with_progress(embedder, [c.content for c in batch])
+    if floats.shape != (len(batch), embedder.dimension):
+        raise EmbeddingError(
+            f"{embedder.name} returned shape {floats.shape} for {len(batch)} texts"
         )
-        if floats.shape != (len(batch), embedder.dimension):
-            raise EmbeddingError(
-                f"{embedder.name} returned shape {floats.shape} for {len(batch)} texts"
-            )
-        vectors = quantize(floats)
-        ids = [c.id for c in batch]
-        journal.append(ids, vectors)
-        known.update(zip(ids, vectors, strict=True))
-        report.embedded += len(batch)
-        if progress:
-            progress(report.embedded, len(todo))
+    vectors = quantize(floats)
+    ids = [c.id for c in batch]
+    journal.append(ids, vectors)
+    known.update(zip(ids, vectors, strict=True))
+    report.embedded += len(batch)
+    if progress:
+        progress(report.embedded, total)
 
 
 def build_embeddings(
@@ -252,6 +304,12 @@ def build_embeddings(
             _embed_missing(todo, embedder, journal, known, report, progress)
         except EmbeddingError as exc:
             failure = exc
+        except BaseException as exc:
+            # Ctrl-C arrives as KeyboardInterrupt, or as the orchestrator's own
+            # BaseException for it; either way the journal holds every finished batch.
+            if isinstance(exc, Exception | GeneratorExit | SystemExit):
+                raise
+            raise EmbeddingCancelled(report.resumed + report.embedded) from None
         finally:
             journal.close()
             report.embed_seconds = time.monotonic() - started

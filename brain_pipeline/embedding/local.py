@@ -90,7 +90,7 @@ class LocalEmbedder:
         *,
         inference_batch: int = 64,
         max_batch_tokens: int = 4096,
-        max_batch: int = 256,
+        max_batch: int = 64,
         max_tokens: int = MAX_TOKENS,
         threads: int | None = None,
     ) -> None:

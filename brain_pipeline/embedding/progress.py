@@ -1,11 +1,12 @@
 """Time-based progress for long embedding runs: a line every few seconds, not per batch.
 
-The builder reports after every checkpointed batch and, through
-`providers.embed_with_progress`, after every sub-batch a provider finishes. How often that
-happens depends on the provider and batch size (a 256-text batch of the local model is
-~30 s here, a Gemini request well under one), so the decision to print is made on the
-clock instead: the first report, then at most one every `every` seconds, then the last.
-The clock is injectable so tests never wait.
+The builder reports after every checkpointed batch, so every figure it gives is held by
+the checkpoint (a person who presses Ctrl-C after reading "152/1425" finds 152 again).
+How often that happens depends on the provider and batch size (a 64-text batch of the
+local model takes a few seconds here, a Gemini request well under one), so the decision
+to print is made on the clock instead: the first report, then at most one every `every`
+seconds, then the last. The clock is injectable so tests never wait.
+`progress_line` says the rate and the time left, for a person deciding whether to wait.
 """
 
 from __future__ import annotations
@@ -52,3 +53,23 @@ class ThrottledProgress:
             self._last_at = now
             self._last = (done, total)
             self._emit(done, total)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def progress_line(done: int, total: int, elapsed: float, what: str = "embedded") -> str:
+    """`embedded 3,456/18,722 texts, 27.1/s, about 9m24s left` (no rate before any)."""
+    line = f"{what} {done:,}/{total:,} texts"
+    if done > 0 and elapsed > 0:
+        rate = done / elapsed
+        line += f", {rate:.1f}/s"
+        if done < total:
+            line += f", about {_duration((total - done) / rate)} left"
+    return line

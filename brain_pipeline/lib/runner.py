@@ -28,6 +28,25 @@ class _StepFormatter(logging.Formatter):
         return f"  {step:<26} {level}{message}"
 
 
+#: Dagster events the run summary states in one line each (with the root cause), so
+#: their log lines (tracebacks, "Execution of step ... failed") would only repeat it.
+_SUMMARISED_EVENTS = frozenset({"STEP_FAILURE", "RUN_FAILURE", "PIPELINE_FAILURE", "STEP_SKIPPED"})
+
+
+class _SummarisedElsewhere(logging.Filter):
+    """Drop what the summary says better: a failed first step is one summary line, not
+    a cascade of "Dependencies for step ... Not executing." (Dagster logs those as plain
+    errors, without an event, one per downstream step; `-v` still shows them)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        meta = getattr(record, "dagster_meta", None) or {}
+        event = meta.get("dagster_event") or getattr(record, "dagster_event", None)
+        if event is not None and getattr(event, "event_type_value", None) in _SUMMARISED_EVENTS:
+            return False
+        message = str(meta.get("orig_message") or record.getMessage())
+        return not message.rstrip().endswith("Not executing.")
+
+
 @dg.logger(
     config_schema={"log_level": dg.Field(str, is_required=False, default_value="INFO")},
     description="One concise line per message the assets log, for the command line.",
@@ -37,6 +56,7 @@ def concise_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger
     logger = logging.Logger("brain_pipeline.run", level=level)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_StepFormatter())
+    handler.addFilter(_SummarisedElsewhere())
     logger.addHandler(handler)
     return logger
 
@@ -51,9 +71,30 @@ class MaterializeOutcome:
     run_id: str
     lines: list[str] = field(default_factory=list)
     failed_checks: list[str] = field(default_factory=list)
+    interrupted: str | None = None
+    """Set when Ctrl-C stopped the run: the line to print (what the checkpoint holds)."""
 
 
-def _describe(event: dg.DagsterEvent) -> str | None:
+#: What a step raised when Ctrl-C stopped it (Dagster wraps KeyboardInterrupt in its own).
+_INTERRUPTS = ("KeyboardInterrupt", "EmbeddingCancelled", "DagsterExecutionInterruptedError")
+
+
+def _interruption(event: dg.DagsterEvent) -> str | None:
+    """The line for a step that Ctrl-C stopped, or None for any other failure."""
+    data = event.step_failure_data if event.event_type_value == "STEP_FAILURE" else None
+    error = data.error if data else None
+    while error is not None:
+        if (error.cls_name or "") in _INTERRUPTS:
+            message = (error.message or "").strip().splitlines()
+            text = message[0] if message else ""
+            head, _, rest = text.partition(": ")
+            text = rest if head.endswith(error.cls_name or "") else text
+            return text if text.startswith("interrupted") else "interrupted"
+        error = error.cause or error.context
+    return None
+
+
+def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
     """One summary line per step outcome and check; a failure names its root cause.
 
     Dagster wraps whatever a step raised in `DagsterExecutionStepExecutionError: Error
@@ -64,6 +105,10 @@ def _describe(event: dg.DagsterEvent) -> str | None:
     wrappers). A `dg.Failure` shows its description only: it was written for people,
     and what caused it may carry details (request bodies, keys) that must stay out.
     Tracebacks stay in Dagster's own logs (`-v`).
+
+    A check that did not pass says `WARN` when its severity is WARN (it never blocks,
+    and the run may well succeed) and `FAILED` only for ERROR. With no vectors
+    (`lexical`), the evaluation's figure is BM25's and is called that.
     """
 
     def first_line(error: Any) -> str:
@@ -120,12 +165,20 @@ def _describe(event: dg.DagsterEvent) -> str | None:
         name = getattr(getattr(evaluation, "asset_check_key", None), "name", event.step_key)
         description = getattr(evaluation, "description", None) or ""
         metadata = getattr(evaluation, "metadata", None) or {}
+        shown = ("bm25.ndcg_at_10",) if lexical else ("bm25.ndcg_at_10", "hybrid.ndcg_at_10")
         figures = ", ".join(
-            f"{name.split('.')[0]} nDCG@10 {getattr(metadata[name], 'value', 0.0):.3f}"
-            for name in ("bm25.ndcg_at_10", "hybrid.ndcg_at_10")
-            if name in metadata
+            f"{'lexical BM25' if lexical else key.split('.')[0]} nDCG@10 "
+            f"{getattr(metadata[key], 'value', 0.0):.3f}"
+            for key in shown
+            if key in metadata
         )
-        verdict = "passed" if passed else f"FAILED {description}"
+        severity = getattr(getattr(evaluation, "severity", None), "value", "ERROR")
+        if passed:
+            verdict = "passed"
+        elif severity == "WARN":
+            verdict = f"WARN {description}"
+        else:
+            verdict = f"FAILED {description}"
         return f"  check    {name}: {verdict}" + (f" ({figures})" if figures else "")
     return None
 
@@ -163,6 +216,13 @@ def resolve_selection(selection: str, definitions: dg.Definitions) -> set[dg.Ass
     return keys
 
 
+def selected_asset_names(selection: str, definitions: dg.Definitions) -> list[str]:
+    """The asset names a run of `selection` runs, its observations included (what the
+    preflight checks the inputs of)."""
+    keys = resolve_selection(selection, definitions)
+    return sorted(k.to_user_string() for k in keys | observations_for(keys))
+
+
 def selects_publishing(keys: AbstractSet[dg.AssetKey]) -> bool:
     return any(key.to_user_string() in PUBLISH_ASSETS for key in keys)
 
@@ -176,6 +236,8 @@ def materialize_selection(
     verbose: bool = False,
     echo: Callable[[str], None] | None = None,
     run_id: str | None = None,
+    provider_label: str | None = None,
+    lexical: bool = False,
 ) -> MaterializeOutcome:
     """Run the implicit asset job over `selection`, checks of the selected assets included.
 
@@ -217,10 +279,19 @@ def materialize_selection(
         },
     )
     outcome = MaterializeOutcome(success=result.success, run_id=result.run_id)
+    outcome.interrupted = next(filter(None, map(_interruption, result.all_events)), None)
+    if outcome.interrupted is not None:
+        echo = None  # Ctrl-C: the caller says what was saved, in one line
     if echo is not None:
-        echo("run summary:")
+        echo(f"run summary (embedding: {provider_label}):" if provider_label else "run summary:")
+    # A check's step succeeding says nothing its evaluation line did not: one line per check.
+    check_steps = {
+        e.step_key for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
     for event in result.all_events:
-        line = _describe(event)
+        if event.event_type_value == "STEP_SUCCESS" and event.step_key in check_steps:
+            continue
+        line = _describe(event, lexical=lexical)
         if line is None:
             continue
         outcome.lines.append(line)

@@ -57,11 +57,34 @@ def claim_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> None:
         )
 
 
-def start_step(instance: dg.DagsterInstance, settings: Any) -> tuple[BrainConfig, StateLayout]:
-    """What every step does first: load the configuration and claim its build directory."""
+def start_step(
+    instance: dg.DagsterInstance, settings: Any, run: dg.DagsterRun | None = None
+) -> tuple[BrainConfig, StateLayout]:
+    """What every step does first: load the configuration, check the run's inputs
+    (`run` given) and claim its build directory."""
     cfg: BrainConfig = settings.load()
+    if run is not None:
+        preflight_run(run, cfg)
     claim_build_dir(instance, cfg.build_dir)
     return cfg, layout_for(cfg)
+
+
+def run_asset_names(run: dg.DagsterRun | None) -> list[str] | None:
+    """The asset names a run selects; None when it names none (a job: every asset)."""
+    keys = run.asset_selection if run is not None else None
+    return sorted(key.to_user_string() for key in keys) if keys else None
+
+
+def preflight_run(run: dg.DagsterRun | None, cfg: BrainConfig) -> None:
+    """The command line's preflight, for runs Dagster launches (UI, schedule, automation):
+    the first step of such a run fails with the same one line `materialize` prints,
+    before anything is embedded or published. Cheap (a few directory listings and the
+    fixture's parse), so every step may call it."""
+    from brain_pipeline.preflight import Needs, check_inputs
+
+    problems = check_inputs(cfg, Needs.for_assets(run_asset_names(run)))
+    if problems:
+        raise dg.Failure(description="; ".join(p.message for p in problems))
 
 
 def rebind_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> str | None:

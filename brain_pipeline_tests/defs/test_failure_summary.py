@@ -25,8 +25,9 @@ def test_a_missing_corpus_is_named_with_its_path(tiny_project: Project) -> None:
     missing = tiny_project.root / "no-such-corpus"
     tiny_project.write_config(**{"corpus.path": str(missing)})
     line = _failure_line(tiny_project)
-    assert f"CorpusNotFoundError: corpus path {missing}" in line
-    assert "not a directory" in line
+    # The run's first step runs the preflight: the same line `materialize` refuses with.
+    assert f"corpus {missing} does not exist" in line
+    assert "CURATED_CONTENT_PATH" in line
     assert "DagsterExecutionStepExecutionError" not in line
     assert "Error occurred while executing" not in line
     assert "\n" not in line
@@ -119,10 +120,9 @@ def test_the_materialize_command_prints_the_cause_in_its_summary(
     tiny_project.write_config(**{"corpus.path": str(missing)})
     monkeypatch.setenv("BRAIN_CONFIG", str(tiny_project.config_path))
     monkeypatch.setenv("DAGSTER_HOME", str(tiny_project.root / "dagster-home"))
-    assert main(["materialize", "--select", "group:ingest"]) == 1
-    failed = [line for line in capsys.readouterr().out.splitlines() if "FAILED" in line]
-    assert len(failed) == 1
-    assert failed[0].endswith(
-        f": CorpusNotFoundError: corpus path {missing} "
-        "(corpus.path / CURATED_CONTENT_PATH) is not a directory"
-    )
+    # The preflight refuses before any run starts: exit 2 (bad configuration), one line.
+    assert main(["materialize", "--select", "group:ingest"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith(f"brain-pipeline materialize: corpus {missing} does not exist")
