@@ -103,7 +103,9 @@ def test_a_run_that_cannot_wait_fails_naming_the_holder(cli: Cli) -> None:
         proc = cli.start()
         out, err = proc.communicate()
     assert proc.returncode == 75, err
-    lines = [line for line in err.splitlines() if line.strip()]
+    # The first line shows the resolved inputs (preflight); the refusal is one more line.
+    header, *lines = [line for line in err.splitlines() if line.strip()]
+    assert header.startswith("brain-pipeline materialize: corpus "), err
     assert len(lines) == 1, err
     assert lines[0].startswith(f"brain-pipeline materialize: build directory {cli.build}")
     assert f"held by pid {os.getpid()} on host {socket.gethostname()}" in lines[0]
