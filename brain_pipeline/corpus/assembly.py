@@ -37,7 +37,8 @@ from brain_pipeline.corpus.discovery import ManifestEntry
 from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_write_bytes, atomic_writer, file_sha256
+from brain_pipeline.utils.atomic import atomic_write_bytes, atomic_writer
+from brain_pipeline.utils.digest import file_sha256
 
 RECORD_FILENAME = "assembled.json"
 PREVIEW_ROWS = 12

@@ -35,6 +35,7 @@ from brain_pipeline.corpus.discovery import (
 from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes, write_if_changed
+from brain_pipeline.utils.digest import sha256_hex
 
 #: Re-hash a file whose mtime is this close to (or after) the start of the observation
 #: that hashed it. 2 s covers the coarsest common granularity (FAT's 2 s; ext4/xfs/btrfs
@@ -181,7 +182,7 @@ class _Observer:
         data = screen_file(found, self.limits)
         if isinstance(data, ManifestEntry):
             return data
-        digest = hashlib.sha256(data).hexdigest()
+        digest = sha256_hex(data)
         self.rehashed.append(found.source)
         self.current[found.source] = [
             found.size,

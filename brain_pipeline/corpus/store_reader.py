@@ -21,7 +21,6 @@ layout (hand-written, compact JSON) is read with `parse_store` and served from m
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import mmap
 import os
@@ -39,7 +38,8 @@ import numpy.typing as npt
 from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_from_row, parse_store
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_writer, file_sha256
+from brain_pipeline.utils.atomic import atomic_writer
+from brain_pipeline.utils.digest import file_sha256, sha256_hex
 
 STORE_INDEX_VERSION = 1
 """Bump when the sidecar's contents or the scan change; older sidecars are then ignored."""
@@ -531,7 +531,7 @@ class StoreView:
     def area_digest(self, area: str) -> str:
         """sha256 over the area's ids in store order: what its BM25 index is keyed by."""
         ids = self._index.ids[self.rows_of_area(area)]
-        return hashlib.sha256(np.ascontiguousarray(ids).tobytes()).hexdigest()
+        return sha256_hex(np.ascontiguousarray(ids).tobytes())
 
     def chunk_at(self, i: int) -> Chunk:
         """The chunk at store position `i`."""

@@ -66,7 +66,7 @@ def build_observation_sensor(cfg: BrainConfig) -> dg.SensorDefinition:
         ),
     )
     def corpus_observation_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        from brain_pipeline.defs.ingest import fixture_version, observe
+        from brain_pipeline.steps.ingest import fixture_version, observe
 
         live = load_config(cfg.config_path) if cfg.config_path else cfg
         before = json.loads(context.cursor) if context.cursor else {}

@@ -11,7 +11,6 @@ moved under it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -21,14 +20,14 @@ from typing import Any
 
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.digest import value_digest
 
 RECORD_FORMAT = 1
 
 
 def digest_of(value: Any) -> str:
-    """A stable short digest of any JSON-able value (sorted keys)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    """A stable short digest of any JSON-able value: data and code versions."""
+    return value_digest(value)[:16]
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ from typing import Any
 import boto3
 import pytest
 
-from brain_pipeline.publishing.manifest import PublishManifest, build_manifest, sha256_hex
+from brain_pipeline.publishing.manifest import PublishManifest, build_manifest
+from brain_pipeline.utils.digest import sha256_hex
 from brain_pipeline.publishing.s3 import (
     PublishError,
     S3PublishReport,
