@@ -8,6 +8,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
 from brain_pipeline.embedding.progress import ThrottledProgress
+from brain_pipeline.lib.conditions import downstream_condition
 from brain_pipeline.lib.instance import GEMINI_POOL
 from brain_pipeline.lib.steps import (
     recheck_input,
@@ -112,7 +113,7 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         kinds=kinds,
         code_version=code_version,
         pool=GEMINI_POOL if provider == "gemini" else None,
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=downstream_condition(),
         owners=["team:knowledge"],
         tags={"domain": "embed"},
         description=(

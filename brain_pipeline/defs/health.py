@@ -190,7 +190,7 @@ def build_freshness_check(cfg: BrainConfig, clock: Any = None) -> dg.AssetChecks
     def published_store_is_current(
         context: dg.AssetCheckExecutionContext, settings: BrainSettings
     ) -> dg.AssetCheckResult:
-        from brain_pipeline.defs.ingest import latest_corpus_observation
+        from brain_pipeline.lib.steps import latest_corpus_observation
         from brain_pipeline.publishing.freshness import assess
         from brain_pipeline.publishing.local import live_manifest
 

@@ -19,10 +19,18 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED
 from brain_pipeline.corpus.ingest import ingest_file
 from brain_pipeline.defs.resources import BrainSettings
+from brain_pipeline.lib.conditions import (
+    CONSUMED_DIGEST_METADATA,
+    TRIGGER_TAG,
+    chunks_condition,
+    downstream_condition,
+    fired_conditions,
+)
 from brain_pipeline.lib.steps import (
     CORPUS,
     DATA_VERSION_TAG,
     claim_build_dir,
+    latest_corpus_observation,
     layout_for,
     recheck_input,
     start_step,
@@ -108,16 +116,6 @@ def eval_fixture(context: dg.OpExecutionContext) -> dg.ObserveResult:
     )
 
 
-def latest_corpus_observation(instance: dg.DagsterInstance) -> tuple[str | None, str | None]:
-    """(digest, run id) of the newest observation of `corpus` (any run or sensor)."""
-    record = instance.get_latest_data_version_record(CORPUS, is_source=True)
-    if record is None:
-        return None, None
-    # An observation carries its data version in Dagster's documented tag.
-    tags = record.event_log_entry.tags or {}
-    return tags.get(DATA_VERSION_TAG), record.run_id
-
-
 def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Any:
     """The snapshot this run chunks: its own observation's, else a fresh observation.
 
@@ -149,6 +147,20 @@ def chunks_code_version(cfg: BrainConfig) -> str:
     return f"chunks-{CHUNKING_VERSION}-{digest_of(shaping)[:8]}"
 
 
+def _trigger(context: dg.AssetExecutionContext) -> str:
+    """Why this run exists: the observation sensor, automation (with the conditions that
+    were true), the schedule, or a person."""
+    tags = dict(context.run.tags)
+    fired = fired_conditions(context.instance, tags, context.asset_key)
+    if fired:
+        return "automation_sensor: " + ", ".join(fired)
+    if TRIGGER_TAG in tags:
+        return tags[TRIGGER_TAG]
+    if "dagster/schedule_name" in tags:
+        return f"schedule {tags['dagster/schedule_name']}"
+    return "launched by hand (CLI or UI)"
+
+
 def _problem_rows(entries: Any) -> list[list[Any]]:
     return [[e.source, e.reason or "", e.detail or ""] for e in entries if e.problem]
 
@@ -162,7 +174,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         deps=[CORPUS],
         kinds={"python"},
         code_version=code_version,
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=chunks_condition(),
         owners=["team:knowledge"],
         tags={"domain": "ingest"},
         description=(
@@ -211,7 +223,8 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         per_area = dict(report.occurrences_per_area)
         metadata = to_metadata(
             {
-                "corpus_digest": snapshot.digest,
+                CONSUMED_DIGEST_METADATA: snapshot.digest,
+                "triggered_by": _trigger(context),
                 "occurrences": report.occurrences,
                 "files_chunked": report.files_chunked,
                 "files_reused": report.files_reused,
@@ -268,7 +281,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
         deps=["knowledge_chunks"],
         kinds={"python", "json"},
         code_version=STORE_CODE_VERSION,
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=downstream_condition(),
         owners=["team:knowledge"],
         tags={"domain": "ingest"},
         description=(

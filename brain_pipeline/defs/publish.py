@@ -17,14 +17,13 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
+from brain_pipeline.lib.conditions import publish_condition
 from brain_pipeline.lib.steps import start_step, to_metadata
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
 
 PUBLISH_CODE_VERSION = "publish-1"
-PUBLISH_CONDITION = (
-    dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
-)
+PUBLISH_CONDITION = publish_condition()
 
 
 class PublishConfig(dg.Config):

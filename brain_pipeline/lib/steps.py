@@ -129,3 +129,13 @@ def table(
     names = [name for name, _ in columns]
     records = [dg.TableRecord(dict(zip(names, row, strict=True))) for row in rows[:limit]]
     return dg.MetadataValue.table(records, schema=schema)
+
+
+def latest_corpus_observation(instance: dg.DagsterInstance) -> tuple[str | None, str | None]:
+    """(digest, run id) of the newest observation of `corpus` (any run or sensor)."""
+    record = instance.get_latest_data_version_record(CORPUS, is_source=True)
+    if record is None:
+        return None, None
+    # An observation carries its data version in Dagster's documented tag.
+    tags = record.event_log_entry.tags or {}
+    return tags.get(DATA_VERSION_TAG), record.run_id
