@@ -109,11 +109,17 @@ def child_env(project: Project, code: Path) -> dict[str, str]:
     return env
 
 
+def code_location_module(code: Path) -> str:
+    """The module the checkout's own workspace.yaml loads (layouts differ across versions)."""
+    loaded = yaml.safe_load((code / "workspace.yaml").read_text(encoding="utf-8"))
+    return str(loaded["load_from"][0]["python_module"]["module_name"])
+
+
 def write_workspace(project: Project, code: Path) -> Path:
     workspace = project.root / "workspace.yaml"
     entry = {
         "python_module": {
-            "module_name": "brain_pipeline.defs.location",
+            "module_name": code_location_module(code),
             "working_directory": str(code),
             "location_name": "brain_pipeline",
         }
@@ -232,14 +238,19 @@ def run(args: argparse.Namespace, root: Path) -> dict[str, object]:
                 while time.monotonic() - made < args.deadline:
                     if token in published_text(project.published):
                         latencies.append(time.monotonic() - made)
-                        print(f"  edit {number:2d}: published after {latencies[-1]:6.1f}s", flush=True)
+                        print(
+                            f"  edit {number:2d}: published after {latencies[-1]:6.1f}s", flush=True
+                        )
                         break
                     if server.poll() is not None:
                         raise SystemExit(f"the server exited with {server.returncode}")
                     time.sleep(0.25)
                 else:
                     lost.append(number)
-                    print(f"  edit {number:2d}: LOST (not published within {args.deadline:.0f}s)", flush=True)
+                    print(
+                        f"  edit {number:2d}: LOST (not published within {args.deadline:.0f}s)",
+                        flush=True,
+                    )
         finally:
             stop_group(server)
     return {
