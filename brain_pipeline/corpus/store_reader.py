@@ -26,7 +26,6 @@ import mmap
 import os
 import re
 import threading
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +38,7 @@ from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_from_row, parse_store
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_writer
+from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import file_sha256, sha256_hex
 
 STORE_INDEX_VERSION = 1
@@ -400,10 +400,13 @@ class StoreView:
         path = self._sidecar_path()
         if path is None or not path.is_file():
             return None
-        try:
+
+        def load() -> _Index | None:
+            if not path.is_file():
+                return None
             with np.load(path, allow_pickle=False) as saved:
                 meta = json.loads(bytes(saved["meta"]).decode("utf-8"))
-                index = _Index(
+                return _Index(
                     saved["starts"],
                     saved["stops"],
                     saved["ids"],
@@ -411,8 +414,11 @@ class StoreView:
                     list(meta["areas"]),
                     meta.get("sha256"),
                 )
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            return None  # a damaged sidecar is rebuilt, never trusted
+
+        # A damaged sidecar is rebuilt, never trusted.
+        index = healed(path, load, what="store sidecar", consequence="rebuilt from the store")
+        if index is None:
+            return None
         if len(index.starts) and int(index.stops[-1]) > self._stat.size:
             return None
         return index

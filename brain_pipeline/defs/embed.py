@@ -6,6 +6,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
 from brain_pipeline.lib.code_location import location_config
+from brain_pipeline.lib.conditions import downstream_condition
 from brain_pipeline.lib.instance import GEMINI_POOL
 from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
 from brain_pipeline.steps.embed import embed_store, embeddings_code_version
@@ -25,7 +26,7 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         kinds=kinds,
         code_version=code_version,
         pool=GEMINI_POOL if provider == "gemini" else None,
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=downstream_condition(),
         owners=["team:knowledge"],
         tags={"domain": "embed"},
         description=(

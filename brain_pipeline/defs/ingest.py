@@ -13,6 +13,12 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
+from brain_pipeline.lib.conditions import (
+    TRIGGER_TAG,
+    chunks_condition,
+    downstream_condition,
+    fired_conditions,
+)
 from brain_pipeline.lib.steps import (
     CORPUS,
     DATA_VERSION_TAG,
@@ -103,6 +109,20 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Co
     return snapshot
 
 
+def _trigger(context: dg.AssetExecutionContext) -> str:
+    """Why this run exists: the observation sensor, automation (with the conditions that
+    were true), the schedule, or a person."""
+    tags = dict(context.run.tags)
+    fired = fired_conditions(context.instance, tags, context.asset_key)
+    if fired:
+        return "automation_sensor: " + ", ".join(fired)
+    if TRIGGER_TAG in tags:
+        return tags[TRIGGER_TAG]
+    if "dagster/schedule_name" in tags:
+        return f"schedule {tags['dagster/schedule_name']}"
+    return "launched by hand (CLI or UI)"
+
+
 def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
     @dg.asset(
         name="knowledge_chunks",
@@ -110,7 +130,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         deps=[CORPUS],
         kinds={"python"},
         code_version=chunks_code_version(cfg),
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=chunks_condition(),
         owners=["team:knowledge"],
         tags={"domain": "ingest"},
         description=(
@@ -139,7 +159,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
         deps=["knowledge_chunks"],
         kinds={"python", "json"},
         code_version=STORE_CODE_VERSION,
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=downstream_condition(),
         owners=["team:knowledge"],
         tags={"domain": "ingest"},
         description=(

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
+from brain_pipeline.lib.conditions import publish_condition
 from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
 from brain_pipeline.steps.publish import (
     PUBLISH_CODE_VERSION,
@@ -16,9 +17,7 @@ from brain_pipeline.steps.publish import (
     publish_to_s3,
 )
 
-PUBLISH_CONDITION = (
-    dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
-)
+PUBLISH_CONDITION = publish_condition()
 
 
 class PublishConfig(dg.Config):

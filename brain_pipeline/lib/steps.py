@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +15,7 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.provenance import StepFailure
 from brain_pipeline.steps.report import CheckVerdict, Markdown, RunLink, StepResult, Table
+from brain_pipeline.utils.damage import log as _damage_log
 
 # Run storage key-value entry naming the build directory this instance serves.
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
@@ -173,3 +176,27 @@ def check_result(verdict: CheckVerdict) -> dg.AssetCheckResult:
         description=verdict.description,
         metadata=to_metadata(verdict.metadata),
     )
+class _DamageToRunLog(logging.Handler):
+    """The core's damage WARN lines (`brain_pipeline.utils.damage`) in the current step's
+    run log; outside a step, on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        try:
+            context = dg.OpExecutionContext.get()
+        except Exception:
+            context = None
+        if context is not None:
+            context.log.warning(message)
+        else:
+            print(f"brain-pipeline: warning: {message}", file=sys.stderr)
+
+
+def _forward_damage_reports() -> None:
+    logger = logging.getLogger(_damage_log.name)
+    if not any(isinstance(h, _DamageToRunLog) for h in logger.handlers):
+        logger.addHandler(_DamageToRunLog(level=logging.WARNING))
+        logger.propagate = True
+
+
+_forward_damage_reports()
