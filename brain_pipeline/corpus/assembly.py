@@ -37,7 +37,9 @@ from brain_pipeline.corpus.discovery import ManifestEntry
 from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_write_bytes, atomic_writer, file_sha256
+from brain_pipeline.utils.atomic import atomic_write_bytes, atomic_writer
+from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.digest import file_sha256
 
 RECORD_FILENAME = "assembled.json"
 PREVIEW_ROWS = 12
@@ -176,11 +178,18 @@ def _record_path(layout: StateLayout) -> Path:
 
 
 def _load_record(layout: StateLayout) -> dict[str, Any]:
-    try:
-        data = json.loads(_record_path(layout).read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    path = _record_path(layout)
+
+    def load() -> dict[str, Any]:
+        try:
+            data = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return {}
+        if not isinstance(data, dict):
+            raise ValueError("not an assembly record")
+        return data
+
+    return healed(path, load, what="store assembly record", consequence="the store is reassembled")
 
 
 def _stat_key(path: Path) -> list[int] | None:

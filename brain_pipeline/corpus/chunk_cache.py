@@ -41,6 +41,7 @@ from brain_pipeline.corpus.ingest import (
 from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.utils.damage import check_sqlite, healed
 
 #: Bump on ANY change to what chunking produces for given bytes (paragraph split, trim,
 #: headings, roadmap rules, junk limits' defaults, fragment serialisation). Part of every
@@ -110,6 +111,9 @@ def cache_path(layout: StateLayout) -> Path:
     return layout.chunks_dir / CACHE_FILENAME
 
 
+CACHE_REBUILT = "every file is chunked again (a cache miss)"
+
+
 @contextmanager
 def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
     """The cache database, created on first use.
@@ -119,10 +123,21 @@ def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
     """
     layout.chunks_dir.mkdir(parents=True, exist_ok=True)
     path = cache_path(layout)
-    with closing(sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)) as db:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.executescript(_SCHEMA)
+
+    def connect() -> sqlite3.Connection:
+        db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        try:
+            check_sqlite(db, path)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    what = "chunk cache"
+    with closing(healed(path, connect, what=what, consequence=CACHE_REBUILT)) as db:
         yield db
 
 

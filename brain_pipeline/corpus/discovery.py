@@ -11,7 +11,6 @@ looping) the entry is reported and skipped instead.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 from collections import Counter
@@ -27,6 +26,7 @@ from brain_pipeline.corpus.junk import (
     binary_content,
     too_large,
 )
+from brain_pipeline.utils.digest import sha256_hex
 
 TEXT_SUFFIXES = (".md", ".txt")
 ROADMAP_SUFFIX = ".json"
@@ -405,7 +405,7 @@ def screen_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> byt
         return junk_entry(found, REASON_TOO_LARGE, f"grew while being read: {grown}")
     binary = binary_content(data)
     if binary is not None:
-        return junk_entry(found, REASON_BINARY, binary, hashlib.sha256(data).hexdigest())
+        return junk_entry(found, REASON_BINARY, binary, sha256_hex(data))
     return data
 
 
@@ -425,5 +425,5 @@ def discover(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> Manifes
         if isinstance(data, ManifestEntry):
             entries.append(data)
             continue
-        entries.append(file_entry(item, hashlib.sha256(data).hexdigest()))
+        entries.append(file_entry(item, sha256_hex(data)))
     return Manifest(Path(root), walk.areas, entries)

@@ -55,6 +55,7 @@ from brain_pipeline.corpus.store import NO_HEADING, heading_text
 from brain_pipeline.corpus.store_reader import id_keys, lookup_sorted
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.damage import check_sqlite, healed
 
 HISTORY_FILENAME = "chunks.sqlite"
 LIVE_FILENAME = "live-ids.npz"
@@ -174,28 +175,43 @@ def _timestamp(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+HISTORY_RESEEDED = (
+    "a new history is seeded from the live published store when the next store is "
+    "recorded; ids and texts only older stores held are lost (fixture repair cannot "
+    "explain labels that point at them)"
+)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, isolation_level=None)
+
+    def connect() -> sqlite3.Connection:
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            check_sqlite(conn, path)
+            conn.execute("PRAGMA journal_mode=DELETE")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA temp_store=MEMORY")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, 1, _SCHEMA_VERSION):
+                raise HistoryError(
+                    f"{path}: chunk history schema {version} is newer than this code "
+                    f"({_SCHEMA_VERSION}); upgrade brain-pipeline"
+                )
+            if version != _SCHEMA_VERSION:
+                _create_or_upgrade(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     try:
-        conn.execute("PRAGMA journal_mode=DELETE")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA temp_store=MEMORY")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, 1, _SCHEMA_VERSION):
-            raise HistoryError(
-                f"{path}: chunk history schema {version} is newer than this code "
-                f"({_SCHEMA_VERSION}); upgrade brain-pipeline"
-            )
-        if version != _SCHEMA_VERSION:
-            _create_or_upgrade(conn)
+        return healed(path, connect, what="chunk history", consequence=HISTORY_RESEEDED)
     except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise HistoryError(f"{path}: unreadable chunk history ({exc})") from exc
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+        raise HistoryError(
+            f"{path}: unreadable chunk history ({exc}); run `mv {path} {path}.damaged` "
+            "and run again: a new history is seeded from the live published store"
+        ) from exc
 
 
 def _create_or_upgrade(conn: sqlite3.Connection) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from brain_pipeline.corpus.junk import (
     long_paragraphs,
 )
 from brain_pipeline.corpus.store import Chunk, deduplicate, serialize_store
+from brain_pipeline.utils.digest import sha256_hex
 
 EMPTY_CORPUS_WARNING = "no chunks: the corpus holds no usable text or roadmap files"
 
@@ -82,7 +82,7 @@ def ingest_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> Fil
     data = screen_file(found, limits)
     if isinstance(data, ManifestEntry):
         return FileOutcome(data, [])
-    entry = file_entry(found, hashlib.sha256(data).hexdigest())
+    entry = file_entry(found, sha256_hex(data))
     text = decode_text(data)
     if found.kind != STATUS_ROADMAP:
         chunks = chunk_text(text, found.area, found.source)

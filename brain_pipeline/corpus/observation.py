@@ -35,6 +35,8 @@ from brain_pipeline.corpus.discovery import (
 from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes, write_if_changed
+from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.digest import sha256_hex
 
 #: Re-hash a file whose mtime is this close to (or after) the start of the observation
 #: that hashed it. 2 s covers the coarsest common granularity (FAT's 2 s; ext4/xfs/btrfs
@@ -124,14 +126,21 @@ def _load_index(path: Path) -> dict[str, IndexRow]:
 
     The index is only an optimisation: losing it costs one full hashing pass.
     """
-    try:
-        body = json.loads(path.read_bytes().decode("utf-8", "surrogateescape"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(body, dict) or body.get("format") != INDEX_FORMAT:
-        return {}
-    files = body.get("files")
-    return files if isinstance(files, dict) else {}
+
+    def load() -> dict[str, IndexRow]:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        body = json.loads(raw.decode("utf-8", "surrogateescape"))
+        if not isinstance(body, dict) or body.get("format") != INDEX_FORMAT:
+            return {}
+        files = body.get("files")
+        if not isinstance(files, dict):
+            raise ValueError("no file table")
+        return files
+
+    return healed(path, load, what="corpus file index", consequence="every file is hashed again")
 
 
 def _save_index(path: Path, files: dict[str, IndexRow], written_ns: int) -> None:
@@ -181,7 +190,7 @@ class _Observer:
         data = screen_file(found, self.limits)
         if isinstance(data, ManifestEntry):
             return data
-        digest = hashlib.sha256(data).hexdigest()
+        digest = sha256_hex(data)
         self.rehashed.append(found.source)
         self.current[found.source] = [
             found.size,

@@ -7,7 +7,6 @@ as U+FFFD) and the writer reproduces `JSON.stringify(chunks, null, 2)` byte for 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from brain_pipeline.corpus.jscompat import (
     utf8_bytes,
 )
 from brain_pipeline.corpus.jscompat import quote_raw as _quote_raw
+from brain_pipeline.utils.digest import sha256_hex
 
 STORE_FILENAME = "knowledge-store.json"
 
@@ -76,7 +76,7 @@ def chunk_id(content: str) -> str:
     Node.js encodes a lone surrogate (possible only via a JSON `\\ud800` escape) as
     U+FFFD, so two contents differing only there share an id, as they did originally.
     """
-    return hashlib.sha256(utf8_bytes(content)).hexdigest()[:12]
+    return sha256_hex(utf8_bytes(content))[:12]
 
 
 def deduplicate(chunks: Iterable[Chunk]) -> tuple[list[Chunk], int]:

@@ -21,13 +21,11 @@ layout (hand-written, compact JSON) is read with `parse_store` and served from m
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import mmap
 import os
 import re
 import threading
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +37,9 @@ import numpy.typing as npt
 from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_from_row, parse_store
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_writer, file_sha256
+from brain_pipeline.utils.atomic import atomic_writer
+from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.digest import file_sha256, sha256_hex
 
 STORE_INDEX_VERSION = 1
 """Bump when the sidecar's contents or the scan change; older sidecars are then ignored."""
@@ -400,10 +400,13 @@ class StoreView:
         path = self._sidecar_path()
         if path is None or not path.is_file():
             return None
-        try:
+
+        def load() -> _Index | None:
+            if not path.is_file():
+                return None
             with np.load(path, allow_pickle=False) as saved:
                 meta = json.loads(bytes(saved["meta"]).decode("utf-8"))
-                index = _Index(
+                return _Index(
                     saved["starts"],
                     saved["stops"],
                     saved["ids"],
@@ -411,8 +414,11 @@ class StoreView:
                     list(meta["areas"]),
                     meta.get("sha256"),
                 )
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
-            return None  # a damaged sidecar is rebuilt, never trusted
+
+        # A damaged sidecar is rebuilt, never trusted.
+        index = healed(path, load, what="store sidecar", consequence="rebuilt from the store")
+        if index is None:
+            return None
         if len(index.starts) and int(index.stops[-1]) > self._stat.size:
             return None
         return index
@@ -531,7 +537,7 @@ class StoreView:
     def area_digest(self, area: str) -> str:
         """sha256 over the area's ids in store order: what its BM25 index is keyed by."""
         ids = self._index.ids[self.rows_of_area(area)]
-        return hashlib.sha256(np.ascontiguousarray(ids).tobytes()).hexdigest()
+        return sha256_hex(np.ascontiguousarray(ids).tobytes())
 
     def chunk_at(self, i: int) -> Chunk:
         """The chunk at store position `i`."""

@@ -5,11 +5,18 @@
   and a nightly run is also what refreshes the evaluation and the publication.
 - `corpus_observation_sensor` observes the corpus and the fixture and records an
   `AssetObservation` with a data-version tag only when a digest changed (its cursor is
-  the two digests, never per-file state, so each tick stores a few bytes). It launches
-  no run itself.
-- `automation_sensor` evaluates the assets' automation conditions: a new corpus data
-  version makes the chunks, the store and the vectors eager to update, and the publish
-  steps follow only once every blocking check of their dependencies has passed.
+  the two digests, never per-file state, so each tick stores a few bytes). When the new
+  corpus version is not the one the chunks were last built from, the same tick requests
+  the rebuild run (tagged with the trigger and the version), so the tick that saw a
+  change is a SUCCESS that names its run, not a SKIPPED no-op.
+- `automation_sensor` evaluates the assets' automation conditions. `knowledge_chunks`
+  is requested by `eager()` *or* by `corpus_version_unconsumed`: the corpus's latest
+  observed data version is not the one the latest `knowledge_chunks` materialisation
+  read. The second is a state, not an event, so it cannot be cancelled by the timing of
+  evaluations (with `eager()` alone, an observation that lands in the same evaluation as
+  the previous run's materialisation, or while that run is in progress, is "handled" by
+  that materialisation and the edit is never rebuilt). The store and the vectors follow
+  eagerly; the publish steps follow only once every blocking check upstream has passed.
 """
 
 from __future__ import annotations
@@ -20,8 +27,23 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.lib.code_location import location_config
+from brain_pipeline.lib.conditions import (
+    CORPUS_VERSION_TAG,
+    TRIGGER_TAG,
+    consumed_corpus_version,
+    corpus_version_unconsumed,
+)
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
-from brain_pipeline.lib.steps import CORPUS, DATA_VERSION_TAG, EVAL_FIXTURE
+
+REBUILD_ASSETS = (
+    "knowledge_chunks",
+    "knowledge_store",
+    "embeddings",
+    "published_local",
+    "published_s3",
+)
+"""What a corpus change makes stale, in order: the run the observation sensor requests."""
+
 
 reingest_job = dg.define_asset_job(
     name="reingest_job",
@@ -59,34 +81,69 @@ def build_observation_sensor(cfg: BrainConfig) -> dg.SensorDefinition:
         name="corpus_observation_sensor",
         minimum_interval_seconds=cfg.schedule.sensor_min_interval_seconds,
         default_status=_status(cfg.schedule.sensor_enabled),
-        asset_selection=[CORPUS, EVAL_FIXTURE],
+        target=dg.AssetSelection.assets(*REBUILD_ASSETS),
         description=(
-            "Observes the corpus and the fixture; records an observation with the new data "
-            "version when either digest changed. Launches no run: automation_sensor does."
+            "Observes the corpus and the fixture (a stat per file; only changed files are "
+            "hashed); records an observation with the new data version when either digest "
+            "changed, and requests the rebuild when the new corpus version is not the one "
+            "the chunks were built from. automation_sensor is the safety net."
         ),
     )
     def corpus_observation_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        from brain_pipeline.defs.ingest import fixture_version, observe
+        from brain_pipeline.lib.steps import CORPUS, DATA_VERSION_TAG, EVAL_FIXTURE
+        from brain_pipeline.steps.ingest import fixture_version, observe
 
         live = load_config(cfg.config_path) if cfg.config_path else cfg
         before = json.loads(context.cursor) if context.cursor else {}
         snapshot = observe(live)
         after = {"corpus": snapshot.digest, "fixture": fixture_version(live)}
+        changed = [name for name in ("corpus", "fixture") if before.get(name) != after[name]]
+        keys = {"corpus": CORPUS, "fixture": EVAL_FIXTURE}
         events = [
-            dg.AssetObservation(asset_key=key, tags={DATA_VERSION_TAG: after[name]})
-            for name, key in (("corpus", CORPUS), ("fixture", EVAL_FIXTURE))
-            if before.get(name) != after[name]
+            dg.AssetObservation(
+                asset_key=keys[name],
+                tags={DATA_VERSION_TAG: after[name]},
+                metadata={
+                    "data_version": dg.MetadataValue.text(after[name]),
+                    "previous_data_version": dg.MetadataValue.text(before.get(name) or "—"),
+                    "observed_by": dg.MetadataValue.text("corpus_observation_sensor"),
+                },
+            )
+            for name in changed
         ]
         cursor = json.dumps(after, sort_keys=True)
         if not events:
             return dg.SensorResult(
                 skip_reason=f"no change (corpus {snapshot.digest[:12]})", cursor=cursor
             )
-        context.log.info(
-            "observed new data versions: "
-            + ", ".join(f"{e.asset_key.to_user_string()}" for e in events)
+        summary = ", ".join(
+            f"{keys[name].to_user_string()} {(before.get(name) or '—')[:12]} -> {after[name][:12]}"
+            for name in changed
         )
-        return dg.SensorResult(asset_events=events, cursor=cursor)
+        context.log.info(f"recorded observations: {summary}")
+        requests = []
+        consumed = consumed_corpus_version(context.instance)
+        if "corpus" in changed and corpus_version_unconsumed(snapshot.digest, consumed):
+            requests.append(
+                dg.RunRequest(
+                    asset_selection=[dg.AssetKey(name) for name in REBUILD_ASSETS],
+                    tags={
+                        BUILD_DIR_TAG: build_dir_tag_value(live.build_dir),
+                        TRIGGER_TAG: "corpus_observation_sensor: new corpus data version",
+                        CORPUS_VERSION_TAG: snapshot.digest,
+                    },
+                )
+            )
+            context.log.info(
+                f"requested the rebuild: the chunks were built from corpus {(consumed or '—')[:12]}"
+            )
+        return dg.SensorResult(
+            asset_events=events,
+            run_requests=requests,
+            cursor=cursor,
+            # Dagster marks a tick without a run SKIPPED; say what it recorded.
+            skip_reason=None if requests else f"recorded {summary}; nothing to rebuild",
+        )
 
     return corpus_observation_sensor
 
@@ -97,7 +154,12 @@ def build_automation_sensor(cfg: BrainConfig) -> dg.AutomationConditionSensorDef
         target=dg.AssetSelection.all(),
         default_status=_status(cfg.schedule.sensor_enabled),
         minimum_interval_seconds=cfg.schedule.sensor_min_interval_seconds,
-        run_tags={BUILD_DIR_TAG: build_dir_tag_value(cfg.build_dir)},
+        # corpus_version_unconsumed is evaluated in Python, so in the code location.
+        use_user_code_server=True,
+        run_tags={
+            BUILD_DIR_TAG: build_dir_tag_value(cfg.build_dir),
+            TRIGGER_TAG: "automation_sensor (conditions: see the run's evaluation)",
+        },
         description=(
             "Materialises what a corpus change affects (eager conditions); publishing waits "
             "for every blocking check upstream to pass."

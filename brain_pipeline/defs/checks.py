@@ -7,7 +7,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
-from brain_pipeline.lib.steps import EVAL_FIXTURE, claim_build_dir, to_metadata
+from brain_pipeline.lib.steps import EVAL_FIXTURE, check_result, claim_build_dir
 from brain_pipeline.steps.evaluate import evaluate_for_check
 
 CHECK_NAME = "retrieval_eval"
@@ -40,12 +40,7 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
             context.log.warning(f"retrieval_eval: {warning}")
         for error in verdict.errors:
             context.log.error(f"retrieval_eval: {error}")
-        return dg.AssetCheckResult(
-            passed=verdict.passed,
-            severity=dg.AssetCheckSeverity[verdict.severity],
-            metadata=to_metadata(verdict.metadata),
-            description=verdict.description,
-        )
+        return check_result(verdict)
 
     return retrieval_eval
 

@@ -2,76 +2,44 @@
 
 `corpus` is an observable source asset whose data version is the corpus digest, so
 Dagster itself knows when the corpus changed: the chunks become stale and automation
-re-runs what the change affects. Nothing proportional to the corpus passes through the
-instance: each step reads its upstream's record in the build directory
-(`brain_pipeline.state.records`) and writes its own.
+re-runs what the change affects. The steps are `steps.ingest`.
 """
 
-
-import functools
-import hashlib
 import os
-from collections import Counter
-from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
-from brain_pipeline.corpus.ingest import ingest_file
+from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
+from brain_pipeline.lib.conditions import (
+    TRIGGER_TAG,
+    chunks_condition,
+    downstream_condition,
+    fired_conditions,
+)
 from brain_pipeline.lib.steps import (
     CORPUS,
     DATA_VERSION_TAG,
     claim_build_dir,
-    layout_for,
+    latest_corpus_observation,
+    materialize_result,
     preflight_run,
     start_step,
     step_failures,
-    table,
     to_metadata,
 )
 from brain_pipeline.preflight import check_fixture
-from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.records import AssetRecord, digest_of, stamp_outputs, write_record
-from brain_pipeline.steps.provenance import recheck_input, upstream_record
-
-STORE_CODE_VERSION = "store-1"
-PROBLEM_ROWS_KEPT = 500
-
-
-def _snapshot_metadata(snapshot: Any, build_dir: str) -> dict[str, Any]:
-    statuses = Counter(e.status for e in snapshot.entries)
-    skipped = Counter(str(e.reason) for e in snapshot.entries if e.status == STATUS_SKIPPED)
-    metadata = to_metadata(
-        {
-            "corpus_digest": snapshot.digest,
-            "corpus_root": snapshot.root,
-            "build_dir": build_dir,
-            "areas": len(snapshot.areas),
-            "text_files": statuses.get("text", 0),
-            "roadmap_files": statuses.get("roadmap", 0),
-            "skipped": statuses.get(STATUS_SKIPPED, 0),
-        }
-    )
-    metadata["skipped_by_reason"] = dg.MetadataValue.json(dict(skipped))
-    return metadata
-
-
-def observe(cfg: BrainConfig) -> Any:
-    """A fresh observation of the configured corpus (the file index makes it cheap)."""
-    from brain_pipeline.corpus.observation import observe_corpus
-
-    return observe_corpus(cfg.corpus_root(), layout_for(cfg), limits=cfg.ingest_limits())
-
-
-def fixture_version(cfg: BrainConfig) -> str:
-    """The fixture's data version: sha256 of its bytes ('missing' when absent)."""
-    try:
-        return hashlib.sha256(cfg.evaluation.fixture.read_bytes()).hexdigest()[:16]
-    except OSError:
-        return "missing"
+from brain_pipeline.steps.ingest import (
+    STORE_CODE_VERSION,
+    assemble_knowledge_store,
+    chunk_corpus,
+    chunks_code_version,
+    fixture_version,
+    observe,
+    snapshot_facts,
+)
 
 
 @dg.observable_source_asset(
@@ -91,7 +59,7 @@ def corpus(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.Observ
     snapshot = observe(cfg)
     return dg.ObserveResult(
         data_version=dg.DataVersion(snapshot.digest),
-        metadata=_snapshot_metadata(snapshot, str(cfg.build_dir)),
+        metadata=to_metadata(snapshot_facts(snapshot, str(cfg.build_dir))),
     )
 
 
@@ -117,61 +85,52 @@ def eval_fixture(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.
     )
 
 
-def latest_corpus_observation(instance: dg.DagsterInstance) -> tuple[str | None, str | None]:
-    """(digest, run id) of the newest observation of `corpus` (any run or sensor)."""
-    record = instance.get_latest_data_version_record(CORPUS, is_source=True)
-    if record is None:
-        return None, None
-    # An observation carries its data version in Dagster's documented tag.
-    tags = record.event_log_entry.tags or {}
-    return tags.get(DATA_VERSION_TAG), record.run_id
-
-
-def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Any:
+def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> CorpusSnapshot:
     """The snapshot this run chunks: its own observation's, else a fresh observation.
 
     A fresh observation that differs from the last one Dagster knows is recorded as an
     observation of `corpus`, so the lineage names the corpus version that was read.
     """
     from brain_pipeline.corpus.observation import load_snapshot
+    from brain_pipeline.state.layout import StateLayout
 
     known, observed_by = latest_corpus_observation(context.instance)
     if known is not None and observed_by == context.run.run_id:  # this run's own step
-        return load_snapshot(layout_for(cfg), known)
+        return load_snapshot(StateLayout.of(cfg.build_dir), known)
     snapshot = observe(cfg)
     if known != snapshot.digest:
         context.log_event(
             dg.AssetObservation(
                 asset_key=CORPUS,
                 tags={DATA_VERSION_TAG: snapshot.digest},
-                metadata=_snapshot_metadata(snapshot, str(cfg.build_dir)),
+                metadata=to_metadata(snapshot_facts(snapshot, str(cfg.build_dir))),
             )
         )
     return snapshot
 
 
-def chunks_code_version(cfg: BrainConfig) -> str:
-    """Chunking code version plus the configuration that shapes chunks (junk limits)."""
-    from brain_pipeline.corpus.chunk_cache import CHUNKING_VERSION
-
-    shaping = cfg.corpus.model_dump(mode="json", exclude={"path", "candidates"})
-    return f"chunks-{CHUNKING_VERSION}-{digest_of(shaping)[:8]}"
-
-
-def _problem_rows(entries: Any) -> list[list[Any]]:
-    return [[e.source, e.reason or "", e.detail or ""] for e in entries if e.problem]
+def _trigger(context: dg.AssetExecutionContext) -> str:
+    """Why this run exists: the observation sensor, automation (with the conditions that
+    were true), the schedule, or a person."""
+    tags = dict(context.run.tags)
+    fired = fired_conditions(context.instance, tags, context.asset_key)
+    if fired:
+        return "automation_sensor: " + ", ".join(fired)
+    if TRIGGER_TAG in tags:
+        return tags[TRIGGER_TAG]
+    if "dagster/schedule_name" in tags:
+        return f"schedule {tags['dagster/schedule_name']}"
+    return "launched by hand (CLI or UI)"
 
 
 def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
-    code_version = chunks_code_version(cfg)
-
     @dg.asset(
         name="knowledge_chunks",
         group_name="ingest",
         deps=[CORPUS],
         kinds={"python"},
-        code_version=code_version,
-        automation_condition=dg.AutomationCondition.eager(),
+        code_version=chunks_code_version(cfg),
+        automation_condition=chunks_condition(),
         owners=["team:knowledge"],
         tags={"domain": "ingest"},
         description=(
@@ -184,97 +143,13 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
     def knowledge_chunks(
         context: dg.AssetExecutionContext, settings: BrainSettings
     ) -> dg.MaterializeResult:
-        from brain_pipeline.corpus.chunk_cache import chunk_snapshot
-
         cfg, layout = start_step(context.instance, settings, context.run)
         snapshot = _snapshot_for_run(context, cfg)
-        limits = cfg.ingest_limits()
-        report = chunk_snapshot(
-            snapshot,
-            layout,
-            variant=limits.cache_variant,
-            chunker=functools.partial(ingest_file, limits=limits),
-        )
-        data_version = digest_of([snapshot.digest, code_version])
-        problem_rows = _problem_rows(report.entries)  # one count for the asset and its check
-        per_area = dict(report.occurrences_per_area)
-        empty_areas = {
-            area: describe_holdings(e.source for e in snapshot.entries if e.area == area)
-            for area in snapshot.areas
-            if not per_area.get(area)
-        }
-        write_record(
-            layout,
-            AssetRecord(
-                asset="knowledge_chunks",
-                data_version=data_version,
-                code_version=code_version,
-                inputs={"corpus": snapshot.digest},
-                facts={
-                    "occurrences": report.occurrences,
-                    "problems": problem_rows[:PROBLEM_ROWS_KEPT],
-                    "problem_count": len(problem_rows),
-                    # Areas that yielded nothing, with what they hold (no_empty_area says it).
-                    "empty_areas": empty_areas,
-                },
-                run_id=context.run.run_id,
-            ),
-        )
-        from brain_pipeline.corpus.gc import prune_old_snapshots
-
-        prune_old_snapshots(layout, [snapshot.digest])
-        for source, reason in report.problems:
-            context.log.warning(f"{source}: {reason}")
-        metadata = to_metadata(
-            {
-                "corpus_digest": snapshot.digest,
-                "occurrences": report.occurrences,
-                "files_chunked": report.files_chunked,
-                "files_reused": report.files_reused,
-                "problem_files": len(problem_rows),
-                "dagster/row_count": report.occurrences,
-            }
-        )
-        metadata["occurrences_per_area"] = table(
-            [("area", "string"), ("occurrences", "int")],
-            [[area, per_area.get(area, 0)] for area in snapshot.areas],
-        )
-        metadata["problems"] = table(
-            [("file", "string"), ("reason", "string"), ("detail", "string")],
-            problem_rows,
-        )
-        return dg.MaterializeResult(metadata=metadata, data_version=dg.DataVersion(data_version))
+        with step_failures():
+            result = chunk_corpus(cfg, layout, snapshot, run_id=context.run.run_id, log=context.log)
+        return materialize_result(result)
 
     return knowledge_chunks
-
-
-def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
-    from brain_pipeline.corpus.assembly import assemble_store
-    from brain_pipeline.corpus.observation import load_snapshot
-
-    return assemble_store(
-        load_snapshot(layout, digest),
-        layout,
-        layout.store_file,
-        variant=cfg.ingest_limits().cache_variant,
-    )
-
-
-def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> None:
-    """Add the store's chunks to the history (seeded first from the live published store,
-    which still holds the texts an edit replaced), so a stale label can be explained."""
-    from datetime import UTC, datetime
-
-    from brain_pipeline.corpus.history import remember_store
-    from brain_pipeline.publishing.local import live_store_file
-
-    remember_store(
-        layout,
-        layout.store_file,
-        datetime.now(UTC),
-        seed_store=live_store_file(cfg.publish_root()),
-        sha256=store_sha256,
-    )
 
 
 def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
@@ -284,7 +159,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
         deps=["knowledge_chunks"],
         kinds={"python", "json"},
         code_version=STORE_CODE_VERSION,
-        automation_condition=dg.AutomationCondition.eager(),
+        automation_condition=downstream_condition(),
         owners=["team:knowledge"],
         tags={"domain": "ingest"},
         description=(
@@ -297,87 +172,12 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
     def knowledge_store(
         context: dg.AssetExecutionContext, settings: BrainSettings
     ) -> dg.MaterializeResult:
-        from brain_pipeline.state.records import read_record
-
         cfg, layout = start_step(context.instance, settings, context.run)
         with step_failures():
-            chunks = upstream_record(layout, "knowledge_chunks", "knowledge_store")
-        digest = str(chunks.inputs["corpus"])
-        inputs = {"knowledge_chunks": chunks.data_version}
-        previous = read_record(layout, "knowledge_store")
-        if previous is not None and previous.is_current_for(layout, STORE_CODE_VERSION, inputs):
-            facts = previous.facts
-            status = "unchanged"
-        else:
-            report = _assemble(cfg, layout, digest)
-            facts = {
-                "store_sha256": report.sha256,
-                "store_bytes": report.size,
-                "chunks": report.chunks,
-                "duplicates_collapsed": report.duplicates_collapsed,
-                "chunks_per_area": dict(report.chunks_per_area),
-                "corpus_digest": digest,
-                "utf16_units": report.utf16_units,
-                "preview": [
-                    [
-                        row["id"],
-                        row["area"],
-                        row["source"],
-                        str(row.get("heading", "")),
-                        str(row["content"])[:80],
-                    ]
-                    for row in report.preview
-                ],
-            }
-            status = "written" if report.written else "unchanged"
-            _remember_chunks(cfg, layout, report.sha256)
-            with step_failures():
-                recheck_input(layout, "knowledge_chunks", chunks.data_version)
-            write_record(
-                layout,
-                AssetRecord(
-                    asset="knowledge_store",
-                    data_version=report.sha256,
-                    code_version=STORE_CODE_VERSION,
-                    inputs=inputs,
-                    outputs=stamp_outputs(layout, {layout.store_file.name: report.sha256}),
-                    facts=facts,
-                    run_id=context.run.run_id,
-                ),
+            result = assemble_knowledge_store(
+                cfg, layout, run_id=context.run.run_id, log=context.log
             )
-        if not facts["chunks"]:
-            context.log.warning("the knowledge store is empty: the corpus produced no chunks")
-        per_area: dict[str, int] = facts["chunks_per_area"]
-        metadata = to_metadata(
-            {
-                "path": str(layout.store_file),
-                "status": status,
-                "chunks": facts["chunks"],
-                "dagster/row_count": facts["chunks"],
-                "duplicates_collapsed": facts["duplicates_collapsed"],
-                "store_bytes": facts["store_bytes"],
-                "store_sha256": facts["store_sha256"],
-                "corpus_digest": digest,
-            }
-        )
-        metadata["chunks_per_area"] = table(
-            [("area", "string"), ("chunks", "int")], [[a, n] for a, n in per_area.items()]
-        )
-        for area, count in per_area.items():
-            metadata[f"chunks.{area}"] = dg.MetadataValue.int(count)
-        metadata["preview"] = table(
-            [
-                ("id", "string"),
-                ("area", "string"),
-                ("source", "string"),
-                ("heading", "string"),
-                ("content", "string"),
-            ],
-            list(facts.get("preview") or []),
-        )
-        return dg.MaterializeResult(
-            metadata=metadata, data_version=dg.DataVersion(str(facts["store_sha256"]))
-        )
+        return materialize_result(result)
 
     return knowledge_store
 

@@ -9,37 +9,20 @@ from collections.abc import Iterator
 import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
-from brain_pipeline.lib.steps import start_step, step_failures, to_metadata
+from brain_pipeline.lib.conditions import publish_condition
+from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
 from brain_pipeline.steps.publish import (
     PUBLISH_CODE_VERSION,
-    Publication,
     publish_to_agent,
     publish_to_s3,
 )
 
-PUBLISH_CONDITION = (
-    dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed()
-)
+PUBLISH_CONDITION = publish_condition()
 
 
 class PublishConfig(dg.Config):
     force: bool = False
     """Publish even though no passing evaluation of this data is recorded (logged)."""
-
-
-def _result(publication: Publication) -> dg.MaterializeResult:
-    metadata = to_metadata(publication.facts)
-    if publication.evaluated_in_run:
-        metadata["evaluated_in_run"] = dg.MetadataValue.dagster_run(publication.evaluated_in_run)
-    if publication.live_since_run:
-        metadata["live_since_run"] = dg.MetadataValue.dagster_run(publication.live_since_run)
-    if publication.manifest_markdown:
-        metadata["manifest"] = dg.MetadataValue.md(publication.manifest_markdown)
-    for name, value in publication.details.items():
-        metadata[name] = dg.MetadataValue.json(value)
-    return dg.MaterializeResult(
-        metadata=metadata, data_version=dg.DataVersion(publication.data_version)
-    )
 
 
 @dg.asset(
@@ -65,7 +48,7 @@ def published_local(
         publication = publish_to_agent(
             cfg, layout, force=config.force, run_id=context.run.run_id, log=context.log
         )
-    return _result(publication)
+    return materialize_result(publication)
 
 
 @dg.asset(
@@ -103,7 +86,7 @@ def published_s3(
             upload=s3_publisher.publish,
         )
     if publication is not None:
-        yield _result(publication)
+        yield materialize_result(publication)
 
 
 @dg.definitions

@@ -14,7 +14,6 @@ at a token budget so long texts cannot blow up memory.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from importlib import metadata
@@ -31,6 +30,7 @@ from brain_pipeline.embedding.protocol import (
     RowsDone,
     unit_rows,
 )
+from brain_pipeline.utils.digest import sha256_hex
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 LOCAL_DIMENSION = 384
@@ -54,7 +54,7 @@ def _installed_file(distribution: str, relative: str) -> Path:
 
 
 def _verified(path: Path, expected_sha256: str) -> Path:
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = sha256_hex(path.read_bytes())
     if digest != expected_sha256:
         raise LocalModelUnavailable(
             f"{path.name} has sha256 {digest}, expected {expected_sha256}; refusing to use it"

@@ -13,7 +13,6 @@ counted, stable order by score, ties in store order).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import shutil
 import zipfile
@@ -27,6 +26,7 @@ from brain_pipeline.corpus.store_reader import IdLookup, StoreView
 from brain_pipeline.evaluation.legacy import legacy_terms
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.digest import sha256_hex
 
 LEGACY_CACHE_VERSION = 1
 _BATCH = 65_536
@@ -45,7 +45,7 @@ class LegacyMatches:
         self.view = view
         self.terms = list(dict.fromkeys(terms))
         self._column = {term: i for i, term in enumerate(self.terms)}
-        digest = hashlib.sha256("\n".join(self.terms).encode("utf-8")).hexdigest()[:24]
+        digest = sha256_hex("\n".join(self.terms).encode("utf-8"))[:24]
         self.directory = (
             layout.bm25_dir / f"legacy-v{LEGACY_CACHE_VERSION}-{digest}" if layout else None
         )
@@ -135,7 +135,7 @@ class LegacyMatches:
         unique, first = np.unique(ids, return_index=True)
         buffer = io.BytesIO()
         np.savez(buffer, ids=unique, matches=matches[first])
-        name = f"seg-{hashlib.sha256(unique.tobytes()).hexdigest()[:24]}.npz"
+        name = f"seg-{sha256_hex(unique.tobytes())[:24]}.npz"
         try:
             atomic_write_bytes(self.directory / name, buffer.getvalue())
             _prune(self.directory)

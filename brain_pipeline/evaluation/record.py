@@ -17,7 +17,6 @@ not re-hashed on every check.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
@@ -28,7 +27,9 @@ from typing import Any
 from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
-from brain_pipeline.utils.atomic import atomic_write_bytes, file_sha256
+from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.digest import file_sha256, value_digest
 
 EVALUATION_VERSION = 2
 """Bump when evaluation semantics change (metrics, judging, report): old records expire.
@@ -65,16 +66,24 @@ class EvalInputs:
 
     def key(self) -> str:
         """The record key: sha256 over the canonical JSON of the inputs."""
-        canonical = json.dumps(asdict(self), sort_keys=True, separators=(",", ":"), default=str)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return value_digest(asdict(self))
 
 
 def _read(layout: StateLayout) -> dict[str, Any]:
     empty: dict[str, Any] = {"format": _FORMAT, "records": [], "digests": {}}
-    try:
-        data = json.loads(layout.eval_record.read_bytes())
-    except (FileNotFoundError, ValueError):
-        return empty
+
+    def load() -> Any:
+        try:
+            return json.loads(layout.eval_record.read_bytes())
+        except FileNotFoundError:
+            return empty
+
+    data = healed(
+        layout.eval_record,
+        load,
+        what="evaluation record",
+        consequence="the evaluation runs again (nothing is reused, nothing published on it)",
+    )
     if not isinstance(data, dict) or data.get("format") != _FORMAT:
         return empty  # an older layout (one bare record) is simply not reused
     if not isinstance(data.get("records"), list) or not isinstance(data.get("digests"), dict):

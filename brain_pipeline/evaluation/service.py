@@ -7,7 +7,6 @@ is evaluated against the fixture.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
+from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
     from brain_pipeline.embedding.protocol import Embedder
@@ -440,7 +440,7 @@ def _inputs(
     return eval_record.EvalInputs(
         store_sha256=store_sha256,
         embeddings_sha256=eval_record.known_sha256(layout, embeddings_file),
-        fixture_sha256=hashlib.sha256(fixture_bytes).hexdigest(),
+        fixture_sha256=sha256_hex(fixture_bytes),
         thresholds={n: _plain(b) for n, b in sorted(_applied_thresholds(cfg).items())},
         provider=provider,
         model=cfg.effective_model() or None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +14,8 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.provenance import StepFailure
-from brain_pipeline.steps.report import Markdown, RunLink, Table
+from brain_pipeline.steps.report import CheckVerdict, Markdown, RunLink, StepResult, Table
+from brain_pipeline.utils.damage import log as _damage_log
 
 # Run storage key-value entry naming the build directory this instance serves.
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
@@ -101,14 +104,7 @@ def step_failures() -> Iterator[None]:
     try:
         yield
     except StepFailure as exc:
-        raise dg.Failure(description=str(exc)) from None
-
-
-def store_chunks(layout: StateLayout) -> Any:
-    """The build's chunks through the one fast store reader (memoised per process)."""
-    from brain_pipeline.corpus.store_reader import open_store_view
-
-    return open_store_view(layout.store_file, layout).all_chunks()
+        raise dg.Failure(description=str(exc), metadata=to_metadata(exc.metadata)) from None
 
 
 def to_metadata(values: dict[str, Any]) -> dict[str, Any]:
@@ -155,3 +151,52 @@ def table(
     names = [name for name, _ in columns]
     records = [dg.TableRecord(dict(zip(names, row, strict=True))) for row in rows[:limit]]
     return dg.MetadataValue.table(records, schema=schema)
+
+
+def materialize_result(result: StepResult) -> dg.MaterializeResult:
+    return dg.MaterializeResult(
+        metadata=to_metadata(result.metadata), data_version=dg.DataVersion(result.data_version)
+    )
+
+
+def latest_corpus_observation(instance: dg.DagsterInstance) -> tuple[str | None, str | None]:
+    """(digest, run id) of the newest observation of `corpus` (any run or sensor)."""
+    record = instance.get_latest_data_version_record(CORPUS, is_source=True)
+    if record is None:
+        return None, None
+    # An observation carries its data version in Dagster's documented tag.
+    tags = record.event_log_entry.tags or {}
+    return tags.get(DATA_VERSION_TAG), record.run_id
+
+
+def check_result(verdict: CheckVerdict) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        passed=verdict.passed,
+        severity=dg.AssetCheckSeverity[verdict.severity],
+        description=verdict.description,
+        metadata=to_metadata(verdict.metadata),
+    )
+class _DamageToRunLog(logging.Handler):
+    """The core's damage WARN lines (`brain_pipeline.utils.damage`) in the current step's
+    run log; outside a step, on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        try:
+            context = dg.OpExecutionContext.get()
+        except Exception:
+            context = None
+        if context is not None:
+            context.log.warning(message)
+        else:
+            print(f"brain-pipeline: warning: {message}", file=sys.stderr)
+
+
+def _forward_damage_reports() -> None:
+    logger = logging.getLogger(_damage_log.name)
+    if not any(isinstance(h, _DamageToRunLog) for h in logger.handlers):
+        logger.addHandler(_DamageToRunLog(level=logging.WARNING))
+        logger.propagate = True
+
+
+_forward_damage_reports()

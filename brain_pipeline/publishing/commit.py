@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import re
@@ -45,7 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from brain_pipeline.utils.atomic import atomic_write_bytes, file_sha256
+from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.digest import file_sha256, sha256_hex
 
 PUBLISH_STATE_DIRNAME = ".brain-publish"
 INTENT_FILENAME = "intent.json"
@@ -287,7 +287,7 @@ def _stage(
                     change.filename,
                     "replace",
                     size=len(change.data),
-                    sha256=hashlib.sha256(change.data).hexdigest(),
+                    sha256=sha256_hex(change.data),
                     inode=inode,
                     staged=_relative(root, staged),
                     backup=None if backup is None else _relative(root, backup),

@@ -13,7 +13,6 @@ then truthfully says when these bytes went live) instead of counting as a change
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from brain_pipeline.retrieval.vectors import (
     NotAnEmbeddingStore,
     decode_embeddings,
 )
+from brain_pipeline.utils.digest import sha256_hex
 
 MANIFEST_FILENAME = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -200,10 +200,6 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _fmt(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def utc_now_iso() -> str:

@@ -11,7 +11,6 @@ moved under it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -21,14 +20,15 @@ from typing import Any
 
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.digest import value_digest
 
 RECORD_FORMAT = 1
 
 
 def digest_of(value: Any) -> str:
-    """A stable short digest of any JSON-able value (sorted keys)."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    """A stable short digest of any JSON-able value: data and code versions."""
+    return value_digest(value)[:16]
 
 
 @dataclass(frozen=True)
@@ -114,12 +114,16 @@ def record_path(layout: StateLayout, asset: str) -> Path:
 
 def read_record(layout: StateLayout, asset: str) -> AssetRecord | None:
     """The asset's record, or None when it never ran here (or the record is unreadable)."""
-    try:
-        return AssetRecord.from_json(record_path(layout, asset).read_bytes())
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError):
-        return None  # a torn or foreign file is treated as "never ran": the step redoes it
+    path = record_path(layout, asset)
+
+    def load() -> AssetRecord | None:
+        try:
+            return AssetRecord.from_json(path.read_bytes())
+        except FileNotFoundError:
+            return None
+
+    # A torn or foreign file is treated as "never ran": the step redoes it.
+    return healed(path, load, what=f"record of {asset}", consequence="the step runs again")
 
 
 def write_record(layout: StateLayout, record: AssetRecord) -> None:

@@ -7,23 +7,11 @@ eval`; this module only decides the verdict's severity and lays out what the che
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.steps.report import Markdown, Table
-
-
-@dataclass
-class CheckVerdict:
-    passed: bool
-    severity: Literal["ERROR", "WARN"]
-    description: str
-    metadata: dict[str, Any]
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    """To log, in this order, last: what a person reads at the end of the run page."""
+from brain_pipeline.steps.report import CheckVerdict, Markdown, Table
 
 
 def evaluate_for_check(cfg: BrainConfig, run_id: str) -> CheckVerdict:

@@ -9,14 +9,22 @@ the Dagster layer shows it as the step's failure description, the CLI as its one
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, read_record
 
 
 class StepFailure(RuntimeError):
-    """A step refused or could not finish; the message says why and what to do."""
+    """A step refused or could not finish; the message says why and what to do.
+
+    `metadata` (plain values) is what the failed step still has to show, e.g. how many
+    texts an interrupted embedding build saved.
+    """
+
+    def __init__(self, message: str, metadata: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.metadata = dict(metadata or {})
 
 
 class StepLog(Protocol):

@@ -11,13 +11,14 @@ fresh instance and cannot read another build's result.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, FileStamp, read_record, write_record
 from brain_pipeline.steps.provenance import StepFailure, StepLog
+from brain_pipeline.steps.report import Markdown, RunLink, StepResult
 
 PUBLISH_CODE_VERSION = "publish-1"
 
@@ -33,19 +34,6 @@ class BuildArtifacts:
     corpus_digest: str | None
     store_sha256: str
     """From the store view's index: known without hashing the bytes again."""
-
-
-@dataclass
-class Publication:
-    """What a publish step reports: plain facts, the version, and links for the UI."""
-
-    facts: dict[str, Any]
-    data_version: str
-    evaluated_in_run: str | None = None
-    live_since_run: str | None = None
-    manifest_markdown: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-    """JSON-shaped details (targets or objects) shown as JSON metadata."""
 
 
 def recover(cfg: BrainConfig, log: StepLog) -> None:
@@ -226,7 +214,7 @@ def _record_publication(
 
 def publish_to_agent(
     cfg: BrainConfig, layout: StateLayout, *, force: bool, run_id: str, log: StepLog
-) -> Publication:
+) -> StepResult:
     """Publish the evaluated build to the agent's storage folders (or find it live)."""
     from brain_pipeline.publishing.commit import PublicationError
     from brain_pipeline.publishing.local import publish_local
@@ -248,7 +236,7 @@ def publish_to_agent(
 
         if load_baseline(layout).baseline is None:
             _record_baseline(cfg, evaluation, log)
-        return Publication({**previous.facts, "status": "unchanged"}, previous.data_version)
+        return StepResult(previous.data_version, {**previous.facts, "status": "unchanged"})
     artifacts = gate(cfg, layout, force, evaluation, log)
     try:
         report = publish_local(
@@ -265,25 +253,25 @@ def publish_to_agent(
     version = publish_version(report.manifest)
     _record_publication(cfg, layout, inputs, version, report, run_id)
     _record_baseline(cfg, evaluation, log)
-    return Publication(
-        facts={
-            "status": "updated" if report.changed else "unchanged",
-            "publish_root": str(cfg.publish_root()),
-            "embeddings_published": report.embeddings_published,
-            "embeddings_note": report.embeddings_note or "",
-            "chunk_count": report.manifest.chunk_count,
-            "dagster/row_count": report.manifest.chunk_count,
-            "store_sha256": report.manifest.store.sha256,
-            "corpus_digest": report.manifest.corpus_fingerprint,
-        },
-        data_version=version,
-        # The run whose check passed these bytes, and the run that made the manifest now
-        # live (an earlier one when this publish changed nothing).
-        evaluated_in_run=artifacts.evaluation_run_id,
-        live_since_run=report.manifest.run_id,
-        manifest_markdown=report.manifest.to_markdown(),
-        details={"targets": report.to_metadata()["targets"]},
-    )
+    metadata: dict[str, Any] = {
+        "status": "updated" if report.changed else "unchanged",
+        "publish_root": str(cfg.publish_root()),
+        "embeddings_published": report.embeddings_published,
+        "embeddings_note": report.embeddings_note or "",
+        "chunk_count": report.manifest.chunk_count,
+        "dagster/row_count": report.manifest.chunk_count,
+        "store_sha256": report.manifest.store.sha256,
+        "corpus_digest": report.manifest.corpus_fingerprint,
+    }
+    # The run whose check passed these bytes, and the run that made the manifest now live
+    # (an earlier one when this publish changed nothing).
+    if artifacts.evaluation_run_id:
+        metadata["evaluated_in_run"] = RunLink(artifacts.evaluation_run_id)
+    if report.manifest.run_id:
+        metadata["live_since_run"] = RunLink(report.manifest.run_id)
+    metadata["manifest"] = Markdown(report.manifest.to_markdown())
+    metadata["targets"] = report.to_metadata()["targets"]
+    return StepResult(version, metadata)
 
 
 Upload = Callable[[BrainConfig, bytes, "bytes | None", Any], Any]
@@ -298,7 +286,7 @@ def publish_to_s3(
     run_id: str,
     log: StepLog,
     upload: Upload,
-) -> Publication | None:
+) -> StepResult | None:
     """Upload the evaluated build to S3; None when no bucket is configured."""
     from brain_pipeline.publishing.s3 import PublishError
 
@@ -318,8 +306,12 @@ def publish_to_s3(
         raise StepFailure(f"S3 publish failed: {exc}") from None
     for line in report.summary().splitlines():
         log.info(line)
-    return Publication(
-        facts={"status": report.status, "bucket": s3.bucket, "prefix": s3.prefix},
-        data_version=publish_version(manifest),
-        details={"objects": report.to_metadata()["objects"]},
+    return StepResult(
+        publish_version(manifest),
+        {
+            "status": report.status,
+            "bucket": s3.bucket,
+            "prefix": s3.prefix,
+            "objects": report.to_metadata()["objects"],
+        },
     )

@@ -9,7 +9,7 @@ schema). `lib.steps.to_metadata` is the one converter.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -30,3 +30,24 @@ class RunLink:
     """The Dagster run with this id (e.g. the run whose check passed these bytes)."""
 
     run_id: str
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """A materialisation: its data version and what it shows."""
+
+    data_version: str
+    metadata: dict[str, Any]
+
+
+@dataclass
+class CheckVerdict:
+    """An asset check's outcome: pass or fail, how badly, why, and what it shows."""
+
+    passed: bool
+    severity: Literal["ERROR", "WARN"]
+    description: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """To log, in this order, last: what a person reads at the end of the run page."""

@@ -8,7 +8,6 @@ never leave a torn file behind.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import tempfile
@@ -80,16 +79,6 @@ def atomic_directory(path: Path | str, complete_when: str) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-
-
-def file_sha256(path: Path | str, block: int = 1 << 20) -> str:
-    """sha256 of a file read in pieces: stores and vectors can be hundreds of MB, and
-    reading them whole just to hash them would double the memory of the step."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while piece := handle.read(block):
-            digest.update(piece)
-    return digest.hexdigest()
 
 
 def atomic_write_bytes(path: Path | str, data: bytes) -> None:

@@ -8,6 +8,15 @@ from datetime import UTC, datetime
 import dagster as dg
 
 from brain_pipeline.definitions import build_definitions
+from brain_pipeline.lib.conditions import (
+    CORPUS_VERSION_TAG,
+    TRIGGER_TAG,
+    UNCONSUMED_LABEL,
+    consumed_corpus_version,
+    true_labels,
+)
+from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
+from brain_pipeline.lib.steps import latest_corpus_observation
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus, observe_with_sensor
 
 MATERIALIZED = ["knowledge_chunks", "knowledge_store", "embeddings", "published_local"]
@@ -76,7 +85,6 @@ def test_sensor_records_observations_only_when_a_digest_changes(tiny_project: Pr
     defs = _defs(tiny_project)
     instance = tiny_project.instance
     first = _tick(defs, instance, None)
-    assert not first.run_requests
     assert set(_observed(first)) == {"corpus", "eval_fixture"}
     # The cursor holds two digests, never per-file state.
     assert first.cursor is not None and len(first.cursor) < 200
@@ -90,10 +98,37 @@ def test_sensor_records_observations_only_when_a_digest_changes(tiny_project: Pr
     changed = _tick(defs, instance, quiet.cursor)
     assert set(_observed(changed)) == {"corpus"}
     assert _observed(changed)["corpus"] != _observed(first)["corpus"]
-    assert not changed.run_requests  # the automation sensor launches runs, not this one
+    # The observation records the versions before and after, for the tick and the UI.
+    (event,) = changed.asset_events or []
+    assert isinstance(event, dg.AssetObservation)
+    assert event.metadata["data_version"].value == _observed(changed)["corpus"]
+    assert event.metadata["previous_data_version"].value == _observed(first)["corpus"]
 
     after = _tick(defs, instance, changed.cursor)
     assert not after.asset_events
+
+
+def test_a_changed_tick_requests_the_rebuild_it_names(tiny_project: Project) -> None:
+    """The tick that saw a new corpus version launches the run (so Dagster records it as a
+    SUCCESS with its run, not SKIPPED), tagged with the trigger and the version."""
+    assert tiny_project.materialize().success
+    defs = _defs(tiny_project)
+    baseline = _tick(defs, tiny_project.instance, None)
+    # Nothing new for the chunks: the first tick records the versions, requests nothing,
+    # and says so instead of Dagster's "empty result".
+    assert not baseline.run_requests
+    assert baseline.skip_reason is not None
+    assert "nothing to rebuild" in str(baseline.skip_reason.skip_message)
+
+    edit_corpus(tiny_project)
+    changed = _tick(defs, tiny_project.instance, baseline.cursor)
+    (request,) = changed.run_requests or []
+    assert changed.skip_reason is None
+    assert request.asset_selection is not None
+    assert {k.to_user_string() for k in request.asset_selection} >= set(MATERIALIZED)
+    assert request.tags[CORPUS_VERSION_TAG] == _observed(changed)["corpus"]
+    assert request.tags[TRIGGER_TAG].startswith("corpus_observation_sensor")
+    assert request.tags[BUILD_DIR_TAG] == build_dir_tag_value(tiny_project.build)
 
 
 def test_sensor_ignores_touches_and_files_the_pipeline_does_not_read(
@@ -127,6 +162,75 @@ def test_a_corpus_change_makes_automation_rebuild_and_publish(tiny_project: Proj
 
 def _requested(result: dg.EvaluateAutomationConditionsResult) -> set[str]:
     return {key for key in MATERIALIZED if result.get_num_requested(dg.AssetKey(key))}
+
+
+def test_an_observation_in_the_same_evaluation_as_a_materialisation_is_rebuilt(
+    tiny_project: Project,
+) -> None:
+    """Issue 20: the previous run's materialisation of knowledge_chunks and the observation
+    of an edit land between the same two evaluations. eager() counts the edit as handled
+    by that materialisation (its reset wins over the dependency update) and requests
+    nothing; the edit must still be rebuilt."""
+    defs = _defs(tiny_project)
+    instance = tiny_project.instance
+    assert tiny_project.materialize().success
+    quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    assert quiet.total_requested == 0
+
+    assert tiny_project.materialize().success  # the previous run, read the old corpus
+    edit_corpus(tiny_project)
+    observe_with_sensor(tiny_project)  # the edit, observed before the next evaluation
+    observed, _ = latest_corpus_observation(instance)
+    assert observed is not None and observed != consumed_corpus_version(instance)
+
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=quiet.cursor)
+    assert _requested(result) == set(MATERIALIZED)
+    (chunks,) = [r for r in result.results if r.key == dg.AssetKey("knowledge_chunks")]
+    assert UNCONSUMED_LABEL in true_labels(chunks.serializable_evaluation)
+
+    # Once a run has read the new version, nothing is requested again.
+    assert tiny_project.materialize().success
+    assert consumed_corpus_version(instance) == observed
+    settled = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=result.cursor)
+    assert settled.total_requested == 0
+
+
+def test_an_observation_during_a_run_is_rebuilt_after_it(tiny_project: Project) -> None:
+    """The edit is observed, and evaluated, while the chunks are being built (in progress,
+    so nothing is requested); that run had read the old corpus. The evaluation after the
+    run sees its materialisation (eager's reset) and must still request the rebuild."""
+    defs = _defs(tiny_project)
+    instance = tiny_project.instance
+    assert tiny_project.materialize().success
+    quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    edit_corpus(tiny_project)
+    observe_with_sensor(tiny_project)
+    during = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=quiet.cursor)
+    assert _requested(during) == set(MATERIALIZED)  # requested here; say the run read v1:
+    notes = tiny_project.corpus / "alpha" / "notes.md"
+    edited = notes.read_text()
+    notes.write_text(edited.replace("Route tables", "Route-tables"))  # what the run read
+    assert tiny_project.materialize("knowledge_chunks+").success
+    notes.write_text(edited)  # back to the observed version, which no run has read
+    observe_with_sensor(tiny_project)
+    after = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=during.cursor)
+    assert "knowledge_chunks" in _requested(after)
+
+
+def test_a_failed_chunk_run_is_not_relaunched_every_evaluation(tiny_project: Project) -> None:
+    defs = _defs(tiny_project)
+    instance = tiny_project.instance
+    assert tiny_project.materialize().success
+    quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    edit_corpus(tiny_project)
+    observe_with_sensor(tiny_project)
+    tiny_project.write_config(**{"corpus.path": str(tiny_project.root / "gone")})
+    assert not tiny_project.materialize("knowledge_chunks").success
+    tiny_project.write_config()
+    first = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=quiet.cursor)
+    assert "knowledge_chunks" in _requested(first)  # eager, on the observation
+    second = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+    assert "knowledge_chunks" not in _requested(second)
 
 
 def test_publishing_waits_for_the_blocking_check(tiny_project: Project) -> None:

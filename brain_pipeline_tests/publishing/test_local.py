@@ -12,7 +12,8 @@ from brain_pipeline.publishing.local import (
     inspect_publication,
     publish_local,
 )
-from brain_pipeline.publishing.manifest import PublishManifest, build_manifest, sha256_hex
+from brain_pipeline.publishing.manifest import PublishManifest, build_manifest
+from brain_pipeline.utils.digest import sha256_hex
 from brain_pipeline_tests.publishing.conftest import AGENT_MODEL, SampleBuild, make_build
 
 STORE = "knowledge-store.json"

@@ -10,13 +10,14 @@ from typing import Any
 import boto3
 import pytest
 
-from brain_pipeline.publishing.manifest import PublishManifest, build_manifest, sha256_hex
+from brain_pipeline.publishing.manifest import PublishManifest, build_manifest
 from brain_pipeline.publishing.s3 import (
     PublishError,
     S3PublishReport,
     content_key,
     publish_s3,
 )
+from brain_pipeline.utils.digest import sha256_hex
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.publishing.conftest import (
     AGENT_MODEL,

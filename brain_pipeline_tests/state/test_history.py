@@ -116,14 +116,22 @@ def test_seed_from_a_published_store(layout: StateLayout, tmp_path: Path) -> Non
     assert entry is not None and entry.first_seen == "2026-03-01T12:00:00Z"
 
 
-def test_naive_times_and_foreign_files_are_refused(layout: StateLayout) -> None:
+def test_naive_times_are_refused_and_a_foreign_file_is_set_aside(
+    layout: StateLayout, caplog: pytest.LogCaptureFixture
+) -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         history.record_store(layout, _store(), datetime(2026, 3, 1))
     target = history.history_file(layout)
     target.parent.mkdir(parents=True)
-    target.write_bytes(b"not a database at all" * 100)
-    with pytest.raises(history.HistoryError, match="unreadable chunk history"):
-        history.lookup(layout, _store()[0].id)
+    foreign = b"not a database at all" * 100
+    target.write_bytes(foreign)
+    with caplog.at_level("WARNING", logger="brain_pipeline.damage"):
+        assert history.lookup(layout, _store()[0].id) is None  # a new, empty history
+    aside = target.with_name(target.name + ".damaged")
+    assert aside.read_bytes() == foreign
+    assert history.is_empty(layout)
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "brain_pipeline.damage"]
+    assert str(target) in line and "seeded from the live published store" in line
 
 
 def test_recording_through_a_store_view_decodes_only_new_chunks(

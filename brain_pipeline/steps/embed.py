@@ -1,0 +1,141 @@
+"""The embedding step: bring embeddings.bin up to date with the store, incrementally.
+
+Vectors are reused by chunk id, orphans pruned, progress checkpointed after every batch;
+an interrupted build keeps what it finished and the next run resumes from it. With the
+provider `none` nothing is embedded, but vectors that still match live chunks are kept.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import (
+    AssetRecord,
+    digest_of,
+    read_record,
+    stamp_outputs,
+    write_record,
+)
+from brain_pipeline.steps.provenance import StepFailure, StepLog, recheck_input, upstream_record
+from brain_pipeline.steps.report import StepResult
+from brain_pipeline.utils.digest import file_sha256
+
+EMBEDDINGS_CODE_VERSION = "embeddings-1"
+MIN_RATE_SAMPLE = 200
+REMOTE_ONLY = ("requests", "rate_limited", "retries", "waited_seconds")
+
+MakeEmbedder = Callable[[BrainConfig], Any]
+"""cfg -> the document embedder, or None for the provider `none` (the resource's)."""
+
+
+def embedding_shape(cfg: BrainConfig) -> dict[str, Any]:
+    """What decides the vectors' bytes: provider, model and dimension."""
+    provider = cfg.effective_provider()
+    dimension = cfg.embedding.dimension if provider == "gemini" else None
+    return {"provider": provider, "model": cfg.effective_model(), "dimension": dimension}
+
+
+def embeddings_code_version(cfg: BrainConfig) -> str:
+    return f"{EMBEDDINGS_CODE_VERSION}-{digest_of(embedding_shape(cfg))[:8]}"
+
+
+def _build(
+    cfg: BrainConfig, layout: StateLayout, embedder: Any, log: StepLog
+) -> tuple[dict[str, Any], bool]:
+    """Bring embeddings.bin up to date; (facts, whether any vector exists)."""
+    from brain_pipeline.corpus.store_reader import open_store_view
+    from brain_pipeline.embedding.builder import (
+        EmbeddingBuildInterrupted,
+        build_embeddings,
+        prune_embedding_ids,
+    )
+    from brain_pipeline.embedding.progress import ThrottledProgress, progress_line
+
+    out = layout.embeddings_file
+    view = open_store_view(layout.store_file, layout)
+    if embedder is None:
+        # provider "none": embed nothing, but keep the vectors that still match live chunks
+        # (finished work is never thrown away) and drop the orphans. Ids suffice.
+        pruned = prune_embedding_ids(view.ids, out, log=log.info)
+        log.info("embedding provider is 'none': nothing embedded")
+        facts: dict[str, Any] = {"provider": "none", "chunks": len(view.ids)}
+        if pruned is None:
+            facts["coverage"] = 0.0
+        else:
+            facts.update(pruned.as_metadata())
+        return facts, pruned is not None
+
+    started = time.monotonic()
+    progress = ThrottledProgress(
+        lambda done, total: log.info(progress_line(done, total, time.monotonic() - started))
+    )
+    try:
+        report = build_embeddings(
+            view.all_chunks(), out, embedder, progress=progress, log=log.info
+        )
+    except EmbeddingBuildInterrupted as exc:
+        # The checkpoint beside the file keeps every finished batch; the next run resumes.
+        raise StepFailure(
+            f"embedding stopped: {exc}", metadata=dict(exc.report.as_metadata())
+        ) from None
+    facts = dict(report.as_metadata())
+    facts["provider"] = cfg.effective_provider()
+    return facts, True
+
+
+def _plotted(facts: dict[str, Any]) -> dict[str, Any]:
+    """The figures worth a plot: no always-zero remote counters on a local or reused
+    build, and a rate only when enough texts were embedded for it to mean something."""
+    shown = dict(facts)
+    if shown.get("provider") != "gemini" or not shown.get("embedded"):
+        for key in REMOTE_ONLY:
+            shown.pop(key, None)
+    if int(shown.get("embedded") or 0) < MIN_RATE_SAMPLE:
+        shown.pop("texts_per_minute", None)
+    return shown
+
+
+def embed_store(
+    cfg: BrainConfig,
+    layout: StateLayout,
+    *,
+    make_embedder: MakeEmbedder,
+    run_id: str,
+    log: StepLog,
+) -> StepResult:
+    """embeddings.bin for the store (or the record saying it is current)."""
+    store = upstream_record(layout, "knowledge_store", "embeddings")
+    inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}
+    code_version = embeddings_code_version(cfg)
+    previous = read_record(layout, "embeddings")
+    if previous is not None and previous.is_current_for(layout, code_version, inputs):
+        keep = ("provider", "model", "dimension", "chunks", "coverage", "missing")
+        facts = {k: previous.facts[k] for k in keep if k in previous.facts}
+        facts.update(status="unchanged", embedded=0, reused=facts.get("chunks", 0))
+        data_version = previous.data_version
+    else:
+        facts, exists = _build(cfg, layout, make_embedder(cfg), log)
+        sha = file_sha256(layout.embeddings_file) if exists else None
+        data_version = sha or f"absent-{store.data_version[:16]}"
+        recheck_input(layout, "knowledge_store", store.data_version)
+        write_record(
+            layout,
+            AssetRecord(
+                asset="embeddings",
+                data_version=data_version,
+                code_version=code_version,
+                inputs=inputs,
+                outputs=stamp_outputs(layout, {layout.embeddings_file.name: sha}) if sha else {},
+                facts=facts,
+                run_id=run_id,
+            ),
+        )
+        facts = dict(facts, status="built")
+    metadata = _plotted(facts)
+    metadata["provider_used"] = str(facts.get("provider", cfg.effective_provider()))
+    metadata["embeddings_sha256"] = data_version
+    return StepResult(data_version, metadata)

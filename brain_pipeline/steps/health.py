@@ -1,0 +1,169 @@
+"""Checks a person should look at: WARN unless the agent would break.
+
+They read the build directory's records (no re-computation) and never block, except
+`fits_agent_string_limit`: a store the agent's Node.js loader cannot read must not go
+out, so past the limit it fails with ERROR severity and blocks everything downstream.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.corpus.agent_limits import size_verdict
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import AssetRecord, read_record
+from brain_pipeline.steps.report import CheckVerdict, Table
+
+FRESHNESS_MARGIN = timedelta(hours=2)
+
+
+def _record(cfg: BrainConfig, asset: str) -> AssetRecord | None:
+    return read_record(StateLayout.of(cfg.build_dir), asset)
+
+
+def _warn(description: str, metadata: dict[str, Any] | None = None) -> CheckVerdict:
+    return CheckVerdict(False, "WARN", description, dict(metadata or {}))
+
+
+def _missing(asset: str) -> CheckVerdict:
+    return _warn(f"{asset} has no record in the build directory yet")
+
+
+def corpus_problems(cfg: BrainConfig) -> CheckVerdict:
+    record = _record(cfg, "knowledge_chunks")
+    if record is None:
+        return _missing("knowledge_chunks")
+    rows: list[list[Any]] = list(record.facts.get("problems") or [])
+    count = int(record.facts.get("problem_count", len(rows)))
+    return CheckVerdict(
+        count == 0,
+        "WARN",
+        "no problem files" if not count else f"{count} file(s) need a look",
+        {
+            "problem_files": count,
+            "files": Table([("file", "string"), ("reason", "string"), ("detail", "string")], rows),
+        },
+    )
+
+
+def no_empty_area(cfg: BrainConfig) -> CheckVerdict:
+    record = _record(cfg, "knowledge_store")
+    if record is None:
+        return _missing("knowledge_store")
+    per_area: dict[str, int] = dict(record.facts.get("chunks_per_area") or {})
+    chunks = _record(cfg, "knowledge_chunks")
+    # An area with no ingestible file never reaches the store's per-area counts: the
+    # chunk record names it, with what it holds, so it cannot vanish silently.
+    holdings: dict[str, str] = dict((chunks.facts.get("empty_areas") if chunks else None) or {})
+    for area in holdings:
+        per_area.setdefault(area, 0)
+    empty = sorted(area for area, count in per_area.items() if not count)
+    described = [f"{a} (holds {holdings[a]})" if a in holdings else a for a in empty]
+    return CheckVerdict(
+        not empty,
+        "WARN",
+        (
+            "every area has chunks"
+            if not empty
+            else f"area(s) with nothing the ingest reads (.md, .txt, roadmap .json): "
+            f"{'; '.join(described)}"
+        ),
+        {
+            "empty_areas": len(empty),
+            "areas": Table(
+                [("area", "string"), ("chunks", "int")], [[a, n] for a, n in per_area.items()]
+            ),
+        },
+    )
+
+
+def fits_agent_string_limit(cfg: BrainConfig) -> CheckVerdict:
+    record = _record(cfg, "knowledge_store")
+    if record is None:
+        return _missing("knowledge_store")
+    verdict = size_verdict(int(record.facts.get("utf16_units", 0)))
+    return CheckVerdict(
+        verdict.level == "ok",
+        "ERROR" if verdict.level == "block" else "WARN",
+        verdict.message,
+        {
+            "utf16_units": verdict.units,
+            "limit": verdict.limit,
+            "share_of_limit": round(verdict.fraction, 4),
+        },
+    )
+
+
+def embedding_coverage(cfg: BrainConfig) -> CheckVerdict:
+    record = _record(cfg, "embeddings")
+    if record is None:
+        return _missing("embeddings")
+    coverage = float(record.facts.get("coverage", 0.0))
+    if cfg.effective_provider() == "none":
+        return CheckVerdict(
+            True,
+            "WARN",
+            f"provider 'none': vectors kept from earlier runs cover {coverage:.1f} %",
+            {"coverage_percent": coverage},
+        )
+    return CheckVerdict(
+        coverage >= 100.0,
+        "WARN",
+        f"{coverage:.2f} % of live chunks have a vector",
+        {"coverage_percent": coverage, "missing": int(record.facts.get("missing", 0))},
+    )
+
+
+def vectors_reach_agent(cfg: BrainConfig) -> CheckVerdict:
+    from brain_pipeline.publishing.local import live_manifest
+
+    manifest = live_manifest(cfg.publish_root())
+    if manifest is None:
+        return _warn("nothing is published")
+    if manifest.embeddings is not None:
+        return CheckVerdict(
+            True,
+            "WARN",
+            f"the agent gets {manifest.vectors_count} vectors from {manifest.embedding_model}",
+        )
+    return _warn(f"vectors withheld: {manifest.embeddings_note}; the agent runs lexical only")
+
+
+def freshness_allowance(cfg: BrainConfig, now: datetime) -> timedelta:
+    """How old a publication may be: the schedule's longest gap plus a margin."""
+    from brain_pipeline.publishing.freshness import schedule_period
+
+    return schedule_period(cfg.schedule.cron, cfg.schedule.timezone, now) + FRESHNESS_MARGIN
+
+
+def published_store_is_current(
+    cfg: BrainConfig, observed_digest: str | None, now: datetime, allowed: timedelta
+) -> CheckVerdict:
+    """The agent serves the latest observed corpus, published within the promised age."""
+    from brain_pipeline.publishing.freshness import assess
+    from brain_pipeline.publishing.local import live_manifest
+
+    manifest = live_manifest(cfg.publish_root())
+    published = manifest.corpus_fingerprint if manifest else None
+    verdict = assess(
+        published_at=manifest.published_at if manifest else None,
+        published_digest=published,
+        observed_digest=observed_digest,
+        now=now,
+        allowed_age=allowed,
+    )
+    return CheckVerdict(
+        verdict.current,
+        "WARN",
+        verdict.reason,
+        {
+            "age_hours": round(verdict.age.total_seconds() / 3600, 2) if verdict.age else -1.0,
+            "allowed_hours": round(allowed.total_seconds() / 3600, 2),
+            "digests": Table(
+                [("which", "string"), ("corpus_digest", "string")],
+                [["published", published or "—"], ["observed", observed_digest or "—"]],
+            ),
+        },
+    )

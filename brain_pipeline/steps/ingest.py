@@ -1,0 +1,244 @@
+"""The ingest steps: observe the corpus, chunk the observed snapshot, assemble the store.
+
+Nothing proportional to the corpus passes through Dagster: each step reads its upstream's
+record in the build directory (`state.records`) and writes its own; chunks come from the
+per-file chunk cache, the store is assembled from it and rewritten only when its bytes
+change.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
+from brain_pipeline.corpus.ingest import ingest_file
+from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import (
+    AssetRecord,
+    digest_of,
+    read_record,
+    stamp_outputs,
+    write_record,
+)
+from brain_pipeline.steps.provenance import StepLog, recheck_input, upstream_record
+from brain_pipeline.steps.report import StepResult, Table
+from brain_pipeline.utils.digest import file_sha256_or
+
+STORE_CODE_VERSION = "store-1"
+PROBLEM_ROWS_KEPT = 500
+
+
+def observe(cfg: BrainConfig) -> CorpusSnapshot:
+    """A fresh observation of the configured corpus (the file index makes it cheap)."""
+    return observe_corpus(
+        cfg.corpus_root(), StateLayout.of(cfg.build_dir), limits=cfg.ingest_limits()
+    )
+
+
+def fixture_version(cfg: BrainConfig) -> str:
+    """The fixture's identity: the sha256 of its bytes ('missing' when absent) — the same
+    digest the evaluation record keys its results by."""
+    return file_sha256_or(cfg.evaluation.fixture, "missing")
+
+
+def snapshot_facts(snapshot: CorpusSnapshot, build_dir: str) -> dict[str, Any]:
+    """What an observation of the corpus shows."""
+    statuses = Counter(e.status for e in snapshot.entries)
+    skipped = Counter(str(e.reason) for e in snapshot.entries if e.status == STATUS_SKIPPED)
+    return {
+        "corpus_digest": snapshot.digest,
+        "corpus_root": snapshot.root,
+        "build_dir": build_dir,
+        "areas": len(snapshot.areas),
+        "text_files": statuses.get("text", 0),
+        "roadmap_files": statuses.get("roadmap", 0),
+        "skipped": statuses.get(STATUS_SKIPPED, 0),
+        "skipped_by_reason": dict(skipped),
+    }
+
+
+def chunks_code_version(cfg: BrainConfig) -> str:
+    """Chunking code version plus the configuration that shapes chunks (junk limits)."""
+    from brain_pipeline.corpus.chunk_cache import CHUNKING_VERSION
+
+    shaping = cfg.corpus.model_dump(mode="json", exclude={"path", "candidates"})
+    return f"chunks-{CHUNKING_VERSION}-{digest_of(shaping)[:8]}"
+
+
+def chunk_corpus(
+    cfg: BrainConfig, layout: StateLayout, snapshot: CorpusSnapshot, *, run_id: str, log: StepLog
+) -> StepResult:
+    """Chunk `snapshot` through the per-file cache and record what came of it."""
+    from brain_pipeline.corpus.chunk_cache import chunk_snapshot
+    from brain_pipeline.corpus.gc import prune_old_snapshots
+
+    code_version = chunks_code_version(cfg)
+    limits = cfg.ingest_limits()
+    report = chunk_snapshot(
+        snapshot,
+        layout,
+        variant=limits.cache_variant,
+        chunker=functools.partial(ingest_file, limits=limits),
+    )
+    data_version = digest_of([snapshot.digest, code_version])
+    problem_rows = [
+        [e.source, e.reason or "", e.detail or ""] for e in report.entries if e.problem
+    ]  # one count for the asset and its check
+    per_area = dict(report.occurrences_per_area)
+    empty_areas = {
+        area: describe_holdings(e.source for e in snapshot.entries if e.area == area)
+        for area in snapshot.areas
+        if not per_area.get(area)
+    }
+    write_record(
+        layout,
+        AssetRecord(
+            asset="knowledge_chunks",
+            data_version=data_version,
+            code_version=code_version,
+            inputs={"corpus": snapshot.digest},
+            facts={
+                "occurrences": report.occurrences,
+                "problems": problem_rows[:PROBLEM_ROWS_KEPT],
+                "problem_count": len(problem_rows),
+                # Areas that yielded nothing, with what they hold (no_empty_area says it).
+                "empty_areas": empty_areas,
+            },
+            run_id=run_id,
+        ),
+    )
+    prune_old_snapshots(layout, [snapshot.digest])
+    for source, reason in report.problems:
+        log.warning(f"{source}: {reason}")
+    return StepResult(
+        data_version,
+        {
+            "corpus_digest": snapshot.digest,
+            "occurrences": report.occurrences,
+            "files_chunked": report.files_chunked,
+            "files_reused": report.files_reused,
+            "problem_files": len(problem_rows),
+            "dagster/row_count": report.occurrences,
+            "occurrences_per_area": Table(
+                [("area", "string"), ("occurrences", "int")],
+                [[area, per_area.get(area, 0)] for area in snapshot.areas],
+            ),
+            "problems": Table(
+                [("file", "string"), ("reason", "string"), ("detail", "string")], problem_rows
+            ),
+        },
+    )
+
+
+def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
+    from brain_pipeline.corpus.assembly import assemble_store
+    from brain_pipeline.corpus.observation import load_snapshot
+
+    return assemble_store(
+        load_snapshot(layout, digest),
+        layout,
+        layout.store_file,
+        variant=cfg.ingest_limits().cache_variant,
+    )
+
+
+def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> None:
+    """Add the store's chunks to the history (seeded first from the live published store,
+    which still holds the texts an edit replaced), so a stale label can be explained."""
+    from brain_pipeline.corpus.history import remember_store
+    from brain_pipeline.publishing.local import live_store_file
+
+    remember_store(
+        layout,
+        layout.store_file,
+        datetime.now(UTC),
+        seed_store=live_store_file(cfg.publish_root()),
+        sha256=store_sha256,
+    )
+
+
+def _store_facts(report: Any, digest: str) -> dict[str, Any]:
+    return {
+        "store_sha256": report.sha256,
+        "store_bytes": report.size,
+        "chunks": report.chunks,
+        "duplicates_collapsed": report.duplicates_collapsed,
+        "chunks_per_area": dict(report.chunks_per_area),
+        "corpus_digest": digest,
+        "utf16_units": report.utf16_units,
+        "preview": [
+            [
+                row["id"],
+                row["area"],
+                row["source"],
+                str(row.get("heading", "")),
+                str(row["content"])[:80],
+            ]
+            for row in report.preview
+        ],
+    }
+
+
+def assemble_knowledge_store(
+    cfg: BrainConfig, layout: StateLayout, *, run_id: str, log: StepLog
+) -> StepResult:
+    """knowledge-store.json from the chunk cache (or the record saying it is current)."""
+    chunks = upstream_record(layout, "knowledge_chunks", "knowledge_store")
+    digest = str(chunks.inputs["corpus"])
+    inputs = {"knowledge_chunks": chunks.data_version}
+    previous = read_record(layout, "knowledge_store")
+    if previous is not None and previous.is_current_for(layout, STORE_CODE_VERSION, inputs):
+        facts = previous.facts
+        status = "unchanged"
+    else:
+        report = _assemble(cfg, layout, digest)
+        facts = _store_facts(report, digest)
+        status = "written" if report.written else "unchanged"
+        _remember_chunks(cfg, layout, report.sha256)
+        recheck_input(layout, "knowledge_chunks", chunks.data_version)
+        write_record(
+            layout,
+            AssetRecord(
+                asset="knowledge_store",
+                data_version=report.sha256,
+                code_version=STORE_CODE_VERSION,
+                inputs=inputs,
+                outputs=stamp_outputs(layout, {layout.store_file.name: report.sha256}),
+                facts=facts,
+                run_id=run_id,
+            ),
+        )
+    if not facts["chunks"]:
+        log.warning("the knowledge store is empty: the corpus produced no chunks")
+    per_area: dict[str, int] = facts["chunks_per_area"]
+    metadata: dict[str, Any] = {
+        "path": str(layout.store_file),
+        "status": status,
+        "chunks": facts["chunks"],
+        "dagster/row_count": facts["chunks"],
+        "duplicates_collapsed": facts["duplicates_collapsed"],
+        "store_bytes": facts["store_bytes"],
+        "store_sha256": facts["store_sha256"],
+        "corpus_digest": digest,
+        "chunks_per_area": Table(
+            [("area", "string"), ("chunks", "int")], [[a, n] for a, n in per_area.items()]
+        ),
+    }
+    for area, count in per_area.items():
+        metadata[f"chunks.{area}"] = count
+    metadata["preview"] = Table(
+        [
+            ("id", "string"),
+            ("area", "string"),
+            ("source", "string"),
+            ("heading", "string"),
+            ("content", "string"),
+        ],
+        list(facts.get("preview") or []),
+    )
+    return StepResult(str(facts["store_sha256"]), metadata)
