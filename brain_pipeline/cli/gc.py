@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             report = collect(
                 layout,
                 variant=cfg.ingest_limits().cache_variant,
-                published_digest=manifest.corpus_fingerprint if manifest else None,
+                published_digest=manifest.corpus_digest if manifest else None,
             )
     except LockBusyError as exc:
         print(f"brain-pipeline gc: {exc}", file=sys.stderr)

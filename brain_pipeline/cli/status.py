@@ -6,7 +6,7 @@ several apply, the first in this order wins: 4, 1, 3, 5, 6, 2):
 | code | meaning                                                                     |
 |------|-----------------------------------------------------------------------------|
 | 0    | live and current: every copy matches its manifest, the corpus is unchanged  |
-|      | (or the manifest predates corpus fingerprints), and with `--s3` the bucket  |
+|      | (or the manifest predates corpus digests), and with `--s3` the bucket  |
 |      | holds the same set                                                          |
 | 1    | nothing published under the publish root                                    |
 | 2    | stale: the corpus changed (content hashes) since the live set was built     |
@@ -162,7 +162,7 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         return empty, code
     manifest = publication.manifest
     corpus = compare_corpus(
-        manifest.corpus_fingerprint,
+        manifest.corpus_digest,
         corpus_root,
         cfg.build_dir if cfg is not None else None,
         cfg.ingest_limits() if cfg is not None else None,
@@ -179,7 +179,7 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         "corpus": {
             "state": corpus.state,
             "root": str(corpus_root) if corpus_root else None,
-            "recorded": manifest.corpus_fingerprint,
+            "recorded": manifest.corpus_digest,
             "current": corpus.current,
             "detail": corpus_note if corpus_root is None and corpus_note else corpus.detail,
         },

@@ -3,7 +3,7 @@
 The manifest lets `brain-pipeline status` (and a person) tell what is live without
 re-reading the store: hashes and sizes of the artifacts, chunks per area, the embedding
 model and how many chunks it covers, the evaluation figures that let it through, and
-the corpus fingerprint it was built from.
+the corpus digest it was built from.
 
 Two fields change on every run even when nothing else does: `published_at` and
 `run_id`. They are *provenance*, not *content*: `same_content` ignores them, so a
@@ -70,7 +70,7 @@ class PublishManifest:
     vector_coverage: float = 0.0
     embeddings_note: str | None = None
     evaluation: dict[str, Any] = field(default_factory=dict)
-    corpus_fingerprint: str | None = None
+    corpus_digest: str | None = None
     run_id: str | None = None
     published_at: str = ""
     format: int = MANIFEST_FORMAT
@@ -137,7 +137,8 @@ class PublishManifest:
             vector_coverage=float(data.get("vector_coverage", 0.0)),
             embeddings_note=data.get("embeddings_note"),
             evaluation=dict(data.get("evaluation") or {}),
-            corpus_fingerprint=data.get("corpus_fingerprint"),
+            # Manifests published before the rename call it corpus_fingerprint.
+            corpus_digest=data.get("corpus_digest", data.get("corpus_fingerprint")),
             run_id=data.get("run_id"),
             published_at=str(data.get("published_at", "")),
             format=int(data.get("format", MANIFEST_FORMAT)),
@@ -181,8 +182,8 @@ class PublishManifest:
             lines += [f"| {k} | {_fmt(v)} |" for k, v in sorted(_flatten(self.evaluation).items())]
         lines += ["", "| file | bytes | sha256 |", "|---|---:|---|"]
         lines += [f"| {a.filename} | {a.size} | `{a.sha256}` |" for a in self.artifacts()]
-        if self.corpus_fingerprint:
-            lines += ["", f"**Corpus fingerprint** `{self.corpus_fingerprint}`"]
+        if self.corpus_digest:
+            lines += ["", f"**Corpus digest** `{self.corpus_digest}`"]
         return "\n".join(lines) + "\n"
 
 
@@ -212,7 +213,7 @@ def build_manifest(
     embeddings_bytes: bytes | None,
     chunks: Sequence[Chunk] | None = None,
     evaluation: Mapping[str, Any] | None = None,
-    corpus_fingerprint: str | None = None,
+    corpus_digest: str | None = None,
     run_id: str | None = None,
     *,
     published_at: str | None = None,
@@ -237,7 +238,7 @@ def build_manifest(
         chunk_count=sum(per_area.values()),
         chunks_per_area=dict(sorted(per_area.items())),
         evaluation=dict(evaluation or {}),
-        corpus_fingerprint=corpus_fingerprint,
+        corpus_digest=corpus_digest,
         run_id=run_id,
         published_at=published_at or utc_now_iso(),
     )
@@ -263,7 +264,7 @@ def build_manifest(
 class CorpusComparison:
     """Whether the corpus on disk is the one a manifest was built from.
 
-    `state` is "unchanged", "changed" or "unknown" (no recorded fingerprint, or the
+    `state` is "unchanged", "changed" or "unknown" (no recorded digest, or the
     corpus cannot be read; `detail` says which).
     """
 
@@ -278,9 +279,9 @@ def compare_corpus(
     build_dir: Path | None = None,
     limits: Any = None,
 ) -> CorpusComparison:
-    """Compare a manifest's corpus fingerprint with a fresh one of `corpus_root`."""
+    """Compare a manifest's corpus digest with a fresh one of `corpus_root`."""
     if recorded is None:
-        return CorpusComparison("unknown", detail="the manifest records no corpus fingerprint")
+        return CorpusComparison("unknown", detail="the manifest records no corpus digest")
     if corpus_root is None:
         return CorpusComparison("unknown", detail="no corpus configured")
     try:

@@ -146,7 +146,7 @@ def published_store_is_current(
     from brain_pipeline.publishing.local import live_manifest
 
     manifest = live_manifest(cfg.publish_root())
-    published = manifest.corpus_fingerprint if manifest else None
+    published = manifest.corpus_digest if manifest else None
     verdict = assess(
         published_at=manifest.published_at if manifest else None,
         published_digest=published,

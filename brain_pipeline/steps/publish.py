@@ -195,7 +195,7 @@ def _record_publication(
         "publish_root": str(cfg.publish_root()),
         "chunk_count": report.manifest.chunk_count,
         "store_sha256": report.manifest.store.sha256,
-        "corpus_digest": report.manifest.corpus_fingerprint,
+        "corpus_digest": report.manifest.corpus_digest,
         "embeddings_published": report.embeddings_published,
     }
     write_record(
@@ -261,7 +261,7 @@ def publish_to_agent(
         "chunk_count": report.manifest.chunk_count,
         "dagster/row_count": report.manifest.chunk_count,
         "store_sha256": report.manifest.store.sha256,
-        "corpus_digest": report.manifest.corpus_fingerprint,
+        "corpus_digest": report.manifest.corpus_digest,
     }
     # The run whose check passed these bytes, and the run that made the manifest now live
     # (an earlier one when this publish changed nothing).

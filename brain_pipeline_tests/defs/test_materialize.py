@@ -75,7 +75,7 @@ def test_graph_publishes_what_passed(tiny_project: Project) -> None:
         manifest = json.loads((target / "manifest.json").read_text())
         assert manifest["chunk_count"] == len(parse_store(build_bytes))
         # The digest of the corpus the store was built from, as status recomputes it.
-        assert manifest["corpus_fingerprint"] == corpus_digest(tiny_project.corpus)
+        assert manifest["corpus_digest"] == corpus_digest(tiny_project.corpus)
         assert not (target / "embeddings.bin").exists()  # provider none: no vectors
     record = tiny_project.instance.get_latest_asset_check_evaluation_record(CHECK_KEY)
     assert record is not None and record.status.value == "SUCCEEDED"
@@ -242,7 +242,7 @@ def test_s3_carries_the_manifest_that_is_live_locally(tiny_project: Project, s3:
     # Same publication: made by the first run, describing the same bytes. Only the note
     # on vectors may differ, as S3 gets none by default.
     assert remote["run_id"] == local["run_id"] == first.run_id
-    for key in ("published_at", "store", "corpus_fingerprint", "evaluation"):
+    for key in ("published_at", "store", "corpus_digest", "evaluation"):
         assert remote[key] == local[key], key
 
 
@@ -300,7 +300,7 @@ def test_manifest_records_the_corpus_the_store_was_built_from(tiny_project: Proj
     # Re-publishing the same (evaluated) store must not claim the newer corpus.
     assert tiny_project.materialize("published_local").success
     manifest = json.loads((tiny_project.published() / "manifest.json").read_text())
-    assert manifest["corpus_fingerprint"] == built_from != corpus_digest(tiny_project.corpus)
+    assert manifest["corpus_digest"] == built_from != corpus_digest(tiny_project.corpus)
 
 
 def test_a_stale_label_is_named_with_its_query_and_its_old_file(tiny_project: Project) -> None:

@@ -37,7 +37,7 @@ def test_manifest_describes_the_bytes(build: SampleBuild) -> None:
     assert (m.embedding_model, m.embedding_dimension, m.vectors_count) == (AGENT_MODEL, 8, 5)
     assert m.vector_coverage == 1.0
     assert m.evaluation == {"bm25": {"ndcg@10": 0.5}}
-    assert (m.corpus_fingerprint, m.run_id) == ("f" * 64, "run-1")
+    assert (m.corpus_digest, m.run_id) == ("f" * 64, "run-1")
     assert m.published_at.endswith("Z")
 
 
@@ -85,7 +85,7 @@ def test_same_content_ignores_time_and_run_only(build: SampleBuild) -> None:
     m = build_manifest(build.store_bytes, None, build.chunks, {"x": 1}, "abc", "run-1")
     assert m.same_content(replace(m, published_at="1999-01-01T00:00:00Z", run_id="run-2"))
     assert not m.same_content(replace(m, evaluation={"x": 2}))
-    assert not m.same_content(replace(m, corpus_fingerprint="abd"))
+    assert not m.same_content(replace(m, corpus_digest="abd"))
 
 
 def test_without_embeddings_records_why(build: SampleBuild) -> None:
@@ -159,3 +159,13 @@ def test_counts_from_a_store_view_give_the_same_manifest() -> None:
         counts=({"alpha": 1, "beta": 2}, [c.id for c in chunks]),
     )
     assert counted == full
+
+
+def test_a_manifest_published_before_the_rename_keeps_its_corpus_digest(
+    build: SampleBuild,
+) -> None:
+    """Older manifests called the digest `corpus_fingerprint`; status must still read it."""
+    manifest = build_manifest(build.store_bytes, None, build.chunks, corpus_digest="ab" * 32)
+    data = manifest.to_dict()
+    data["corpus_fingerprint"] = data.pop("corpus_digest")
+    assert PublishManifest.from_json(json.dumps(data)).corpus_digest == "ab" * 32
