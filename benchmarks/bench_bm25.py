@@ -13,7 +13,9 @@ Every row is measured the same way, in this one process:
   first); the median of `--builds` builds.
 * Queries: the 300 test claims, each from its raw string to its top-k ids (tokenising
   included) at every depth of `--depths`. One warm-up pass, then the median of
-  `--passes` passes; the warm-up pass is reported too ("cold q/s"). bm25s is also timed
+  `--passes` passes, the rows taking turns within each round so that a change of load on
+  a shared machine hits them alike; the warm-up pass is reported too ("cold"; the word
+  memo of our tokenizer is cleared before it). bm25s is also timed
   answering all claims in one `retrieve` call (its batch API), and the ratio of ours to
   bm25s uses the faster of its two ways.
 * bm25s as its documentation recommends for English text: `bm25s.tokenize(texts,
@@ -42,6 +44,7 @@ import time  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
 import bm25s  # noqa: E402
 import numpy as np  # noqa: E402
@@ -89,84 +92,84 @@ def thread_pools() -> str:
     return "threadpoolctl: " + (", ".join(pools) or "no native pools loaded")
 
 
-def median_seconds(fn: Callable[[], object], runs: int) -> tuple[float, object]:
-    """Median wall time over `runs` calls, and the last result."""
-    times, result = [], None
-    for _ in range(max(runs, 1)):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+Answer = Callable[[str, int], list[str]]
+Batch = Callable[[list[str], int], list[list[str]]]
 
 
 @dataclass
-class Row:
+class Peer:
+    """One row: how to build it (cold), and how it answers one query or a batch."""
+
     name: str
-    build_s: float
+    build: Callable[[], tuple[Answer, Batch | None]]
+    build_s: list[float] = field(default_factory=list)
+    answer: Answer | None = None
+    batch: Batch | None = None
     cold_qps: dict[int, float] = field(default_factory=dict)
-    warm_qps: dict[int, float] = field(default_factory=dict)
-    batch_qps: dict[int, float] = field(default_factory=dict)
-    ndcg: float = 0.0
+    loop_s: dict[int, list[float]] = field(default_factory=dict)
+    batch_s: dict[int, list[float]] = field(default_factory=dict)
+    rankings: dict[int, list[list[str]]] = field(default_factory=dict)
 
-    def best_qps(self, depth: int) -> float:
-        return max(self.warm_qps[depth], self.batch_qps.get(depth, 0.0))
+    def warm_qps(self, depth: int, n: int) -> float:
+        return n / statistics.median(self.loop_s[depth])
+
+    def batch_qps(self, depth: int, n: int) -> float | None:
+        times = self.batch_s.get(depth)
+        return n / statistics.median(times) if times else None
+
+    def best_qps(self, depth: int, n: int) -> float:
+        return max(self.warm_qps(depth, n), self.batch_qps(depth, n) or 0.0)
 
 
-def time_queries(
-    row: Row,
-    answer: Callable[[str, int], list[str]],
-    texts: list[str],
-    depths: Sequence[int],
-    passes: int,
-) -> dict[int, list[list[str]]]:
-    """Cold (first) pass and the median of `passes` warm passes at each depth."""
-    rankings: dict[int, list[list[str]]] = {}
+def timed_loop(answer: Answer, queries: list[str], depth: int) -> tuple[float, list[list[str]]]:
+    """Seconds to answer `queries` one at a time, and the answers."""
+    start = time.perf_counter()
+    ranked = [answer(q, depth) for q in queries]
+    return time.perf_counter() - start, ranked
+
+
+def measure(peers: list[Peer], queries: list[str], depths: Sequence[int], args: Any) -> None:
+    """Builds, then per depth a cold pass and `passes` warm rounds, the peers taking turns
+    within each round (so a change of load on the shared machine hits every row alike)."""
+    for _ in range(max(args.builds, 1)):
+        for peer in peers:
+            clear_memo()  # a cold build: no words remembered from an earlier one
+            start = time.perf_counter()
+            peer.answer, peer.batch = peer.build()
+            peer.build_s.append(time.perf_counter() - start)
+    n = len(queries)
     for depth in depths:
-        start = time.perf_counter()
-        rankings[depth] = [answer(text, depth) for text in texts]
-        row.cold_qps[depth] = len(texts) / (time.perf_counter() - start)
-        seconds, _ = median_seconds(lambda d=depth: [answer(t, d) for t in texts], passes)
-        row.warm_qps[depth] = len(texts) / seconds
-    return rankings
+        for peer in peers:
+            assert peer.answer is not None
+            clear_memo()  # the first pass starts from nothing remembered, for every row
+            seconds, peer.rankings[depth] = timed_loop(peer.answer, queries, depth)
+            peer.cold_qps[depth] = n / seconds
+            if peer.batch is not None:
+                peer.batch(queries, depth)  # its warm-up
+        for _ in range(max(args.passes, 1)):
+            for peer in peers:
+                assert peer.answer is not None
+                seconds, _ = timed_loop(peer.answer, queries, depth)
+                peer.loop_s.setdefault(depth, []).append(seconds)
+                if peer.batch is not None:
+                    start = time.perf_counter()
+                    peer.batch(queries, depth)
+                    peer.batch_s.setdefault(depth, []).append(time.perf_counter() - start)
 
 
-def bench_ours(
-    doc_ids: list[str],
-    texts: list[str],
-    queries: list[str],
-    qrels: list[dict[str, float]],
-    depths: Sequence[int],
-    passes: int,
-    builds: int,
-) -> Row:
-    def build() -> BM25Index:
-        clear_memo()  # a cold build: no words remembered from an earlier one
-        return BM25Index.build(doc_ids, texts)
+def ours(doc_ids: list[str], texts: list[str]) -> Peer:
+    def build() -> tuple[Answer, Batch | None]:
+        index = BM25Index.build(doc_ids, texts)
 
-    build_s, index = median_seconds(build, builds)
-    assert isinstance(index, BM25Index)
-    clear_memo()  # the query passes start cold too, as bm25s's do
-    row = Row("ours", build_s)
+        def answer(text: str, depth: int) -> list[str]:
+            return [doc for doc, _ in index.search(text, depth)]
 
-    def answer(text: str, depth: int) -> list[str]:
-        return [doc for doc, _ in index.search(text, depth)]
+        return answer, None
 
-    rankings = time_queries(row, answer, queries, depths, passes)
-    row.ndcg = mean_ndcg(rankings[max(depths)], qrels)
-    return row
+    return Peer("ours", build)
 
 
-def bench_bm25s(
-    name: str,
-    doc_ids: list[str],
-    texts: list[str],
-    queries: list[str],
-    qrels: list[dict[str, float]],
-    depths: Sequence[int],
-    passes: int,
-    builds: int,
-    our_tokens: bool,
-) -> Row:
+def bm25s_peer(name: str, doc_ids: list[str], texts: list[str], our_tokens: bool) -> Peer:
     def tokens_of(batch: list[str], query: bool) -> list[list[str]]:
         if our_tokens:
             if query:  # the agent de-duplicates query terms
@@ -176,45 +179,26 @@ def bench_bm25s(
         assert isinstance(tokenized, list)
         return tokenized
 
-    def build() -> bm25s.BM25:
-        if our_tokens:
-            clear_memo()
-        retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene", backend="numpy")
-        retriever.index(tokens_of(texts, query=False), show_progress=False)
-        return retriever
-
-    build_s, built = median_seconds(build, builds)
-    assert isinstance(built, bm25s.BM25)
-    retriever: bm25s.BM25 = built
-    clear_memo()
-    row = Row(name, build_s)
-
     def hits(docs: np.ndarray, scores: np.ndarray) -> list[str]:
         return [doc_ids[i] for i, s in zip(docs.tolist(), scores.tolist(), strict=True) if s > 0]
 
-    def answer(text: str, depth: int) -> list[str]:
-        docs, scores = retriever.retrieve(
-            tokens_of([text], query=True), k=depth, show_progress=False, n_threads=0,
-            backend_selection="numpy",
-        )  # fmt: skip
-        return hits(docs[0], scores[0])
+    def build() -> tuple[Answer, Batch | None]:
+        retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene", backend="numpy")
+        retriever.index(tokens_of(texts, query=False), show_progress=False)
 
-    rankings = time_queries(row, answer, queries, depths, passes)
-
-    for depth in depths:
-
-        def batch(d: int = depth) -> list[list[str]]:
+        def retrieve(batch: list[str], depth: int) -> list[list[str]]:
             docs, scores = retriever.retrieve(
-                tokens_of(queries, query=True), k=d, show_progress=False, n_threads=0,
+                tokens_of(batch, query=True), k=depth, show_progress=False, n_threads=0,
                 backend_selection="numpy",
             )  # fmt: skip
-            return [hits(docs[r], scores[r]) for r in range(len(queries))]
+            return [hits(docs[r], scores[r]) for r in range(len(batch))]
 
-        batch()  # warm-up
-        seconds, _ = median_seconds(batch, passes)
-        row.batch_qps[depth] = len(queries) / seconds
-    row.ndcg = mean_ndcg(rankings[max(depths)], qrels)
-    return row
+        def answer(text: str, depth: int) -> list[str]:
+            return retrieve([text], depth)[0]
+
+        return answer, retrieve
+
+    return Peer(name, build)
 
 
 def main() -> int:
@@ -240,31 +224,35 @@ def main() -> int:
         f"{bm25s.__version__} (numpy backend, n_threads=0); numpy {np.__version__}\n"
         f"single thread: {thread_pools()}\n"
         f"build: median of {args.builds} cold builds; queries one at a time, raw string to "
-        f"top-k ids: cold = the warm-up pass, warm = median of {args.passes} passes"
+        f"top-k ids: cold = the warm-up pass, warm = median of {args.passes} passes; "
+        "the rows take turns in every round"
     )
-    common = (doc_ids, texts, queries, qrels, depths, args.passes, args.builds)
-    rows = [
-        bench_ours(*common),
-        bench_bm25s("bm25s, stopwords=\"en\"", *common, our_tokens=False),
-        bench_bm25s("bm25s, our tokenizer", *common, our_tokens=True),
+    peers = [
+        ours(doc_ids, texts),
+        bm25s_peer('bm25s, stopwords="en"', doc_ids, texts, our_tokens=False),
+        bm25s_peer("bm25s, our tokenizer", doc_ids, texts, our_tokens=True),
     ]
+    measure(peers, queries, depths, args)
+    n = len(queries)
     heads = "".join(f" {f'cold@{d}':>9} {f'warm@{d}':>9} {f'batch@{d}':>9}" for d in depths)
     print(f"{'':<24} {'build s':>8}{heads} {'nDCG@10':>8}   (q/s)")
-    for row in rows:
-        cells = "".join(
-            f" {row.cold_qps[d]:9.0f} {row.warm_qps[d]:9.0f} "
-            + (f"{row.batch_qps[d]:9.0f}" if d in row.batch_qps else f"{'-':>9}")
-            for d in depths
-        )
-        print(f"{row.name:<24} {row.build_s:8.3f}{cells} {row.ndcg:8.4f}")
-    ours = rows[0]
-    for peer in rows[1:]:
+    for peer in peers:
+        cells = ""
+        for d in depths:
+            batch = peer.batch_qps(d, n)
+            cells += f" {peer.cold_qps[d]:9.0f} {peer.warm_qps(d, n):9.0f} "
+            cells += f"{batch:9.0f}" if batch is not None else f"{'-':>9}"
+        ndcg = mean_ndcg(peer.rankings[max(depths)], qrels)
+        print(f"{peer.name:<24} {statistics.median(peer.build_s):8.3f}{cells} {ndcg:8.4f}")
+    mine = peers[0]
+    for peer in peers[1:]:
         ratios = ", ".join(
-            f"depth {d}: {ours.warm_qps[d] / peer.best_qps(d):.2f}x" for d in depths
+            f"depth {d}: {mine.warm_qps(d, n) / peer.best_qps(d, n):.2f}x" for d in depths
         )
+        build = statistics.median(peer.build_s) / statistics.median(mine.build_s)
         print(
             f"ours / {peer.name} (its faster of loop and batch, warm): {ratios}; "
-            f"build {peer.build_s / ours.build_s:.2f}x faster"
+            f"build {build:.2f}x as fast"
         )
     return 0
 

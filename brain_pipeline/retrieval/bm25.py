@@ -1,23 +1,27 @@
-"""BM25 over the agent's tokens: an exact, vectorised index and the plain reference.
+"""BM25 over the agent's tokens: an exact, vectorised index.
 
 Postings are column-compressed by term (like a CSC matrix without scipy): for term t,
 `docs[indptr[t]:indptr[t+1]]` are the documents containing it and `tf[...]` its count
-in each. A query touches only the postings of its own terms, and weighs them then:
+in each. Postings keep counts rather than weights, which is what lets an area's postings
+outlive an edit of the area (see `BM25Index`). Weights,
 idf(t) * tf*(k1+1) / (tf + k1*(1-b+b*dl/avgdl)) with the collection statistics of the
-documents that are live. Keeping counts rather than weights is what lets an area's
-postings outlive an edit of the area (see `BM25Index`).
+live documents, are made per index version, which fixes those statistics: all at once
+by `BM25Index.build`, else term by term on a term's first query (and then kept). A query
+is one gather of its terms' weighed postings, one `np.bincount`, and a top-k that sorts
+only the rows tied with or above the k-th best score.
 
 Exactness: each weight is computed with the same IEEE operations, in the same order, as
-`reference_search`, and idf uses `math.log` (numpy's SIMD log may differ in the last
-bit). Accumulating postings in query-term order with `np.bincount` adds the same numbers
-in the same order as the per-document loop, so scores are bit-identical and ties stay
-ties; ties are then broken by id ascending, exactly as the reference sorts.
+the per-document definition (the reference implementation in the tests: the length part
+`k1*(1-b+b*dl/avgdl)` is evaluated once per document, with the same operations), and idf
+uses `math.log` (numpy's SIMD log may differ in the last bit). Accumulating postings in
+query-term order with `np.bincount` adds the same numbers in the same order as the
+per-document loop, so scores are bit-identical and ties stay ties; ties are then broken
+by id ascending, exactly as the reference sorts.
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
@@ -35,51 +39,17 @@ RETRIEVAL_VERSION = 1
 """Bump whenever tokenising or index layout changes: cached indexes are keyed by it."""
 _BLOCK = 1 << 20
 """Postings per step when assembling (bounds the temporaries of ~11M postings)."""
+_WEIGHED_POSTINGS = 1 << 22
+"""Weighed postings an index keeps for the terms it was asked (~50 MB); then it forgets."""
+
+_Weighed = tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.float64]]
+"""A term's live documents (numbered across the sets of postings) and their weights."""
+_MISSING: Any = object()
 
 
 def _idf(n_docs: int, df: int) -> float:
     """ln(1 + (N - df + 0.5) / (df + 0.5)), always positive."""
     return math.log(1 + (n_docs - df + 0.5) / (df + 0.5))
-
-
-def _unique_in_order(terms: Sequence[str]) -> list[str]:
-    """The agent de-duplicates query terms; first occurrence fixes the summation order."""
-    return list(dict.fromkeys(terms))
-
-
-def reference_search(
-    ids: Sequence[str],
-    texts: Sequence[str],
-    query: str,
-    limit: int,
-    *,
-    k1: float = K1,
-    b: float = B,
-) -> list[tuple[str, float]]:
-    """BM25 by its plain definition, one document at a time: the yardstick for the index."""
-    if limit <= 0:
-        return []
-    docs = [Counter(tokenize(text)) for text in texts]
-    lengths = [sum(doc.values()) for doc in docs]
-    n_docs = len(docs)
-    avgdl = sum(lengths) / n_docs if n_docs else 0.0
-    df: Counter[str] = Counter()
-    for doc in docs:
-        df.update(doc.keys())
-    terms = _unique_in_order(tokenize(query))
-    scored: list[tuple[str, float]] = []
-    for doc_id, doc, dl in zip(ids, docs, lengths, strict=True):
-        score = 0.0
-        for term in terms:
-            tf = doc.get(term, 0)
-            if tf == 0:
-                continue
-            idf = _idf(n_docs, df[term])
-            score += idf * (tf * (k1 + 1)) / (tf + k1 * (1 - b + b * dl / avgdl))
-        if score > 0:
-            scored.append((doc_id, score))
-    scored.sort(key=lambda hit: (-hit[1], hit[0]))
-    return scored[:limit]
 
 
 class BM25Postings:
@@ -158,9 +128,15 @@ class BM25Postings:
                 if t < 0:
                     return None
                 return int(self.indptr[t]), int(self.indptr[t + 1])
+            self.make_span_table()
+            assert self._spans is not None
+        return self._spans.get(term)
+
+    def make_span_table(self) -> None:
+        """Make the term -> span table now (an index about to serve many queries)."""
+        if self._spans is None:
             bounds = self.indptr.tolist()
             self._spans = {term: (bounds[t], bounds[t + 1]) for t, term in enumerate(self.terms)}
-        return self._spans.get(term)
 
     def save(self, directory: Path) -> None:
         """Write the postings as `.npy` files (plus terms.txt) into a new `directory`.
@@ -232,8 +208,16 @@ class BM25Index:
             total += int(lengths.sum() if mask is None else lengths[mask].sum())
         self._n_docs = n_docs
         self._total_length = total
-        self._lengths: npt.NDArray[np.float64] | None = None
+        self._size = int(self._offsets[-1])
+        """Documents numbered across the sets, masked-out ones included."""
         self._ids: npt.NDArray[np.bytes_] | None = None
+        self._id_list: list[str] | None = None
+        self._decoded = 0
+        self._norm: npt.NDArray[np.float64] | None = None
+        self._weights: npt.NDArray[np.float64] | None = None
+        """Every posting's weight, when `_weigh_all` made them (aligned with the docs)."""
+        self._weighed_terms: dict[str, _Weighed | None] = {}
+        self._weighed_count = 0
 
     @classmethod
     def build(
@@ -257,7 +241,9 @@ class BM25Index:
         postings = BM25Postings.from_postings(
             _id_bytes(ids), _terms_in_order(vocabulary), post_terms, post_docs, tf
         )
-        return cls([postings], k1=k1, b=b)
+        index = cls([postings], k1=k1, b=b)
+        index._weigh_all()
+        return index
 
     # -- persistence of a single, unmasked set of postings ---------------------------
 
@@ -284,23 +270,50 @@ class BM25Index:
     def search_tokens(self, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
         """Top `limit` (id, score) for already-tokenised terms (duplicates are ignored).
 
-        Ties are broken by id ascending, as `reference_search` sorts.
+        Ties are broken by id ascending, as the agent (and the reference in the tests) sort.
         """
         if limit <= 0:
             return []
         scores = self._scores(terms)
         if scores is None:
             return []
+        rows = self._top(scores, limit)
+        return list(zip(self._id_strings(rows), scores[rows].tolist(), strict=True))
+
+    def _top(self, scores: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.intp]:
+        """Rows of the `limit` best positive scores, best first, ties by id ascending."""
         positive = np.flatnonzero(scores > 0)
-        if len(positive) > limit:
+        values = scores[positive]
+        n = len(positive)
+        if n > limit:
             # Every row tied with the limit-th best score stays a candidate, so the id
             # tie-break is exact; only the candidates are sorted.
-            cut = np.partition(scores[positive], len(positive) - limit)[len(positive) - limit]
-            positive = positive[scores[positive] >= cut]
-        ids = self._all_ids()[positive]
-        order = np.lexsort((ids, -scores[positive]))[:limit]
-        best = zip(ids[order].tolist(), scores[positive[order]].tolist(), strict=True)
-        return [(bytes(key).decode("utf-8"), score) for key, score in best]
+            cut = np.partition(values, n - limit)[n - limit]
+            keep = values >= cut
+            positive, values = positive[keep], values[keep]
+        # Rows ascend, so a stable sort by score alone is the answer unless two scores
+        # tie; then ids decide (a stable sort keeps equal ids in row order, as the
+        # reference's stable sort keeps equal ids in document order).
+        order = np.argsort(-values, kind="stable")
+        ranked = values[order]
+        if len(ranked) > 1 and bool((ranked[1:] == ranked[:-1]).any()):
+            order = np.lexsort((self._all_ids()[positive], -values))
+        return positive[order[:limit]]
+
+    def _id_strings(self, rows: npt.NDArray[np.intp]) -> list[str]:
+        """The ids of `rows` as strings.
+
+        Hits are decoded one by one until this index has decoded as many hits as it
+        has documents; from then on a list of every id, made once, is cheaper.
+        """
+        if self._id_list is not None:
+            id_list = self._id_list
+            return [id_list[r] for r in rows.tolist()]
+        self._decoded += len(rows)
+        ids = self._all_ids()
+        if self._decoded > len(ids):
+            self._id_list = [key.decode("utf-8") for key in ids.tolist()]
+        return [key.decode("utf-8") for key in ids[rows].tolist()]
 
     def _all_ids(self) -> npt.NDArray[np.bytes_]:
         if self._ids is None:
@@ -308,13 +321,38 @@ class BM25Index:
             self._ids = parts[0] if len(parts) == 1 else np.concatenate(parts)
         return self._ids
 
-    def _all_lengths(self) -> npt.NDArray[np.float64]:
-        """Document lengths as float64 (what the weight formula takes), made once."""
-        if self._lengths is None:
+    def _norms(self) -> npt.NDArray[np.float64]:
+        """k1 * (1 - b + b * dl / avgdl) per document (numbered across the sets).
+
+        The length part of every weight's denominator, made once per index version with
+        the same IEEE operations, in the same order, as the per-posting formula: the
+        same bits for each document.
+        """
+        if self._norm is None:
             parts = [np.asarray(p.lengths) for p in self.parts]
             joined = parts[0] if len(parts) == 1 else np.concatenate(parts)
-            self._lengths = joined.astype(np.float64)
-        return self._lengths
+            lengths = joined.astype(np.float64)
+            k1, b = self.k1, self.b
+            avgdl = float(self._total_length) / self._n_docs
+            self._norm = k1 * (1 - b + b * lengths / avgdl)
+        return self._norm
+
+    def _weigh_all(self) -> None:
+        """Weigh every posting now (an index of one unmasked set of postings).
+
+        What `build` does: the weights are then a slice per query term, as the index of
+        a peer that stores weights would have them.
+        """
+        if len(self.parts) != 1 or self.live[0] is not None or self._total_length == 0:
+            return  # (no postings at all when every document is empty)
+        part = self.parts[0]
+        df = np.diff(np.asarray(part.indptr)).astype(np.int64, copy=False)
+        idf = np.array([_idf(self._n_docs, d) for d in df.tolist()], dtype=np.float64)
+        tf = np.asarray(part.tf).astype(np.float64)
+        k1 = self.k1
+        norms = self._norms()[np.asarray(part.docs)]
+        self._weights = np.repeat(idf, df) * (tf * (k1 + 1)) / (tf + norms)
+        part.make_span_table()
 
     def _postings_of(
         self, term: str
@@ -339,37 +377,58 @@ class BM25Index:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32)
         return np.concatenate(docs), np.concatenate(tfs)
 
+    def _weighed(self, term: str) -> _Weighed | None:
+        """Term's live documents and their weights, or None when no live one has it.
+
+        Weighed once per index version (its collection statistics are fixed) and kept,
+        up to `_WEIGHED_POSTINGS` postings in all.
+        """
+        if self._weights is not None:
+            span = self.parts[0].span(term)
+            if span is None:
+                return None
+            start, stop = span
+            return self.parts[0].docs[start:stop], self._weights[start:stop]
+        cached = self._weighed_terms.get(term, _MISSING)
+        if cached is not _MISSING:
+            return cached
+        found, tf = self._postings_of(term)
+        entry: _Weighed | None = None
+        if len(found):
+            idf = _idf(self._n_docs, len(found))
+            tf_f = tf.astype(np.float64)
+            k1 = self.k1
+            entry = (found, idf * (tf_f * (k1 + 1)) / (tf_f + self._norms()[found]))
+            self._weighed_count += len(found)
+            if self._weighed_count > _WEIGHED_POSTINGS:
+                self._weighed_terms.clear()
+                self._weighed_count = len(found)
+        self._weighed_terms[term] = entry
+        return entry
+
     def _scores(self, terms: Sequence[str]) -> npt.NDArray[np.float64] | None:
         """Dense score vector over all documents, or None when no term is indexed.
 
         Exactness: each weight is computed with the same IEEE operations, in the same
-        order, as `reference_search`, and idf uses `math.log` (numpy's SIMD log may
-        differ in the last bit). Accumulating postings in query-term order with
-        `np.bincount` adds the same numbers in the same order as the per-document loop,
-        so scores are bit-identical and ties stay ties.
+        order, as the per-document definition (the length part per document, see
+        `_norms`), and
+        idf uses `math.log` (numpy's SIMD log may differ in the last bit). Accumulating
+        postings in query-term order with `np.bincount` adds the same numbers in the
+        same order as the per-document loop, so scores are bit-identical and ties stay
+        ties.
         """
         if self._n_docs == 0:
             return None
-        docs: list[npt.NDArray[np.integer[Any]]] = []
-        tfs: list[npt.NDArray[np.int32]] = []
-        idfs: list[float] = []
-        for term in _unique_in_order(terms):
-            found, tf = self._postings_of(term)
-            if len(found):
-                docs.append(found)
-                tfs.append(tf)
-                idfs.append(_idf(self._n_docs, len(found)))
-        if not docs:
+        weighed = [w for t in dict.fromkeys(terms) if (w := self._weighed(t)) is not None]
+        if not weighed:
             return None
-        k1, b = self.k1, self.b
-        avgdl = float(self._total_length) / self._n_docs
-        # All query terms' postings at once: a handful of array operations per query.
-        every = docs[0] if len(docs) == 1 else np.concatenate(docs)
-        tf_f = (tfs[0] if len(tfs) == 1 else np.concatenate(tfs)).astype(np.float64)
-        idf = np.repeat(np.array(idfs, dtype=np.float64), [len(d) for d in docs])
-        dl = self._all_lengths()[every]
-        weights = idf * (tf_f * (k1 + 1)) / (tf_f + k1 * (1 - b + b * dl / avgdl))
-        summed = np.bincount(every, weights=weights, minlength=int(self._offsets[-1]))
+        if len(weighed) == 1:
+            every, weights = weighed[0]
+        else:
+            every = np.concatenate([docs for docs, _ in weighed])
+            weights = np.concatenate([w for _, w in weighed])
+        # One gather-and-sum over all query terms' postings.
+        summed = np.bincount(every, weights=weights, minlength=self._size)
         return summed.astype(np.float64, copy=False)
 
 

@@ -12,12 +12,13 @@ import numpy as np
 import pytest
 
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
-from brain_pipeline.retrieval.bm25 import BM25Index, reference_search
+from brain_pipeline.retrieval.bm25 import BM25Index
 from brain_pipeline.retrieval.hybrid import Retriever
 from brain_pipeline.state import bm25_cache as cache_module
 from brain_pipeline.state.bm25_cache import BM25Cache, TokenCache, ViewSource, bm25_cache
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.store_view import clear_views, open_store_view
+from brain_pipeline_tests.retrieval.reference_bm25 import reference_search
 
 WORDS = [
     "apple", "apples", "banana", "cherry", "cherries", "data", "datum", "box", "boxes", "the",
