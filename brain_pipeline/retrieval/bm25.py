@@ -128,15 +128,15 @@ class BM25Postings:
                 if t < 0:
                     return None
                 return int(self.indptr[t]), int(self.indptr[t + 1])
-            self.make_span_table()
-            assert self._spans is not None
+            return self.span_table().get(term)
         return self._spans.get(term)
 
-    def make_span_table(self) -> None:
-        """Make the term -> span table now (an index about to serve many queries)."""
+    def span_table(self) -> dict[str, tuple[int, int]]:
+        """Term -> where its postings are, for every term (made once)."""
         if self._spans is None:
             bounds = self.indptr.tolist()
             self._spans = {term: (bounds[t], bounds[t + 1]) for t, term in enumerate(self.terms)}
+        return self._spans
 
     def save(self, directory: Path) -> None:
         """Write the postings as `.npy` files (plus terms.txt) into a new `directory`.
@@ -285,6 +285,16 @@ class BM25Index:
         positive = np.flatnonzero(scores > 0)
         values = scores[positive]
         n = len(positive)
+        if n > 16 * limit:
+            # The limit-th best of every step-th row is at most the limit-th best of all
+            # rows, so rows below it cannot make the top: drop them before partitioning.
+            # step ~ sqrt(n / limit) balances the sample's partition and the survivors'.
+            step = int(math.sqrt(n / limit))
+            sample = values[::step]
+            floor = np.partition(sample, len(sample) - limit)[len(sample) - limit]
+            keep = values >= floor
+            positive, values = positive[keep], values[keep]
+            n = len(positive)
         if n > limit:
             # Every row tied with the limit-th best score stays a candidate, so the id
             # tie-break is exact; only the candidates are sorted.
@@ -352,7 +362,7 @@ class BM25Index:
         k1 = self.k1
         norms = self._norms()[np.asarray(part.docs)]
         self._weights = np.repeat(idf, df) * (tf * (k1 + 1)) / (tf + norms)
-        part.make_span_table()
+        part.span_table()
 
     def _postings_of(
         self, term: str
@@ -383,12 +393,6 @@ class BM25Index:
         Weighed once per index version (its collection statistics are fixed) and kept,
         up to `_WEIGHED_POSTINGS` postings in all.
         """
-        if self._weights is not None:
-            span = self.parts[0].span(term)
-            if span is None:
-                return None
-            start, stop = span
-            return self.parts[0].docs[start:stop], self._weights[start:stop]
         cached = self._weighed_terms.get(term, _MISSING)
         if cached is not _MISSING:
             return cached
@@ -419,14 +423,28 @@ class BM25Index:
         """
         if self._n_docs == 0:
             return None
-        weighed = [w for t in dict.fromkeys(terms) if (w := self._weighed(t)) is not None]
-        if not weighed:
-            return None
-        if len(weighed) == 1:
-            every, weights = weighed[0]
+        every: npt.NDArray[np.integer[Any]]
+        if self._weights is not None:  # every posting weighed: a slice per term
+            table = self.parts[0].span_table()
+            spans = [span for t in dict.fromkeys(terms) if (span := table.get(t)) is not None]
+            if not spans:
+                return None
+            docs, all_weights = self.parts[0].docs, self._weights
+            if len(spans) == 1:
+                ((start, stop),) = spans
+                every, weights = docs[start:stop], all_weights[start:stop]
+            else:
+                every = np.concatenate([docs[start:stop] for start, stop in spans])
+                weights = np.concatenate([all_weights[start:stop] for start, stop in spans])
         else:
-            every = np.concatenate([docs for docs, _ in weighed])
-            weights = np.concatenate([w for _, w in weighed])
+            weighed = [w for t in dict.fromkeys(terms) if (w := self._weighed(t)) is not None]
+            if not weighed:
+                return None
+            if len(weighed) == 1:
+                every, weights = weighed[0]
+            else:
+                every = np.concatenate([docs for docs, _ in weighed])
+                weights = np.concatenate([w for _, w in weighed])
         # One gather-and-sum over all query terms' postings.
         summed = np.bincount(every, weights=weights, minlength=self._size)
         return summed.astype(np.float64, copy=False)
