@@ -50,7 +50,7 @@ from brain_pipeline.retrieval.bm25 import (
 )
 from brain_pipeline.retrieval.hybrid import ChunkSource
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.store_view import IdLookup, StoreView, lookup_sorted
+from brain_pipeline.state.store_view import IdLookup, StoreView, id_keys, lookup_sorted
 
 _MAX_SEGMENTS = 48
 _TOKENISE_BATCH = 65_536
@@ -522,7 +522,7 @@ class BM25Cache:
         previous = self._previous_layers(area, directory)
         if not previous or len(ids) == 0:
             return [], everything
-        order = np.argsort(ids, kind="stable")
+        order = _stable_order(ids)
         ordered = ids[order]
         if np.any(ordered[1:] == ordered[:-1]):
             return [], everything
@@ -533,7 +533,7 @@ class BM25Cache:
         for layer in previous:
             pos, hit = lookup_sorted(ordered, np.asarray(layer.postings.ids))
             hit &= ~claimed[pos]
-            if len(np.unique(pos[hit])) != int(np.count_nonzero(hit)):
+            if np.any(hit) and int(np.bincount(pos[hit]).max()) > 1:
                 return [], everything  # an id twice in one set of postings
             claimed[pos[hit]] = True
             if np.any(hit):
@@ -659,20 +659,36 @@ def bm25_cache(view: StoreView, layout: StateLayout | None) -> BM25Cache:
         return cache
 
 
+def _stable_order(ids: npt.NDArray[np.bytes_]) -> Int64s:
+    """argsort(ids, kind="stable"), sorting chunk ids as integers (`id_keys`): several
+    times faster than comparing 12-byte strings, and the same order."""
+    keys = id_keys(ids)
+    return np.argsort(keys if keys is not None else ids, kind="stable")
+
+
 class _SortedIds:
     """Finds the first position of an id in a fixed id array by binary search.
 
     An evaluation looks up each hit by id; a dict of an area's quarter of a million ids
-    would cost ~0.3 s and ~50 MB per area, the sorted copy 20 ms and 5 MB.
+    would cost ~0.3 s and ~50 MB per area, the sorted copy (of chunk ids as integers,
+    see `id_keys`) ~15 ms and 2 MB.
     """
 
     def __init__(self, ids: npt.NDArray[np.bytes_]) -> None:
-        self._order = np.argsort(ids, kind="stable")  # equal ids: the first one first
-        self._sorted = ids[self._order]
+        self._keys = id_keys(ids)
+        base: Any = self._keys if self._keys is not None else ids
+        self._order = np.argsort(base, kind="stable")  # equal ids: the first one first
+        self._sorted = base[self._order]
 
     def first(self, key: bytes) -> int | None:
-        i = int(np.searchsorted(self._sorted, key))
-        if i < len(self._sorted) and self._sorted[i] == key:
+        needle: Any = key
+        if self._keys is not None:
+            keys = id_keys(np.array([key]))
+            if keys is None:
+                return None  # not a chunk id, so none of these
+            needle = keys[0]
+        i = int(np.searchsorted(self._sorted, needle))
+        if i < len(self._sorted) and self._sorted[i] == needle:
             return int(self._order[i])
         return None
 
