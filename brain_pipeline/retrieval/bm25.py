@@ -212,6 +212,7 @@ class BM25Index:
         """Documents numbered across the sets, masked-out ones included."""
         self._ids: npt.NDArray[np.bytes_] | None = None
         self._id_list: list[str] | None = None
+        self._id_rank: npt.NDArray[np.int64] | None = None
         self._decoded = 0
         self._norm: npt.NDArray[np.float64] | None = None
         self._weights: npt.NDArray[np.float64] | None = None
@@ -307,14 +308,16 @@ class BM25Index:
         order = np.argsort(-values, kind="stable")
         ranked = values[order]
         if len(ranked) > 1 and bool((ranked[1:] == ranked[:-1]).any()):
-            order = np.lexsort((self._all_ids()[positive], -values))
+            by_id = self._id_rank[positive] if self._id_rank is not None else None
+            order = np.lexsort((self._all_ids()[positive] if by_id is None else by_id, -values))
         return positive[order[:limit]]
 
     def _id_strings(self, rows: npt.NDArray[np.intp]) -> list[str]:
         """The ids of `rows` as strings.
 
         Hits are decoded one by one until this index has decoded as many hits as it
-        has documents; from then on a list of every id, made once, is cheaper.
+        has documents; from then on a list of every id, made once, is cheaper (and a
+        rank of every id serves the tie-breaks of `_top`).
         """
         if self._id_list is not None:
             id_list = self._id_list
@@ -323,6 +326,11 @@ class BM25Index:
         ids = self._all_ids()
         if self._decoded > len(ids):
             self._id_list = [key.decode("utf-8") for key in ids.tolist()]
+            # Likewise ranks of the ids for tie-breaks (equal ids keep document order,
+            # as a stable sort of the ids does): integers compare faster than bytes.
+            rank = np.empty(len(ids), dtype=np.int64)
+            rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))
+            self._id_rank = rank
         return [key.decode("utf-8") for key in ids[rows].tolist()]
 
     def _all_ids(self) -> npt.NDArray[np.bytes_]:
