@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, count
 from pathlib import Path
 from typing import Any, Literal
 
@@ -477,19 +477,26 @@ def _term_ids_of(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], dict[str, int]]:
     """Every kept token as (term id, document index), plus the term vocabulary.
 
-    Per-token Python work is limited to one C-level dict lookup via `map`: filtering and
+    Per-token Python work is limited to one C-level dict call via `map`: filtering and
     stemming run once per distinct raw word, not once per token.
     """
     words_per_doc = [raw_words(text) for text in texts]
     counts = np.fromiter(map(len, words_per_doc), dtype=np.int64, count=len(texts))
     flat = list(chain.from_iterable(words_per_doc))
-    distinct: dict[bytes, int] = {}
+    # One hashing pass over the tokens: each token gets the position of its word's first
+    # occurrence (setdefault keeps the first one), and the dict lists the distinct words
+    # in first-occurrence order.
+    first: dict[bytes, int] = {}
+    small = np.int32 if len(flat) < 2**31 else np.int64
+    first_of = np.fromiter(map(first.setdefault, flat, count()), dtype=small, count=len(flat))
     vocabulary: dict[str, int] = {}
-    for word in dict.fromkeys(flat):
+    distinct = np.empty(len(flat), dtype=small)  # read only at first occurrences
+    for word, position in first.items():
         term = term_of(word)
         # -1 marks a dropped word (too short or a stopword); those tokens are removed below.
-        distinct[word] = vocabulary.setdefault(term, len(vocabulary)) if term else -1
-    word_term = np.fromiter(map(distinct.__getitem__, flat), dtype=np.int64, count=len(flat))
+        distinct[position] = vocabulary.setdefault(term, len(vocabulary)) if term else -1
+    word_term = distinct[first_of].astype(np.int64)
+    del first_of, distinct
     token_docs = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
     kept = word_term >= 0
     return word_term[kept], token_docs[kept], vocabulary
