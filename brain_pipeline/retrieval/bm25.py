@@ -39,6 +39,8 @@ RETRIEVAL_VERSION = 1
 """Bump whenever tokenising or index layout changes: cached indexes are keyed by it."""
 _BLOCK = 1 << 20
 """Postings per step when assembling (bounds the temporaries of ~11M postings)."""
+_WEIGH_ALL_UP_TO = 1 << 23
+"""`build` weighs every posting of an index up to this size (~64 MB of weights)."""
 _WEIGHED_POSTINGS = 1 << 22
 """Weighed postings an index keeps for the terms it was asked (~50 MB); then it forgets."""
 
@@ -358,18 +360,29 @@ class BM25Index:
     def _weigh_all(self) -> None:
         """Weigh every posting now (an index of one unmasked set of postings).
 
-        What `build` does: the weights are then a slice per query term, as the index of
-        a peer that stores weights would have them.
+        What `build` does for up to `_WEIGH_ALL_UP_TO` postings: the weights are then a
+        slice per query term, as the index of a peer that stores weights would have
+        them. A bigger index (a quarter of a million chunks has ~11M postings) weighs
+        term by term instead: all of it would take ~90 MB more and most terms are never
+        asked. Block by block, so the temporaries stay small.
         """
         if len(self.parts) != 1 or self.live[0] is not None or self._total_length == 0:
             return  # (no postings at all when every document is empty)
         part = self.parts[0]
+        if len(part.docs) > _WEIGH_ALL_UP_TO:
+            return
         df = np.diff(np.asarray(part.indptr)).astype(np.int64, copy=False)
         idf = np.array([_idf(self._n_docs, d) for d in df.tolist()], dtype=np.float64)
-        tf = np.asarray(part.tf).astype(np.float64)
+        term_of = np.repeat(np.arange(len(df), dtype=np.int32), df)
         k1 = self.k1
-        norms = self._norms()[np.asarray(part.docs)]
-        self._weights = np.repeat(idf, df) * (tf * (k1 + 1)) / (tf + norms)
+        norms = self._norms()
+        weights = np.empty(len(part.docs), dtype=np.float64)
+        for start in range(0, len(weights), _BLOCK):
+            block = slice(start, start + _BLOCK)
+            tf = np.asarray(part.tf[block]).astype(np.float64)
+            dl_part = norms[np.asarray(part.docs[block])]
+            weights[block] = idf[term_of[block]] * (tf * (k1 + 1)) / (tf + dl_part)
+        self._weights = weights
         part.span_table()
 
     def _postings_of(
