@@ -213,7 +213,8 @@ class BM25Index:
         self._size = int(self._offsets[-1])
         """Documents numbered across the sets, masked-out ones included."""
         self._ids: npt.NDArray[np.bytes_] | None = None
-        self._id_list: list[str] | None = None
+        self._id_list: npt.NDArray[np.object_] | None = None
+        """Every id as a str (an object array: gathering hits from it is one call)."""
         self._id_rank: npt.NDArray[np.int64] | None = None
         self._decoded = 0
         self._norm: npt.NDArray[np.float64] | None = None
@@ -322,12 +323,12 @@ class BM25Index:
         rank of every id serves the tie-breaks of `_top`).
         """
         if self._id_list is not None:
-            id_list = self._id_list
-            return [id_list[r] for r in rows.tolist()]
+            decoded: list[str] = self._id_list[rows].tolist()
+            return decoded
         self._decoded += len(rows)
         ids = self._all_ids()
         if self._decoded > len(ids):
-            self._id_list = [key.decode("utf-8") for key in ids.tolist()]
+            self._id_list = np.array([key.decode("utf-8") for key in ids.tolist()], dtype=object)
             # Likewise ranks of the ids for tie-breaks (equal ids keep document order,
             # as a stable sort of the ids does): integers compare faster than bytes.
             rank = np.empty(len(ids), dtype=np.int64)
