@@ -39,8 +39,10 @@ RETRIEVAL_VERSION = 1
 """Bump whenever tokenising or index layout changes: cached indexes are keyed by it."""
 _BLOCK = 1 << 20
 """Postings per step when assembling (bounds the temporaries of ~11M postings)."""
-_WEIGH_ALL_UP_TO = 1 << 23
-"""`build` weighs every posting of an index up to this size (~64 MB of weights)."""
+_WEIGH_ALL_UP_TO = 1 << 21
+"""`build` weighs every posting of an index up to this size (16 MB of weights; SciFact
+has 0.47M postings). Bigger ones weigh a term on its first query: an area of a quarter
+of a million chunks (~8-11M postings) would hold 64-90 MB more, mostly never asked."""
 _WEIGHED_POSTINGS = 1 << 22
 """Weighed postings an index keeps for the terms it was asked (~50 MB); then it forgets."""
 
@@ -363,9 +365,8 @@ class BM25Index:
 
         What `build` does for up to `_WEIGH_ALL_UP_TO` postings: the weights are then a
         slice per query term, as the index of a peer that stores weights would have
-        them. A bigger index (a quarter of a million chunks has ~11M postings) weighs
-        term by term instead: all of it would take ~90 MB more and most terms are never
-        asked. Block by block, so the temporaries stay small.
+        them. A bigger index weighs term by term instead. Block by block, so the
+        temporaries stay small.
         """
         if len(self.parts) != 1 or self.live[0] is not None or self._total_length == 0:
             return  # (no postings at all when every document is empty)
@@ -488,7 +489,7 @@ def _terms_in_order(vocabulary: dict[str, int]) -> list[str]:
 
 def _term_ids_of(
     texts: Sequence[str],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], dict[str, int]]:
+) -> tuple[npt.NDArray[np.signedinteger[Any]], npt.NDArray[np.int64], dict[str, int]]:
     """Every kept token as (term id, document index), plus the term vocabulary.
 
     Per-token Python work is limited to one C-level dict call via `map`: filtering and
@@ -509,7 +510,7 @@ def _term_ids_of(
         term = term_of(word)
         # -1 marks a dropped word (too short or a stopword); those tokens are removed below.
         distinct[position] = vocabulary.setdefault(term, len(vocabulary)) if term else -1
-    word_term = distinct[first_of].astype(np.int64)
+    word_term = distinct[first_of]  # int32 below 2**31 tokens: callers widen it as needed
     del first_of, distinct
     token_docs = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
     kept = word_term >= 0

@@ -245,7 +245,7 @@ def test_ties_across_the_cut_and_within_it_follow_the_ids() -> None:
             assert_same_ranking(index.search(query, depth), reference.search(query, depth))
 
 
-@pytest.mark.parametrize(("weigh_all_up_to", "block"), [(1 << 23, 7), (10, 1 << 20)])
+@pytest.mark.parametrize(("weigh_all_up_to", "block"), [(1 << 21, 7), (10, 1 << 20)])
 def test_built_indexes_weigh_in_blocks_or_term_by_term_alike(
     monkeypatch: pytest.MonkeyPatch, weigh_all_up_to: int, block: int
 ) -> None:
