@@ -1,34 +1,59 @@
-"""BM25 on SciFact: our index against the peer `bm25s`, measured in the same run.
+"""BM25 on SciFact: our index against the peer `bm25s`, measured alike in one run.
 
-Usage: python benchmarks/bench_bm25.py [PATH_TO_SCIFACT] [--repeat N]
+Usage: python benchmarks/bench_bm25.py [PATH_TO_SCIFACT] [--passes N] [--builds N]
+                                       [--depths 10,100]
 
-Prints index build seconds, queries/s (single-query loop, the agent's pattern, and a
-batch call where offered) and nDCG@10 over the 300 test claims (gain = qrel score,
-ideal over min(10, |relevant|)). bm25s runs with k1=1.2, b=0.75 (method "lucene", the
-same IDF as ours) twice: fed our tokenizer (like for like) and with its own default
-tokenizer (regex words, English stopwords, no stemmer). Build times include tokenising.
+Every row is measured the same way, in this one process:
+
+* Single thread. OMP/OPENBLAS/MKL/BLIS/NUMEXPR/VECLIB_NUM_THREADS are set to 1 below,
+  before numpy is imported (the header says whether threadpoolctl could confirm the
+  pools; BM25 itself calls no BLAS routine). bm25s answers with `n_threads=0`, its
+  in-process map, and its numpy backend (`backend="numpy"`, `backend_selection="numpy"`).
+* Index build, cold: from the raw texts, tokenising included (our word memo is cleared
+  first); the median of `--builds` builds.
+* Queries: the 300 test claims, each from its raw string to its top-k ids (tokenising
+  included) at every depth of `--depths`. One warm-up pass, then the median of
+  `--passes` passes, the rows taking turns within each round so that a change of load on
+  a shared machine hits them alike; the warm-up pass is reported too ("cold"; the word
+  memo of our tokenizer is cleared before it). bm25s is also timed
+  answering all claims in one `retrieve` call (its batch API); ours is compared with its
+  one-at-a-time loop and, in brackets, with the faster of its loop and its batch.
+* bm25s as its documentation recommends for English text: `bm25s.tokenize(texts,
+  stopwords="en")` for the corpus and each query, `BM25(method="lucene")` (its default
+  scoring, which has our IDF) with our k1=1.2 and b=0.75, `retriever.index(tokens)`,
+  `retriever.retrieve(query_tokens, k=depth)`. A second bm25s row is fed our tokenizer's
+  terms instead (our de-duplicated query terms), the like-for-like retrieval.
+
+nDCG@10 (gain = qrel score, ideal over min(10, |relevant|)) checks each row found the
+same kind of answers. bm25s keeps float32 scores; only positive-scored hits count.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import logging
-import math
-import time
-from collections.abc import Callable, Sequence
-from pathlib import Path
+import os
 
-import bm25s
-import numpy as np
+for _pool in ("OMP", "OPENBLAS", "MKL", "BLIS", "NUMEXPR", "VECLIB_MAXIMUM"):
+    os.environ[f"{_pool}_NUM_THREADS"] = "1"  # before numpy is imported (by anything)
 
-from brain_pipeline.retrieval.bm25 import BM25Index
-from brain_pipeline.retrieval.text import clear_memo, tokenize
+import argparse  # noqa: E402
+import json  # noqa: E402
+import logging  # noqa: E402
+import math  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
 
-K = 10
+import bm25s  # noqa: E402
+import numpy as np  # noqa: E402
+
+from brain_pipeline.retrieval.bm25 import BM25Index  # noqa: E402
+from brain_pipeline.retrieval.text import clear_memo, tokenize  # noqa: E402
+
+NDCG_K = 10
 DEFAULT_PATH = Path(__file__).resolve().parent.parent / ".." / "shared" / "datasets" / "scifact"
-
-Ranker = Callable[[str], list[str]]
 
 
 def load_jsonl(path: Path) -> list[dict[str, str]]:
@@ -46,130 +71,188 @@ def load_qrels(path: Path) -> dict[str, dict[str, float]]:
     return qrels
 
 
-def ndcg_at_k(ranked: Sequence[str], relevant: dict[str, float], k: int = K) -> float:
+def ndcg_at_k(ranked: Sequence[str], relevant: dict[str, float], k: int = NDCG_K) -> float:
     dcg = sum(relevant.get(doc, 0.0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
     ideal_gains = sorted(relevant.values(), reverse=True)[:k]
     ideal = sum(gain / math.log2(i + 2) for i, gain in enumerate(ideal_gains))
     return dcg / ideal if ideal > 0 else 0.0
 
 
-def mean_ndcg(rankings: dict[str, list[str]], qrels: dict[str, dict[str, float]]) -> float:
-    return float(np.mean([ndcg_at_k(rankings[q], qrels[q]) for q in qrels]))
+def mean_ndcg(rankings: list[list[str]], qrels: list[dict[str, float]]) -> float:
+    return float(np.mean([ndcg_at_k(r, q) for r, q in zip(rankings, qrels, strict=True)]))
 
 
-def timed(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    """Best wall time over `repeat` runs, and the last result."""
-    best, result = math.inf, None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+def thread_pools() -> str:
+    """What threadpoolctl sees (when installed): every pool should have 1 thread."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "threadpoolctl not installed; *_NUM_THREADS=1 set before numpy was imported"
+    pools = [f"{p['internal_api']}={p['num_threads']}" for p in threadpool_info()]
+    return "threadpoolctl: " + (", ".join(pools) or "no native pools loaded")
 
 
-def report(name: str, build_s: float, qps: float, batch_qps: float | None, ndcg: float) -> None:
-    batch = f"{batch_qps:10.0f}" if batch_qps is not None else f"{'-':>10}"
-    print(f"{name:<28} {build_s:9.3f} {qps:12.0f} {batch} {ndcg:9.4f}")
+Answer = Callable[[str, int], list[str]]
+Batch = Callable[[list[str], int], list[list[str]]]
 
 
-def bench_ours(
-    doc_ids: list[str],
-    texts: list[str],
-    queries: list[tuple[str, str]],
-    qrels: dict[str, dict[str, float]],
-    repeat: int,
-) -> None:
-    def build() -> BM25Index:
-        clear_memo()  # time a cold build: no words remembered from an earlier run
-        return BM25Index.build(doc_ids, texts)
+@dataclass
+class Peer:
+    """One row: how to build it (cold), and how it answers one query or a batch."""
 
-    build_s, index = timed(build, repeat)
-    assert isinstance(index, BM25Index)
+    name: str
+    build: Callable[[], tuple[Answer, Batch | None]]
+    build_s: list[float] = field(default_factory=list)
+    answer: Answer | None = None
+    batch: Batch | None = None
+    cold_qps: dict[int, float] = field(default_factory=dict)
+    loop_s: dict[int, list[float]] = field(default_factory=dict)
+    batch_s: dict[int, list[float]] = field(default_factory=dict)
+    rankings: dict[int, list[list[str]]] = field(default_factory=dict)
 
-    def run() -> dict[str, list[str]]:
-        return {qid: [d for d, _ in index.search(text, K)] for qid, text in queries}
+    def warm_qps(self, depth: int, n: int) -> float:
+        return n / statistics.median(self.loop_s[depth])
 
-    loop_s, rankings = timed(run, repeat)
-    assert isinstance(rankings, dict)
-    report("ours", build_s, len(queries) / loop_s, None, mean_ndcg(rankings, qrels))
+    def batch_qps(self, depth: int, n: int) -> float | None:
+        times = self.batch_s.get(depth)
+        return n / statistics.median(times) if times else None
+
+    def best_qps(self, depth: int, n: int) -> float:
+        return max(self.warm_qps(depth, n), self.batch_qps(depth, n) or 0.0)
 
 
-def bench_bm25s(
-    label: str,
-    doc_ids: list[str],
-    texts: list[str],
-    queries: list[tuple[str, str]],
-    qrels: dict[str, dict[str, float]],
-    repeat: int,
-    our_tokens: bool,
-) -> None:
-    def corpus_tokens() -> object:
+def timed_loop(answer: Answer, queries: list[str], depth: int) -> tuple[float, list[list[str]]]:
+    """Seconds to answer `queries` one at a time, and the answers."""
+    start = time.perf_counter()
+    ranked = [answer(q, depth) for q in queries]
+    return time.perf_counter() - start, ranked
+
+
+def measure(peers: list[Peer], queries: list[str], depths: Sequence[int], args: Any) -> None:
+    """Builds, then per depth a cold pass and `passes` warm rounds, the peers taking turns
+    within each round (so a change of load on the shared machine hits every row alike)."""
+    for _ in range(max(args.builds, 1)):
+        for peer in peers:
+            clear_memo()  # a cold build: no words remembered from an earlier one
+            start = time.perf_counter()
+            peer.answer, peer.batch = peer.build()
+            peer.build_s.append(time.perf_counter() - start)
+    n = len(queries)
+    for depth in depths:
+        for peer in peers:
+            assert peer.answer is not None
+            clear_memo()  # the first pass starts from nothing remembered, for every row
+            seconds, peer.rankings[depth] = timed_loop(peer.answer, queries, depth)
+            peer.cold_qps[depth] = n / seconds
+            if peer.batch is not None:
+                peer.batch(queries, depth)  # its warm-up
+        for _ in range(max(args.passes, 1)):
+            for peer in peers:
+                assert peer.answer is not None
+                seconds, _ = timed_loop(peer.answer, queries, depth)
+                peer.loop_s.setdefault(depth, []).append(seconds)
+                if peer.batch is not None:
+                    start = time.perf_counter()
+                    peer.batch(queries, depth)
+                    peer.batch_s.setdefault(depth, []).append(time.perf_counter() - start)
+
+
+def ours(doc_ids: list[str], texts: list[str]) -> Peer:
+    def build() -> tuple[Answer, Batch | None]:
+        index = BM25Index.build(doc_ids, texts)
+
+        def answer(text: str, depth: int) -> list[str]:
+            return [doc for doc, _ in index.search(text, depth)]
+
+        return answer, None
+
+    return Peer("ours", build)
+
+
+def bm25s_peer(name: str, doc_ids: list[str], texts: list[str], our_tokens: bool) -> Peer:
+    def tokens_of(batch: list[str], query: bool) -> list[list[str]]:
         if our_tokens:
-            clear_memo()
-            return [tokenize(t) for t in texts]
-        return bm25s.tokenize(texts, show_progress=False)
+            if query:  # the agent de-duplicates query terms
+                return [list(dict.fromkeys(tokenize(t))) for t in batch]
+            return [tokenize(t) for t in batch]
+        tokenized = bm25s.tokenize(batch, stopwords="en", return_ids=False, show_progress=False)
+        assert isinstance(tokenized, list)
+        return tokenized
 
-    def build() -> bm25s.BM25:
-        retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
-        retriever.index(corpus_tokens(), show_progress=False)
-        return retriever
+    def hits(docs: np.ndarray, scores: np.ndarray) -> list[str]:
+        return [doc_ids[i] for i, s in zip(docs.tolist(), scores.tolist(), strict=True) if s > 0]
 
-    build_s, retriever = timed(build, repeat)
-    assert isinstance(retriever, bm25s.BM25)
-    vocab = retriever.vocab_dict
+    def build() -> tuple[Answer, Batch | None]:
+        retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene", backend="numpy")
+        retriever.index(tokens_of(texts, query=False), show_progress=False)
 
-    def query_tokens(text: str) -> list[str]:
-        if our_tokens:
-            words = list(dict.fromkeys(tokenize(text)))  # the agent de-duplicates
-        else:
-            words = bm25s.tokenize([text], show_progress=False, return_ids=False)[0]
-        return [w for w in words if w in vocab] or [""]  # bm25s rejects unknown tokens
+        def retrieve(batch: list[str], depth: int) -> list[list[str]]:
+            docs, scores = retriever.retrieve(
+                tokens_of(batch, query=True), k=depth, show_progress=False, n_threads=0,
+                backend_selection="numpy",
+            )  # fmt: skip
+            return [hits(docs[r], scores[r]) for r in range(len(batch))]
 
-    def one(text: str) -> list[str]:
-        docs, scores = retriever.retrieve([query_tokens(text)], k=K, show_progress=False)
-        return [doc_ids[i] for i, s in zip(docs[0], scores[0], strict=True) if s > 0]
+        def answer(text: str, depth: int) -> list[str]:
+            return retrieve([text], depth)[0]
 
-    def loop() -> dict[str, list[str]]:
-        return {qid: one(text) for qid, text in queries}
+        return answer, retrieve
 
-    def batch() -> dict[str, list[str]]:
-        tokens = [query_tokens(text) for _, text in queries]
-        docs, scores = retriever.retrieve(tokens, k=K, show_progress=False)
-        return {
-            qid: [doc_ids[i] for i, s in zip(docs[row], scores[row], strict=True) if s > 0]
-            for row, (qid, _) in enumerate(queries)
-        }
-
-    loop_s, rankings = timed(loop, repeat)
-    batch_s, batch_rankings = timed(batch, repeat)
-    assert isinstance(rankings, dict) and isinstance(batch_rankings, dict)
-    report(
-        label, build_s, len(queries) / loop_s, len(queries) / batch_s, mean_ndcg(rankings, qrels)
-    )
+    return Peer(name, build)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
-    parser.add_argument("--repeat", type=int, default=3, help="best of N runs (default 3)")
+    parser.add_argument("--passes", type=int, default=5, help="warm passes (median; default 5)")
+    parser.add_argument("--builds", type=int, default=3, help="cold builds (median; default 3)")
+    parser.add_argument("--depths", default="10,100", help="top-k depths (default 10,100)")
     args = parser.parse_args()
+    depths = [int(d) for d in args.depths.split(",")]
     logging.getLogger("bm25s").setLevel(logging.ERROR)
 
     corpus = load_jsonl(args.path / "corpus.jsonl")
-    qrels = load_qrels(args.path / "qrels.tsv")
-    queries = [(q["_id"], q["text"]) for q in load_jsonl(args.path / "queries.jsonl")]
-    queries = [(qid, text) for qid, text in queries if qid in qrels]
+    qrels_by_id = load_qrels(args.path / "qrels.tsv")
+    judged = [q for q in load_jsonl(args.path / "queries.jsonl") if q["_id"] in qrels_by_id]
+    queries = [q["text"] for q in judged]
+    qrels = [qrels_by_id[q["_id"]] for q in judged]
     doc_ids = [doc["_id"] for doc in corpus]
     texts = [doc["title"] + " " + doc["text"] for doc in corpus]
 
     print(
-        f"SciFact: {len(doc_ids)} documents, {len(queries)} test queries; "
-        f"bm25s {bm25s.__version__}; best of {args.repeat}"
+        f"SciFact: {len(doc_ids)} documents, {len(queries)} test queries; bm25s "
+        f"{bm25s.__version__} (numpy backend, n_threads=0); numpy {np.__version__}\n"
+        f"single thread: {thread_pools()}\n"
+        f"build: median of {args.builds} cold builds; queries one at a time, raw string to "
+        f"top-k ids: cold = the warm-up pass, warm = median of {args.passes} passes; "
+        "the rows take turns in every round"
     )
-    print(f"{'':<28} {'build s':>9} {'q/s (loop)':>12} {'q/s batch':>10} {'nDCG@10':>9}")
-    bench_ours(doc_ids, texts, queries, qrels, args.repeat)
-    bench_bm25s("bm25s, our tokenizer", doc_ids, texts, queries, qrels, args.repeat, True)
-    bench_bm25s("bm25s, default tokenizer", doc_ids, texts, queries, qrels, args.repeat, False)
+    peers = [
+        ours(doc_ids, texts),
+        bm25s_peer('bm25s, stopwords="en"', doc_ids, texts, our_tokens=False),
+        bm25s_peer("bm25s, our tokenizer", doc_ids, texts, our_tokens=True),
+    ]
+    measure(peers, queries, depths, args)
+    n = len(queries)
+    heads = "".join(f" {f'cold@{d}':>9} {f'warm@{d}':>9} {f'batch@{d}':>9}" for d in depths)
+    print(f"{'':<24} {'build s':>8}{heads} {'nDCG@10':>8}   (q/s)")
+    for peer in peers:
+        cells = ""
+        for d in depths:
+            batch = peer.batch_qps(d, n)
+            cells += f" {peer.cold_qps[d]:9.0f} {peer.warm_qps(d, n):9.0f} "
+            cells += f"{batch:9.0f}" if batch is not None else f"{'-':>9}"
+        ndcg = mean_ndcg(peer.rankings[max(depths)], qrels)
+        print(f"{peer.name:<24} {statistics.median(peer.build_s):8.3f}{cells} {ndcg:8.4f}")
+    mine = peers[0]
+    for peer in peers[1:]:
+        ratios = ", ".join(
+            f"depth {d}: {mine.warm_qps(d, n) / peer.warm_qps(d, n):.2f}x "
+            f"({mine.warm_qps(d, n) / peer.best_qps(d, n):.2f}x its batch or loop)"
+            for d in depths
+        )
+        build = statistics.median(peer.build_s) / statistics.median(mine.build_s)
+        print(f"ours / {peer.name}, warm q/s: {ratios}; build {build:.2f}x as fast")
     return 0
 
 

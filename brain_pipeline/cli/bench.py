@@ -9,7 +9,9 @@ HELP = "benchmark retrieval on a BEIR-layout dataset (e.g. SciFact)"
 DESCRIPTION = """\
 Index a BEIR-layout collection (corpus.jsonl, queries.jsonl, qrels.tsv) with each
 document as `title + " " + text`, run its judged queries and print nDCG@10, Recall@10,
-Recall@100, MRR@10, index build seconds and queries per second.
+Recall@100, MRR@10, index build seconds and queries per second. Lexical queries/s are
+warm: the median of 3 timed passes over the queries (top 100, one at a time) after a
+warm-up pass; dense and hybrid time the one pass that gives the @10 figures.
 
 Dense and hybrid embed the documents with the configured provider (the local model when
 no Gemini key is set) and cache the vectors in <build dir>/bench/<dataset>/embeddings.bin,

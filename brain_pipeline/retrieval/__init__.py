@@ -1,6 +1,6 @@
 """Pure retrieval: the agent's tokenizer, BM25, int8 vectors and hybrid fusion (no I/O)."""
 
-from brain_pipeline.retrieval.bm25 import BM25Index, reference_search
+from brain_pipeline.retrieval.bm25 import BM25Index
 from brain_pipeline.retrieval.hybrid import (
     Hit,
     QueryEmbedder,
@@ -18,7 +18,6 @@ __all__ = [
     "Retriever",
     "SearchResult",
     "reciprocal_rank_fusion",
-    "reference_search",
     "stem",
     "tokenize",
 ]

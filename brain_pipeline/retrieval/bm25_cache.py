@@ -34,18 +34,19 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.corpus.store_reader import IdLookup, StoreView, lookup_sorted
+from brain_pipeline.corpus.store_reader import IdLookup, StoreView, id_keys, lookup_sorted
 from brain_pipeline.retrieval.bm25 import (
     RETRIEVAL_VERSION,
     BM25Index,
     BM25Postings,
-    _term_ids_of,
-    _terms_in_order,
+    term_ids_of,
+    terms_in_order,
 )
 from brain_pipeline.retrieval.hybrid import ChunkSource
 from brain_pipeline.state.layout import StateLayout
@@ -157,7 +158,7 @@ class _Segment:
 
 def _tokenised(ids: npt.NDArray[np.bytes_], texts: Sequence[str]) -> _Segment:
     """Tokenise `texts` (one per id, ids distinct) into a new segment sorted by id."""
-    term_ids, token_docs, vocabulary = _term_ids_of(texts)
+    term_ids, token_docs, vocabulary = term_ids_of(texts)
     n = len(texts)
     keys = token_docs * max(len(vocabulary), 1) + term_ids
     pair_keys, counts = np.unique(keys, return_counts=True)  # doc-major
@@ -177,7 +178,7 @@ def _tokenised(ids: npt.NDArray[np.bytes_], texts: Sequence[str]) -> _Segment:
         indptr,
         terms[resort].astype(np.int32),
         counts[resort].astype(np.int32),
-        _terms_in_order(vocabulary),
+        terms_in_order(vocabulary),
     )
 
 
@@ -521,7 +522,7 @@ class BM25Cache:
         previous = self._previous_layers(area, directory)
         if not previous or len(ids) == 0:
             return [], everything
-        order = np.argsort(ids, kind="stable")
+        order = _stable_order(ids)
         ordered = ids[order]
         if np.any(ordered[1:] == ordered[:-1]):
             return [], everything
@@ -532,7 +533,7 @@ class BM25Cache:
         for layer in previous:
             pos, hit = lookup_sorted(ordered, np.asarray(layer.postings.ids))
             hit &= ~claimed[pos]
-            if len(np.unique(pos[hit])) != int(np.count_nonzero(hit)):
+            if np.any(hit) and int(np.bincount(pos[hit]).max()) > 1:
                 return [], everything  # an id twice in one set of postings
             claimed[pos[hit]] = True
             if np.any(hit):
@@ -658,20 +659,36 @@ def bm25_cache(view: StoreView, layout: StateLayout | None) -> BM25Cache:
         return cache
 
 
+def _stable_order(ids: npt.NDArray[np.bytes_]) -> Int64s:
+    """argsort(ids, kind="stable"), sorting chunk ids as integers (`id_keys`): several
+    times faster than comparing 12-byte strings, and the same order."""
+    keys = id_keys(ids)
+    return np.argsort(keys if keys is not None else ids, kind="stable")
+
+
 class _SortedIds:
     """Finds the first position of an id in a fixed id array by binary search.
 
     An evaluation looks up each hit by id; a dict of an area's quarter of a million ids
-    would cost ~0.3 s and ~50 MB per area, the sorted copy 20 ms and 5 MB.
+    would cost ~0.3 s and ~50 MB per area, the sorted copy (of chunk ids as integers,
+    see `id_keys`) ~15 ms and 2 MB.
     """
 
     def __init__(self, ids: npt.NDArray[np.bytes_]) -> None:
-        self._order = np.argsort(ids, kind="stable")  # equal ids: the first one first
-        self._sorted = ids[self._order]
+        self._keys = id_keys(ids)
+        base: Any = self._keys if self._keys is not None else ids
+        self._order = np.argsort(base, kind="stable")  # equal ids: the first one first
+        self._sorted = base[self._order]
 
     def first(self, key: bytes) -> int | None:
-        i = int(np.searchsorted(self._sorted, key))
-        if i < len(self._sorted) and self._sorted[i] == key:
+        needle: Any = key
+        if self._keys is not None:
+            keys = id_keys(np.array([key]))
+            if keys is None:
+                return None  # not a chunk id, so none of these
+            needle = keys[0]
+        i = int(np.searchsorted(self._sorted, needle))
+        if i < len(self._sorted) and self._sorted[i] == needle:
             return int(self._order[i])
         return None
 

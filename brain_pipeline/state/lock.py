@@ -7,7 +7,7 @@ removed (removing it would let a later process lock a new inode while an older o
 holds the old one); it only carries a description of its current holder (pid, run id,
 host, command, since), rewritten in place by each acquirer, so that whoever has to wait
 can say who it waits for. That description is advisory text, which is why it is written
-in place rather than through `publishing.atomic` (the inode must stay the one locked).
+in place rather than through `utils.atomic` (the inode must stay the one locked).
 
 A lock is re-entrant within one process: a step that takes the build-directory lock
 inside a CLI run that already holds it proceeds instead of waiting for itself.

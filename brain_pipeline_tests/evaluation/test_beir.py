@@ -70,6 +70,8 @@ def test_lexical_figures_match_the_hand_computation(dataset_dir: Path) -> None:
     assert (result.queries, result.documents) == (3, 5)
     assert result.build_seconds >= 0 and result.queries_per_second > 0
     assert "nDCG@10      " in result.to_text()
+    assert result.timing == "warm: median of 3 passes after a warm-up pass, top 100"
+    assert f"queries/s    {result.queries_per_second:.1f} (warm: median of 3" in result.to_text()
 
 
 @pytest.mark.parametrize("mode", ["dense", "hybrid"])

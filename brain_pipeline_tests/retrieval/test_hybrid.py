@@ -7,10 +7,10 @@ import numpy.typing as npt
 import pytest
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.retrieval.bm25 import reference_search
 from brain_pipeline.retrieval.hybrid import Retriever, reciprocal_rank_fusion
 from brain_pipeline.retrieval.vectors import EmbeddingStore, cosine_scores, quantize
 from brain_pipeline_tests.retrieval.conftest import DIM, MODEL, toy_embed
+from brain_pipeline_tests.retrieval.reference_bm25 import reference_search
 
 QUERIES = ["dictionary keys values", "rows from tables", "lists", "the of and", "zzz unknown"]
 

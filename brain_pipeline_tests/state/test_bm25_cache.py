@@ -14,10 +14,11 @@ import pytest
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.corpus.store_reader import clear_views, open_store_view
 from brain_pipeline.retrieval import bm25_cache as cache_module
-from brain_pipeline.retrieval.bm25 import BM25Index, reference_search
+from brain_pipeline.retrieval.bm25 import BM25Index
 from brain_pipeline.retrieval.bm25_cache import BM25Cache, TokenCache, ViewSource, bm25_cache
 from brain_pipeline.retrieval.hybrid import Retriever
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.retrieval.reference_bm25 import reference_search
 
 WORDS = [
     "apple", "apples", "banana", "cherry", "cherries", "data", "datum", "box", "boxes", "the",
@@ -305,3 +306,18 @@ def test_pruning_drops_orphans_and_torn_writes_only_once_they_are_old(
     assert directory is not None
     for layer in _layers(layout, directory):  # what the area refers to is kept
         assert str(layer["postings"]) in left
+
+
+@pytest.mark.parametrize("hexadecimal", [True, False])
+def test_sorted_ids_find_the_first_position_of_an_id(hexadecimal: bool) -> None:
+    """Chunk ids are searched as integers, other ids as bytes: the same answers."""
+    rng = random.Random(5)
+    pool = [chunk_id(str(k)) if hexadecimal else f"doc-{k}" for k in range(50)]
+    ids = [rng.choice(pool) for _ in range(200)]  # with repeats
+    finder = cache_module._SortedIds(np.array([i.encode() for i in ids]))
+    for wanted in pool:
+        expected = ids.index(wanted) if wanted in ids else None
+        assert finder.first(wanted.encode()) == expected
+    for absent in (b"", b"zzzzzzzzzzzz", b"0" * 12, b"0" * 13, "é".encode()):
+        assert absent.decode() not in ids
+        assert finder.first(absent) is None
