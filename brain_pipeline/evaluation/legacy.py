@@ -8,19 +8,41 @@ longer than 2 characters (not de-duplicated: a repeated term counts twice); a ch
 the query's area scores one point per term that occurs anywhere in its lower-cased
 content as a substring; keep positive scores; a stable sort by score, so ties keep store
 order; the first `limit`.
+
+There is one implementation, for chunks in memory and for the memory-mapped store alike:
+per area, a match matrix (one row per chunk in store order, one column per term: does
+the term occur in the chunk?) computed by `term_matches`, and `rank_matches` over it.
+The baseline has no index, so on a big store computing the matrix is what costs (every
+chunk of every asked area decoded, lower-cased and tested); a source that names a cache
+directory keeps the matrices there (`legacy_cache`), keyed by chunk id, and an edit only
+tests the chunks that are new.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
 
 from brain_pipeline.corpus.jscompat import JS_WS_CLASS, utf16_length
 from brain_pipeline.corpus.store import Chunk
+from brain_pipeline.evaluation.legacy_cache import LegacyMatchCache
+from brain_pipeline.retrieval.hybrid import ChunkSource, ListSource
+from brain_pipeline.utils.digest import sha256_hex
+
+LEGACY_CACHE_VERSION = 2
+"""Bump when what a cached match means changes; older caches are then pruned."""
 
 # JavaScript's \s (jscompat): Python's str.split() differs (it splits on \x1c-\x1f, not
 # on U+FEFF).
 _JS_WHITESPACE = re.compile(f"[{JS_WS_CLASS}]+")
+_BATCH = 65_536  # chunks decoded and tested at a time (bounds the decoded texts held)
+
+Matches = npt.NDArray[np.uint8]
+"""(chunks, terms) of 0/1: whether each term occurs in each chunk's lower-cased content."""
 
 
 def legacy_terms(query: str) -> list[str]:
@@ -28,24 +50,119 @@ def legacy_terms(query: str) -> list[str]:
     return [t for t in _JS_WHITESPACE.split(query.lower()) if utf16_length(t) > 2]
 
 
-class LegacyRetriever:
-    """Substring keyword matching over a store, per area, as the agent first shipped it."""
+def term_matches(contents: Sequence[str], terms: Sequence[str]) -> Matches:
+    """The match matrix of `contents` (one row each) against `terms` (one column each)."""
+    rows = [[term in text.lower() for term in terms] for text in contents]
+    return np.array(rows, dtype=np.uint8).reshape(len(contents), len(terms))
 
-    def __init__(self, chunks: Sequence[Chunk]) -> None:
-        # Lower-case each chunk once; queries then only do substring tests.
-        self._by_area: dict[str, list[tuple[Chunk, str]]] = {}
-        for chunk in chunks:
-            self._by_area.setdefault(chunk.area, []).append((chunk, chunk.content.lower()))
 
-    def search(self, query: str, area: str, limit: int = 10) -> list[tuple[Chunk, int]]:
-        """Top `limit` (chunk, score) of the area, score = number of matching query terms."""
+def rank_matches(matches: Matches, columns: Sequence[int], limit: int) -> list[tuple[int, int]]:
+    """The baseline's top `limit` (row, score): score = the columns' matches summed (a
+    column listed twice counts twice), positive only, stable by score (ties: row order)."""
+    if limit <= 0 or not columns or len(matches) == 0:
+        return []
+    scores = matches[:, list(columns)].sum(axis=1, dtype=np.int64)
+    rows = np.flatnonzero(scores > 0)
+    order = rows[np.argsort(-scores[rows], kind="stable")][:limit]
+    return list(zip(order.tolist(), scores[order].tolist(), strict=True))
+
+
+def cache_directory(root: Path, terms: Sequence[str]) -> Path:
+    """Where the matches of `terms` are cached under `root` (one directory per term list)."""
+    unique = list(dict.fromkeys(terms))
+    digest = sha256_hex("\n".join(unique).encode("utf-8"))[:24]
+    return root / f"legacy-v{LEGACY_CACHE_VERSION}-{digest}"
+
+
+class LegacyBaseline:
+    """The baseline over a `ChunkSource` for a fixed list of terms (a fixture's).
+
+    Matrices are built per area on first use; with a cache (the source's `cache_dir`, or
+    one given), only chunks whose id it does not know are decoded and tested.
+    """
+
+    def __init__(
+        self,
+        source: ChunkSource,
+        terms: Sequence[str],
+        cache: LegacyMatchCache | None = None,
+    ) -> None:
+        self.source = source
+        self.terms = list(dict.fromkeys(terms))
+        self._column = {term: i for i, term in enumerate(self.terms)}
+        self.cache = cache
+        self._areas: dict[str, Matches] = {}
+        self.tested = 0
+        """Chunks whose content was tested here (the others came from the cache)."""
+
+    @classmethod
+    def cached(cls, source: ChunkSource, terms: Sequence[str]) -> LegacyBaseline:
+        """The baseline with its matches cached where the source keeps derived data."""
+        root = source.cache_dir()
+        unique = list(dict.fromkeys(terms))
+        cache = (
+            LegacyMatchCache(cache_directory(root, unique), len(unique)) if root else None
+        )
+        return cls(source, unique, cache)
+
+    def search(self, query: str, area: str, limit: int = 10) -> list[tuple[int, int]]:
+        """Top `limit` (position in the area, score) for `query`; KeyError for a query
+        term outside `terms`."""
         terms = legacy_terms(query)
         if not terms or limit <= 0:
             return []
-        scored: list[tuple[Chunk, int]] = []
-        for chunk, text in self._by_area.get(area, []):
-            score = sum(1 for term in terms if term in text)
-            if score > 0:
-                scored.append((chunk, score))
-        scored.sort(key=lambda hit: -hit[1])  # list.sort is stable: ties keep store order
-        return scored[:limit]
+        columns = [self._column[term] for term in terms]
+        return rank_matches(self.matrix(area), columns, limit)
+
+    def search_ids(self, query: str, area: str, limit: int = 10) -> list[str]:
+        """The ids of `search`'s hits, in rank order."""
+        hits = self.search(query, area, limit)
+        if not hits:
+            return []
+        ids = self.source.area_id_array(area)[[position for position, _ in hits]]
+        return [bytes(i).decode("utf-8") for i in ids]
+
+    def matrix(self, area: str) -> Matches:
+        """The area's match matrix (built, or assembled from the cache, once)."""
+        matrix = self._areas.get(area)
+        if matrix is None:
+            matrix = self._areas[area] = self._build(area)
+        return matrix
+
+    def _build(self, area: str) -> Matches:
+        ids = self.source.area_id_array(area)
+        if self.cache is None:
+            matrix = np.zeros((len(ids), len(self.terms)), dtype=np.uint8)
+            found = np.zeros(len(ids), dtype=bool)
+        else:
+            digest = sha256_hex(np.ascontiguousarray(ids).tobytes())
+            exact = self.cache.exact(area, digest, ids)
+            if exact is not None:
+                return exact
+            matrix, found = self.cache.lookup(area, ids)
+        missing = np.flatnonzero(~found)
+        for start in range(0, len(missing), _BATCH):
+            batch = missing[start : start + _BATCH]
+            chunks = self.source.area_chunks_at(area, batch)
+            matrix[batch] = term_matches([c.content for c in chunks], self.terms)
+            self.tested += len(batch)
+        if self.cache is not None:
+            self.cache.save(area, digest, ids, matrix)
+        return matrix
+
+
+class LegacyRetriever:
+    """The baseline over chunks in memory, for any query (its terms are matched on demand).
+
+    A convenience over `LegacyBaseline` (the same matching and ranking) for callers that
+    hold a list of chunks and no fixture.
+    """
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self._source = ListSource(chunks)
+
+    def search(self, query: str, area: str, limit: int = 10) -> list[tuple[Chunk, int]]:
+        """Top `limit` (chunk, score) of the area, score = number of matching query terms."""
+        hits = LegacyBaseline(self._source, legacy_terms(query)).search(query, area, limit)
+        chunks = self._source.area_chunks(area)
+        return [(chunks[position], score) for position, score in hits]

@@ -1,13 +1,14 @@
-"""The legacy baseline over the store view, with per-chunk term matches cached.
+"""Where the legacy baseline keeps its per-chunk term matches between processes.
 
-The baseline scores a chunk by how many query terms occur in its lower-cased content
-as substrings, so it has no index: run plainly it decodes and lower-cases every chunk of
-every fixture area and tests every term against it (25 CPU-s at 1.1M chunks). What it
-needs per chunk is only one bit per fixture term (does the term occur in the content?).
-Chunk ids hash content, so those bits never change for an id: they are cached under
-`layout.bm25_dir/legacy-v<N>-<terms digest>/`, keyed by chunk id, and an edit only
-tests the new chunks. Answers are those of `LegacyRetriever` (same terms, duplicates
-counted, stable order by score, ties in store order).
+The baseline (`evaluation.legacy`) needs, per chunk, one bit per fixture term: does the
+term occur in the chunk's content? Chunk ids hash content, so those bits never change
+for an id. This module only stores and finds them; what they mean is `legacy`'s.
+
+One directory per term list (`legacy.cache_directory`) holds one table per area version
+it saw: the area's ids in store order and their match bits, named by the area (hashed)
+and the digest of its ids. An unchanged area is one exact file (no lookup); an edited
+area finds its chunks by id in the area's previous tables (newest first), then in the
+others, so only chunks never seen are tested. Each area keeps its newest few tables.
 """
 
 from __future__ import annotations
@@ -16,139 +17,121 @@ import contextlib
 import io
 import shutil
 import zipfile
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from brain_pipeline.corpus.store_reader import IdLookup, StoreView
-from brain_pipeline.evaluation.legacy import legacy_terms
-from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.corpus.store_reader import IdLookup, id_keys
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.digest import sha256_hex
 
-LEGACY_CACHE_VERSION = 1
-_BATCH = 65_536
-_MAX_SEGMENTS = 48
-_KEEP_DIRS = 2
+_KEEP_PER_AREA = 2
+_KEEP_OTHER_TERM_LISTS = 1
 _UNREADABLE = (OSError, ValueError, KeyError, zipfile.BadZipFile)
 
-LegacyRanker = Callable[[str, str, int], list[str]]
-"""(query, area, limit) -> ids, as `LegacyRetriever.search` would rank them."""
+Matches = npt.NDArray[np.uint8]
 
 
-class LegacyMatches:
-    """Which of a fixed list of terms occur in which chunk, for the areas asked about."""
+def _area_key(area: str) -> str:
+    return sha256_hex(area.encode("utf-8"))[:12]
 
-    def __init__(self, view: StoreView, layout: StateLayout | None, terms: Sequence[str]) -> None:
-        self.view = view
-        self.terms = list(dict.fromkeys(terms))
-        self._column = {term: i for i, term in enumerate(self.terms)}
-        digest = sha256_hex("\n".join(self.terms).encode("utf-8"))[:24]
-        self.directory = (
-            layout.bm25_dir / f"legacy-v{LEGACY_CACHE_VERSION}-{digest}" if layout else None
-        )
-        self._areas: dict[str, npt.NDArray[np.uint8]] = {}
-        self._loaded: list[tuple[npt.NDArray[np.bytes_], npt.NDArray[np.uint8]]] | None = None
-        self.tested = 0
-        """Chunks whose content was tested here (the others came from the cache)."""
 
-    def search(self, query: str, area: str, limit: int) -> list[str]:
-        """The baseline's top `limit` ids of `area` for `query`."""
-        terms = legacy_terms(query)
-        if not terms or limit <= 0:
+class LegacyMatchCache:
+    """The cached match tables of one term list (`n_terms` columns) in `directory`."""
+
+    def __init__(self, directory: Path, n_terms: int) -> None:
+        self.directory = directory
+        self.n_terms = n_terms
+
+    def _path(self, area: str, digest: str) -> Path:
+        return self.directory / f"{_area_key(area)}-{digest[:24]}.npz"
+
+    def _read(self, path: Path) -> tuple[npt.NDArray[np.bytes_], Matches] | None:
+        """A table's ids and (unpacked) matches, or None when unreadable (then removed)."""
+        try:
+            with np.load(path, allow_pickle=False) as saved:
+                ids, bits = saved["ids"], saved["bits"]
+        except _UNREADABLE:
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+        if bits.ndim != 2 or len(bits) != len(ids) or bits.shape[1] != -(-self.n_terms // 8):
+            return None
+        return ids, np.unpackbits(bits, axis=1, count=self.n_terms)
+
+    def exact(self, area: str, digest: str, ids: npt.NDArray[np.bytes_]) -> Matches | None:
+        """The matches of exactly these ids (the area's store order), when saved before."""
+        path = self._path(area, digest)
+        table = self._read(path) if path.is_file() else None
+        if table is None or not np.array_equal(table[0], ids):
+            return None
+        return table[1]
+
+    def _tables(self, area: str) -> list[Path]:
+        """The saved tables, the area's own first, each group newest first."""
+        if not self.directory.is_dir():
             return []
-        matrix = self._matrix(area)
-        columns = [self._column[t] for t in terms if t in self._column]
-        if len(columns) != len(terms):
-            raise KeyError("a query term outside the cached terms")
-        scores = matrix[:, columns].sum(axis=1, dtype=np.int64)
-        rows = np.flatnonzero(scores > 0)
-        order = rows[np.argsort(-scores[rows], kind="stable")][:limit]
-        ids = self.view.id_array[self.view.rows_of_area(area)[order]]
-        return [bytes(i).decode("utf-8") for i in ids]
+        own = f"{_area_key(area)}-"
+        paths = sorted(self.directory.glob("*.npz"), key=_mtime_ns, reverse=True)
+        return [p for p in paths if p.name.startswith(own)] + [
+            p for p in paths if not p.name.startswith(own)
+        ]
 
-    # -- the per-area match matrix ------------------------------------------------------
-
-    def _matrix(self, area: str) -> npt.NDArray[np.uint8]:
-        matrix = self._areas.get(area)
-        if matrix is None:
-            matrix = self._areas[area] = self._build(area)
-        return matrix
-
-    def _segments(self) -> list[tuple[npt.NDArray[np.bytes_], npt.NDArray[np.uint8]]]:
-        """The cached matches, read once per object (every area looks them up)."""
-        if self._loaded is None:
-            self._loaded = self._read_segments()
-        return self._loaded
-
-    def _read_segments(self) -> list[tuple[npt.NDArray[np.bytes_], npt.NDArray[np.uint8]]]:
-        if self.directory is None or not self.directory.is_dir():
-            return []
-        paths = sorted(self.directory.glob("seg-*.npz"))
-        if len(paths) > _MAX_SEGMENTS:  # bounded: start over rather than grow forever
-            shutil.rmtree(self.directory, ignore_errors=True)
-            return []
-        out = []
-        for path in paths:
-            try:
-                with np.load(path, allow_pickle=False) as saved:
-                    ids, matches = saved["ids"], saved["matches"]
-            except _UNREADABLE:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                continue
-            if matches.shape == (len(ids), len(self.terms)):
-                out.append((ids, matches))
-        return out
-
-    def _build(self, area: str) -> npt.NDArray[np.uint8]:
-        rows = self.view.rows_of_area(area)
-        ids = self.view.id_array[rows]
-        matrix = np.zeros((len(rows), len(self.terms)), dtype=np.uint8)
-        found = np.zeros(len(rows), dtype=bool)
+    def lookup(
+        self, area: str, ids: npt.NDArray[np.bytes_]
+    ) -> tuple[Matches, npt.NDArray[np.bool_]]:
+        """Per id: its saved matches (zeros when unknown) and whether they were found."""
+        matrix = np.zeros((len(ids), self.n_terms), dtype=np.uint8)
+        found = np.zeros(len(ids), dtype=bool)
+        if len(ids) == 0:
+            return matrix, found
         lookup = IdLookup(ids)
-        for seg_ids, matches in self._segments():
+        for path in self._tables(area):
+            table = self._read(path)
+            if table is None:
+                continue
+            table_ids, matches = table
+            keys = id_keys(table_ids)  # integers sort several times faster than S12
+            order = np.argsort(keys if keys is not None else table_ids, kind="stable")
+            pos, hit = lookup.find(table_ids[order])
+            hit &= ~found
+            matrix[hit] = matches[order[pos[hit]]]
+            found |= hit
             if found.all():
                 break
-            pos, hit = lookup.find(seg_ids)
-            hit &= ~found
-            matrix[hit] = matches[pos[hit]]
-            found |= hit
-        missing = np.flatnonzero(~found)
-        for start in range(0, len(missing), _BATCH):
-            batch = missing[start : start + _BATCH]
-            chunks = self.view.chunks_at(rows[batch])
-            fresh = np.array(
-                [[term in c.content.lower() for term in self.terms] for c in chunks],
-                dtype=np.uint8,
-            ).reshape(len(batch), len(self.terms))
-            matrix[batch] = fresh
-            self.tested += len(batch)
-            self._save(ids[batch], fresh)
-        return matrix
+        return matrix, found
 
-    def _save(self, ids: npt.NDArray[np.bytes_], matches: npt.NDArray[np.uint8]) -> None:
-        if self.directory is None:
-            return
-        unique, first = np.unique(ids, return_index=True)
+    def save(
+        self, area: str, digest: str, ids: npt.NDArray[np.bytes_], matches: Matches
+    ) -> None:
+        """Remember the area version's matches (a read-only directory only loses the cache)."""
         buffer = io.BytesIO()
-        np.savez(buffer, ids=unique, matches=matches[first])
-        name = f"seg-{sha256_hex(unique.tobytes())[:24]}.npz"
+        np.savez(buffer, ids=ids, bits=np.packbits(matches, axis=1))
         try:
-            atomic_write_bytes(self.directory / name, buffer.getvalue())
-            _prune(self.directory)
+            atomic_write_bytes(self._path(area, digest), buffer.getvalue())
+            self._prune(area)
         except OSError:
             pass  # read-only: computed, not remembered
 
+    def _prune(self, area: str) -> None:
+        """Keep each area's newest tables, and one other term list's directory."""
+        own = f"{_area_key(area)}-"
+        mine = [p for p in self._tables(area) if p.name.startswith(own)]
+        for stale in mine[_KEEP_PER_AREA:]:
+            with contextlib.suppress(OSError):
+                stale.unlink()
+        others = sorted(
+            (p for p in self.directory.parent.glob("legacy-v*") if p != self.directory),
+            key=_mtime_ns,
+            reverse=True,
+        )
+        for stale_dir in others[_KEEP_OTHER_TERM_LISTS:]:
+            shutil.rmtree(stale_dir, ignore_errors=True)
 
-def _prune(current: Path) -> None:
-    """Keep the match caches of the current fixture's terms and one other."""
-    others = sorted(
-        (p for p in current.parent.glob("legacy-v*") if p != current),
-        key=lambda p: p.stat().st_mtime_ns,
-        reverse=True,
-    )
-    for stale in others[_KEEP_DIRS - 1 :]:
-        shutil.rmtree(stale, ignore_errors=True)
+
+def _mtime_ns(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0

@@ -17,10 +17,8 @@ from typing import Any
 
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation.fixture import Fixture, load_fixture, unknown_areas
-from brain_pipeline.evaluation.legacy import LegacyRetriever, legacy_terms
-from brain_pipeline.evaluation.legacy_cache import LegacyMatches
+from brain_pipeline.evaluation.legacy import LegacyBaseline, legacy_terms
 from brain_pipeline.evaluation.metrics import fixture_metrics
-from brain_pipeline.retrieval.bm25_cache import ViewSource
 from brain_pipeline.retrieval.hybrid import ChunkSource, QueryEmbedder, Retriever, as_source
 from brain_pipeline.retrieval.vectors import EmbeddingStore
 
@@ -254,7 +252,6 @@ Ranker = Callable[[str, str], tuple[list[str], str, str | None]]
 def _rankers(
     source: ChunkSource,
     fixture: Fixture,
-    areas: Sequence[str],
     names: Sequence[str],
     embeddings: EmbeddingStore | None,
     query_embedder: QueryEmbedder | None,
@@ -262,23 +259,15 @@ def _rankers(
 ) -> dict[str, Ranker]:
     rankers: dict[str, Ranker] = {}
     if "legacy" in names:
+        # One implementation for every source; a store on disk names a cache directory,
+        # so only chunks new since an earlier evaluation are tested.
         terms = [t for q in fixture.queries for t in legacy_terms(q.query)]
-        if isinstance(source, ViewSource):
-            # A store on disk: per-chunk term matches are cached beside the store.
-            cached = LegacyMatches(source.view, source.cache.layout, terms).search
+        legacy = LegacyBaseline.cached(source, terms)
 
-            def rank_cached(query: str, area: str) -> tuple[list[str], str, str | None]:
-                return cached(query, area, K), "legacy", None
+        def rank_legacy(query: str, area: str) -> tuple[list[str], str, str | None]:
+            return legacy.search_ids(query, area, K), "legacy", None
 
-            rankers["legacy"] = rank_cached
-        else:
-            # The baseline searches within an area, so only the fixture's areas are decoded.
-            legacy = LegacyRetriever([c for area in areas for c in source.area_chunks(area)])
-
-            def rank_legacy(query: str, area: str) -> tuple[list[str], str, str | None]:
-                return [c.id for c, _ in legacy.search(query, area, K)], "legacy", None
-
-            rankers["legacy"] = rank_legacy
+        rankers["legacy"] = rank_legacy
     if any(name in _RETRIEVER_MODE for name in names):
         retriever = Retriever(source, embeddings, query_embedder, query_model=query_model)
         for name in names:
@@ -348,10 +337,7 @@ def evaluate(
     source = as_source(chunks)
     present = source.areas()
     missing_areas = unknown_areas(fixture, present)
-    asked = [area for area in fixture.areas if area in set(present)]
-    rankers = _rankers(
-        source, fixture, asked, retrievers, embeddings, query_embedder, query_model
-    )
+    rankers = _rankers(source, fixture, retrievers, embeddings, query_embedder, query_model)
     relevant = [list(q.relevant) for q in fixture.queries]
     rows: list[QueryResult] = []
     summaries: list[RetrieverSummary] = []

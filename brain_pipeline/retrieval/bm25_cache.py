@@ -735,6 +735,18 @@ class ViewSource(ChunkSource):
     def count(self) -> int:
         return len(self.view)
 
+    def area_id_array(self, area: str) -> npt.NDArray[np.bytes_]:
+        return self.view.id_array[self.view.rows_of_area(area)]
+
+    def area_chunks_at(
+        self, area: str, positions: Sequence[int] | npt.NDArray[np.intp]
+    ) -> list[Chunk]:
+        rows = self.view.rows_of_area(area)[np.asarray(positions, dtype=np.int64)]
+        return self.view.chunks_at(rows)
+
+    def cache_dir(self) -> Path | None:
+        return self.cache.layout.bm25_dir if self.cache.layout is not None else None
+
     def with_ids(self, ids: set[str]) -> list[Chunk]:
         wanted = np.array(sorted(i.encode("utf-8") for i in ids)) if ids else None
         if wanted is None:

@@ -11,6 +11,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -99,6 +100,25 @@ class ChunkSource(ABC):
     @abstractmethod
     def with_ids(self, ids: set[str]) -> list[Chunk]:
         """The chunks whose id is in `ids`, in store order (every occurrence)."""
+
+    def area_id_array(self, area: str) -> npt.NDArray[np.bytes_]:
+        """`area_ids` as a numpy bytes array (what per-chunk caches are keyed by)."""
+        ids = [i.encode("utf-8") for i in self.area_ids(area)]
+        return np.array(ids) if ids else np.zeros(0, dtype="S12")
+
+    def area_chunks_at(
+        self, area: str, positions: Sequence[int] | npt.NDArray[np.intp]
+    ) -> list[Chunk]:
+        """The area's chunks at these positions (of `area_ids`), in that order.
+
+        A source that decodes on demand overrides it to decode only those chunks.
+        """
+        chunks = self.area_chunks(area)
+        return [chunks[i] for i in np.asarray(positions, dtype=np.int64).tolist()]
+
+    def cache_dir(self) -> Path | None:
+        """Where data derived per chunk may be cached across processes (None: nowhere)."""
+        return None
 
 
 class ListSource(ChunkSource):

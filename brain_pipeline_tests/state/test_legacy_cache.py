@@ -1,4 +1,9 @@
-"""The cached legacy baseline ranks exactly like `LegacyRetriever`, cold, warm and after edits."""
+"""The legacy baseline over the store view ranks as the contract says, cold, warm, after edits.
+
+The reference here is the contract's wording (store-compatibility.md, "the legacy
+baseline"), written out directly; the cache must never change an answer, only how many
+chunks are tested.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,8 @@ from pathlib import Path
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.corpus.store_reader import clear_views, open_store_view
-from brain_pipeline.evaluation.legacy import LegacyRetriever, legacy_terms
-from brain_pipeline.evaluation.legacy_cache import LegacyMatches
+from brain_pipeline.evaluation.legacy import LegacyBaseline, legacy_terms
+from brain_pipeline.retrieval.bm25_cache import ViewSource
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.corpora import build_random_corpus
 
@@ -19,22 +24,40 @@ QUERIES = [
 ]  # fmt: skip
 
 
+def _contract(chunks: list[Chunk], query: str, area: str, limit: int) -> list[str]:
+    """Score = query terms (duplicates kept) found as substrings of the lower-cased
+    content; positive only; stable sort by score (ties in store order); first `limit`."""
+    terms = legacy_terms(query)
+    scored = [
+        (c.id, sum(term in c.content.lower() for term in terms))
+        for c in chunks
+        if c.area == area
+    ]
+    ranked = sorted((hit for hit in scored if hit[1] > 0), key=lambda hit: -hit[1])
+    return [i for i, _ in ranked[:limit]]
+
+
 def _write(layout: StateLayout, chunks: list[Chunk]) -> None:
     tmp = layout.build_dir / ".store.tmp"
     tmp.write_bytes(serialize_store(chunks))
     os.replace(tmp, layout.store_file)
 
 
-def _assert_same(matches: LegacyMatches, chunks: list[Chunk]) -> None:
-    plain = LegacyRetriever(chunks)
+def _baseline(layout: StateLayout, terms: list[str], cached: bool = True) -> LegacyBaseline:
+    clear_views()  # as a new process would
+    view = open_store_view(layout.store_file, layout if cached else None)
+    return LegacyBaseline.cached(ViewSource(view, layout if cached else None), terms)
+
+
+def _assert_contract(baseline: LegacyBaseline, chunks: list[Chunk]) -> None:
     for area in sorted({c.area for c in chunks}):
         for query in QUERIES:
             for limit in (1, 10, 1000):
-                want = [c.id for c, _ in plain.search(query, area, limit)]
-                assert matches.search(query, area, limit) == want, (area, query, limit)
+                want = _contract(chunks, query, area, limit)
+                assert baseline.search_ids(query, area, limit) == want, (area, query, limit)
 
 
-def test_cached_legacy_matches_the_baseline(tmp_path: Path) -> None:
+def test_cached_legacy_follows_the_contract(tmp_path: Path) -> None:
     root = tmp_path / "corpus"
     build_random_corpus(root, 21, files=80)
     chunks = ingest_corpus(root).chunks
@@ -43,25 +66,52 @@ def test_cached_legacy_matches_the_baseline(tmp_path: Path) -> None:
     layout = StateLayout.of(build)
     _write(layout, chunks)
     terms = [t for q in QUERIES for t in legacy_terms(q)]
+    assert any(_contract(chunks, q, chunks[0].area, 10) for q in QUERIES)  # not vacuous
 
-    clear_views()
-    cold = LegacyMatches(open_store_view(layout.store_file, layout), layout, terms)
-    _assert_same(cold, chunks)
+    cold = _baseline(layout, terms)
+    _assert_contract(cold, chunks)
     assert cold.tested == len(chunks)
 
-    clear_views()
-    warm = LegacyMatches(open_store_view(layout.store_file, layout), layout, terms)
-    _assert_same(warm, chunks)
+    warm = _baseline(layout, terms)
+    _assert_contract(warm, chunks)
     assert warm.tested == 0
 
     edited = list(chunks)
     content = "A new roadmap paragraph about the network role and data."
     edited[3] = Chunk(chunk_id(content), content, edited[3].area, edited[3].source)
     _write(layout, edited)
-    clear_views()
-    after = LegacyMatches(open_store_view(layout.store_file, layout), layout, terms)
-    _assert_same(after, edited)
+    after = _baseline(layout, terms)
+    _assert_contract(after, edited)
     assert after.tested == 1
 
-    other = LegacyMatches(open_store_view(layout.store_file), None, terms)  # no cache dir
-    _assert_same(other, edited)
+    # A chunk that moves to another area is found by id, not tested again.
+    moved = list(edited)
+    other_area = next(c.area for c in edited if c.area != edited[5].area)
+    moved[5] = Chunk(moved[5].id, moved[5].content, other_area, moved[5].source)
+    _write(layout, moved)
+    again = _baseline(layout, terms)
+    _assert_contract(again, moved)
+    assert again.tested == 0
+
+    uncached = _baseline(layout, terms, cached=False)  # no cache directory at all
+    _assert_contract(uncached, moved)
+    assert uncached.tested == len(moved)
+
+
+def test_a_damaged_cache_table_is_recomputed(tmp_path: Path) -> None:
+    root = tmp_path / "corpus"
+    build_random_corpus(root, 5, files=20)
+    chunks = ingest_corpus(root).chunks
+    build = tmp_path / "build"
+    build.mkdir()
+    layout = StateLayout.of(build)
+    _write(layout, chunks)
+    terms = [t for q in QUERIES for t in legacy_terms(q)]
+    _assert_contract(_baseline(layout, terms), chunks)
+    tables = sorted(layout.bm25_dir.glob("legacy-v*/*.npz"))
+    assert tables
+    for table in tables:
+        table.write_bytes(b"not a zip file")
+    damaged = _baseline(layout, terms)
+    _assert_contract(damaged, chunks)
+    assert damaged.tested == len(chunks)
