@@ -43,10 +43,15 @@ def _write(layout: StateLayout, chunks: list[Chunk]) -> None:
     os.replace(tmp, layout.store_file)
 
 
-def _baseline(layout: StateLayout, terms: list[str], cached: bool = True) -> LegacyBaseline:
+def _baseline(
+    layout: StateLayout, terms: list[str], cached: bool = True, worth_a_table: int | None = None
+) -> LegacyBaseline:
     clear_views()  # as a new process would
     view = open_store_view(layout.store_file, layout if cached else None)
-    return LegacyBaseline.cached(ViewSource(view, layout if cached else None), terms)
+    baseline = LegacyBaseline.cached(ViewSource(view, layout if cached else None), terms)
+    if worth_a_table is not None and baseline.cache is not None:
+        baseline.cache.worth_a_table = worth_a_table
+    return baseline
 
 
 def _assert_contract(baseline: LegacyBaseline, chunks: list[Chunk]) -> None:
@@ -84,14 +89,20 @@ def test_cached_legacy_follows_the_contract(tmp_path: Path) -> None:
     _assert_contract(after, edited)
     assert after.tested == 1
 
-    # A chunk that moves to another area is found by id, not tested again.
+    # A chunk that moves to another area is found by id in its old area's table when
+    # every table is worth reading; by default one chunk is cheaper to test again.
     moved = list(edited)
     other_area = next(c.area for c in edited if c.area != edited[5].area)
     moved[5] = Chunk(moved[5].id, moved[5].content, other_area, moved[5].source)
     _write(layout, moved)
-    again = _baseline(layout, terms)
+    again = _baseline(layout, terms, worth_a_table=1)
     _assert_contract(again, moved)
     assert again.tested == 0
+    moved[6] = Chunk(moved[6].id, moved[6].content, other_area, moved[6].source)
+    _write(layout, moved)
+    default = _baseline(layout, terms)
+    _assert_contract(default, moved)
+    assert default.tested == 1
 
     uncached = _baseline(layout, terms, cached=False)  # no cache directory at all
     _assert_contract(uncached, moved)
