@@ -93,8 +93,9 @@ class _Index:
     """First row of each block, then the row count: block j is rows [b[j], b[j+1]) and
     the bytes from its first chunk's `{` (the file's start for block 0) to the next
     block's (the file's end for the last)."""
-    block_digests: npt.NDArray[np.bytes_] | None = None
-    """SHA-1 of each block's bytes: what lets the next store reuse unchanged blocks."""
+    block_digests: npt.NDArray[np.uint8] | None = None
+    """SHA-1 of each block's bytes, (blocks, 20): what lets the next store reuse unchanged
+    blocks. Raw bytes, not numpy `S20`, which would drop a digest's trailing zero bytes."""
 
 
 def _newlines(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
@@ -259,14 +260,17 @@ def _digest(buffer: Any, begin: int, end: int) -> bytes:
         return hashlib.sha1(whole[begin:end], usedforsecurity=False).digest()
 
 
+def _digest_array(digests: Sequence[bytes]) -> npt.NDArray[np.uint8]:
+    return np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(digests), 20).copy()
+
+
 def _with_blocks(index: _Index, buffer: Any, size: int) -> _Index:
     """`index` cut into blocks of `BLOCK_ROWS` rows, each digested."""
     n = len(index.ids)
     index.block_rows = np.array([*range(0, n, BLOCK_ROWS), n], dtype=np.int64)
     begins, ends = _block_bounds(index, size)
-    index.block_digests = np.array(
-        [_digest(buffer, b, e) for b, e in zip(begins.tolist(), ends.tolist(), strict=True)],
-        dtype="S20",
+    index.block_digests = _digest_array(
+        [_digest(buffer, b, e) for b, e in zip(begins.tolist(), ends.tolist(), strict=True)]
     )
     return index
 
@@ -296,7 +300,7 @@ def _reuse(old: _Index, old_size: int, data: npt.NDArray[np.uint8], buffer: Any)
     size = len(data)
     delta = size - old_size
     begins, ends = _block_bounds(old, old_size)
-    digests = old.block_digests.tolist()
+    digests = [bytes(row) for row in old.block_digests]
     n_blocks = len(digests)
     prefix = 0
     while (
@@ -365,7 +369,7 @@ def _reuse(old: _Index, old_size: int, data: npt.NDArray[np.uint8], buffer: Any)
     if prefix == 0 and not mid_rows:
         # The first shifted block now starts the file: its bytes include the `[`.
         shifted[0] = _digest(buffer, int(new_begins[0]), int(new_ends[0]))
-    index.block_digests = np.array(digests[:prefix] + fresh + shifted, dtype="S20")
+    index.block_digests = _digest_array(digests[:prefix] + fresh + shifted)
     return index
 
 

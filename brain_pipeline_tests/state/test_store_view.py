@@ -250,7 +250,17 @@ def test_an_edited_store_reuses_the_unchanged_blocks_exactly(
         assert np.all(np.diff(got.block_rows) > 0)
         begins, ends = store_reader._block_bounds(got, len(data))  # noqa: SLF001
         assert [hashlib.sha1(data[b:e]).digest() for b, e in zip(begins, ends, strict=True)] == (
-            got.block_digests.tolist()
+            [bytes(row) for row in got.block_digests]
         ), step
         _check_view(view, data)
     assert partial >= 6  # most edits scanned only the blocks around them
+
+
+def test_block_digests_keep_their_trailing_zero_bytes(tmp_path: Path) -> None:
+    """A SHA-1 ending in zero bytes (one block in 256) must survive the sidecar intact."""
+    from brain_pipeline.corpus import store_reader
+
+    digests = [bytes(range(1, 21)), bytes(18) + b"\x07\x00", bytes(20)]
+    saved = store_reader._digest_array(digests)  # noqa: SLF001
+    np.save(tmp_path / "d.npy", saved, allow_pickle=False)
+    assert [bytes(row) for row in np.load(tmp_path / "d.npy")] == digests
