@@ -96,7 +96,11 @@ class ArtifactSource:
         return digest.hexdigest()
 
     def same_bytes_as(self, other: Path) -> bool:
-        """True when `other` holds exactly this file's bytes (compared block by block)."""
+        """True when `other` holds exactly this file's bytes (compared block by block).
+
+        Raises `SourceChanged` when this file no longer has its known size: it is then
+        not the artifact to compare, and the caller decides (stage it, and fail there).
+        """
         try:
             with self.open() as mine, Path(other).open("rb") as theirs:
                 if os.fstat(theirs.fileno()).st_size != self.size:
