@@ -7,7 +7,9 @@ protocol, per publish root:
 
 1. **Stage.** Every new file is written and fsync'd into `<target>/.brain-staging-<id>/`
    (inside the directory it will replace a file in, so the final rename never crosses a
-   filesystem). The file it will replace is hard-linked beside it as `previous.<name>`
+   filesystem); an artifact is copied from its source file in blocks, hashed as it goes,
+   so neither the store nor its vectors is ever held whole, and a source that is not
+   the file it was named as fails here. The file it will replace is hard-linked beside it as `previous.<name>`
    (a free backup that makes a roll-back possible). A full disk fails here, while
    nothing live has changed.
 2. **Intent.** `<publish_root>/.brain-publish/intent.json` is written atomically and
