@@ -9,9 +9,9 @@ protocol, per publish root:
    (inside the directory it will replace a file in, so the final rename never crosses a
    filesystem); an artifact is copied from its source file in blocks, hashed as it goes,
    so neither the store nor its vectors is ever held whole, and a source that is not
-   the file it was named as fails here. The file it will replace is hard-linked beside it as `previous.<name>`
-   (a free backup that makes a roll-back possible). A full disk fails here, while
-   nothing live has changed.
+   the file it was named as fails here. The file it will replace is hard-linked beside
+   it as `previous.<name>` (a free backup that makes a roll-back possible). A full disk
+   fails here, while nothing live has changed.
 2. **Intent.** `<publish_root>/.brain-publish/intent.json` is written atomically and
    fsync'd: which staged file goes where, its size, sha256 and inode, in commit order.
    From this moment the commit is decided.
