@@ -94,6 +94,17 @@ def _interruption(event: dg.DagsterEvent) -> str | None:
     return None
 
 
+def _is_check_step_verdict(event: dg.DagsterEvent) -> bool:
+    """A check step's own success, or its failure *because* its check failed: both repeat
+    the evaluation line (`check  name: FAILED why`), so neither gets a line of its own."""
+    if event.event_type_value == "STEP_SUCCESS":
+        return True
+    if event.event_type_value != "STEP_FAILURE":
+        return False
+    error = event.step_failure_data.error if event.step_failure_data else None
+    return error is not None and (error.cls_name or "") == "DagsterAssetCheckFailedError"
+
+
 def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
     """One summary line per step outcome and check; a failure names its root cause.
 
@@ -289,7 +300,7 @@ def materialize_selection(
         e.step_key for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
     }
     for event in result.all_events:
-        if event.event_type_value == "STEP_SUCCESS" and event.step_key in check_steps:
+        if event.step_key in check_steps and _is_check_step_verdict(event):
             continue
         line = _describe(event, lexical=lexical)
         if line is None:
