@@ -33,7 +33,7 @@ from brain_pipeline.evaluation.record import EVALUATION_VERSION
 from brain_pipeline.evaluation.runner import EvaluationReport
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
-from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.damage import healed, set_aside_copy
 
 _FORMAT = 1
 _KEEP_PUBLICATIONS = 500
@@ -215,6 +215,10 @@ def publications(layout: StateLayout) -> tuple[list[dict[str, Any]], str | None]
     try:
         data = _read(layout)
     except FileNotFoundError:
+        aside = set_aside_copy(layout.eval_baseline)
+        if aside.exists():
+            # Its list was damaged and set aside: say so rather than "none yet".
+            return [], f"{layout.eval_baseline} was damaged and set aside as {aside.name}"
         return [], "no publications recorded in this build directory yet"
     except (OSError, ValueError) as exc:
         return [], f"{layout.eval_baseline} is unreadable ({_short(exc)})"

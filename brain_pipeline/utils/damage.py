@@ -54,7 +54,7 @@ def set_aside(path: Path, *, what: str, consequence: str, cause: BaseException |
     whole directory is set aside, since its files only make sense together. An older
     `.damaged` copy is replaced, so damage found again and again keeps one copy.
     """
-    target = path.with_name(path.name + DAMAGED_SUFFIX)
+    target = set_aside_copy(path)
     if path.is_dir() and not path.is_symlink():
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target, ignore_errors=True)
@@ -86,6 +86,11 @@ def healed(
             raise
         set_aside(path, what=what, consequence=consequence, cause=error)
     return opener()
+
+
+def set_aside_copy(path: Path) -> Path:
+    """Where `set_aside` keeps the damaged copy of `path`."""
+    return path.with_name(path.name + DAMAGED_SUFFIX)
 
 
 def is_set_aside(path: Path) -> bool:
