@@ -12,11 +12,11 @@ counted, stable order by score, ties in store order).
 
 from __future__ import annotations
 
-import contextlib
 import io
 import shutil
 import zipfile
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +26,7 @@ from brain_pipeline.corpus.store_reader import IdLookup, StoreView
 from brain_pipeline.evaluation.legacy import legacy_terms
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import sha256_hex
 
 LEGACY_CACHE_VERSION = 1
@@ -92,12 +93,14 @@ class LegacyMatches:
             return []
         out = []
         for path in paths:
-            try:
-                with np.load(path, allow_pickle=False) as saved:
-                    ids, matches = saved["ids"], saved["matches"]
+            try:  # damaged: set aside and said once; its chunks are tested again
+                ids, matches = healed(
+                    path,
+                    partial(_read_segment, path),
+                    what="legacy-baseline matches",
+                    consequence="its chunks are tested again",
+                )
             except _UNREADABLE:
-                with contextlib.suppress(OSError):
-                    path.unlink()
                 continue
             if matches.shape == (len(ids), len(self.terms)):
                 out.append((ids, matches))
@@ -141,6 +144,11 @@ class LegacyMatches:
             _prune(self.directory)
         except OSError:
             pass  # read-only: computed, not remembered
+
+
+def _read_segment(path: Path) -> tuple[npt.NDArray[np.bytes_], npt.NDArray[np.uint8]]:
+    with np.load(path, allow_pickle=False) as saved:
+        return saved["ids"], saved["matches"]
 
 
 def _prune(current: Path) -> None:
