@@ -289,5 +289,8 @@ def _history(cfg: Any, args: argparse.Namespace) -> int:
     elif not frame.empty:
         with pd.option_context("display.max_rows", None, "display.width", 250):
             print(frame.to_string(index=False))
-    unreadable = reason is not None and layout.eval_baseline.exists()
+    from brain_pipeline.utils.damage import set_aside_copy
+
+    damaged = set_aside_copy(layout.eval_baseline).exists()
+    unreadable = reason is not None and (layout.eval_baseline.exists() or damaged)
     return 2 if unreadable else 0

@@ -140,17 +140,21 @@ def run(args: argparse.Namespace) -> int:
                 _note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
             for dead in reap_dead_runs(instance):
                 _note(reaped_message(dead))
-            outcome = materialize_selection(
-                args.select,
-                definitions=definitions,
-                instance=instance,
-                force_publish=args.force_publish,
-                verbose=args.verbose,
-                echo=print,
-                run_id=run_id,
-                provider_label=cfg.provider_label(),
-                lexical=cfg.effective_provider() == "none",
-            )
+            from brain_pipeline.cli.progress_bar import progress_for
+
+            # A bar for long steps on a terminal; plain periodic lines otherwise.
+            with progress_for(sys.stderr):
+                outcome = materialize_selection(
+                    args.select,
+                    definitions=definitions,
+                    instance=instance,
+                    force_publish=args.force_publish,
+                    verbose=args.verbose,
+                    echo=print,
+                    run_id=run_id,
+                    provider_label=cfg.provider_label(),
+                    lexical=cfg.effective_provider() == "none",
+                )
     except LockBusyError as exc:
         _note(str(exc))
         return EXIT_BUSY

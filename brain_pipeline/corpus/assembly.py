@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from array import array
 from collections import Counter
@@ -40,6 +39,7 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes, atomic_writer
 from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import file_sha256
+from brain_pipeline.utils.file_signature import FileSignature
 
 RECORD_FILENAME = "assembled.json"
 PREVIEW_ROWS = 12
@@ -194,11 +194,8 @@ def _load_record(layout: StateLayout) -> dict[str, Any]:
 
 def _stat_key(path: Path) -> list[int] | None:
     """What must not change for a recorded hash to still describe the file."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev]
+    signature = FileSignature.of(path)
+    return signature.as_list() if signature is not None else None
 
 
 def _existing_sha(path: Path, record: dict[str, Any], size: int) -> str | None:

@@ -100,7 +100,7 @@ class CorpusSnapshot:
     @classmethod
     def from_json(cls, data: bytes) -> CorpusSnapshot:
         body = json.loads(data.decode("utf-8", "surrogateescape"))
-        if body.get("format") != SNAPSHOT_FORMAT:
+        if not isinstance(body, dict) or body.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(f"unsupported snapshot format {body.get('format')!r}")
         entries = [ManifestEntry(*row) for row in body["entries"]]
         return cls(str(body["digest"]), str(body["root"]), list(body["areas"]), entries)
@@ -295,12 +295,26 @@ def save_snapshot(layout: StateLayout, snapshot: CorpusSnapshot) -> bool:
 
 
 def load_snapshot(layout: StateLayout, digest: str) -> CorpusSnapshot:
-    """The snapshot an observation stored under `digest` (SnapshotNotFoundError if none)."""
+    """The snapshot an observation stored under `digest` (SnapshotNotFoundError if none).
+
+    A damaged snapshot is set aside (named in one WARN line) and then missing: the
+    caller observes the corpus again, which stores it anew while the corpus still has
+    that digest.
+    """
+    path = snapshot_path(layout, digest)
+
+    def load() -> CorpusSnapshot:
+        snapshot = CorpusSnapshot.from_json(path.read_bytes())
+        if snapshot.digest != digest:
+            raise ValueError(f"holds the snapshot {snapshot.digest}")
+        return snapshot
+
     try:
-        data = snapshot_path(layout, digest).read_bytes()
+        return healed(
+            path, load, what="corpus snapshot", consequence="the corpus is observed again"
+        )
     except FileNotFoundError:
         raise SnapshotNotFoundError(layout, digest) from None
-    return CorpusSnapshot.from_json(data)
 
 
 def prune_snapshots(layout: StateLayout, keep: set[str]) -> list[str]:

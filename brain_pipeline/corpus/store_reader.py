@@ -27,6 +27,7 @@ layout (hand-written, compact JSON) is read with `parse_store` and served from m
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import mmap
@@ -47,6 +48,7 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_writer
 from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import file_sha256, sha256_hex
+from brain_pipeline.utils.file_signature import FileSignature
 
 STORE_INDEX_VERSION = 2
 """Bump when the sidecar's contents or the scan change; older sidecars are then ignored."""
@@ -67,22 +69,6 @@ _KEEP_SIDECARS = 4
 
 class StoreFormatError(ValueError):
     """The file is not knowledge-store.json in the fixed layout (callers fall back)."""
-
-
-@dataclass(frozen=True)
-class _Stat:
-    size: int
-    mtime_ns: int
-    inode: int
-    ctime_ns: int
-
-    @classmethod
-    def of(cls, path: Path) -> _Stat:
-        st = path.stat()
-        return cls(st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
-
-    def key(self) -> str:
-        return f"{self.size}-{self.mtime_ns}-{self.inode}-{self.ctime_ns}"
 
 
 @dataclass
@@ -506,7 +492,7 @@ class StoreView:
     """
 
     def __init__(
-        self, path: Path, stat: _Stat, layout: StateLayout | None, sha256: str | None = None
+        self, path: Path, stat: FileSignature, layout: StateLayout | None, sha256: str | None = None
     ) -> None:
         self.path = path
         self._stat = stat
@@ -821,7 +807,7 @@ def _prune(directory: Path, keep: Path) -> None:
             stale.unlink()
 
 
-_VIEWS: dict[Path, tuple[tuple[_Stat, Path | None], StoreView]] = {}
+_VIEWS: dict[Path, tuple[tuple[FileSignature, Path | None], StoreView]] = {}
 _VIEWS_LOCK = threading.Lock()
 
 
@@ -837,7 +823,9 @@ def open_store_view(
     store while writing it), so a new sidecar does not read the whole file again.
     """
     path = Path(store_file).resolve()
-    stat = _Stat.of(path)
+    stat = FileSignature.of(path)
+    if stat is None:
+        raise FileNotFoundError(errno.ENOENT, "no such store file", str(path))
     where = layout.store_index_dir if layout is not None else None
     with _VIEWS_LOCK:
         cached = _VIEWS.get(path)

@@ -5,6 +5,7 @@ Dagster itself knows when the corpus changed: the chunks become stale and automa
 re-runs what the change affects. The steps are `steps.ingest`.
 """
 
+import contextlib
 import os
 
 import dagster as dg
@@ -91,12 +92,13 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Co
     A fresh observation that differs from the last one Dagster knows is recorded as an
     observation of `corpus`, so the lineage names the corpus version that was read.
     """
-    from brain_pipeline.corpus.observation import load_snapshot
+    from brain_pipeline.corpus.observation import SnapshotNotFoundError, load_snapshot
     from brain_pipeline.state.layout import StateLayout
 
     known, observed_by = latest_corpus_observation(context.instance)
     if known is not None and observed_by == context.run.run_id:  # this run's own step
-        return load_snapshot(StateLayout.of(cfg.build_dir), known)
+        with contextlib.suppress(SnapshotNotFoundError):  # gone or damaged: observe again
+            return load_snapshot(StateLayout.of(cfg.build_dir), known)
     snapshot = observe(cfg)
     if known != snapshot.digest:
         context.log_event(

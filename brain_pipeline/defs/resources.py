@@ -19,13 +19,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig, load_config
 from brain_pipeline.lib.code_location import location_config, location_config_path
 from brain_pipeline.lib.steps import PUBLISH_ASSETS
+
+if TYPE_CHECKING:
+    from brain_pipeline.publishing.source import ArtifactSource
 
 
 class RunLocks(dg.ConfigurableResource):
@@ -113,13 +116,18 @@ class S3Publisher(dg.ConfigurableResource):
         )
 
     def publish(
-        self, cfg: BrainConfig, store_bytes: bytes, embeddings_bytes: bytes | None, manifest: Any
+        self,
+        cfg: BrainConfig,
+        store: ArtifactSource,
+        embeddings: ArtifactSource | None,
+        manifest: Any,
     ) -> Any:
+        """Upload the build's files (`publishing.source.ArtifactSource`s, streamed)."""
         from brain_pipeline.publishing.s3 import S3Timeouts, publish_s3
 
         return publish_s3(
-            store_bytes,
-            embeddings_bytes,
+            store,
+            embeddings,
             bucket=self.bucket,
             prefix=self.prefix,
             region=self.region,

@@ -7,12 +7,21 @@ local model takes a few seconds here, a Gemini request well under one), so the d
 to print is made on the clock instead: the first report, then at most one every `every`
 seconds, then the last. The clock is injectable so tests never wait.
 `progress_line` says the rate and the time left, for a person deciding whether to wait.
+
+A terminal shows a progress bar instead of those lines: the command installs a
+`ProgressSink` for the run (`progress_sink_installed`), and `step_progress` hands it
+every figure the builder reports, unthrottled (the bar redraws on its own clock). The
+figures are the same checkpointed counts, so the bar never claims texts the checkpoint
+does not hold. The core stays free of any terminal library: the sink is a protocol.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 from brain_pipeline.embedding.pacing import Clock
 
@@ -55,7 +64,8 @@ class ThrottledProgress:
             self._emit(done, total)
 
 
-def _duration(seconds: float) -> str:
+def short_duration(seconds: float) -> str:
+    """`9m24s`, `1h05m`, `7s`: a time left as a person reads it."""
     seconds = max(0, int(round(seconds)))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
@@ -71,5 +81,69 @@ def progress_line(done: int, total: int, elapsed: float, what: str = "embedded")
         rate = done / elapsed
         line += f", {rate:.1f}/s"
         if done < total:
-            line += f", about {_duration((total - done) / rate)} left"
+            line += f", about {short_duration((total - done) / rate)} left"
     return line
+
+
+_PROGRESS_LINE = re.compile(r"^\w+ [\d,]+/[\d,]+ texts(, |$)")
+
+
+def is_progress_line(message: str) -> bool:
+    """True for a `progress_line`: the line a terminal's bar replaces on the console."""
+    return _PROGRESS_LINE.match(message) is not None
+
+
+class ProgressSink(Protocol):
+    """Receives every progress figure of a long step, e.g. a terminal's progress bar."""
+
+    def update(self, task: str, done: int, total: int) -> None:
+        """`done` of `total` texts of `task` are held (checkpointed) now."""
+        ...
+
+
+_SINKS: list[ProgressSink] = []
+
+
+@contextlib.contextmanager
+def progress_sink_installed(sink: ProgressSink) -> Iterator[ProgressSink]:
+    """Send the figures of the steps run in this process to `sink` for the duration.
+
+    Process-wide because the steps run in-process under Dagster, which passes nothing
+    of the command's own through to them; the innermost installation wins.
+    """
+    _SINKS.append(sink)
+    try:
+        yield sink
+    finally:
+        _SINKS.remove(sink)
+
+
+def progress_sink() -> ProgressSink | None:
+    """The sink installed for this process, or None (then only the lines are shown)."""
+    return _SINKS[-1] if _SINKS else None
+
+
+def step_progress(
+    say: Callable[[str], None],
+    *,
+    task: str = "embedding",
+    what: str = "embedded",
+    every: float = DEFAULT_EVERY_SECONDS,
+    clock: Clock = time.monotonic,
+) -> Emit:
+    """A builder's `progress(done, total)` for a step: throttled `progress_line`s to `say`
+    (the run log keeps them), and every figure to the installed sink, if any."""
+    started = clock()
+    lines = ThrottledProgress(
+        lambda done, total: say(progress_line(done, total, clock() - started, what)),
+        every=every,
+        clock=clock,
+    )
+    sink = progress_sink()
+
+    def report(done: int, total: int) -> None:
+        lines(done, total)
+        if sink is not None:
+            sink.update(task, done, total)
+
+    return report

@@ -25,12 +25,15 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 from brain_pipeline.evaluation.record import EVALUATION_VERSION
 from brain_pipeline.evaluation.runner import EvaluationReport
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.damage import healed, set_aside_copy
 
 _FORMAT = 1
 _KEEP_PUBLICATIONS = 500
@@ -77,10 +80,29 @@ class BaselineLookup:
     reason: str | None = None
 
 
+def _parse(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_bytes())
+    if not isinstance(data, dict):
+        raise ValueError("not a baseline file")
+    return data
+
+
 def _read(layout: StateLayout) -> dict[str, Any]:
-    """The file's content; raises ValueError/OSError when it cannot be used."""
-    data = json.loads(layout.eval_baseline.read_bytes())
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+    """The file's content; raises ValueError/OSError when it cannot be used.
+
+    Damaged bytes are set aside (kept once for inspection, with the publications list
+    they hold) and named in one WARN line; the file is then missing, so the next
+    publication records a new baseline. A readable file of another format is refused
+    but left in place: it is not damage.
+    """
+    path = layout.eval_baseline
+    data = healed(
+        path,
+        partial(_parse, path),
+        what="evaluation baseline",
+        consequence="no baseline until the next publication records one",
+    )
+    if data.get("format") != _FORMAT:
         raise ValueError("unknown format")
     return data
 
@@ -193,6 +215,10 @@ def publications(layout: StateLayout) -> tuple[list[dict[str, Any]], str | None]
     try:
         data = _read(layout)
     except FileNotFoundError:
+        aside = set_aside_copy(layout.eval_baseline)
+        if aside.exists():
+            # Its list was damaged and set aside: say so rather than "none yet".
+            return [], f"{layout.eval_baseline} was damaged and set aside as {aside.name}"
         return [], "no publications recorded in this build directory yet"
     except (OSError, ValueError) as exc:
         return [], f"{layout.eval_baseline} is unreadable ({_short(exc)})"

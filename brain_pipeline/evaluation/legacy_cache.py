@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from brain_pipeline.corpus.store_reader import IdLookup, id_keys
 from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import sha256_hex
 
 _KEEP_PER_AREA = 2
@@ -54,13 +55,21 @@ class LegacyMatchCache:
         return self.directory / f"{_area_key(area)}-{digest[:24]}.npz"
 
     def _read(self, path: Path) -> tuple[npt.NDArray[np.bytes_], Matches] | None:
-        """A table's ids and (unpacked) matches, or None when unreadable (then removed)."""
-        try:
+        """A table's ids and (unpacked) matches, or None when unreadable: damaged bytes are
+        set aside and said once (utils.damage), and its chunks are tested again."""
+
+        def load() -> tuple[npt.NDArray[np.bytes_], npt.NDArray[np.uint8]]:
             with np.load(path, allow_pickle=False) as saved:
-                ids, bits = saved["ids"], saved["bits"]
+                return saved["ids"], saved["bits"]
+
+        try:
+            ids, bits = healed(
+                path,
+                load,
+                what="legacy-baseline matches",
+                consequence="its chunks are tested again",
+            )
         except _UNREADABLE:
-            with contextlib.suppress(OSError):
-                path.unlink()
             return None
         if bits.ndim != 2 or len(bits) != len(ids) or bits.shape[1] != -(-self.n_terms // 8):
             return None

@@ -30,6 +30,7 @@ from brain_pipeline.state.records import read_record
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import file_sha256, value_digest
+from brain_pipeline.utils.file_signature import FileSignature
 
 EVALUATION_VERSION = 2
 """Bump when evaluation semantics change (metrics, judging, report): old records expire.
@@ -138,16 +139,15 @@ def known_sha256(layout: StateLayout | None, path: Path) -> str | None:
     the vectors again), or this record memoised it under the same stat signature.
     """
     path = Path(path)
-    try:
-        st = path.stat()
-    except FileNotFoundError:
+    current = FileSignature.of(path)
+    if current is None:
         return None
     if layout is not None:
         for record in filter(None, (read_record(layout, a) for a in _WRITERS)):
             stamp = record.outputs.get(path.name)
             if stamp is not None and stamp.still_matches(path):
                 return stamp.sha256
-    signature = [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
+    signature = current.as_list()
     name = str(path.resolve())
     data = _read(layout) if layout is not None else {"digests": {}}
     known = data["digests"].get(name)

@@ -13,6 +13,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import ConfigError
+from brain_pipeline.embedding.progress import is_progress_line, progress_sink
 from brain_pipeline.lib.instance import in_process_run_tags
 from brain_pipeline.lib.steps import CORPUS, EVAL_FIXTURE, PUBLISH_ASSETS
 
@@ -47,6 +48,17 @@ class _SummarisedElsewhere(logging.Filter):
         return not message.rstrip().endswith("Not executing.")
 
 
+class _ShownByTheBar(logging.Filter):
+    """Drop a step's periodic progress line while a terminal's bar shows the same figures
+    (the run's event log keeps the lines; only the console skips them)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if progress_sink() is None:
+            return True
+        meta = getattr(record, "dagster_meta", None) or {}
+        return not is_progress_line(str(meta.get("orig_message") or record.getMessage()))
+
+
 @dg.logger(
     config_schema={"log_level": dg.Field(str, is_required=False, default_value="INFO")},
     description="One concise line per message the assets log, for the command line.",
@@ -57,6 +69,7 @@ def concise_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_StepFormatter())
     handler.addFilter(_SummarisedElsewhere())
+    handler.addFilter(_ShownByTheBar())
     logger.addHandler(handler)
     return logger
 
@@ -92,6 +105,17 @@ def _interruption(event: dg.DagsterEvent) -> str | None:
             return text if text.startswith("interrupted") else "interrupted"
         error = error.cause or error.context
     return None
+
+
+def _is_check_step_verdict(event: dg.DagsterEvent) -> bool:
+    """A check step's own success, or its failure *because* its check failed: both repeat
+    the evaluation line (`check  name: FAILED why`), so neither gets a line of its own."""
+    if event.event_type_value == "STEP_SUCCESS":
+        return True
+    if event.event_type_value != "STEP_FAILURE":
+        return False
+    error = event.step_failure_data.error if event.step_failure_data else None
+    return error is not None and (error.cls_name or "") == "DagsterAssetCheckFailedError"
 
 
 def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
@@ -289,7 +313,7 @@ def materialize_selection(
         e.step_key for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
     }
     for event in result.all_events:
-        if event.event_type_value == "STEP_SUCCESS" and event.step_key in check_steps:
+        if event.step_key in check_steps and _is_check_step_verdict(event):
             continue
         line = _describe(event, lexical=lexical)
         if line is None:

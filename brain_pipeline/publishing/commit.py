@@ -7,9 +7,11 @@ protocol, per publish root:
 
 1. **Stage.** Every new file is written and fsync'd into `<target>/.brain-staging-<id>/`
    (inside the directory it will replace a file in, so the final rename never crosses a
-   filesystem). The file it will replace is hard-linked beside it as `previous.<name>`
-   (a free backup that makes a roll-back possible). A full disk fails here, while
-   nothing live has changed.
+   filesystem); an artifact is copied from its source file in blocks, hashed as it goes,
+   so neither the store nor its vectors is ever held whole, and a source that is not
+   the file it was named as fails here. The file it will replace is hard-linked beside
+   it as `previous.<name>` (a free backup that makes a roll-back possible). A full disk
+   fails here, while nothing live has changed.
 2. **Intent.** `<publish_root>/.brain-publish/intent.json` is written atomically and
    fsync'd: which staged file goes where, its size, sha256 and inode, in commit order.
    From this moment the commit is decided.
@@ -44,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from brain_pipeline.publishing.source import ArtifactSource, SourceChanged
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.digest import file_sha256, sha256_hex
 
@@ -83,11 +86,16 @@ def describe_os_error(exc: OSError) -> str:
 
 @dataclass(frozen=True)
 class FileChange:
-    """One change a commit makes: put `data` at `target/filename`, or remove it (None)."""
+    """One change a commit makes: put `data` at `target/filename`, or remove it (None).
+
+    `data` is an `ArtifactSource` for the large artifacts (copied into the staging
+    folder block by block, never held whole) and `bytes` only for what is made in
+    memory anyway (the manifests, a few KB).
+    """
 
     target: Path
     filename: str
-    data: bytes | None
+    data: ArtifactSource | bytes | None
 
     @property
     def path(self) -> Path:
@@ -187,19 +195,34 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _write_durable(path: Path, data: bytes) -> int:
-    """Create `path` with `data`, fsync it; return its inode (the rename keeps it)."""
+def _write_durable(path: Path, data: ArtifactSource | bytes) -> tuple[int, int, str]:
+    """Create `path` with `data`, fsync it; return (inode, size, sha256) of what was written.
+
+    A source is copied block by block and hashed as it goes, so the sha256 the intent
+    records is of the staged bytes themselves, and a source that is no longer what it
+    was named as fails here (`SourceChanged`), before anything live changes. The inode
+    is returned because the rename keeps it (recovery tells a committed file by it).
+    """
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
+        if isinstance(data, ArtifactSource):
+            for block in data.blocks():
+                _write_all(fd, block)
+            size, digest = data.size, data.sha256
+        else:
+            _write_all(fd, data)
+            size, digest = len(data), sha256_hex(data)
         os.fsync(fd)
-        return os.fstat(fd).st_ino
+        return os.fstat(fd).st_ino, size, digest
     finally:
         os.close(fd)
 
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 
@@ -280,14 +303,14 @@ def _stage(
                 )
                 continue
             staged = staging / change.filename
-            inode = _write_durable(staged, change.data)
+            inode, size, digest = _write_durable(staged, change.data)
             operations.append(
                 Operation(
                     _relative(root, change.target),
                     change.filename,
                     "replace",
-                    size=len(change.data),
-                    sha256=sha256_hex(change.data),
+                    size=size,
+                    sha256=digest,
                     inode=inode,
                     staged=_relative(root, staged),
                     backup=None if backup is None else _relative(root, backup),
@@ -296,13 +319,13 @@ def _stage(
             )
         for staging in staging_dirs:
             _fsync_dir(staging)
-    except OSError as exc:
+    except (OSError, SourceChanged) as exc:
         for staging in staging_dirs:
             shutil.rmtree(staging, ignore_errors=True)
         where = current if current is not None else root
+        cause = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
         raise PublicationError(
-            f"publishing to {root} failed while staging {where}: {describe_os_error(exc)}; "
-            "nothing live was changed"
+            f"publishing to {root} failed while staging {where}: {cause}; nothing live was changed"
         ) from None
     return Intent(commit_id, tuple(operations), description)
 

@@ -40,9 +40,12 @@ from brain_pipeline.publishing.manifest import (
     PublishManifest,
     sha256_hex,
 )
-from brain_pipeline.retrieval.vectors import NotAnEmbeddingStore, decode_embeddings
+from brain_pipeline.publishing.source import ArtifactSource, SourceChanged, read_vectors_header
+from brain_pipeline.retrieval.vectors import NotAnEmbeddingStore
+from brain_pipeline.utils.digest import file_sha256
 
 __all__ = [
+    "ArtifactSource",
     "LocalPublication",
     "LocalPublishReport",
     "PublicationError",
@@ -146,17 +149,19 @@ def storage_dirs(publish_root: Path) -> list[Path]:
     return targets
 
 
-def embeddings_refusal(embeddings_bytes: bytes | None, agent_query_model: str) -> str | None:
+def embeddings_refusal(embeddings: ArtifactSource | None, agent_query_model: str) -> str | None:
     """Why these embeddings must not go out beside the store, or None when they may.
 
     The agent embeds each query with its own model and compares it with the stored
     vectors; vectors from any other model give meaningless similarities, so the store
-    is better published alone (the agent then ranks with BM25).
+    is better published alone (the agent then ranks with BM25). Only the header is read.
     """
-    if embeddings_bytes is None:
+    if embeddings is None:
         return "no embeddings were built"
     try:
-        model = decode_embeddings(embeddings_bytes).model
+        model = read_vectors_header(embeddings).model
+    except SourceChanged as exc:
+        return f"embeddings.bin changed while publishing ({exc})"
     except NotAnEmbeddingStore as exc:
         return f"embeddings.bin is unreadable ({exc})"
     if model != agent_query_model:
@@ -168,13 +173,19 @@ def embeddings_refusal(embeddings_bytes: bytes | None, agent_query_model: str) -
 
 
 def _check_manifest_matches(
-    manifest: PublishManifest, store_bytes: bytes, embeddings_bytes: bytes | None
+    manifest: PublishManifest, store: ArtifactSource, embeddings: ArtifactSource | None
 ) -> None:
-    """Refuse a manifest built from other bytes: it would vouch for files it never saw."""
-    if manifest.store.sha256 != sha256_hex(store_bytes):
+    """Refuse a manifest built from other files: it would vouch for bytes it never saw.
+
+    Compares the known digests and sizes; that the files still hold those bytes is
+    checked as they are copied (`ArtifactSource.blocks`).
+    """
+    if (manifest.store.sha256, manifest.store.size) != (store.sha256, store.size):
         raise ValueError("manifest.store.sha256 does not match the store bytes to publish")
     if manifest.embeddings is not None and (
-        embeddings_bytes is None or manifest.embeddings.sha256 != sha256_hex(embeddings_bytes)
+        embeddings is None
+        or (manifest.embeddings.sha256, manifest.embeddings.size)
+        != (embeddings.sha256, embeddings.size)
     ):
         raise ValueError("manifest.embeddings.sha256 does not match the embeddings to publish")
 
@@ -209,34 +220,40 @@ def _manifest_to_write(manifest: PublishManifest, targets: Iterable[Path]) -> Pu
     return manifest
 
 
-def _known_unchanged(directory: Path, filename: str, data: bytes, digest: str) -> bool:
-    """True when `directory/filename` already holds `data`.
+def _known_unchanged(directory: Path, filename: str, data: ArtifactSource | bytes) -> bool:
+    """True when `directory/filename` already holds `data` (a source's bytes, or these).
 
     The live manifest of this copy is trusted for large artifacts when it names the same
     sha256 and size, the file has that size, and the file is not newer than the manifest
     (a later edit by hand would be): that saves reading a 450 MB file to learn it did not
-    change. Anything less certain is compared byte for byte.
+    change. Anything less certain is compared byte for byte, a source block by block.
     """
     path = directory / filename
+    size = data.size if isinstance(data, ArtifactSource) else len(data)
     try:
         info = path.stat()
     except FileNotFoundError:
         return False
-    if info.st_size != len(data):
+    if info.st_size != size:
         return False
+    if isinstance(data, bytes):
+        return path.read_bytes() == data
     live = _read_manifest(directory / MANIFEST_FILENAME)
     if live is not None and filename != MANIFEST_FILENAME:
         known = next((a for a in live.artifacts() if a.filename == filename), None)
-        if known is not None and known.sha256 == digest and known.size == len(data):
+        if known is not None and known.sha256 == data.sha256 and known.size == size:
             with contextlib.suppress(FileNotFoundError):
                 if info.st_mtime_ns <= (directory / MANIFEST_FILENAME).stat().st_mtime_ns:
                     return True
-    return path.read_bytes() == data
+    try:
+        return data.same_bytes_as(path)
+    except SourceChanged:
+        return False  # staging it will say so, before anything live changes
 
 
 def publish_local(
-    store_bytes: bytes,
-    embeddings_bytes: bytes | None,
+    store: ArtifactSource,
+    embeddings: ArtifactSource | None,
     publish_root: Path,
     *,
     agent_query_model: str = DEFAULT_AGENT_QUERY_MODEL,
@@ -244,7 +261,7 @@ def publish_local(
 ) -> LocalPublishReport:
     """Publish into `<publish_root>/src/storage/` (and `dist/storage/` when dist exists).
 
-    `manifest` must describe `store_bytes`/`embeddings_bytes` (see `build_manifest`);
+    `manifest` must describe `store`/`embeddings` (see `build_manifest`);
     when the embeddings are withheld, the manifest written says so. An embeddings.bin
     left from an earlier publication is removed when no vectors go out this time: it
     no longer matches the store beside it.
@@ -254,44 +271,48 @@ def publish_local(
     place, manifests last. An interrupted earlier commit is recovered first; callers
     should still call `recover_publication` themselves under the publish-root lock
     before deciding what to publish.
+
+    The files are streamed, never read whole: copied block by block into staging
+    (hashed as they go: a file rewritten since it was named fails the staging), and
+    compared block by block where the live manifest cannot vouch for a live copy.
     """
-    _check_manifest_matches(manifest, store_bytes, embeddings_bytes)
+    _check_manifest_matches(manifest, store, embeddings)
     recover_publication(publish_root)
-    refusal = embeddings_refusal(embeddings_bytes, agent_query_model)
+    refusal = embeddings_refusal(embeddings, agent_query_model)
     if refusal is not None:
         manifest = manifest.without_embeddings(refusal)
     targets = storage_dirs(publish_root)
     live = _manifest_to_write(manifest, targets)
     manifest_bytes = live.to_json()
 
-    wanted: list[tuple[str, bytes | None, str | None]] = []
-    if refusal is None and embeddings_bytes is not None:
-        assert manifest.embeddings is not None
-        wanted.append((EMBEDDINGS_FILENAME, embeddings_bytes, manifest.embeddings.sha256))
+    wanted: list[tuple[str, ArtifactSource | None]] = []
+    if refusal is None and embeddings is not None:
+        wanted.append((EMBEDDINGS_FILENAME, embeddings))
     else:
-        wanted.append((EMBEDDINGS_FILENAME, None, None))
-    wanted.append((STORE_FILENAME, store_bytes, manifest.store.sha256))
+        wanted.append((EMBEDDINGS_FILENAME, None))
+    wanted.append((STORE_FILENAME, store))
 
     data_changes: list[FileChange] = []
     manifest_changes: list[FileChange] = []
     per_target: list[list[FileOutcome]] = []
     for directory in targets:
         outcomes: list[FileOutcome] = []
-        for filename, data, digest in wanted:
-            if data is None:
+        for filename, source in wanted:
+            if source is None:
                 if (directory / filename).exists():
                     data_changes.append(FileChange(directory, filename, None))
                     outcomes.append(FileOutcome(filename, "removed", None, None))
                 continue
-            assert digest is not None
-            same = _known_unchanged(directory, filename, data, digest)
+            same = _known_unchanged(directory, filename, source)
             if not same:
-                data_changes.append(FileChange(directory, filename, data))
+                data_changes.append(FileChange(directory, filename, source))
             outcomes.append(
-                FileOutcome(filename, "unchanged" if same else "written", len(data), digest)
+                FileOutcome(
+                    filename, "unchanged" if same else "written", source.size, source.sha256
+                )
             )
         digest = sha256_hex(manifest_bytes)
-        same = _known_unchanged(directory, MANIFEST_FILENAME, manifest_bytes, digest)
+        same = _known_unchanged(directory, MANIFEST_FILENAME, manifest_bytes)
         if not same:
             manifest_changes.append(FileChange(directory, MANIFEST_FILENAME, manifest_bytes))
         outcomes.append(
@@ -354,12 +375,13 @@ def _check_copy(directory: Path, manifest: PublishManifest) -> CopyCheck:
         problems.append(f"{MANIFEST_FILENAME} differs from src's")
     for artifact in manifest.artifacts():
         path = directory / artifact.filename
-        try:
-            data = path.read_bytes()
+        try:  # streamed: the store and its vectors can be hundreds of MB
+            size = path.stat().st_size
+            same = size == artifact.size and file_sha256(path) == artifact.sha256
         except FileNotFoundError:
             problems.append(f"{artifact.filename} missing")
             continue
-        if len(data) != artifact.size or sha256_hex(data) != artifact.sha256:
+        if not same:
             problems.append(f"{artifact.filename} does not match the manifest's sha256")
     if manifest.embeddings is None and (directory / EMBEDDINGS_FILENAME).exists():
         problems.append(f"{EMBEDDINGS_FILENAME} present but the manifest publishes no vectors")

@@ -23,11 +23,8 @@ from typing import Any
 
 from brain_pipeline.corpus.observation import corpus_digest
 from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, parse_store
-from brain_pipeline.retrieval.vectors import (
-    EMBEDDINGS_FILENAME,
-    NotAnEmbeddingStore,
-    decode_embeddings,
-)
+from brain_pipeline.publishing.source import ArtifactSource, read_vectors_header
+from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, NotAnEmbeddingStore
 from brain_pipeline.utils.digest import sha256_hex
 
 MANIFEST_FILENAME = "manifest.json"
@@ -48,6 +45,11 @@ class ArtifactInfo:
     @classmethod
     def of(cls, filename: str, data: bytes) -> ArtifactInfo:
         return cls(filename=filename, size=len(data), sha256=sha256_hex(data))
+
+    @classmethod
+    def of_source(cls, filename: str, source: ArtifactSource) -> ArtifactInfo:
+        """From the source's known digest and size: the file is not read."""
+        return cls(filename=filename, size=source.size, sha256=source.sha256)
 
 
 @dataclass(frozen=True)
@@ -209,8 +211,8 @@ def utc_now_iso() -> str:
 
 
 def build_manifest(
-    store_bytes: bytes,
-    embeddings_bytes: bytes | None,
+    store: ArtifactSource,
+    embeddings: ArtifactSource | None,
     chunks: Sequence[Chunk] | None = None,
     evaluation: Mapping[str, Any] | None = None,
     corpus_digest: str | None = None,
@@ -219,22 +221,25 @@ def build_manifest(
     published_at: str | None = None,
     counts: tuple[Mapping[str, int], Sequence[str]] | None = None,
 ) -> PublishManifest:
-    """Describe a publication of these bytes.
+    """Describe a publication of these files, without reading them whole.
 
-    `chunks` saves re-parsing the store when the caller already holds them; they must be
-    the chunks `store_bytes` encodes. `counts` (chunks per area, live ids) saves even
-    that: a store view knows both without decoding a chunk. Embeddings that are not a
-    PATBEMB1 file are described as absent, with a note, never misread.
+    Digests and sizes are the sources' known ones; the embeddings' model, dimension and
+    ids come from their header, read through a memory map (the vectors are not read).
+    `chunks` saves parsing the store when the caller already holds them; they must be
+    the chunks `store` encodes. `counts` (chunks per area, live ids) saves even that: a
+    store view knows both without decoding a chunk, and is what a large publish passes
+    (without either, the store is read and parsed). Embeddings that are not a PATBEMB1
+    file are described as absent, with a note, never misread.
     """
     if counts is not None:
         per_area, live_ids = counts
     else:
         if chunks is None:
-            chunks = parse_store(store_bytes)
+            chunks = parse_store(store.path.read_bytes())
         per_area = Counter(chunk.area for chunk in chunks)
         live_ids = [chunk.id for chunk in chunks]
     manifest = PublishManifest(
-        store=ArtifactInfo.of(STORE_FILENAME, store_bytes),
+        store=ArtifactInfo.of_source(STORE_FILENAME, store),
         chunk_count=sum(per_area.values()),
         chunks_per_area=dict(sorted(per_area.items())),
         evaluation=dict(evaluation or {}),
@@ -242,17 +247,17 @@ def build_manifest(
         run_id=run_id,
         published_at=published_at or utc_now_iso(),
     )
-    if embeddings_bytes is None:
+    if embeddings is None:
         return manifest.without_embeddings("no embeddings were built")
     try:
-        vectors = decode_embeddings(embeddings_bytes)
+        vectors = read_vectors_header(embeddings)
     except NotAnEmbeddingStore as exc:
         return manifest.without_embeddings(f"embeddings.bin is unreadable: {exc}")
     store_ids = set(live_ids)
     covered = len(store_ids.intersection(vectors.ids))
     return replace(
         manifest,
-        embeddings=ArtifactInfo.of(EMBEDDINGS_FILENAME, embeddings_bytes),
+        embeddings=ArtifactInfo.of_source(EMBEDDINGS_FILENAME, embeddings),
         embedding_model=vectors.model,
         embedding_dimension=vectors.dim,
         vectors_count=vectors.count,

@@ -48,6 +48,7 @@ from brain_pipeline.publishing.manifest import (
     build_manifest,
     sha256_hex,
 )
+from brain_pipeline.publishing.source import ArtifactSource, SourceChanged
 
 JSON_CONTENT_TYPE = "application/json"
 BINARY_CONTENT_TYPE = "application/octet-stream"
@@ -209,8 +210,29 @@ class _Deadline:
         return self._end - self._clock()
 
 
-def _b64_sha256(data: bytes) -> str:
-    return base64.b64encode(hashlib.sha256(data).digest()).decode("ascii")
+Content = ArtifactSource | bytes
+"""What an object is uploaded from: a file (the store, its vectors; streamed from disk,
+never held whole) or bytes made in memory (the manifest, a few KB)."""
+
+
+def _size(content: Content) -> int:
+    return content.size if isinstance(content, ArtifactSource) else len(content)
+
+
+def _sha256(content: Content) -> str:
+    return content.sha256 if isinstance(content, ArtifactSource) else sha256_hex(content)
+
+
+def _b64_sha256(content: Content) -> str:
+    if isinstance(content, ArtifactSource):
+        return content.b64_sha256
+    return base64.b64encode(hashlib.sha256(content).digest()).decode("ascii")
+
+
+def _md5_hex(content: Content) -> str:
+    if isinstance(content, ArtifactSource):
+        return content.md5_hex()
+    return hashlib.md5(content, usedforsecurity=False).hexdigest()
 
 
 def _known_secrets(client: Any) -> list[str]:
@@ -364,16 +386,32 @@ class _Destination:
                 raise
         return None  # pragma: no cover
 
-    def put_verified(self, key: str, data: bytes, content_type: str) -> str:
-        """Upload and confirm the server holds exactly `data`; return how it was checked."""
-        with self.errors(f"uploading {key}"):
-            response = self.client.put_object(
-                Bucket=self.bucket,
-                Key=key,
-                Body=data,
-                ContentType=content_type,
-                ChecksumAlgorithm="SHA256",
-            )
+    def put_verified(self, key: str, data: Content, content_type: str) -> str:
+        """Upload and confirm the server holds exactly `data`; return how it was checked.
+
+        A file is uploaded from its open handle with its length: the SDK streams it
+        (and reads it once more to compute the SHA256 checksum it sends, as it does for
+        bytes), so the upload's memory does not grow with the file. The checksum the
+        server echoes is of the bytes the SDK actually read, and is compared with the
+        file's known digest, so a file rewritten since it was named fails here.
+        """
+        with contextlib.ExitStack() as stack:
+            if isinstance(data, ArtifactSource):
+                try:
+                    body: Any = stack.enter_context(data.open())
+                except (OSError, SourceChanged) as exc:
+                    raise self.fail(f"uploading {key}", f"cannot read {data.path}: {exc}") from None
+            else:
+                body = data
+            with self.errors(f"uploading {key}"):
+                response = self.client.put_object(
+                    Bucket=self.bucket,
+                    Key=key,
+                    Body=body,
+                    ContentLength=_size(data),
+                    ContentType=content_type,
+                    ChecksumAlgorithm="SHA256",
+                )
         how = _verification(response, data)
         if how is None:
             raise self.fail(
@@ -384,14 +422,14 @@ class _Destination:
         return how
 
 
-def _verification(response: dict[str, Any], data: bytes) -> str | None:
+def _verification(response: dict[str, Any], data: Content) -> str | None:
     """'ChecksumSHA256' or 'ETag' when the server's digest equals ours; None on mismatch."""
     checksum = response.get("ChecksumSHA256")
     if checksum:
         return "ChecksumSHA256" if checksum == _b64_sha256(data) else None
     etag = str(response.get("ETag", "")).strip('"')
     if etag and "-" not in etag:
-        return "ETag" if etag == hashlib.md5(data, usedforsecurity=False).hexdigest() else None
+        return "ETag" if etag == _md5_hex(data) else None
     return None
 
 
@@ -399,9 +437,9 @@ def _server_digest(response: dict[str, Any]) -> str:
     return str(response.get("ChecksumSHA256") or response.get("ETag") or "none")
 
 
-def _already_there(head: dict[str, Any] | None, data: bytes, content_type: str) -> str | None:
+def _already_there(head: dict[str, Any] | None, data: Content, content_type: str) -> str | None:
     """How an existing object was shown to equal `data` (None: it must be uploaded)."""
-    if head is None or head.get("ContentLength") != len(data):
+    if head is None or head.get("ContentLength") != _size(data):
         return None
     if head.get("ContentType") not in (None, content_type):
         return None
@@ -409,8 +447,8 @@ def _already_there(head: dict[str, Any] | None, data: bytes, content_type: str) 
 
 
 def publish_s3(
-    store_bytes: bytes,
-    embeddings_bytes: bytes | None,
+    store: ArtifactSource,
+    embeddings: ArtifactSource | None,
     *,
     bucket: str | None,
     prefix: str = "",
@@ -426,8 +464,9 @@ def publish_s3(
 
     No bucket configured: nothing happens and the report says `skipped: no bucket`.
     `manifest` should be the one published locally (built with `build_manifest`);
-    without it a minimal one is built from the bytes. When embeddings are not part of
-    this upload, the uploaded manifest says so.
+    without it a minimal one is built from the files. When embeddings are not part of
+    this upload, the uploaded manifest says so. The files are uploaded from disk,
+    never read whole into memory.
 
     With `agent_query_model` set, embeddings from another model are withheld as in
     `publish_local`; and when `include_embeddings` is on but no vectors go out this
@@ -442,10 +481,10 @@ def publish_s3(
     key_prefix = normalize_prefix(prefix)
     if not bucket:
         return S3PublishReport("skipped", None, key_prefix, endpoint_url, reason="no bucket")
-    refusal = _vectors_refusal(embeddings_bytes, include_embeddings, agent_query_model)
+    refusal = _vectors_refusal(embeddings, include_embeddings, agent_query_model)
     send_vectors = refusal is None
     if manifest is None:
-        manifest = build_manifest(store_bytes, embeddings_bytes if send_vectors else None)
+        manifest = build_manifest(store, embeddings if send_vectors else None)
     if refusal is not None:
         manifest = manifest.without_embeddings(refusal)
 
@@ -459,19 +498,18 @@ def publish_s3(
         client = factory(timeouts)
     dest = _Destination(client, bucket, key_prefix, timeouts=timeouts, factory=factory)
 
-    files: list[tuple[str, bytes, str]] = []
-    if send_vectors and embeddings_bytes is not None:
-        files.append((EMBEDDINGS_FILENAME, embeddings_bytes, BINARY_CONTENT_TYPE))
-    files.append((STORE_FILENAME, store_bytes, JSON_CONTENT_TYPE))
+    files: list[tuple[str, ArtifactSource, str]] = []
+    if send_vectors and embeddings is not None:
+        files.append((EMBEDDINGS_FILENAME, embeddings, BINARY_CONTENT_TYPE))
+    files.append((STORE_FILENAME, store, JSON_CONTENT_TYPE))
 
     # 1. the set, under keys that name its bytes (nothing the live manifest names moves)
     objects: list[S3ObjectOutcome] = []
     covered: dict[str, dict[str, Any]] = {}
-    for filename, data, content_type in files:
-        digest = sha256_hex(data)
-        key = content_key(key_prefix, filename, digest)
-        objects.append(_publish_object(dest, key, data, content_type))
-        covered[filename] = {"key": key, "sha256": digest, "size": len(data)}
+    for filename, source, content_type in files:
+        key = content_key(key_prefix, filename, source.sha256)
+        objects.append(_publish_object(dest, key, source, content_type))
+        covered[filename] = {"key": key, "sha256": source.sha256, "size": source.size}
 
     # 2. the manifest, last: from here on the new set is the bucket's set
     manifest_key = key_prefix + MANIFEST_FILENAME
@@ -481,9 +519,9 @@ def publish_s3(
     objects.append(_publish_object(dest, manifest_key, manifest_bytes, JSON_CONTENT_TYPE))
 
     # 3. fixed names for readers that do not follow the manifest
-    for filename, data, content_type in files:
-        source = covered[filename]["key"]
-        objects.append(_copy_object(dest, source, key_prefix + filename, data, content_type))
+    for filename, source, content_type in files:
+        stored = covered[filename]["key"]
+        objects.append(_copy_object(dest, stored, key_prefix + filename, source, content_type))
     if include_embeddings and not send_vectors:
         removed = _remove_object(dest, key_prefix + EMBEDDINGS_FILENAME)
         if removed is not None:
@@ -525,14 +563,14 @@ def _named_keys(raw: bytes | None) -> set[str]:
 
 
 def _vectors_refusal(
-    embeddings_bytes: bytes | None, include_embeddings: bool, agent_query_model: str | None
+    embeddings: ArtifactSource | None, include_embeddings: bool, agent_query_model: str | None
 ) -> str | None:
     """Why no embeddings.bin goes to S3 this time, or None when it does."""
     if not include_embeddings:
         return "embeddings are not uploaded to S3 (include_embeddings is off)"
     if agent_query_model is not None:
-        return embeddings_refusal(embeddings_bytes, agent_query_model)
-    if embeddings_bytes is None:
+        return embeddings_refusal(embeddings, agent_query_model)
+    if embeddings is None:
         return "no embeddings were built"
     return None
 
@@ -580,24 +618,24 @@ def _live_manifest(existing: bytes | None, new: PublishManifest) -> PublishManif
 
 
 def _publish_object(
-    dest: _Destination, key: str, data: bytes, content_type: str
+    dest: _Destination, key: str, data: Content, content_type: str
 ) -> S3ObjectOutcome:
-    digest = sha256_hex(data)
+    digest, size = _sha256(data), _size(data)
     how = _already_there(dest.probe(key), data, content_type)
     if how is not None:
-        return S3ObjectOutcome(key, "unchanged", len(data), digest, how)
+        return S3ObjectOutcome(key, "unchanged", size, digest, how)
     how = dest.put_verified(key, data, content_type)
-    return S3ObjectOutcome(key, "uploaded", len(data), digest, how)
+    return S3ObjectOutcome(key, "uploaded", size, digest, how)
 
 
 def _copy_object(
-    dest: _Destination, source: str, key: str, data: bytes, content_type: str
+    dest: _Destination, source: str, key: str, data: Content, content_type: str
 ) -> S3ObjectOutcome:
     """Server-side copy of `source` to `key` (no second upload), verified by a HEAD."""
-    digest = sha256_hex(data)
+    digest, size = _sha256(data), _size(data)
     how = _already_there(dest.probe(key), data, content_type)
     if how is not None:
-        return S3ObjectOutcome(key, "unchanged", len(data), digest, how)
+        return S3ObjectOutcome(key, "unchanged", size, digest, how)
     with dest.errors(f"copying {source} to {key}"):
         dest.client.copy_object(
             Bucket=dest.bucket,
@@ -610,7 +648,7 @@ def _copy_object(
     how = _already_there(dest.probe(key), data, content_type)
     if how is None:
         raise dest.fail(f"verifying {key}", "the copied object differs from the bytes sent")
-    return S3ObjectOutcome(key, "copied", len(data), digest, how)
+    return S3ObjectOutcome(key, "copied", size, digest, how)
 
 
 # -- reading the bucket back (for `brain-pipeline status --s3`) ---------------------------

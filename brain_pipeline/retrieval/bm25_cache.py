@@ -33,6 +33,7 @@ import time
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ from brain_pipeline.retrieval.bm25 import (
 from brain_pipeline.retrieval.hybrid import ChunkSource
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_directory, atomic_write_bytes
+from brain_pipeline.utils.damage import healed, is_damage, is_set_aside, set_aside
 
 _MAX_SEGMENTS = 48
 _TOKENISE_BATCH = 65_536
@@ -71,6 +73,8 @@ Int64s = npt.NDArray[np.int64]
 Int32s = npt.NDArray[np.int32]
 _UNREADABLE = (OSError, ValueError, KeyError, zipfile.BadZipFile)
 """What reading a damaged or vanished segment raises: its chunks are tokenised again."""
+_RETOKENISED = "its chunks are tokenised again"
+_REBUILT = "rebuilt (a cache miss)"
 
 
 class _Segment:
@@ -268,11 +272,15 @@ class TokenCache:
         paths = sorted(self.directory.glob("seg-*.npz")) if self.directory.is_dir() else []
         for path in paths:
             if path not in self._segments:
-                try:
-                    self._segments[path] = _Segment.read(path)
-                except _UNREADABLE:
-                    with contextlib.suppress(OSError):
-                        path.unlink()  # damaged: its chunks are simply tokenised again
+                # Damaged: set aside (said once), its chunks are simply tokenised again;
+                # vanished (merged away by another process meanwhile): nothing to read.
+                with contextlib.suppress(*_UNREADABLE):
+                    self._segments[path] = healed(
+                        path,
+                        partial(_Segment.read, path),
+                        what="BM25 token counts",
+                        consequence=_RETOKENISED,
+                    )
         for gone in set(self._segments) - set(paths):
             del self._segments[gone]
         return [self._segments[p] for p in paths if p in self._segments]
@@ -321,8 +329,16 @@ class TokenCache:
             if np.any(seg_of == s):
                 try:
                     segment.indptr  # noqa: B018 - read the counts now, while the file exists
-                except _UNREADABLE:
-                    seg_of[seg_of == s] = -1  # merged away meanwhile: tokenise those again
+                except _UNREADABLE as error:
+                    # Merged away meanwhile, or its counts are damaged: tokenise those again.
+                    seg_of[seg_of == s] = -1
+                    if segment._path is not None and is_damage(error):
+                        set_aside(
+                            segment._path,
+                            what="BM25 token counts",
+                            consequence=_RETOKENISED,
+                            cause=error,
+                        )
         missing = np.flatnonzero(seg_of < 0)
         if len(missing):
             _, first = np.unique(ids[missing], return_index=True)
@@ -546,7 +562,11 @@ class BM25Cache:
         """The newest other cached version of `area`, or None."""
         assert self.layout is not None
         candidates = sorted(
-            (p for p in self.layout.bm25_dir.glob(f"area-{INDEX_LAYOUT}-*") if p != current),
+            (
+                p
+                for p in self.layout.bm25_dir.glob(f"area-{INDEX_LAYOUT}-*")
+                if p != current and not is_set_aside(p)
+            ),
             key=_mtime_ns,
             reverse=True,
         )
@@ -575,28 +595,66 @@ class BM25Cache:
         return name
 
     def _read_layers(self, directory: Path, area: str) -> list[_Layer] | None:
-        """The layers of a cached area version (memory-mapped), or None if unusable."""
+        """The layers of a cached area version (memory-mapped), or None if unusable.
+
+        A damaged area directory or set of postings is set aside whole (each is written
+        as one unit, so a part of one is never trusted) and named in one WARN line; the
+        caller then builds the version again as on any miss.
+        """
         try:
-            meta = json.loads((directory / "layers.json").read_text(encoding="utf-8"))
-            if meta.get("area") != area:
-                return None
-            layers = []
-            for entry in meta["layers"]:
-                postings = BM25Postings.load(self._postings_dir(entry["postings"]))
-                live = None
-                if entry["live"] is not None:
-                    live = np.load(directory / entry["live"], allow_pickle=False)
-                    if live.dtype != np.bool_ or len(live) != len(postings):
-                        return None
-                layers.append(_Layer(postings, entry["postings"], live))
-        except (OSError, ValueError, KeyError, TypeError):
+            found = healed(
+                directory,
+                partial(_area_files, directory),
+                what="BM25 area index",
+                consequence=_REBUILT,
+            )
+        except OSError:
+            return None  # not cached (or not readable now): a miss
+        if found[0] != area:
             return None
+        _, entries = found
+        layers = []
+        for name, live in entries:
+            postings = self._load_postings(name)
+            if postings is None:
+                return None
+            if live is not None and len(live) != len(postings):
+                set_aside(
+                    directory,
+                    what="BM25 area index",
+                    consequence=_REBUILT,
+                    cause=ValueError(f"a mask of {len(live)} for {len(postings)} postings"),
+                )
+                return None
+            layers.append(_Layer(postings, name, live))
         return layers
+
+    def _load_postings(self, name: str) -> BM25Postings | None:
+        """The postings `name` (memory-mapped); None when missing, set aside if damaged."""
+        directory = self._postings_dir(name)
+
+        def load() -> BM25Postings:
+            if not directory.is_dir():
+                raise FileNotFoundError(directory)
+            try:
+                return BM25Postings.load(directory)
+            except FileNotFoundError as missing:
+                # Written as one directory: a member missing is damage, not a miss.
+                gone = Path(str(missing.filename)).name
+                raise ValueError(f"incomplete: {gone} is missing") from missing
+
+        try:
+            return healed(directory, load, what="BM25 postings", consequence=_REBUILT)
+        except OSError:
+            return None
 
     def _write_layers(self, directory: Path, area: str, layers: list[_Layer]) -> None:
         """Write the area version's layers.json and masks as one directory, atomically."""
         if (directory / "layers.json").is_file():
-            return  # another process wrote this version meanwhile
+            if self._read_layers(directory, area) is not None:
+                return  # another process wrote this version meanwhile
+            # Its postings are gone (set aside as damaged): this version is replaced.
+            shutil.rmtree(directory, ignore_errors=True)
         with atomic_directory(directory, complete_when="layers.json") as tmp:
             entries = []
             for k, layer in enumerate(layers):
@@ -615,7 +673,7 @@ class BM25Cache:
         bm25_dir = self.layout.bm25_dir
         current = {self.area_dir(a) for a in self.view.areas}
         others = sorted(
-            (p for p in bm25_dir.glob("area-v*") if p not in current),
+            (p for p in bm25_dir.glob("area-v*") if p not in current and not is_set_aside(p)),
             key=_mtime_ns,
             reverse=True,
         )
@@ -623,17 +681,57 @@ class BM25Cache:
             shutil.rmtree(stale, ignore_errors=True)
         referenced: set[str] = set()
         for area_dir in bm25_dir.glob("area-v*"):
+            if is_set_aside(area_dir):
+                continue
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
                 meta = json.loads((area_dir / "layers.json").read_text(encoding="utf-8"))
                 referenced.update(entry["postings"] for entry in meta["layers"])
         cutoff = time.time_ns() - _ORPHAN_GRACE_S * 1_000_000_000
         for postings in bm25_dir.glob("postings-*"):
+            if is_set_aside(postings):
+                continue  # kept once for inspection (replaced by the next damaged copy)
             if postings.name not in referenced and _mtime_ns(postings) < cutoff:
                 shutil.rmtree(postings, ignore_errors=True)
         for leftover in bm25_dir.glob(".*"):
             # Temporary directories of writes a killed process never renamed into place.
             if leftover.is_dir() and _mtime_ns(leftover) < cutoff:
                 shutil.rmtree(leftover, ignore_errors=True)
+
+
+_AreaFiles = tuple[str, list[tuple[str, npt.NDArray[np.bool_] | None]]]
+"""An area version as stored: its area, and per layer the postings' name and mask."""
+
+
+def _area_files(directory: Path) -> _AreaFiles:
+    """What an area directory holds; raises (ValueError, ...) when it is damaged.
+
+    FileNotFoundError when there is no such directory (a miss). A directory without its
+    layers.json or a mask it names is damage: such directories are renamed into place
+    whole, so a part of one was torn or removed afterwards.
+    """
+    if not directory.is_dir():
+        raise FileNotFoundError(directory)
+    try:
+        meta = json.loads((directory / "layers.json").read_text(encoding="utf-8"))
+    except FileNotFoundError as missing:
+        raise ValueError("incomplete: layers.json is missing") from missing
+    if not isinstance(meta, dict) or not isinstance(meta.get("area"), str):
+        raise ValueError("not an area index")
+    entries: list[tuple[str, npt.NDArray[np.bool_] | None]] = []
+    for entry in meta["layers"]:
+        name, live_name = entry["postings"], entry["live"]
+        if not isinstance(name, str) or not (live_name is None or isinstance(live_name, str)):
+            raise ValueError("not an area index")
+        live = None
+        if live_name is not None:
+            try:
+                live = np.load(directory / live_name, allow_pickle=False)
+            except FileNotFoundError as missing:
+                raise ValueError(f"incomplete: {live_name} is missing") from missing
+            if live.dtype != np.bool_ or live.ndim != 1:
+                raise ValueError(f"{live_name} is not a mask")
+        entries.append((name, live))
+    return meta["area"], entries
 
 
 def _mtime_ns(path: Path) -> int:

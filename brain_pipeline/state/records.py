@@ -11,6 +11,7 @@ moved under it.
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,7 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import value_digest
+from brain_pipeline.utils.file_signature import FileSignature
 
 RECORD_FORMAT = 1
 
@@ -33,29 +35,32 @@ def digest_of(value: Any) -> str:
 
 @dataclass(frozen=True)
 class FileStamp:
-    """What a file looked like when its sha256 was taken: a stat that proves it unchanged.
+    """A file's sha256 and the signature that proves it unchanged since (utils.file_signature).
 
-    Re-hashing a 450 MB store on every run would cost seconds; size, mtime_ns and inode
-    together change on every rewrite (our writes always rename a new inode into place).
+    `ctime_ns` is None in records written before the one rule included it: such a stamp
+    never matches, so the file is hashed once more and stamped anew.
     """
 
     sha256: str
     size: int
     mtime_ns: int
     inode: int
+    ctime_ns: int | None = None
 
     @classmethod
     def of(cls, path: Path, sha256: str) -> FileStamp:
-        st = path.stat()
-        return cls(sha256, st.st_size, st.st_mtime_ns, st.st_ino)
+        signature = FileSignature.of(path)
+        if signature is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file to stamp", str(path))
+        return cls(
+            sha256, signature.size, signature.mtime_ns, signature.inode, signature.ctime_ns
+        )
 
     def still_matches(self, path: Path) -> bool:
-        try:
-            st = path.stat()
-        except FileNotFoundError:
+        if self.ctime_ns is None:
             return False
-        return (st.st_size, st.st_mtime_ns, st.st_ino) == (self.size, self.mtime_ns, self.inode)
-
+        signature = FileSignature(self.size, self.mtime_ns, self.inode, self.ctime_ns)
+        return signature.still_matches(path)
 
 
 @dataclass(frozen=True)

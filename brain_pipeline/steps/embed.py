@@ -7,7 +7,6 @@ provider `none` nothing is embedded, but vectors that still match live chunks ar
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -53,7 +52,7 @@ def _build(
         build_embeddings,
         prune_embedding_ids,
     )
-    from brain_pipeline.embedding.progress import ThrottledProgress, progress_line
+    from brain_pipeline.embedding.progress import step_progress
 
     out = layout.embeddings_file
     view = open_store_view(layout.store_file, layout)
@@ -69,10 +68,7 @@ def _build(
             facts.update(pruned.as_metadata())
         return facts, pruned is not None
 
-    started = time.monotonic()
-    progress = ThrottledProgress(
-        lambda done, total: log.info(progress_line(done, total, time.monotonic() - started))
-    )
+    progress = step_progress(log.info)
     try:
         report = build_embeddings(
             view.all_chunks(), out, embedder, progress=progress, log=log.info

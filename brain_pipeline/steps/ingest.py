@@ -135,12 +135,26 @@ def chunk_corpus(
     )
 
 
+def stored_snapshot(cfg: BrainConfig, layout: StateLayout, digest: str) -> CorpusSnapshot:
+    """The snapshot stored under `digest`; observed again when it is missing or was set
+    aside as damaged, provided the corpus still has that digest (else the error says to
+    observe the corpus)."""
+    from brain_pipeline.corpus.observation import SnapshotNotFoundError, load_snapshot
+
+    try:
+        return load_snapshot(layout, digest)
+    except SnapshotNotFoundError:
+        again = observe(cfg)
+        if again.digest != digest:
+            raise
+        return again
+
+
 def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
     from brain_pipeline.corpus.assembly import assemble_store
-    from brain_pipeline.corpus.observation import load_snapshot
 
     return assemble_store(
-        load_snapshot(layout, digest),
+        stored_snapshot(cfg, layout, digest),
         layout,
         layout.store_file,
         variant=cfg.ingest_limits().cache_variant,

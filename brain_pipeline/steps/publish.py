@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
@@ -20,20 +20,30 @@ from brain_pipeline.state.records import AssetRecord, FileStamp, read_record, wr
 from brain_pipeline.steps.provenance import StepFailure, StepLog
 from brain_pipeline.steps.report import Markdown, RunLink, StepResult
 
+if TYPE_CHECKING:
+    from brain_pipeline.publishing.source import ArtifactSource
+
 PUBLISH_CODE_VERSION = "publish-1"
 
 
 @dataclass
 class BuildArtifacts:
-    store_bytes: bytes
-    embeddings_bytes: bytes | None
+    """What a publish step publishes: the build's files by path (never their bytes: the
+    store of a large corpus is ~480 MB) with the digests already known for them."""
+
+    store: ArtifactSource
+    """sha256 from the store view's index: known without hashing the file again."""
+    embeddings: ArtifactSource | None
+    """sha256 from the embeddings record's stamp (or the evaluation's stat-keyed memo)."""
     counts: tuple[dict[str, int], list[str]]
     """Chunks per area and the live ids, for the manifest."""
     evaluation: dict[str, float]
     evaluation_run_id: str | None
     corpus_digest: str | None
-    store_sha256: str
-    """From the store view's index: known without hashing the bytes again."""
+
+    @property
+    def store_sha256(self) -> str:
+        return self.store.sha256
 
 
 def recover(cfg: BrainConfig, log: StepLog) -> None:
@@ -76,7 +86,9 @@ def gate(
 ) -> BuildArtifacts:
     """Refuse (raise) unless the data about to be published passed its evaluation."""
     from brain_pipeline.corpus.store_reader import open_store_view
+    from brain_pipeline.evaluation.record import known_sha256
     from brain_pipeline.publishing.gate import publish_decision
+    from brain_pipeline.publishing.source import ArtifactSource
 
     passed = None if record is None else bool(record["passed"])
     if passed:
@@ -88,10 +100,11 @@ def gate(
             raise StepFailure("publishing refused: " + "; ".join(blockers)[:1500])
         if blockers:
             log.warning("FORCED PUBLISH despite: " + "; ".join(blockers))
-    store_bytes = layout.store_file.read_bytes()
-    emb_file = layout.embeddings_file
-    emb_bytes = emb_file.read_bytes() if emb_file.exists() else None
     view = open_store_view(layout.store_file, layout)
+    store = ArtifactSource.of_file(layout.store_file, view.sha256)
+    emb_file = layout.embeddings_file
+    emb_sha = known_sha256(layout, emb_file)
+    embeddings = None if emb_sha is None else ArtifactSource.of_file(emb_file, emb_sha)
     # Chunks per area and the live ids are all a manifest needs: no chunk is decoded.
     counts = (view.count_per_area(), view.ids)
     decision = publish_decision(
@@ -109,13 +122,12 @@ def gate(
     store_record = read_record(layout, "knowledge_store")
     digest = store_record.facts.get("corpus_digest") if store_record else None
     return BuildArtifacts(
-        store_bytes,
-        emb_bytes,
+        store,
+        embeddings,
         counts,
         figures,
         (record or {}).get("run_id"),
         str(digest) if digest else None,
-        view.sha256,
     )
 
 
@@ -123,8 +135,8 @@ def _manifest(artifacts: BuildArtifacts, run_id: str) -> Any:
     from brain_pipeline.publishing.manifest import build_manifest
 
     return build_manifest(
-        artifacts.store_bytes,
-        artifacts.embeddings_bytes,
+        artifacts.store,
+        artifacts.embeddings,
         None,
         artifacts.evaluation,
         artifacts.corpus_digest,
@@ -240,8 +252,8 @@ def publish_to_agent(
     artifacts = gate(cfg, layout, force, evaluation, log)
     try:
         report = publish_local(
-            artifacts.store_bytes,
-            artifacts.embeddings_bytes,
+            artifacts.store,
+            artifacts.embeddings,
             cfg.publish_root(),
             agent_query_model=cfg.publish.agent_query_model,
             manifest=_manifest(artifacts, run_id),
@@ -274,8 +286,8 @@ def publish_to_agent(
     return StepResult(version, metadata)
 
 
-Upload = Callable[[BrainConfig, bytes, "bytes | None", Any], Any]
-"""(cfg, store bytes, embeddings bytes, manifest) -> an S3 publish report."""
+Upload = Callable[[BrainConfig, "ArtifactSource", "ArtifactSource | None", Any], Any]
+"""(cfg, store file, embeddings file, manifest) -> an S3 publish report."""
 
 
 def publish_to_s3(
@@ -301,7 +313,7 @@ def publish_to_s3(
     artifacts = gate(cfg, layout, force, evaluation, log)
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(artifacts, run_id)
     try:
-        report = upload(cfg, artifacts.store_bytes, artifacts.embeddings_bytes, manifest)
+        report = upload(cfg, artifacts.store, artifacts.embeddings, manifest)
     except PublishError as exc:
         raise StepFailure(f"S3 publish failed: {exc}") from None
     for line in report.summary().splitlines():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import sqlite3
 import zipfile
 from collections.abc import Callable
@@ -47,8 +48,18 @@ def is_damage(error: BaseException) -> bool:
 
 
 def set_aside(path: Path, *, what: str, consequence: str, cause: BaseException | None) -> Path:
-    """Move a damaged file (and SQLite's companions) to `<name>.damaged`; one WARN line."""
-    target = path.with_name(path.name + DAMAGED_SUFFIX)
+    """Move a damaged file (and SQLite's companions) to `<name>.damaged`; one WARN line.
+
+    `path` may be a directory written as one unit (BM25 postings, an area index): the
+    whole directory is set aside, since its files only make sense together. An older
+    `.damaged` copy is replaced, so damage found again and again keeps one copy.
+    """
+    target = set_aside_copy(path)
+    if path.is_dir() and not path.is_symlink():
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target, ignore_errors=True)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
     with contextlib.suppress(FileNotFoundError):
         os.replace(path, target)
     for suffix in SQLITE_COMPANIONS:
@@ -75,6 +86,16 @@ def healed(
             raise
         set_aside(path, what=what, consequence=consequence, cause=error)
     return opener()
+
+
+def set_aside_copy(path: Path) -> Path:
+    """Where `set_aside` keeps the damaged copy of `path`."""
+    return path.with_name(path.name + DAMAGED_SUFFIX)
+
+
+def is_set_aside(path: Path) -> bool:
+    """True for a copy `set_aside` kept: globs of a cache's own files must skip it."""
+    return path.name.endswith(DAMAGED_SUFFIX)
 
 
 def check_sqlite(conn: sqlite3.Connection, path: Path) -> None:

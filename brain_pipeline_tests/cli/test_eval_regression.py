@@ -100,6 +100,9 @@ def test_an_unreadable_baseline_is_no_baseline_not_a_crash(
     out = capsys.readouterr().out
     assert any(line.startswith("no baseline: ") for line in out.splitlines())
     assert main(["eval", "--history"]) == (2 if content == b"{not json" else 0)
+    if content == b"{not json":  # damaged bytes: kept aside, the history says so
+        assert (state / "eval-baseline.json.damaged").read_bytes() == content
+        assert "was damaged and set aside" in capsys.readouterr().err
 
 
 def test_a_baseline_from_another_evaluation_version_is_no_baseline(

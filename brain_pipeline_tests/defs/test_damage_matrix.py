@@ -3,7 +3,10 @@
 The good directory is built once per module and copied per case. A run after damage must
 succeed and publish exactly what a fresh build of the edited corpus publishes; a file
 found damaged is set aside once as `<name>.damaged` (holding the damaged bytes) and named
-in one WARN line.
+in one WARN line. Files written as one directory (BM25 postings, an area index) are set
+aside as that directory, and a member missing from one is damage too. The files a
+one-edit run reads (`READ_BY_AN_EDIT`) must be found damaged by it: nothing may use or
+silently discard them.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from brain_pipeline.config import load_config
+from brain_pipeline.corpus.observation import load_snapshot
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.steps.ingest import stored_snapshot
 from brain_pipeline.utils.damage import DAMAGED_SUFFIX
 from brain_pipeline_tests.defs.conftest import (
     Project,
@@ -45,8 +52,29 @@ STATE_FILES = [
     "state/assets/embeddings.json",
     "state/assets/published_local.json",
     "state/eval.json",
+    "state/eval-baseline.json",
 ]
 MODES = ["truncate", "garbage", "delete"]
+
+DIRECTORY_UNITS = {
+    "state/index/area-*/layers.json",
+    "state/index/postings-*/ids.npy",
+    "state/index/postings-*/terms.txt",
+}
+"""Patterns whose file belongs to a directory written (and set aside) as one unit."""
+
+READ_BY_AN_EDIT = {
+    "state/index/area-*/layers.json",
+    "state/index/postings-*/ids.npy",
+    "state/index/postings-*/terms.txt",
+    "state/index/tokens-v1/*.npz",
+    "state/index/legacy-*/*.npz",
+    "state/eval-baseline.json",
+}
+"""Caches routed through the damage helper that the run after a one-file edit reads: the
+area indexes and their postings (the edited area's previous version is reused), the
+token counts and legacy matches (looked up for the new chunks), the baseline (compared
+with). Damage to them must be set aside and named, never silently dropped."""
 
 
 @dataclass
@@ -112,15 +140,22 @@ def test_a_damaged_state_file_heals(
     assert outcome.success, outcome.lines
     assert (project.published() / "knowledge-store.json").read_bytes() == good.expected_store
     warnings = [r.getMessage() for r in caplog.records if r.name == "brain_pipeline.damage"]
-    aside = target.with_name(target.name + DAMAGED_SUFFIX)
-    if damaged is None:
+    unit = target.parent if pattern in DIRECTORY_UNITS else target
+    aside = unit.with_name(unit.name + DAMAGED_SUFFIX)
+    if damaged is None and unit == target:
         assert not warnings and not aside.exists()  # a missing file is an ordinary miss
         return
-    named = [w for w in warnings if str(target) in w]
+    named = [w for w in warnings if str(unit) in w]
+    if pattern in READ_BY_AN_EDIT:
+        assert aside.exists(), f"{unit} was read damaged but not set aside; {warnings}"
     if aside.exists():
         # Set aside once, with the damaged bytes for inspection, and said in one line.
-        assert aside.read_bytes() == damaged
-        assert len(named) == 1, warnings
+        kept = aside / target.name if unit != target else aside
+        if damaged is None:
+            assert not kept.exists()
+        else:
+            assert kept.read_bytes() == damaged
+        assert len(named) == 1 and len(warnings) == 1, warnings
     else:
         # Not read by this run, or replaced by the run before it was read: never trusted.
         assert not named
@@ -133,3 +168,44 @@ def _unused(pattern: str) -> bool:
     return pattern.startswith(
         ("state/index/", "state/snapshots/", "state/history/live", "state/store/")
     )
+
+
+def test_the_damage_warning_reaches_the_run_log(good: Good, tmp_path: Path) -> None:
+    """The WARN is in the run's own event log (what the UI shows), logged by the step
+    that found the damage, not only on the process's stderr."""
+    project = _copy_project(good.root, tmp_path)
+    target = sorted(project.build.glob("state/index/tokens-v1/*.npz"))[0]
+    _damage(target, "garbage")
+    edit_corpus(project)
+
+    outcome = project.materialize()
+
+    assert outcome.success, outcome.lines
+    warned = [
+        record
+        for record in project.instance.all_logs(outcome.run_id)
+        if record.level == logging.WARNING and str(target) in record.user_message
+    ]
+    assert len(warned) == 1, [r.user_message for r in warned]
+    assert warned[0].step_key, "logged outside any step"
+    assert "damaged BM25 token counts" in warned[0].user_message
+
+
+def test_a_damaged_snapshot_of_the_current_corpus_is_observed_again(
+    good: Good, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Assembly reads the snapshot its chunks were made from: damaged, it is set aside
+    and the unchanged corpus observed (and the snapshot stored) again."""
+    project = _copy_project(good.root, tmp_path)
+    [snapshot] = sorted(project.build.glob("state/snapshots/*.json"))
+    damaged = _damage(snapshot, "truncate")
+    cfg = load_config(project.config_path)
+
+    with caplog.at_level(logging.WARNING, logger="brain_pipeline.damage"):
+        again = stored_snapshot(cfg, StateLayout.of(cfg.build_dir), snapshot.stem)
+
+    assert again.digest == snapshot.stem
+    assert load_snapshot(StateLayout.of(cfg.build_dir), snapshot.stem) == again  # stored anew
+    assert snapshot.with_name(snapshot.name + DAMAGED_SUFFIX).read_bytes() == damaged
+    warnings = [r.getMessage() for r in caplog.records if r.name == "brain_pipeline.damage"]
+    assert len(warnings) == 1 and str(snapshot) in warnings[0], warnings

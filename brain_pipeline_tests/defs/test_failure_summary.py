@@ -126,3 +126,33 @@ def test_the_materialize_command_prints_the_cause_in_its_summary(
     assert captured.out == ""
     (line,) = captured.err.strip().splitlines()
     assert line.startswith(f"brain-pipeline materialize: corpus {missing} does not exist")
+
+
+@dg.asset
+def gated() -> None:
+    return None
+
+
+@dg.asset_check(asset=gated, blocking=True)
+def always_refuses() -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=False, description="the labels are stale")
+
+
+@dg.asset(deps=[gated])
+def downstream_of_gated() -> None:
+    return None
+
+
+def test_a_failed_blocking_check_is_one_line_and_blocks_what_follows() -> None:
+    outcome = materialize_selection(
+        "*",
+        definitions=dg.Definitions(
+            assets=[gated, downstream_of_gated], asset_checks=[always_refuses]
+        ),
+        instance=dg.DagsterInstance.ephemeral(),
+    )
+    assert not outcome.success
+    about_the_check = [line for line in outcome.lines if "always_refuses" in line]
+    assert about_the_check == ["  check    always_refuses: FAILED the labels are stale"]
+    [downstream] = [line for line in outcome.lines if "downstream_of_gated" in line]
+    assert downstream.split()[0] in ("blocked", "skipped"), outcome.lines

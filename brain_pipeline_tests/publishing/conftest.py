@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import socket
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
+from brain_pipeline.publishing.source import ArtifactSource
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
+from brain_pipeline.utils.digest import sha256_hex
 from brain_pipeline_tests.peers.moto_s3 import TEST_ACCESS_KEY, TEST_REGION, TEST_SECRET
 
 __all__ = ["TEST_ACCESS_KEY", "TEST_REGION", "TEST_SECRET"]
@@ -19,13 +25,40 @@ __all__ = ["TEST_ACCESS_KEY", "TEST_REGION", "TEST_SECRET"]
 AGENT_MODEL = "gemini-embedding-001"
 
 
+_SOURCES: list[Path] = []
+
+
+def source_of(data: bytes) -> ArtifactSource:
+    """`data` as publishing takes it: a file, named by its digest (so equal bytes share
+    one), in a folder of this test process removed when it exits."""
+    if not _SOURCES:
+        _SOURCES.append(Path(tempfile.mkdtemp(prefix="brain-publish-sources-")))
+        atexit.register(shutil.rmtree, _SOURCES[0], True)
+    digest = sha256_hex(data)
+    path = _SOURCES[0] / digest
+    if not path.exists():
+        partial = path.with_suffix(".partial")
+        partial.write_bytes(data)
+        partial.replace(path)
+    return ArtifactSource(path, digest, len(data))
+
+
 @dataclass(frozen=True)
 class SampleBuild:
-    """A store and its vectors as the pipeline would hand them to publishing."""
+    """A store and its vectors: the bytes (to compare with) and, as the pipeline hands
+    them to publishing, the files (`store`, `embeddings`)."""
 
     chunks: list[Chunk]
     store_bytes: bytes
     embeddings_bytes: bytes
+
+    @cached_property
+    def store(self) -> ArtifactSource:
+        return source_of(self.store_bytes)
+
+    @cached_property
+    def embeddings(self) -> ArtifactSource:
+        return source_of(self.embeddings_bytes)
 
 
 def make_chunks(areas: dict[str, int], salt: str = "") -> list[Chunk]:

@@ -129,9 +129,10 @@ def _publish(spec: dict[str, Any]) -> None:
     """What a pipeline run does to the publish root, with the tracer installed."""
     from brain_pipeline.publishing.local import publish_local, recover_publication
     from brain_pipeline.publishing.manifest import build_manifest
+    from brain_pipeline.publishing.source import ArtifactSource
 
-    store = Path(spec["store"]).read_bytes()
-    vectors = Path(spec["embeddings"]).read_bytes() if spec.get("embeddings") else None
+    store = ArtifactSource.of_file(spec["store"])
+    vectors = ArtifactSource.of_file(spec["embeddings"]) if spec.get("embeddings") else None
     manifest = build_manifest(
         store,
         vectors,

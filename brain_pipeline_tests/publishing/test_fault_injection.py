@@ -48,8 +48,8 @@ def zygote() -> Iterator[PublishZygote]:
 
 def publish_in_process(build: SampleBuild, root: Path, *, run_id: str) -> None:
     manifest = build_manifest(
-        build.store_bytes,
-        build.embeddings_bytes,
+        build.store,
+        build.embeddings,
         None,
         None,
         "c0ffee",
@@ -58,8 +58,8 @@ def publish_in_process(build: SampleBuild, root: Path, *, run_id: str) -> None:
     )
     recover_publication(root)
     publish_local(
-        build.store_bytes,
-        build.embeddings_bytes,
+        build.store,
+        build.embeddings,
         root,
         agent_query_model=AGENT_MODEL,
         manifest=manifest,

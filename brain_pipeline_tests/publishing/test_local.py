@@ -14,7 +14,12 @@ from brain_pipeline.publishing.local import (
 )
 from brain_pipeline.publishing.manifest import PublishManifest, build_manifest
 from brain_pipeline.utils.digest import sha256_hex
-from brain_pipeline_tests.publishing.conftest import AGENT_MODEL, SampleBuild, make_build
+from brain_pipeline_tests.publishing.conftest import (
+    AGENT_MODEL,
+    SampleBuild,
+    make_build,
+    source_of,
+)
 
 STORE = "knowledge-store.json"
 VECTORS = "embeddings.bin"
@@ -30,9 +35,9 @@ def publish(
     run_id: str | None = None,
     published_at: str | None = None,
 ) -> LocalPublishReport:
-    vectors = build.embeddings_bytes if with_vectors else None
+    vectors = build.embeddings if with_vectors else None
     manifest = build_manifest(
-        build.store_bytes,
+        build.store,
         vectors,
         build.chunks,
         evaluation,
@@ -41,7 +46,7 @@ def publish(
         published_at=published_at,
     )
     return publish_local(
-        build.store_bytes, vectors, root, agent_query_model=AGENT_MODEL, manifest=manifest
+        build.store, vectors, root, agent_query_model=AGENT_MODEL, manifest=manifest
     )
 
 
@@ -139,10 +144,10 @@ def test_store_without_vectors_removes_a_stale_embeddings_file(
 
 
 def test_unreadable_embeddings_are_not_published(build: SampleBuild, publish_root: Path) -> None:
-    garbage = b"GARBAGE!" + bytes(32)
-    manifest = build_manifest(build.store_bytes, garbage, build.chunks)
+    garbage = source_of(b"GARBAGE!" + bytes(32))
+    manifest = build_manifest(build.store, garbage, build.chunks)
     report = publish_local(
-        build.store_bytes, garbage, publish_root, agent_query_model=AGENT_MODEL, manifest=manifest
+        build.store, garbage, publish_root, agent_query_model=AGENT_MODEL, manifest=manifest
     )
     assert not report.embeddings_published
     assert not (publish_root / "src/storage" / VECTORS).exists()
@@ -150,20 +155,20 @@ def test_unreadable_embeddings_are_not_published(build: SampleBuild, publish_roo
 
 def test_a_manifest_for_other_bytes_is_refused(build: SampleBuild, publish_root: Path) -> None:
     other = make_build(salt="other ")
-    manifest = build_manifest(other.store_bytes, other.embeddings_bytes, other.chunks)
+    manifest = build_manifest(other.store, other.embeddings, other.chunks)
     with pytest.raises(ValueError, match="store"):
         publish_local(
-            build.store_bytes,
-            build.embeddings_bytes,
+            build.store,
+            build.embeddings,
             publish_root,
             agent_query_model=AGENT_MODEL,
             manifest=manifest,
         )
-    fixed = replace(manifest, store=build_manifest(build.store_bytes, None, build.chunks).store)
+    fixed = replace(manifest, store=build_manifest(build.store, None, build.chunks).store)
     with pytest.raises(ValueError, match="embeddings"):
         publish_local(
-            build.store_bytes,
-            build.embeddings_bytes,
+            build.store,
+            build.embeddings,
             publish_root,
             agent_query_model=AGENT_MODEL,
             manifest=fixed,

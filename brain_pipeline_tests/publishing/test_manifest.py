@@ -16,13 +16,14 @@ from brain_pipeline_tests.publishing.conftest import (
     AGENT_MODEL,
     SampleBuild,
     make_embeddings,
+    source_of,
 )
 
 
 def test_manifest_describes_the_bytes(build: SampleBuild) -> None:
     m = build_manifest(
-        build.store_bytes,
-        build.embeddings_bytes,
+        build.store,
+        build.embeddings,
         build.chunks,
         {"bm25": {"ndcg@10": 0.5}},
         "f" * 64,
@@ -42,29 +43,27 @@ def test_manifest_describes_the_bytes(build: SampleBuild) -> None:
 
 
 def test_manifest_parses_the_store_when_chunks_are_not_given(build: SampleBuild) -> None:
-    given = build_manifest(build.store_bytes, None, build.chunks, published_at="t")
-    parsed = build_manifest(build.store_bytes, None, published_at="t")
+    given = build_manifest(build.store, None, build.chunks, published_at="t")
+    parsed = build_manifest(build.store, None, published_at="t")
     assert parsed == given
     assert parsed.embeddings is None and parsed.embeddings_note
 
 
 def test_coverage_counts_only_store_chunks_with_vectors(build: SampleBuild) -> None:
     ids = [c.id for c in build.chunks[:2]] + ["zzzzzzzzzzzz"]  # 2 of 5, plus a stranger
-    m = build_manifest(build.store_bytes, make_embeddings(AGENT_MODEL, ids), build.chunks)
+    m = build_manifest(build.store, source_of(make_embeddings(AGENT_MODEL, ids)), build.chunks)
     assert m.vector_coverage == pytest.approx(2 / 5)
     assert m.vectors_count == 3
 
 
 def test_unreadable_embeddings_are_described_as_absent(build: SampleBuild) -> None:
-    m = build_manifest(build.store_bytes, b"NOTMAGIC" + bytes(40), build.chunks)
+    m = build_manifest(build.store, source_of(b"NOTMAGIC" + bytes(40)), build.chunks)
     assert m.embeddings is None
     assert m.embeddings_note is not None and "unreadable" in m.embeddings_note
 
 
 def test_json_round_trip_is_stable(build: SampleBuild) -> None:
-    m = build_manifest(
-        build.store_bytes, build.embeddings_bytes, build.chunks, {"a": 1.5}, None, None
-    )
+    m = build_manifest(build.store, build.embeddings, build.chunks, {"a": 1.5}, None, None)
     raw = m.to_json()
     text = raw.decode()
     assert text == json.dumps(json.loads(text), sort_keys=True, indent=2) + "\n"
@@ -82,14 +81,14 @@ def test_from_json_rejects_garbage() -> None:
 
 
 def test_same_content_ignores_time_and_run_only(build: SampleBuild) -> None:
-    m = build_manifest(build.store_bytes, None, build.chunks, {"x": 1}, "abc", "run-1")
+    m = build_manifest(build.store, None, build.chunks, {"x": 1}, "abc", "run-1")
     assert m.same_content(replace(m, published_at="1999-01-01T00:00:00Z", run_id="run-2"))
     assert not m.same_content(replace(m, evaluation={"x": 2}))
     assert not m.same_content(replace(m, corpus_digest="abd"))
 
 
 def test_without_embeddings_records_why(build: SampleBuild) -> None:
-    m = build_manifest(build.store_bytes, build.embeddings_bytes, build.chunks)
+    m = build_manifest(build.store, build.embeddings, build.chunks)
     bare = m.without_embeddings("because")
     assert bare.embeddings is None and bare.embedding_model is None
     assert bare.vector_coverage == 0.0 and bare.embeddings_note == "because"
@@ -98,8 +97,8 @@ def test_without_embeddings_records_why(build: SampleBuild) -> None:
 
 def test_markdown_shows_the_figures(build: SampleBuild) -> None:
     m = build_manifest(
-        build.store_bytes,
-        build.embeddings_bytes,
+        build.store,
+        build.embeddings,
         build.chunks,
         {"hybrid": {"ndcg@10": 0.8125}},
         None,
@@ -150,7 +149,7 @@ def test_counts_from_a_store_view_give_the_same_manifest() -> None:
         Chunk("b" * 12, "second passage text", "beta", "beta/y.md"),
         Chunk("c" * 12, "third passage text", "beta", "beta/y.md"),
     ]
-    data = serialize_store(chunks)
+    data = source_of(serialize_store(chunks))
     full = build_manifest(data, None, published_at="2026-01-01T00:00:00Z")
     counted = build_manifest(
         data,
@@ -165,7 +164,7 @@ def test_a_manifest_published_before_the_rename_keeps_its_corpus_digest(
     build: SampleBuild,
 ) -> None:
     """Older manifests called the digest `corpus_fingerprint`; status must still read it."""
-    manifest = build_manifest(build.store_bytes, None, build.chunks, corpus_digest="ab" * 32)
+    manifest = build_manifest(build.store, None, build.chunks, corpus_digest="ab" * 32)
     data = manifest.to_dict()
     data["corpus_fingerprint"] = data.pop("corpus_digest")
     assert PublishManifest.from_json(json.dumps(data)).corpus_digest == "ab" * 32

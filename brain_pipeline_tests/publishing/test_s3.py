@@ -49,7 +49,7 @@ def run(build: SampleBuild, **overrides: Any) -> S3PublishReport:
         "include_embeddings": True,
     }
     options.update(overrides)
-    return publish_s3(build.store_bytes, build.embeddings_bytes, **options)
+    return publish_s3(build.store, build.embeddings, **options)
 
 
 def puts(server: MotoS3Server) -> list[str]:
@@ -126,7 +126,7 @@ def test_upload_round_trips_bytes_and_content_types(s3: MotoS3Server, build: Sam
 
 def test_store_only_when_embeddings_are_not_included(s3: MotoS3Server, build: SampleBuild) -> None:
     make_bucket()
-    manifest = build_manifest(build.store_bytes, build.embeddings_bytes, build.chunks)
+    manifest = build_manifest(build.store, build.embeddings, build.chunks)
     report = run(build, include_embeddings=False, manifest=manifest)
     expected = {
         ca("knowledge-store.json", build.store_bytes),
@@ -143,7 +143,7 @@ def test_republishing_unchanged_data_does_not_put_again(
     s3: MotoS3Server, build: SampleBuild
 ) -> None:
     make_bucket()
-    run(build, manifest=build_manifest(build.store_bytes, build.embeddings_bytes, run_id="r1"))
+    run(build, manifest=build_manifest(build.store, build.embeddings, run_id="r1"))
     client = plain_client()
     before = {
         key: client.head_object(Bucket=BUCKET, Key=PREFIX + key)["LastModified"]
@@ -154,8 +154,8 @@ def test_republishing_unchanged_data_does_not_put_again(
     again = run(
         build,
         manifest=build_manifest(
-            build.store_bytes,
-            build.embeddings_bytes,
+            build.store,
+            build.embeddings,
             run_id="r2",
             published_at="2099-01-01T00:00:00Z",
         ),
@@ -203,7 +203,7 @@ def test_objects_older_than_the_previous_manifest_are_deleted(
 
 def test_no_bucket_is_skipped(build: SampleBuild, free_port: int) -> None:
     report = publish_s3(
-        build.store_bytes,
+        build.store,
         None,
         bucket=None,
         prefix="",

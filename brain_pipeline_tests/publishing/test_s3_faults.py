@@ -28,10 +28,10 @@ def upload(build: SampleBuild, endpoint_url: str | None, **overrides: Any) -> An
         "region": TEST_REGION,
         "endpoint_url": endpoint_url,
         "include_embeddings": True,
-        "manifest": build_manifest(build.store_bytes, build.embeddings_bytes, build.chunks),
+        "manifest": build_manifest(build.store, build.embeddings, build.chunks),
     }
     options.update(overrides)
-    return publish_s3(build.store_bytes, build.embeddings_bytes, **options)
+    return publish_s3(build.store, build.embeddings, **options)
 
 
 def test_timeouts_come_from_the_configuration() -> None:

@@ -43,16 +43,16 @@ def corpus(tmp_path: Path) -> Path:
 
 def publish_from(build: SampleBuild, root: Path, corpus: Path) -> None:
     manifest = build_manifest(
-        build.store_bytes,
-        build.embeddings_bytes,
+        build.store,
+        build.embeddings,
         build.chunks,
         {"bm25": {"ndcg@10": 0.75}},
         corpus_digest(corpus),
         "run-42",
     )
     publish_local(
-        build.store_bytes,
-        build.embeddings_bytes,
+        build.store,
+        build.embeddings,
         root,
         agent_query_model=AGENT_MODEL,
         manifest=manifest,
@@ -217,9 +217,7 @@ def s3_config(s3: MotoS3Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
 
 def _to_bucket(build: SampleBuild, root: Path) -> None:
     live = PublishManifest.from_json((root / "src" / "storage" / "manifest.json").read_bytes())
-    publish_s3(
-        build.store_bytes, build.embeddings_bytes, bucket="brain-status", prefix="kb", manifest=live
-    )
+    publish_s3(build.store, build.embeddings, bucket="brain-status", prefix="kb", manifest=live)
 
 
 def test_s3_matching_differing_and_unreachable(
@@ -243,7 +241,7 @@ def test_s3_matching_differing_and_unreachable(
     assert status(capsys, "--root", str(publish_root), "--corpus", str(corpus))[0] == 0
 
     other = make_build(salt="elsewhere ")
-    publish_s3(other.store_bytes, None, bucket="brain-status", prefix="kb")
+    publish_s3(other.store, None, bucket="brain-status", prefix="kb")
     code, out, _ = status(capsys, *args, "--json")
     report = json.loads(out)
     assert code == 5 and report["s3"]["reachable"] is True
