@@ -51,8 +51,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from brain_pipeline.corpus.id_lookup import id_keys, lookup_sorted
 from brain_pipeline.corpus.store import NO_HEADING, heading_text
-from brain_pipeline.corpus.store_reader import id_keys, lookup_sorted
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.damage import check_sqlite, healed

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from brain_pipeline.corpus.store_reader import IdLookup, id_keys
+from brain_pipeline.corpus.id_lookup import IdLookup, id_keys
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import sha256_hex

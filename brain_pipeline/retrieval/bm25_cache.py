@@ -40,8 +40,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from brain_pipeline.corpus.id_lookup import IdLookup, id_keys, lookup_sorted
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.corpus.store_reader import IdLookup, StoreView, id_keys, lookup_sorted
+from brain_pipeline.corpus.store_reader import StoreView
 from brain_pipeline.retrieval.bm25 import (
     RETRIEVAL_VERSION,
     BM25Index,

@@ -160,7 +160,7 @@ def test_a_damaged_sidecar_is_rebuilt(tmp_path: Path) -> None:
 def test_id_keys_sort_like_the_ids_and_refuse_other_ids() -> None:
     import random
 
-    from brain_pipeline.corpus.store_reader import id_keys, lookup_sorted
+    from brain_pipeline.corpus.id_lookup import id_keys, lookup_sorted
 
     rng = random.Random(3)
     ids = sorted({"".join(rng.choice("0123456789abcdef") for _ in range(12)) for _ in range(500)})
@@ -189,17 +189,20 @@ def test_an_edited_store_reuses_the_unchanged_blocks_exactly(
 ) -> None:
     """Edits anywhere (first, last, middle chunks; inserts, deletes, a moved area, a longer
     heading) give the sidecar a fresh scan gives, block digests included."""
-    from brain_pipeline.corpus import store_reader
+    from brain_pipeline.corpus import store_reader, store_scan
 
-    monkeypatch.setattr(store_reader, "BLOCK_ROWS", 7)  # many blocks on a small store
+    monkeypatch.setattr(store_scan, "BLOCK_ROWS", 7)  # many blocks on a small store
     scanned: list[int] = []
-    scan = store_reader._scan  # noqa: SLF001
+    scan = store_scan.scan_store
 
     def counting_scan(data: Any) -> Any:
         scanned.append(len(data))
         return scan(data)
 
-    monkeypatch.setattr(store_reader, "_scan", counting_scan)
+    # Whole stores are scanned through the reader's name, the pieces between reused
+    # blocks through the scan module's.
+    monkeypatch.setattr(store_scan, "scan_store", counting_scan)
+    monkeypatch.setattr(store_reader, "scan_store", counting_scan)
     root = tmp_path / "corpus"
     build_random_corpus(root, 40 + seed, files=60)
     chunks = ingest_corpus(root).chunks
@@ -248,7 +251,7 @@ def test_an_edited_store_reuses_the_unchanged_blocks_exactly(
         # digest must be that of its block's bytes.
         assert got.block_rows[0] == 0 and got.block_rows[-1] == len(chunks)
         assert np.all(np.diff(got.block_rows) > 0)
-        begins, ends = store_reader._block_bounds(got, len(data))  # noqa: SLF001
+        begins, ends = store_scan._block_bounds(got, len(data))  # noqa: SLF001
         assert [hashlib.sha1(data[b:e]).digest() for b, e in zip(begins, ends, strict=True)] == (
             [bytes(row) for row in got.block_digests]
         ), step
@@ -258,9 +261,9 @@ def test_an_edited_store_reuses_the_unchanged_blocks_exactly(
 
 def test_block_digests_keep_their_trailing_zero_bytes(tmp_path: Path) -> None:
     """A SHA-1 ending in zero bytes (one block in 256) must survive the sidecar intact."""
-    from brain_pipeline.corpus import store_reader
+    from brain_pipeline.corpus import store_scan
 
     digests = [bytes(range(1, 21)), bytes(18) + b"\x07\x00", bytes(20)]
-    saved = store_reader._digest_array(digests)  # noqa: SLF001
+    saved = store_scan._digest_array(digests)  # noqa: SLF001
     np.save(tmp_path / "d.npy", saved, allow_pickle=False)
     assert [bytes(row) for row in np.load(tmp_path / "d.npy")] == digests
