@@ -23,7 +23,7 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, EmbeddingStore
 
 if TYPE_CHECKING:
     from brain_pipeline.corpus.store_reader import StoreView
-    from brain_pipeline.retrieval.bm25_cache import ViewSource
+    from brain_pipeline.retrieval.view_source import ViewSource
     from brain_pipeline.state.layout import StateLayout
 
 
@@ -53,7 +53,7 @@ class OpenedStore:
 
     def source(self) -> ViewSource:
         """What a `Retriever` searches: the view plus BM25 indexes cached in `layout`."""
-        from brain_pipeline.retrieval.bm25_cache import ViewSource
+        from brain_pipeline.retrieval.view_source import ViewSource
 
         return ViewSource(self.view, self.layout)
 

@@ -315,7 +315,7 @@ def _evaluate_store_dir(
         run_evaluation,
         threshold_rows,
     )
-    from brain_pipeline.retrieval.bm25_cache import ViewSource
+    from brain_pipeline.retrieval.view_source import ViewSource
 
     store_file = store_dir / STORE_FILENAME
     if not store_file.exists():

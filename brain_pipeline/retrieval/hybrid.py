@@ -69,7 +69,7 @@ class SearchResult:
 class ChunkSource(ABC):
     """Where a Retriever (and the evaluation) gets an area's chunks and BM25 index.
 
-    `ListSource` holds chunks in memory; `retrieval.bm25_cache.ViewSource` reads them from
+    `ListSource` holds chunks in memory; `retrieval.view_source.ViewSource` reads them from
     the memory-mapped store and loads cached indexes, decoding only what is asked for.
     """
 

@@ -14,9 +14,12 @@ import pytest
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.corpus.store_reader import clear_views, open_store_view
 from brain_pipeline.retrieval import bm25_cache as cache_module
+from brain_pipeline.retrieval import token_cache, view_source
 from brain_pipeline.retrieval.bm25 import BM25Index
-from brain_pipeline.retrieval.bm25_cache import BM25Cache, TokenCache, ViewSource, bm25_cache
+from brain_pipeline.retrieval.bm25_cache import BM25Cache, bm25_cache
 from brain_pipeline.retrieval.hybrid import Retriever
+from brain_pipeline.retrieval.token_cache import TokenCache
+from brain_pipeline.retrieval.view_source import ViewSource
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.retrieval.reference_bm25 import reference_search
 
@@ -131,8 +134,8 @@ def test_an_edit_tokenises_only_new_chunks(layout: StateLayout) -> None:
 def test_segments_are_merged_and_dead_chunks_dropped(
     layout: StateLayout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cache_module, "_MAX_SEGMENTS", 2)
-    monkeypatch.setattr(cache_module, "_TOKENISE_BATCH", 7)  # several segments per area
+    monkeypatch.setattr(token_cache, "_MAX_SEGMENTS", 2)
+    monkeypatch.setattr(token_cache, "_TOKENISE_BATCH", 7)  # several segments per area
     rng = random.Random(3)
     chunks = _chunks(rng, 120)
     for step in range(5):
@@ -314,7 +317,7 @@ def test_sorted_ids_find_the_first_position_of_an_id(hexadecimal: bool) -> None:
     rng = random.Random(5)
     pool = [chunk_id(str(k)) if hexadecimal else f"doc-{k}" for k in range(50)]
     ids = [rng.choice(pool) for _ in range(200)]  # with repeats
-    finder = cache_module._SortedIds(np.array([i.encode() for i in ids]))
+    finder = view_source._SortedIds(np.array([i.encode() for i in ids]))
     for wanted in pool:
         expected = ids.index(wanted) if wanted in ids else None
         assert finder.first(wanted.encode()) == expected
