@@ -52,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full `brain-pipeline fixture` parser (imports the repair defaults for its help)."""
-    from brain_pipeline.evaluation.repair import MARGIN, MIN_SIMILARITY, SCORE_HELP, SPLIT_GAIN
+    from brain_pipeline.evaluation.repair import MARGIN, MIN_SIMILARITY, SPLIT_GAIN
+    from brain_pipeline.evaluation.similarity import SCORE_HELP
 
     parser = argparse.ArgumentParser(
         prog="brain-pipeline fixture",
@@ -276,19 +277,19 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
     from brain_pipeline.corpus.store import heading_text
-    from brain_pipeline.evaluation.repair import old_chunk_of, old_chunks_for, propose_for_build
+    from brain_pipeline.evaluation.repair import propose_for_build
+    from brain_pipeline.evaluation.repair_render import proposal_dict
+    from brain_pipeline.evaluation.stale import find_stale, old_chunk_of, old_chunks_for
 
     proposal = propose_for_build(
         inputs.layout, inputs.chunks, inputs.fixture, fallback_stores=inputs.fallback_stores
     )
     if proposal.foreign is not None:
         if args.json:
-            print(json.dumps({"fixture": str(inputs.fixture_path), **proposal.to_dict()}))
+            print(json.dumps({"fixture": str(inputs.fixture_path), **proposal_dict(proposal)}))
         else:
             print("\n".join(proposal.next_steps()))
         return EXIT_STALE
-    from brain_pipeline.evaluation.repair import find_stale
-
     stale = find_stale(inputs.fixture, inputs.chunks)
     old = old_chunks_for(inputs.layout, (s.id for s in stale), inputs.fallback_stores)
     moved = {s.id for s in stale if s.live_in and s.id not in old}
@@ -348,7 +349,9 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
     from datetime import UTC, datetime
 
     from brain_pipeline.evaluation.fixture_edit import FixtureEditError
-    from brain_pipeline.evaluation.repair import propose_for_build, write_repair
+    from brain_pipeline.evaluation.repair import propose_for_build
+    from brain_pipeline.evaluation.repair_render import proposal_json, proposal_text
+    from brain_pipeline.evaluation.repair_write import write_repair
 
     if not 0.0 < args.min_similarity <= 1.0:
         return _fail("--min-similarity must be in (0, 1]")
@@ -363,7 +366,7 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
         margin=args.margin,
         follow_moves=args.follow_moves,
     )
-    print(proposal.to_json() if args.json else proposal.to_text())
+    print(proposal_json(proposal) if args.json else proposal_text(proposal))
     if proposal.foreign is not None:
         return EXIT_STALE
     if not proposal.rows:

@@ -1,19 +1,9 @@
-"""Stale fixture labels: find them, explain them, and propose (never guess) replacements.
+"""Stale fixture labels: explain them, and propose (never guess) replacements.
 
-A label is *stale* when its chunk id is not among the live chunks of its query's area
-(an edited paragraph gets a new id; a file moved to another area takes its ids out of
-the query's reach). The chunk history (`state.history`) says what the old id's text
-and source file were; the replacement candidates are the live chunks of that source
-file in the query's area, widened to the whole area (BM25 over the old text picks the
-candidates) when the file has moved or no chunk of it is close enough.
-
-The score is **coverage**, an ordered character n-gram containment: the share of the old
-text's characters that lie inside `MIN_RUN`-character windows (8) found again in the
-candidate in the same order (the longest chain of common windows increasing in both
-texts), both texts whitespace-normalised. It is 1.0 for a re-wrap, about 0.99 for a
-typo fix (only the windows through the changed letters are lost), and stays 1.0 when a
-sentence is added; a rewrite or an unrelated paragraph shares only a few long words and
-scores low. Linear in the two lengths, so whole files can be scored.
+Which labels are stale and what their ids were is `evaluation.stale`; the score is
+`evaluation.similarity`. The replacement candidates for an old id are the live chunks
+of its source file in the query's area, widened to the whole area (BM25 over the old
+text picks the candidates) when the file has moved or no chunk of it is close enough.
 
 A replacement is applied only when all of these hold:
 - the best candidate's coverage is at least `min_similarity` (default 0.8);
@@ -27,15 +17,13 @@ Everything else is listed with its top three candidates and left for a person.
 
 from __future__ import annotations
 
-import json
 import shlex
-from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brain_pipeline.corpus.store import NO_HEADING, Chunk, heading_text
+from brain_pipeline.corpus.store import Chunk, heading_text
 from brain_pipeline.evaluation.area_moves import (
     FOLLOW_MOVES_FLAG,
     AreaMove,
@@ -43,6 +31,14 @@ from brain_pipeline.evaluation.area_moves import (
     propose_area_moves,
 )
 from brain_pipeline.evaluation.fixture import Fixture
+from brain_pipeline.evaluation.similarity import covered, excerpt, kept_runs, normalise
+from brain_pipeline.evaluation.stale import (
+    OldChunk,
+    StaleLabel,
+    find_stale,
+    old_chunk_of,
+    old_chunks_for,
+)
 
 if TYPE_CHECKING:
     from brain_pipeline.state.layout import StateLayout
@@ -50,11 +46,8 @@ if TYPE_CHECKING:
 MIN_SIMILARITY = 0.8
 MARGIN = 0.15
 SPLIT_GAIN = 0.1
-MIN_RUN = 8
-"""Window length: shorter common strings (a shared short word) do not count as kept text."""
 AREA_CANDIDATES = 20
 """How many chunks of the area BM25 proposes when the source file is not enough."""
-_EXCERPT = 160
 
 APPLY = "apply"
 SPLIT = "split"
@@ -71,133 +64,6 @@ FOREIGN_SHARE = 0.5
 """More than this share of a fixture's ids never seen here: it was labelled elsewhere."""
 
 REPAIR_COMMAND = "brain-pipeline fixture repair --write"
-
-SCORE_HELP = (
-    "coverage = share of the old text's characters inside "
-    f"{MIN_RUN}-character windows found again, in the same order, in the candidate "
-    "(whitespace-normalised)"
-)
-
-
-@dataclass(frozen=True)
-class OldChunk:
-    """What a stale id was: its text and where it lived (from history or a live store)."""
-
-    id: str
-    text: str
-    area: str
-    source: str
-    heading: Any = NO_HEADING
-    last_seen: str | None = None
-
-
-def old_chunk_of(entry: Any) -> OldChunk:
-    """An OldChunk from a history entry (`text`) or a store Chunk (`content`)."""
-    text = entry.text if hasattr(entry, "text") else entry.content
-    return OldChunk(
-        id=entry.id,
-        text=text,
-        area=entry.area,
-        source=entry.source,
-        heading=entry.heading,
-        last_seen=getattr(entry, "last_seen", None),
-    )
-
-
-@dataclass(frozen=True)
-class StaleLabel:
-    """One label of one query whose id is not live in the query's area."""
-
-    query: str
-    area: str
-    id: str
-    live_in: tuple[str, ...] = ()
-    """Other areas where the id is still live (the file moved to another area)."""
-
-
-def find_stale(fixture: Fixture, chunks: Iterable[Chunk]) -> list[StaleLabel]:
-    """Every stale label, in fixture order: an id not live in its query's area."""
-    areas_of: dict[str, set[str]] = {}
-    for chunk in chunks:
-        areas_of.setdefault(chunk.id, set()).add(chunk.area)
-    stale: list[StaleLabel] = []
-    for q in fixture.queries:
-        for label in q.relevant:
-            live = areas_of.get(label, set())
-            if q.area not in live:
-                stale.append(StaleLabel(q.query, q.area, label, tuple(sorted(live))))
-    return stale
-
-
-def normalise(text: str) -> str:
-    """Whitespace runs collapsed to one space, ends trimmed: re-wrapping changes nothing."""
-    return " ".join(text.split())
-
-
-def _kept_runs(old: str, new: str) -> list[tuple[int, int]]:
-    """Intervals of `old` covered by MIN_RUN-character windows found again, in order, in `new`.
-
-    Every window of `old` that occurs in `new` is a (position in old, position in new)
-    pair; the longest chain increasing in both (patience sorting) is what was kept, so a
-    rewrite that reuses the words in another order keeps little.
-    """
-    n = MIN_RUN
-    if len(old) < n or len(new) < n:
-        return [(0, len(old))] if old and old in new else []
-    where: dict[str, list[int]] = {}
-    for j in range(len(new) - n + 1):
-        where.setdefault(new[j : j + n], []).append(j)
-    tails: list[int] = []  # tails[k]: smallest new-position ending a chain of length k + 1
-    ends: list[int] = []  # the pair index of that chain's last element
-    pairs: list[int] = []  # old position of each pair
-    previous: list[int] = []
-    for i in range(len(old) - n + 1):
-        found = where.get(old[i : i + n])
-        if not found:
-            continue
-        for j in reversed(found):  # descending: one old window extends a chain at most once
-            k = bisect_left(tails, j)
-            previous.append(ends[k - 1] if k else -1)
-            pairs.append(i)
-            if k == len(tails):
-                tails.append(j)
-                ends.append(len(pairs) - 1)
-            else:
-                tails[k] = j
-                ends[k] = len(pairs) - 1
-    kept: list[int] = []
-    p = ends[-1] if ends else -1
-    while p >= 0:
-        kept.append(pairs[p])
-        p = previous[p]
-    runs: list[tuple[int, int]] = []
-    for i in reversed(kept):
-        if runs and runs[-1][1] >= i:
-            runs[-1] = (runs[-1][0], i + n)
-        else:
-            runs.append((i, i + n))
-    return runs
-
-
-def _covered(intervals: Iterable[tuple[int, int]]) -> int:
-    total, reach = 0, 0
-    for start, end in sorted(intervals):
-        start = max(start, reach)
-        if end > start:
-            total += end - start
-            reach = end
-    return total
-
-
-def coverage(old: str, new: str) -> float:
-    """The repair score (see the module doc) of `new` against `old`, in [0, 1]."""
-    a, b = normalise(old), normalise(new)
-    return _covered(_kept_runs(a, b)) / len(a) if a else 0.0
-
-
-def excerpt(text: str, size: int = _EXCERPT) -> str:
-    flat = normalise(text)
-    return flat if len(flat) <= size else flat[: size - 1].rstrip() + "…"
 
 
 @dataclass(frozen=True)
@@ -270,7 +136,10 @@ class ForeignFixture:
 
 @dataclass
 class RepairProposal:
-    """Every stale label with its verdict; `remaps` is what `--write` would apply."""
+    """Every stale label with its verdict; `remaps` is what `--write` would apply.
+
+    Rendered (rows, metadata, JSON, markdown, text) by `evaluation.repair_render`.
+    """
 
     fixture: str
     rows: list[RepairRow]
@@ -336,122 +205,6 @@ class RepairProposal:
             steps.append(f"{then}{r.old_id} ({r.verdict}): {r.fix_command()}")
         return steps
 
-    def to_rows(self) -> list[dict[str, Any]]:
-        """Flat rows (strings and numbers) for a table in Dagster metadata or JSON."""
-        return [
-            {
-                "query": r.query,
-                "area": r.area,
-                "old_id": r.old_id,
-                "proposed_id": r.proposed_id or "",
-                "similarity": round(r.similarity, 3) if r.similarity is not None else None,
-                "verdict": r.verdict,
-                "reason": r.reason,
-                "old_excerpt": r.old_excerpt,
-                "new_excerpt": r.new_excerpt,
-                "candidates": "; ".join(f"{c.id} ({c.similarity:.2f})" for c in r.candidates),
-            }
-            for r in self.rows
-        ]
-
-    def to_metadata(self) -> dict[str, Any]:
-        """Plain values for the failing check's metadata (wrap `repair_proposal` as markdown).
-
-        `repair_command` is set only when there is something `--write` would apply.
-        """
-        return {
-            "stale_labels": len(self.rows),
-            "auto_repairable": len(self.remaps),
-            "need_a_person": len(self.for_human),
-            "repair_proposal": self.to_markdown(),
-            "repair_command": self.command if self.writable else "",
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fixture": self.fixture,
-            "summary": self.summary(),
-            "score": SCORE_HELP,
-            "min_similarity": self.min_similarity,
-            "margin": self.margin,
-            "split_gain": self.split_gain,
-            "remaps": self.remaps,
-            "area_moves": [asdict(m) for m in self.moves],
-            "foreign": asdict(self.foreign) if self.foreign else None,
-            "command": self.command,
-            "next_steps": self.next_steps(),
-            "rows": [asdict(r) for r in self.rows],
-        }
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
-
-    def to_markdown(self) -> str:
-        """The table the failing check shows, the command to apply it, and what is left."""
-        if self.foreign is not None:
-            return "\n\n".join(self.foreign.lines(f"`{self.fixture}`")) + "\n"
-        lines = [f"**Stale labels** in `{self.fixture}`: {self.summary()}.", ""]
-        if not self.rows:
-            return "\n".join(lines)
-        lines += [
-            "| query | area | old id → proposed id | coverage | verdict | old text | new text |",
-            "|---|---|---|---:|---|---|---|",
-        ]
-        for r in self.rows:
-            target = r.proposed_id or "—"
-            score = f"{r.similarity:.2f}" if r.similarity is not None else "—"
-            cells = [
-                r.query,
-                r.area,
-                f"`{r.old_id}` → `{target}`",
-                score,
-                f"{r.verdict}: {r.reason}",
-                r.old_excerpt,
-                r.new_excerpt,
-            ]
-            lines.append("| " + " | ".join(_md(c) for c in cells) + " |")
-        if self.writable:
-            lines += ["", f"Apply the automatic repairs: `{self.command}`"]
-        human = self.for_human
-        if human:
-            lines += [
-                "",
-                "For a person (top candidates; relabel with `brain-pipeline fixture label`):",
-            ]
-            for r in human:
-                tops = ", ".join(f"`{c.id}` {c.similarity:.2f} ({c.source})" for c in r.candidates)
-                lines.append(
-                    f"- `{r.old_id}` ({r.query}): {r.reason}. {tops or 'no candidate'}. "
-                    f"`{r.fix_command()}`"
-                )
-        return "\n".join(lines) + "\n"
-
-    def to_text(self) -> str:
-        """The terminal version: one block per stale label (two lines for a foreign fixture)."""
-        if self.foreign is not None:
-            return "\n".join(self.foreign.lines(self.fixture))
-        lines = [self.summary()]
-        for r in self.rows:
-            lines.append("")
-            lines.append(f"[{r.verdict}] {r.query!r} ({r.area})")
-            lines.append(f"  old {r.old_id}  {r.old_source or '(source unknown)'}")
-            if r.old_excerpt:
-                lines.append(f"      {r.old_excerpt}")
-            if r.proposed_id:
-                lines.append(f"  new {r.proposed_id}  coverage {r.similarity:.2f}")
-                lines.append(f"      {r.new_excerpt}")
-            lines.append(f"  {r.reason}")
-            if not r.applies:
-                for c in r.candidates:
-                    where = f"{c.source} § {c.heading}" if c.heading else c.source
-                    lines.append(f"    candidate {c.id}  {c.similarity:.2f}  {where}")
-                    lines.append(f"      {c.excerpt}")
-        return "\n".join(lines)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
 
 @dataclass
 class _Scored:
@@ -477,8 +230,8 @@ def _score_pool(old: str, pool: Sequence[Chunk]) -> list[_Scored]:
     """Coverage of every pooled chunk, best first (ties by id, for stable output)."""
     scored = []
     for chunk in pool:
-        runs = _kept_runs(old, normalise(chunk.content))
-        scored.append(_Scored(chunk, _covered(runs) / len(old) if old else 0.0, runs))
+        runs = kept_runs(old, normalise(chunk.content))
+        scored.append(_Scored(chunk, covered(runs) / len(old) if old else 0.0, runs))
     scored.sort(key=lambda s: (-s.score, s.chunk.id))
     return scored
 
@@ -490,7 +243,7 @@ def _split_pair(
     top = [s for s in scored[:5] if s.runs]
     for i, first in enumerate(top):
         for second in top[i + 1 :]:
-            union = _covered(first.runs + second.runs) / n_old
+            union = covered(first.runs + second.runs) / n_old
             gain_first = union - second.score
             gain_second = union - first.score
             if union >= min_similarity and min(gain_first, gain_second) >= split_gain:
@@ -743,90 +496,6 @@ def _bm25_area_search(chunks: Sequence[Chunk]) -> AreaSearch:
         return [hit.chunk for hit in result.hits]
 
     return search
-
-
-def repair_comment(
-    remaps: Mapping[str, str], when: str, moves: Mapping[tuple[str, str], str] | None = None
-) -> str:
-    """The `$comment` line recording what `--write` remapped and which queries it moved."""
-    parts = []
-    if remaps:
-        pairs = ", ".join(f"{old} -> {new}" for old, new in remaps.items())
-        parts.append(f"remapped {len(remaps)} stale id(s): {pairs}")
-    if moves:
-        pairs = ", ".join(f"{q!r} {old} -> {new}" for (q, old), new in moves.items())
-        parts.append(f"moved {len(moves)} query(ies) to the area of their labels: {pairs}")
-    return f"{when}: brain-pipeline fixture repair " + "; ".join(parts)
-
-
-@dataclass(frozen=True)
-class WrittenRepair:
-    """What `write_repair` changed: the remaps, where the backup went, the comment line."""
-
-    remaps: dict[str, str]
-    replaced: dict[str, int]
-    backup: str | None
-    comment: str | None
-    moves: dict[tuple[str, str], str] = field(default_factory=dict)
-
-
-def write_repair(path: Path | str, proposal: RepairProposal, when: str) -> WrittenRepair:
-    """Apply the proposal's remaps to the fixture file as text (layout kept), atomically.
-
-    Each quoted old id is replaced by the new one, one line saying so is appended to the
-    `$comment` array, the edited text is re-validated, the previous file is kept as
-    `<file>.bak`, and the file is replaced atomically. Nothing to apply: nothing written.
-    """
-    from brain_pipeline.evaluation.fixture_edit import (
-        FixtureEditError,
-        add_comment,
-        replace_ids,
-        set_query_areas,
-        write_fixture_text,
-    )
-
-    remaps, moves = proposal.remaps, proposal.area_moves
-    if not remaps and not moves:
-        return WrittenRepair({}, {}, None, None)
-    target = Path(path)
-    original = target.read_bytes()
-    text, replaced = replace_ids(original.decode("utf-8"), remaps)
-    missing = [old for old, count in replaced.items() if count == 0]
-    if missing:
-        raise FixtureEditError(
-            f"{target}: id(s) {', '.join(missing)} not found in any relevant list"
-        )
-    text, moved = set_query_areas(text, moves)
-    if moved != len(moves):
-        raise FixtureEditError(f"{target}: a query to move was not found; run again")
-    comment = repair_comment(remaps, when, moves)
-    text = add_comment(text, comment)
-    _, backup = write_fixture_text(target, original, text)
-    return WrittenRepair(dict(remaps), replaced, str(backup), comment, dict(moves))
-
-
-def old_chunks_for(
-    layout: StateLayout, ids: Iterable[str], fallback_stores: Sequence[Path | str] = ()
-) -> dict[str, OldChunk]:
-    """What each id was: from the chunk history of `layout`, else from older store files.
-
-    `fallback_stores` are knowledge-store.json paths read (in order) only for ids the
-    history does not know, e.g. the live published store before the history is seeded.
-    """
-    from brain_pipeline.corpus.history import lookup_many
-    from brain_pipeline.corpus.store import load_store
-
-    wanted = list(dict.fromkeys(ids))
-    found = {key: old_chunk_of(entry) for key, entry in lookup_many(layout, wanted).items()}
-    for store in fallback_stores:
-        missing = {key for key in wanted if key not in found}
-        path = Path(store)
-        if not missing or not path.is_file():
-            continue
-        for chunk in load_store(path):
-            if chunk.id in missing and chunk.id not in found:
-                found[chunk.id] = old_chunk_of(chunk)
-    return found
 
 
 def propose_for_build(

@@ -382,7 +382,7 @@ def evaluate(
         rows.extend(own_rows)
         summaries.append(_summarise(name, own_rows))
     # A label is stale when its id is not live in its query's area (a moved file counts).
-    from brain_pipeline.evaluation.repair import find_stale
+    from brain_pipeline.evaluation.stale import find_stale
 
     labelled = {label for q in fixture.queries for label in q.relevant}
     stale_labels = find_stale(fixture, source.with_ids(labelled))

@@ -40,6 +40,7 @@ def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
     from brain_pipeline.corpus.store_reader import open_store_view
     from brain_pipeline.evaluation.fixture import load_fixture
     from brain_pipeline.evaluation.repair import propose_for_build
+    from brain_pipeline.evaluation.repair_render import proposal_metadata, proposal_rows
     from brain_pipeline.publishing.local import live_store_file
 
     layout = StateLayout.of(cfg.build_dir)
@@ -49,7 +50,7 @@ def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
         load_fixture(cfg.evaluation.fixture),
         fallback_stores=[live_store_file(cfg.publish_root())],
     )
-    return {"metadata": proposal.to_metadata(), "rows": proposal.to_rows()}
+    return {"metadata": proposal_metadata(proposal), "rows": proposal_rows(proposal)}
 
 
 def _threshold_table(outcome: Any, values: dict[str, Any]) -> Table:

@@ -20,13 +20,19 @@ from brain_pipeline.evaluation.repair import (
     NO_MATCH,
     SPLIT,
     UNKNOWN,
-    coverage,
-    find_stale,
     propose_for_build,
     propose_repair,
-    write_repair,
 )
+from brain_pipeline.evaluation.repair_render import (
+    proposal_json,
+    proposal_markdown,
+    proposal_metadata,
+    proposal_rows,
+)
+from brain_pipeline.evaluation.repair_write import write_repair
 from brain_pipeline.evaluation.service import evaluate_store_dir
+from brain_pipeline.evaluation.similarity import coverage
+from brain_pipeline.evaluation.stale import find_stale
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.evaluation.helpers import make_chunk
 from brain_pipeline_tests.evaluation.repair_scenarios import (
@@ -195,15 +201,15 @@ def test_the_proposal_renders_for_the_check_metadata() -> None:
     )
     fixture = _fixture(("undo a delete | s3", "aws", [old.id]))
     proposal = propose_repair(fixture, [new, other], {old.id: old})
-    (row,) = proposal.to_rows()
+    (row,) = proposal_rows(proposal)
     assert (row["old_id"], row["proposed_id"], row["verdict"]) == (old.id, new.id, APPLY)
     assert row["similarity"] > 0.95 and row["old_excerpt"].startswith("Amazon S3 versioning")
-    markdown = proposal.to_markdown()
+    markdown = proposal_markdown(proposal)
     assert f"`{old.id}` → `{new.id}`" in markdown
     assert "undo a delete \\| s3" in markdown  # the pipe cannot break the table
     assert "`brain-pipeline fixture repair --write`" in markdown
-    assert json.loads(proposal.to_json())["remaps"] == {old.id: new.id}
-    metadata = proposal.to_metadata()
+    assert json.loads(proposal_json(proposal))["remaps"] == {old.id: new.id}
+    metadata = proposal_metadata(proposal)
     assert (metadata["stale_labels"], metadata["auto_repairable"]) == (1, 1)
     assert metadata["repair_command"] == "brain-pipeline fixture repair --write"
 
