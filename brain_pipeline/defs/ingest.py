@@ -6,7 +6,6 @@ re-runs what the change affects. The steps are `steps.ingest`.
 """
 
 import contextlib
-import os
 
 import dagster as dg
 
@@ -31,7 +30,6 @@ from brain_pipeline.lib.steps import (
     step_failures,
     to_metadata,
 )
-from brain_pipeline.preflight import check_fixture
 from brain_pipeline.steps.ingest import (
     STORE_CODE_VERSION,
     assemble_knowledge_store,
@@ -74,12 +72,10 @@ def corpus(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.Observ
 )
 def eval_fixture(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
     cfg = settings.load()
-    # A missing or unparsable fixture is a failed observation, never a success: the run
-    # stops here, saying how to make one, before anything is embedded or published.
+    # A missing or unparsable fixture is a failed observation, never a success: the run's
+    # preflight (its selection includes this source, so the fixture is checked) stops here,
+    # saying how to make one, before anything is embedded or published.
     preflight_run(context.run, cfg)
-    problem = check_fixture(cfg, os.environ)
-    if problem is not None:
-        raise dg.Failure(description=problem.message)
     return dg.ObserveResult(
         data_version=dg.DataVersion(fixture_version(cfg)),
         metadata={"path": dg.MetadataValue.path(str(cfg.evaluation.fixture))},
