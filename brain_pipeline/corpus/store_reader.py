@@ -46,7 +46,7 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_writer
 from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import file_sha256, sha256_hex
-from brain_pipeline.utils.file_signature import FileSignature
+from brain_pipeline.utils.file_signature import FileSignature, mtime_ns
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _KEEP_SIDECARS = 4
@@ -166,7 +166,7 @@ class StoreView:
             return None
         others = sorted(
             (p for p in own.parent.glob(f"v{STORE_INDEX_VERSION}-*.npz") if p != own),
-            key=lambda p: _mtime_ns(p),
+            key=mtime_ns,
             reverse=True,
         )
         for path in others[:1]:
@@ -390,18 +390,11 @@ class StoreView:
             self._fd = None
 
 
-def _mtime_ns(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return 0
-
-
 def _prune(directory: Path, keep: Path) -> None:
     """Keep the newest few sidecars: one per store version a reader may still hold."""
     sidecars = sorted(
         (p for p in directory.glob("v*.npz") if p != keep),
-        key=lambda p: p.stat().st_mtime_ns,
+        key=mtime_ns,
         reverse=True,
     )
     for stale in sidecars[_KEEP_SIDECARS - 1 :]:

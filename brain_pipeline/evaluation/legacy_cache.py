@@ -26,6 +26,7 @@ from brain_pipeline.corpus.id_lookup import IdLookup, id_keys
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import sha256_hex
+from brain_pipeline.utils.file_signature import mtime_ns
 
 _KEEP_PER_AREA = 2
 _WORTH_A_TABLE = 2_048
@@ -88,7 +89,7 @@ class LegacyMatchCache:
         if not self.directory.is_dir():
             return []
         own = f"{_area_key(area)}-"
-        paths = sorted(self.directory.glob("*.npz"), key=_mtime_ns, reverse=True)
+        paths = sorted(self.directory.glob("*.npz"), key=mtime_ns, reverse=True)
         return [p for p in paths if p.name.startswith(own)] + [
             p for p in paths if not p.name.startswith(own)
         ]
@@ -142,15 +143,10 @@ class LegacyMatchCache:
                 stale.unlink()
         others = sorted(
             (p for p in self.directory.parent.glob("legacy-v*") if p != self.directory),
-            key=_mtime_ns,
+            key=mtime_ns,
             reverse=True,
         )
         for stale_dir in others[_KEEP_OTHER_TERM_LISTS:]:
             shutil.rmtree(stale_dir, ignore_errors=True)
 
 
-def _mtime_ns(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return 0

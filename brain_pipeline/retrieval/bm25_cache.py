@@ -38,6 +38,7 @@ from brain_pipeline.retrieval.token_cache import Int64s, TokenCache
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_directory
 from brain_pipeline.utils.damage import healed, is_set_aside, set_aside
+from brain_pipeline.utils.file_signature import mtime_ns
 
 _KEEP_EXTRA_AREAS = 8  # area indexes kept beyond the current store's (older versions)
 INDEX_LAYOUT = f"v{RETRIEVAL_VERSION}.2"
@@ -218,7 +219,7 @@ class BM25Cache:
                 for p in self.layout.bm25_dir.glob(f"area-{INDEX_LAYOUT}-*")
                 if p != current and not is_set_aside(p)
             ),
-            key=_mtime_ns,
+            key=mtime_ns,
             reverse=True,
         )
         for candidate in candidates:
@@ -325,7 +326,7 @@ class BM25Cache:
         current = {self.area_dir(a) for a in self.view.areas}
         others = sorted(
             (p for p in bm25_dir.glob("area-v*") if p not in current and not is_set_aside(p)),
-            key=_mtime_ns,
+            key=mtime_ns,
             reverse=True,
         )
         for stale in others[_KEEP_EXTRA_AREAS:]:
@@ -341,11 +342,11 @@ class BM25Cache:
         for postings in bm25_dir.glob("postings-*"):
             if is_set_aside(postings):
                 continue  # kept once for inspection (replaced by the next damaged copy)
-            if postings.name not in referenced and _mtime_ns(postings) < cutoff:
+            if postings.name not in referenced and mtime_ns(postings) < cutoff:
                 shutil.rmtree(postings, ignore_errors=True)
         for leftover in bm25_dir.glob(".*"):
             # Temporary directories of writes a killed process never renamed into place.
-            if leftover.is_dir() and _mtime_ns(leftover) < cutoff:
+            if leftover.is_dir() and mtime_ns(leftover) < cutoff:
                 shutil.rmtree(leftover, ignore_errors=True)
 
 
@@ -383,13 +384,6 @@ def _area_files(directory: Path) -> _AreaFiles:
                 raise ValueError(f"{live_name} is not a mask")
         entries.append((name, live))
     return meta["area"], entries
-
-
-def _mtime_ns(path: Path) -> int:
-    try:
-        return path.stat().st_mtime_ns
-    except OSError:
-        return 0
 
 
 _CACHES: dict[tuple[int, Path | None], BM25Cache] = {}

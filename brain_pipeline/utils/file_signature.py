@@ -49,3 +49,12 @@ class FileSignature:
 
     def still_matches(self, path: Path | str) -> bool:
         return FileSignature.of(path) == self
+
+
+def mtime_ns(path: Path | str) -> int:
+    """The file's mtime in ns, or 0 when it vanished: the sort key caches prune by (a file
+    another process just removed sorts as the oldest instead of failing the prune)."""
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return 0
