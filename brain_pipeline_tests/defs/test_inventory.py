@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
+import pytest
 
 from brain_pipeline.definitions import build_definitions
 
@@ -54,4 +55,6 @@ def test_the_code_location_matches_its_snapshot() -> None:
     current = inventory(build_definitions())
     if os.environ.get("BRAIN_WRITE_INVENTORY") == "1":
         SNAPSHOT.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
+        # Never a pass: comparing with what was just written would prove nothing.
+        pytest.fail("inventory.json rewritten: review `git diff`, then run without the flag")
     assert current == json.loads(SNAPSHOT.read_text())
