@@ -71,3 +71,20 @@ def test_higher_scores_come_first() -> None:
     three = make_chunk("alpha beta gamma")
     hits = LegacyRetriever([one, two, three]).search("alpha beta gamma", "aws")
     assert [(c.id, s) for c, s in hits] == [(three.id, 3), (two.id, 2), (one.id, 1)]
+
+
+def test_the_match_matrix_is_the_substring_test_of_every_pair() -> None:
+    """Against the plain definition, on texts where lower-casing changes the length (İ),
+    terms at the very start and end of a text, empty texts and repeated hits."""
+    import random
+
+    from brain_pipeline.evaluation.legacy import term_matches
+
+    rng = random.Random(7)
+    alphabet = ["ab", "ba", "İ", "i̇", "Ab", "c", " ", "\n", "é", "😀"]
+    for _ in range(200):
+        contents = ["".join(rng.choices(alphabet, k=rng.randrange(0, 9))) for _ in range(6)]
+        terms = ["".join(rng.choices(["ab", "b", "i̇", "a", "😀", "é"], k=rng.randrange(1, 4)))
+                 for _ in range(5)]
+        expected = [[int(t in text.lower()) for t in terms] for text in contents]
+        assert term_matches(contents, terms).tolist() == expected, (contents, terms)
