@@ -226,10 +226,10 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     """
     from brain_pipeline.config import load_config
     from brain_pipeline.evaluation.fixture import load_fixture_if_any
-    from brain_pipeline.evaluation.labelling_store import BUILT, UPDATED, refresh_build_store
     from brain_pipeline.evaluation.search import open_store
     from brain_pipeline.publishing.local import live_store_file
     from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.steps.refresh_store import BUILT, UPDATED, refresh_build_store
 
     cfg = load_config()
     fixture_path = Path(args.fixture) if args.fixture else cfg.evaluation.fixture
@@ -239,7 +239,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
         raise _NothingToCheck(start)  # before building anything: one line, at once
     published = live_store_file(cfg.publish_root())
     if not args.store:
-        refreshed = refresh_build_store(cfg, published)
+        refreshed = refresh_build_store(cfg)
         if refreshed.note:
             print(f"note: {refreshed.note}", file=sys.stderr)
         elif refreshed.status in (BUILT, UPDATED):
@@ -263,7 +263,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError
     from brain_pipeline.evaluation.fixture import FixtureError
-    from brain_pipeline.evaluation.labelling_store import StoreRefreshError
+    from brain_pipeline.steps.refresh_store import StoreRefreshError
 
     args = build_parser().parse_args(args.rest)
     try:

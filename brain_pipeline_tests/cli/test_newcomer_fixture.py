@@ -312,3 +312,31 @@ def test_the_installed_entry_point_starts_a_fixture(newcomer: Newcomer) -> None:
     assert done.returncode == 0, done.stderr
     assert "created with its first query" in done.stdout
     assert load_fixture(newcomer.fixture).queries[0].area == "maths"
+
+
+def test_the_next_materialize_finds_what_the_fixture_tools_built_current(
+    newcomer: Newcomer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """The refresh is the pipeline's own ingest steps, records included: the store step of
+    the next run has nothing to do (its record is still the one the refresh wrote)."""
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.records import read_record
+    from brain_pipeline.steps.refresh_store import RUN_ID
+
+    _first_query(newcomer, capsys)
+    layout = StateLayout.of(newcomer.build)
+    before = read_record(layout, "knowledge_store")
+    assert before is not None and before.run_id == RUN_ID
+    store_bytes = layout.store_file.read_bytes()
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    code, out, err = _run(["materialize"], capsys)
+    assert code == 0, out + err
+    after = read_record(layout, "knowledge_store")
+    assert after == before  # not reassembled, not re-recorded
+    assert layout.store_file.read_bytes() == store_bytes
+    assert (tmp_path / "agent" / "src" / "storage" / "knowledge-store.json").read_bytes() == (
+        store_bytes
+    )

@@ -5,30 +5,43 @@ publish without a fixture, so the fixture tools must not need a build), and afte
 area folder is renamed `fixture check` has to see what the next run will see, or the
 check and the blocking evaluation would disagree and send the user in circles.
 
-Why this is not a second ingest: the refresh is the pipeline's own steps, in order,
-on the build directory's own caches: `observe_corpus` (the file index re-hashes only
-changed files), `chunk_snapshot` (the per-file chunk cache), `assemble_store` (the
-byte-identical store, rewritten only when its bytes change) and `remember_store` (the
-chunk history, so an edited label's old text stays known). The next `materialize` finds
-all of it current. No embeddings are made: the tools rank lexically when the store's
-vectors are missing or were made for another store.
+Why this is not a second ingest: the refresh runs the pipeline's own ingest steps
+(`steps.ingest`: observe, chunk through the per-file cache, assemble the byte-identical
+store and remember its chunks in the history), records included, so the next
+`materialize` finds all of it current. No embeddings are made: the tools rank lexically
+when the store's vectors are missing or were made for another store.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from brain_pipeline.config import BrainConfig, CorpusNotFoundError
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.steps.provenance import StepFailure
 
 BUILT = "built"
 UPDATED = "updated"
 CURRENT = "current"
 AS_IS = "as is"
+
+
+RUN_ID = "brain-pipeline fixture"
+"""What the refreshed records name as their run: no Dagster run made them."""
+
+
+class _Quiet:
+    """The steps' log, unheard: problem files are the pipeline run's to report."""
+
+    def info(self, msg: str) -> None:
+        return None
+
+    def warning(self, msg: str) -> None:
+        return None
+
+
+_QUIET = _Quiet()
 
 
 class StoreRefreshError(RuntimeError):
@@ -45,30 +58,22 @@ class StoreRefresh:
     note: str | None = None
 
 
-def refresh_build_store(
-    cfg: BrainConfig,
-    seed_store: Path | None = None,
-    *,
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
-) -> StoreRefresh:
+def refresh_build_store(cfg: BrainConfig) -> StoreRefresh:
     """Bring `cfg.build_dir`'s knowledge-store.json up to date with the corpus.
 
     Without a corpus, an existing store is used as built; while another process holds
     the build directory (a run), too, rather than waiting for it. Raises
     StoreRefreshError when there is neither a store nor a way to build one now.
-    `seed_store` (the live published store) seeds an empty chunk history.
+    An empty chunk history is seeded from the live published store, as a run seeds it.
     """
-    from brain_pipeline.corpus.assembly import assemble_store
-    from brain_pipeline.corpus.chunk_cache import CorpusChangedError, chunk_snapshot
-    from brain_pipeline.corpus.history import is_empty, remember_store
-    from brain_pipeline.corpus.ingest import ingest_file
-    from brain_pipeline.corpus.observation import observe_corpus
+    from brain_pipeline.corpus.chunk_cache import CorpusChangedError
     from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
+    from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
 
     layout = StateLayout.of(cfg.build_dir)
     existed = layout.store_file.is_file()
     try:
-        root = cfg.corpus_root()
+        cfg.corpus_root()  # where the corpus is, or why there is none
     except CorpusNotFoundError as exc:
         if existed:
             return StoreRefresh(
@@ -79,25 +84,13 @@ def refresh_build_store(
             f"no store in {layout.build_dir} and no corpus to build one ({first}); set "
             f"corpus.path in {cfg.config_path or 'corpus_config.yaml'} or CURATED_CONTENT_PATH"
         ) from exc
-    limits = cfg.ingest_limits()
     try:
         with build_dir_lock(
             layout.build_dir, wait_seconds=0, holder=make_holder("brain-pipeline fixture")
         ):
-            snapshot = observe_corpus(root, layout, limits=limits)
-            chunk_snapshot(
-                snapshot,
-                layout,
-                variant=limits.cache_variant,
-                chunker=functools.partial(ingest_file, limits=limits),
-            )
-            report = assemble_store(
-                snapshot, layout, layout.store_file, variant=limits.cache_variant
-            )
-            if report.written or is_empty(layout):
-                remember_store(
-                    layout, layout.store_file, now(), seed_store=seed_store, sha256=report.sha256
-                )
+            snapshot = observe(cfg)
+            chunk_corpus(cfg, layout, snapshot, run_id=RUN_ID, log=_QUIET)
+            result = assemble_knowledge_store(cfg, layout, run_id=RUN_ID, log=_QUIET)
     except LockBusyError as exc:
         if existed:
             return StoreRefresh(
@@ -107,7 +100,8 @@ def refresh_build_store(
                 "was last built",
             )
         raise StoreRefreshError(f"{exc}; run this command again when it ends") from exc
-    except CorpusChangedError as exc:
+    except (CorpusChangedError, StepFailure) as exc:
         raise StoreRefreshError(f"{exc}; run this command again") from exc
-    status = CURRENT if not report.written else UPDATED if existed else BUILT
+    written = result.metadata.get("status") == "written"
+    status = CURRENT if not written else UPDATED if existed else BUILT
     return StoreRefresh(layout.store_file, status)
