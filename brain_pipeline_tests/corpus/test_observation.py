@@ -19,8 +19,12 @@ from brain_pipeline.corpus.observation import (
 )
 from brain_pipeline.publishing.manifest import corpus_digest
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus import settled
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus
-from brain_pipeline_tests.state.conftest import NOW_NS, SETTLED_NS, Writer, put, settle
+from brain_pipeline_tests.corpus.settled import NOW_NS, SETTLED_NS, Writer, put, settle
+
+#: Files written with settled mtimes (see `settled`), overriding the corpus conftest's.
+write = settled.write
 
 
 def now() -> int:
