@@ -409,21 +409,3 @@ def screen_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> byt
     return data
 
 
-def discover(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> Manifest:
-    """Walk the corpus and hash every text/roadmap file; nothing is chunked.
-
-    Junk (files over `limits.max_file_bytes`, binary files) is skipped with its reason,
-    exactly as the ingest skips it.
-    """
-    walk = walk_corpus(root)
-    entries: list[ManifestEntry] = []
-    for item in walk:
-        if isinstance(item, ManifestEntry):
-            entries.append(item)
-            continue
-        data = screen_file(item, limits)
-        if isinstance(data, ManifestEntry):
-            entries.append(data)
-            continue
-        entries.append(file_entry(item, sha256_hex(data)))
-    return Manifest(Path(root), walk.areas, entries)

@@ -8,8 +8,8 @@ as the hash was taken, so a file whose mtime lies within `MTIME_WINDOW_NS` of th
 its hash was taken is re-hashed until a later observation sees it as settled.
 
 An observation yields a `CorpusSnapshot`: the manifest of the walk (same order, same
-skipped entries as `discover()`) plus the corpus digest. It is stored by digest, so
-chunking reads exactly the files the observation saw, and a Dagster observation can
+skipped entries as the ingest's walk and screening) plus the corpus digest. It is stored
+by digest, so chunking reads exactly the files the observation saw, and a Dagster observation can
 name it by its data version.
 """
 

@@ -444,7 +444,3 @@ def cache_layout(store_dir: Path | str, build_dir: Path | str | None = None) -> 
     return layout if layout.state_dir.is_dir() else None
 
 
-def clear_views() -> None:
-    """Forget memoised views (tests and benchmarks use it to simulate a new process)."""
-    with _VIEWS_LOCK:
-        _VIEWS.clear()

@@ -59,7 +59,6 @@ AREA = "area"
 """The label is right; its query's area follows it (an area folder renamed)."""
 MOVED = "moved"
 """The label is live in another area; moving its query there is offered, not applied."""
-VERDICTS = (APPLY, AREA, SPLIT, AMBIGUOUS, NO_MATCH, UNKNOWN, CONFLICT, MOVED)
 FOREIGN_SHARE = 0.5
 """More than this share of a fixture's ids never seen here: it was labelled elsewhere."""
 

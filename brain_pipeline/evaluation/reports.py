@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from brain_pipeline.evaluation.bootstrap import Interval
     from brain_pipeline.evaluation.compare import Comparison
     from brain_pipeline.evaluation.runner import EvaluationReport
 
@@ -67,34 +66,6 @@ def changes_frame(comparison: Comparison) -> pd.DataFrame:
     order = {"became a miss": 0, "lost relevant hits": 1, "moved down": 2}
     key = frame["change"].map(lambda kind: order.get(kind, 9))
     return frame.assign(_order=key).sort_values("_order", kind="stable").drop(columns="_order")
-
-
-def intervals_frame(
-    intervals: Mapping[str, Interval], differences: Mapping[str, Interval] | None = None
-) -> pd.DataFrame:
-    """One row per retriever and metric: figure, 95% interval, and the paired difference
-    from the baseline with its interval when there is one."""
-    import pandas as pd
-
-    rows = []
-    for name, interval in intervals.items():
-        retriever, metric = name.split(".", 1)
-        row: dict[str, Any] = {
-            "retriever": retriever,
-            "metric": metric,
-            "value": interval.value,
-            "ci_low": interval.low,
-            "ci_high": interval.high,
-            "half_width": interval.half_width,
-        }
-        diff = (differences or {}).get(name)
-        row["delta"] = diff.value if diff else None
-        row["delta_low"] = diff.low if diff else None
-        row["delta_high"] = diff.high if diff else None
-        rows.append(row)
-    return pd.DataFrame(rows).astype(
-        {"delta": "Float64", "delta_low": "Float64", "delta_high": "Float64"}
-    ) if rows else pd.DataFrame(rows)
 
 
 def _count(value: Any) -> int | None:

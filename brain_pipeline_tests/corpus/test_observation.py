@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from brain_pipeline.corpus.discovery import CorpusNotFoundError, discover
+from brain_pipeline.corpus.discovery import CorpusNotFoundError
 from brain_pipeline.corpus.observation import (
     CorpusSnapshot,
     SnapshotNotFoundError,
@@ -21,6 +21,7 @@ from brain_pipeline.publishing.manifest import corpus_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus import settled
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus
+from brain_pipeline_tests.corpus.manifests import discover
 from brain_pipeline_tests.corpus.settled import NOW_NS, SETTLED_NS, Writer, put, settle
 
 #: Files written with settled mtimes (see `settled`), overriding the corpus conftest's.

@@ -11,11 +11,11 @@ import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, serialize_store
-from brain_pipeline.corpus.store_reader import clear_views
 from brain_pipeline.evaluation import record as eval_record
 from brain_pipeline.evaluation.service import EvaluationOutcome, evaluate_store_dir
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus.views import clear_views
 from brain_pipeline_tests.evaluation.helpers import make_chunk
 
 T1 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
