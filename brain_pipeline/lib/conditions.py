@@ -3,10 +3,12 @@
 `knowledge_chunks` is requested by `eager()` *or* by `corpus_version_unconsumed`: the
 corpus's latest observed data version is not the one the latest `knowledge_chunks`
 materialisation read. The second is a state read from the instance at every evaluation,
-not an event, so no timing of observations, runs and evaluations can cancel it (with
+not an event, so no timing of observations, runs and evaluations can cancel it. With
 `eager()` alone, an observation that lands in the same evaluation as the previous run's
-materialisation, or while that run is in progress, counts as handled by it). Steps
-downstream join the run their input is requested in.
+materialisation, or while that run is in progress, counts as handled by that
+materialisation (its reset wins over the dependency update), and the edit is never
+rebuilt. This is the one place that explains it; the README and `defs.automation` refer
+here. Steps downstream join the run their input is requested in.
 """
 
 from __future__ import annotations
