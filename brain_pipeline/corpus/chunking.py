@@ -7,7 +7,6 @@ fixture: a different trim, split or heading choice changes the ids.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +22,7 @@ from brain_pipeline.corpus.jscompat import (
     utf16_length,
 )
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_id
+from brain_pipeline.utils.digest import new_sha256
 
 #: Paragraph separator `/\n\s*\n/` with JavaScript's `\s`.
 PARAGRAPH_SPLIT = re.compile(rf"\n[{JS_WS_CLASS}]*\n")
@@ -86,7 +86,7 @@ def chunk_text(text: str, area: str, source: str) -> list[Chunk]:
     append = chunks.append
     heading: Any = NO_HEADING
     whitespace = JS_WHITESPACE
-    sha256 = hashlib.sha256
+    sha256 = new_sha256
     for paragraph in PARAGRAPH_SPLIT.split(text):
         content = paragraph.strip(whitespace)
         if "#" in content:

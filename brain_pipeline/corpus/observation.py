@@ -15,7 +15,6 @@ name it by its data version.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -36,7 +35,7 @@ from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes, write_if_changed
 from brain_pipeline.utils.damage import healed
-from brain_pipeline.utils.digest import sha256_hex
+from brain_pipeline.utils.digest import sha256_hex, sha256_parts
 
 #: Re-hash a file whose mtime is this close to (or after) the start of the observation
 #: that hashed it. 2 s covers the coarsest common granularity (FAT's 2 s; ext4/xfs/btrfs
@@ -250,19 +249,19 @@ def _file_sha256(entry: Any) -> str:
 def files_digest(files: Mapping[str, Any]) -> str:
     """One hex digest for a corpus: relative paths and content hashes only.
 
-    `files` maps relative path -> an entry with its sha256 (a corpus snapshot's files,
-    see `state.corpus_index`). Sizes and mtimes are left out on
+    `files` maps relative path -> an entry with its sha256 (a `CorpusSnapshot`'s entries,
+    or the file index's (size, mtime_ns, sha256) rows). Sizes and mtimes are left out on
     purpose: a `touch` or a fresh checkout changes mtimes without changing what the
     store is built from, and must not make the live publication look stale.
     """
     by_path = {str(path).replace("\\", "/"): entry for path, entry in files.items()}
-    digest = hashlib.sha256()
-    for path in sorted(by_path):
-        digest.update(path.encode("utf-8", errors="surrogateescape"))
-        digest.update(b"\0")
-        digest.update(_file_sha256(by_path[path]).encode("ascii"))
-        digest.update(b"\n")
-    return digest.hexdigest()
+
+    def lines() -> Iterator[bytes]:
+        for path in sorted(by_path):
+            sha256 = _file_sha256(by_path[path]).encode("ascii")
+            yield path.encode("utf-8", errors="surrogateescape") + b"\0" + sha256 + b"\n"
+
+    return sha256_parts(lines())
 
 
 def corpus_digest(

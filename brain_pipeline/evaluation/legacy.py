@@ -30,7 +30,7 @@ import numpy.typing as npt
 from brain_pipeline.corpus.jscompat import JS_WS_CLASS, utf16_length
 from brain_pipeline.evaluation.legacy_cache import LegacyMatchCache
 from brain_pipeline.retrieval.hybrid import ChunkSource
-from brain_pipeline.utils.digest import sha256_hex
+from brain_pipeline.utils.digest import ids_digest, sha256_hex
 
 LEGACY_CACHE_VERSION = 2
 """Bump when what a cached match means changes; older caches are then pruned."""
@@ -143,7 +143,7 @@ class LegacyBaseline:
             matrix = np.zeros((len(ids), len(self.terms)), dtype=np.uint8)
             found = np.zeros(len(ids), dtype=bool)
         else:
-            digest = sha256_hex(np.ascontiguousarray(ids).tobytes())
+            digest = ids_digest(ids)
             exact = self.cache.exact(area, digest, ids)
             if exact is not None:
                 return exact
