@@ -47,7 +47,6 @@ NOT_MIRRORED: dict[str, str] = {
     "evaluation/labeling.py": "fixture repair: evaluation/test_repair.py",
     "evaluation/repair_render.py": "fixture repair: evaluation/test_repair.py",
     "evaluation/repair_write.py": "fixture repair: evaluation/test_repair.py",
-    "evaluation/stale.py": "stale labels: evaluation/test_repair.py, evaluation/test_record.py",
     "evaluation/baseline.py": "the evaluation baseline: cli/test_eval_regression.py",
     "evaluation/reports.py": "frames for `eval --csv`: cli/test_eval_regression.py",
     "evaluation/service.py": _PUBLISH_DECISION + "; evaluation/test_record.py",
