@@ -61,11 +61,6 @@ class Baseline:
     def evaluated_at(self) -> str:
         return str(self.record.get("when") or self.when)
 
-    @property
-    def fixture_sha256(self) -> str | None:
-        inputs = self.record.get("inputs")
-        return inputs.get("fixture_sha256") if isinstance(inputs, Mapping) else None
-
     def describe(self) -> str:
         how = "accepted" if self.kind == "accepted" else "published"
         note = f" ({self.note})" if self.note else ""
