@@ -38,7 +38,6 @@ NOT_MIRRORED: dict[str, str] = {
     "retrieval/token_cache.py": "token counts behind the BM25 cache: retrieval/test_bm25_cache.py",
     "retrieval/view_source.py": "chunks from a store view: retrieval/test_bm25_cache.py",
     "publishing/commit.py": "the atomic commit: publishing/test_fault_injection.py",
-    "preflight.py": "refusals before a run: cli/test_newcomer_preflight.py",
     "embedding/factory.py": "provider -> embedder: defs/test_embed.py, embedding/test_local.py",
     "embedding/protocol.py": "protocols and error types only",
     "embedding/store_file.py": "reading embeddings.bin: steps/test_embed.py, "
