@@ -28,7 +28,6 @@ NOT_MIRRORED: dict[str, str] = {
     "lib/runner.py": "in-process materialisation: defs/test_materialize.py, defs/conftest.py",
     "lib/tables.py": "DataFrame metadata: lib/test_steps.py (to_metadata's frame case)",
     # Thin CLI commands: run end to end through `main()`.
-    "cli/gc.py": "`gc`: defs/test_gc.py runs it after a real build",
     "cli/history.py": "`history`: cli/test_fixture.py (test_history_explains_an_id)",
     "cli/instance_setup.py": "the config-then-instance start of `materialize` and `ui`: "
     "cli/test_config_errors.py, cli/test_ui.py",
