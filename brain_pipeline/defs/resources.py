@@ -84,7 +84,7 @@ class EmbeddingClient(dg.ConfigurableResource):
     base_url: str | None = None
 
     def embedder(self, cfg: BrainConfig) -> Any:
-        from brain_pipeline.evaluation.service import embedder_for
+        from brain_pipeline.embedding.factory import embedder_for
 
         return embedder_for(cfg, api_key=self.api_key, base_url=self.base_url)
 
