@@ -234,13 +234,12 @@ def publish_to_agent(
     cfg: BrainConfig, layout: StateLayout, *, force: bool, run_id: str, log: StepLog
 ) -> StepResult:
     """Publish the evaluated build to the agent's storage folders (or find it live)."""
+    from brain_pipeline.evaluation.service import stored_verdict
     from brain_pipeline.publishing.commit import PublicationError
+    from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.local import publish_local
 
     recover(cfg, log)
-    from brain_pipeline.evaluation.service import stored_verdict
-    from brain_pipeline.publishing.gate import decide
-
     key, evaluation = evaluation_of_build(cfg, layout)
     inputs = _publish_inputs(cfg, layout, key)
     previous = read_record(layout, "published_local")

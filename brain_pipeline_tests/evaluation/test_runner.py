@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -23,13 +25,15 @@ def fixture_of(*queries: tuple[str, str, list[str]]) -> Fixture:
     return Fixture(tuple(LabelledQuery(q, a, tuple(r)) for q, a, r in queries), "test.json")
 
 
-def check_thresholds(report: EvaluationReport, thresholds: object = None) -> list[str]:
+def check_thresholds(
+    report: EvaluationReport, thresholds: Mapping[Any, Any] | None = None
+) -> list[str]:
     """The verdict's failures for `report` (judged by `verdict.judge`, the one judge)."""
-    return list(judge(report, thresholds).failures)  # type: ignore[arg-type]
+    return list(judge(report, thresholds).failures)
 
 
 def run_evaluation(
-    store: list[Chunk], fixture: Fixture | Path, thresholds: object = None
+    store: list[Chunk], fixture: Fixture | Path, thresholds: Mapping[Any, Any] | None = None
 ) -> tuple[EvaluationReport, list[str]]:
     report = evaluate(store, fixture)
     return report, check_thresholds(report, thresholds)
