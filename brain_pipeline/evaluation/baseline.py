@@ -153,13 +153,16 @@ def summary_of(
 ) -> dict[str, Any]:
     """One line of `eval --history`: figures, their intervals, misses, note."""
     inputs = record.get("inputs") if isinstance(record.get("inputs"), Mapping) else {}
+    verdict = record.get("verdict") if isinstance(record.get("verdict"), Mapping) else None
     return {
         "when": when,
         "kind": kind,
         "note": note,
         "evaluation_key": record.get("key"),
         "evaluated_at": record.get("when"),
-        "passed": record.get("passed"),
+        # A record written before verdicts were stored says "passed" itself.
+        "passed": verdict.get("severity") != "ERROR" if verdict else record.get("passed"),
+        "severity": verdict.get("severity") if verdict else None,
         "store_sha256": (inputs or {}).get("store_sha256"),
         "fixture_sha256": (inputs or {}).get("fixture_sha256"),
         "figures": dict(record.get("figures") or {}),

@@ -105,7 +105,8 @@ def summary_lines(outcome: Any, *, markdown: bool = False) -> list[str]:
     """The few lines a person reads first: regressions, baseline, figures with intervals,
     whether a difference is out of the noise, and what the fixture is too small to see.
 
-    `outcome` is a service.EvaluationOutcome with `regression` and `intervals` set.
+    `outcome` is a service.EvaluationOutcome with `regression` and `intervals` set; the
+    regressions and warnings named are its verdict's.
     """
     from brain_pipeline.evaluation.bootstrap import too_small_note
 
@@ -117,12 +118,13 @@ def summary_lines(outcome: Any, *, markdown: bool = False) -> list[str]:
     retriever = regression.retriever or "bm25"
     lines.append(bullet + regression.status)
     # The terminal's verdict line names blocking regressions already: not twice there.
-    named = regression.failures + regression.warnings if markdown else regression.warnings
-    lines.extend(bullet + message for message in named)
+    verdict = outcome.verdict
+    blocking = [r.message for r in verdict.regressions if r.blocking] if markdown else []
+    lines.extend(bullet + message for message in [*blocking, *verdict.warnings])
     comparison = regression.comparison
     if comparison is not None:
-        blocking = {(c.retriever, c.query, c.area) for c in comparison.new_misses(retriever)}
-        others = [c for c in comparison.changes if (c.retriever, c.query, c.area) not in blocking]
+        gated = {(c.retriever, c.query, c.area) for c in comparison.new_misses(retriever)}
+        others = [c for c in comparison.changes if (c.retriever, c.query, c.area) not in gated]
         if others:
             worse = sum(1 for c in others if c.regression)
             lines.append(
