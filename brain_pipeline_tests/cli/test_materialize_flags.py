@@ -1,0 +1,63 @@
+"""`brain-pipeline materialize --force-publish` and `publish.force`, through the CLI.
+
+The README: run on their own, the publish steps refuse a build whose evaluation did not
+pass; `--force-publish` (or `publish.force: true`) overrides that, loudly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brain_pipeline.cli import main
+from brain_pipeline_tests.defs.conftest import (
+    Project,
+    make_project,
+    tiny_fixture,
+    write_tiny_corpus,
+)
+
+IMPOSSIBLE = {"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0, "max_misses": 0}}}
+
+
+@pytest.fixture
+def failed_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    """A tiny project whose full run built everything and failed the evaluation."""
+    corpus = tmp_path / "corpus"
+    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    project.write_config(**IMPOSSIBLE)
+    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    assert main(["materialize"]) == 1
+    assert not (project.published() / "knowledge-store.json").exists()
+    return project
+
+
+def _published(project: Project) -> bytes | None:
+    path = project.published() / "knowledge-store.json"
+    return path.read_bytes() if path.exists() else None
+
+
+def test_publishing_alone_is_refused_then_forced_by_the_flag_loudly(
+    failed_build: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["materialize", "--select", "published_local"]) == 1
+    assert _published(failed_build) is None
+    capsys.readouterr()
+    assert main(["materialize", "--select", "published_local", "--force-publish"]) == 0
+    out, err = capsys.readouterr()
+    assert _published(failed_build) == failed_build.store_file.read_bytes()
+    assert "FORCED PUBLISH" in out + err
+
+
+def test_publish_force_in_the_configuration_does_the_same(
+    failed_build: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    failed_build.write_config(**IMPOSSIBLE, **{"publish.force": True})
+    capsys.readouterr()
+    assert main(["materialize", "--select", "published_local"]) == 0
+    out, err = capsys.readouterr()
+    assert _published(failed_build) == failed_build.store_file.read_bytes()
+    assert "FORCED PUBLISH" in out + err
