@@ -61,3 +61,25 @@ def test_publish_force_in_the_configuration_does_the_same(
     out, err = capsys.readouterr()
     assert _published(failed_build) == failed_build.store_file.read_bytes()
     assert "FORCED PUBLISH" in out + err
+
+
+def test_another_build_directory_is_refused_until_rebind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """An instance serves one build directory; `--rebind` moves it (README, scenarios)."""
+    corpus = tmp_path / "corpus"
+    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    assert main(["materialize", "--select", "group:ingest"]) == 0
+    moved = tmp_path / "build-2"
+    project.write_config(build_dir=str(moved))
+    capfd.readouterr()
+    assert main(["materialize", "--select", "group:ingest"]) == 1
+    out, err = capfd.readouterr()
+    assert "--rebind" in out + err
+    assert not (moved / "knowledge-store.json").exists()
+    assert main(["materialize", "--select", "group:ingest", "--rebind"]) == 0
+    out, err = capfd.readouterr()
+    assert f"this instance now serves {moved}" in err
+    assert (moved / "knowledge-store.json").read_bytes() == project.store_file.read_bytes()
