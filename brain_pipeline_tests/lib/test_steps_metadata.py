@@ -45,6 +45,11 @@ def test_row_counts_are_the_chunks_and_every_table_has_a_schema(tmp_path: Path) 
         assert table.schema is not None and table.schema.columns
         names = {column.name for column in table.schema.columns}
         assert all(set(record.data) <= names for record in table.records)
+    # The check's bounds are a table too, and the embeddings say which provider ran.
+    assert isinstance(evaluation.metadata["thresholds"], dg.TableMetadataValue)  # type: ignore[union-attr]
+    embedded = instance.get_latest_materialization_event(dg.AssetKey("embeddings"))
+    assert embedded is not None and embedded.asset_materialization is not None
+    assert embedded.asset_materialization.metadata["provider_used"] == dg.TextMetadataValue("none")
     # A figure is a number, not text: the check's nDCG@10 can be plotted.
     figures = [v for k, v in evaluation.metadata.items() if "ndcg" in k.lower()]  # type: ignore[union-attr]
     assert figures and all(
