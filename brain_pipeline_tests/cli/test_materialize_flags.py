@@ -12,6 +12,7 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline_tests.defs.conftest import (
+    TINY_PARAGRAPHS,
     Project,
     make_project,
     tiny_fixture,
@@ -83,3 +84,24 @@ def test_another_build_directory_is_refused_until_rebind(
     out, err = capfd.readouterr()
     assert f"this instance now serves {moved}" in err
     assert (moved / "knowledge-store.json").read_bytes() == project.store_file.read_bytes()
+
+
+def test_force_never_publishes_an_empty_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README: nothing overrides an empty store. Every paragraph is under the chunk floor."""
+    corpus = tmp_path / "corpus"
+    (corpus / "alpha").mkdir(parents=True)
+    (corpus / "alpha" / "short.md").write_text("too short\n\nalso short\n", encoding="utf-8")
+    unknown = {p: "000000000000" for ps in TINY_PARAGRAPHS.values() for p in ps}
+    project = make_project(tmp_path, corpus, tiny_fixture(unknown))
+    project.write_config(**{"publish.force": True})
+    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    assert main(["materialize", "--force-publish"]) == 1
+    assert project.store_file.read_bytes().strip() == b"[]"
+    assert main(["materialize", "--select", "published_local", "--force-publish"]) == 1
+    assert _published(project) is None
+    assert not (project.publish_root / "src" / "storage").exists() or not any(
+        (project.publish_root / "src" / "storage").iterdir()
+    )
