@@ -5,7 +5,7 @@ observation sensor, or automation with the labelled conditions that were true
 (`lib.conditions.run_trigger`, worded by `steps.trigger`). The by-hand case runs in
 process; the other three are launched by a real `dagster-daemon` on a temporary
 DAGSTER_HOME, one instigator at a time, so which one started each run is known from the
-phase it appeared in, not from the tags the product reads.
+phase it appeared in and the tags Dagster itself puts on the run.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -126,19 +126,34 @@ class DaemonProject:
         return "\n".join(text.splitlines()[-lines:])
 
     def wait_for_new_chunks(
-        self, instance: dg.DagsterInstance, known: set[str], what: str
+        self,
+        instance: dg.DagsterInstance,
+        known: set[str],
+        what: str,
+        launched_by: Callable[[Mapping[str, str]], bool],
     ) -> dict[str, str]:
-        """The `knowledge_chunks` materialisations that appear beyond `known` (run ids),
-        once their runs have finished."""
+        """The `knowledge_chunks` materialisations beyond `known` (run ids) whose runs
+        the instigator under test launched (as Dagster's own tags on the run say; a run
+        an earlier phase's instigator launched just before it was stopped is not this
+        phase's), once those runs have finished."""
         deadline = time.monotonic() + PHASE_TIMEOUT
         while time.monotonic() < deadline:
             if self.daemon is not None and self.daemon.poll() is not None:
                 pytest.fail(f"the daemon exited during {what}:\n{self.log_tail()}")
-            new = {run: t for run, t in _triggers(instance).items() if run not in known}
-            if new and all(_finished(instance, run) for run in new):
+            new = {
+                run_id: trigger
+                for run_id, trigger in _triggers(instance).items()
+                if run_id not in known and launched_by(_tags(instance, run_id))
+            }
+            if new and all(_finished(instance, run_id) for run_id in new):
                 return new
             time.sleep(1.0)
         pytest.fail(f"no knowledge_chunks materialisation by {what}:\n{self.log_tail()}")
+
+
+def _tags(instance: dg.DagsterInstance, run_id: str) -> Mapping[str, str]:
+    run = instance.get_run_by_id(run_id)
+    return run.tags if run is not None else {}
 
 
 def _finished(instance: dg.DagsterInstance, run_id: str) -> bool:
@@ -185,17 +200,19 @@ def _observe_in_process(daemon: DaemonProject, instance: dg.DagsterInstance) -> 
 def _phase(
     daemon: DaemonProject,
     instance: dg.DagsterInstance,
-    start: list[str],
-    stop: list[str],
-    what: str,
+    instigator: list[str],
+    launched_by: Callable[[Mapping[str, str]], bool],
     before: Callable[[], Any] | None = None,
 ) -> dict[str, str]:
+    """Start one instigator (`dagster schedule|sensor start NAME`), do `before`, wait for
+    the chunks it rebuilds, stop it."""
+    kind, name = instigator
     known = set(_triggers(instance))
-    daemon.dagster(*start)
+    daemon.dagster(kind, "start", name)
     if before is not None:
         before()
-    new = daemon.wait_for_new_chunks(instance, known, what)
-    daemon.dagster(*stop)
+    new = daemon.wait_for_new_chunks(instance, known, name, launched_by)
+    daemon.dagster(kind, "stop", name)
     return new
 
 
@@ -209,9 +226,8 @@ def test_schedule_sensor_and_automation_runs_say_what_started_them(
     by_schedule = _phase(
         daemon,
         instance,
-        ["schedule", "start", "reingest_schedule"],
-        ["schedule", "stop", "reingest_schedule"],
-        "the schedule",
+        ["schedule", "reingest_schedule"],
+        lambda tags: tags.get("dagster/schedule_name") == "reingest_schedule",
     )
     assert set(by_schedule.values()) == {"schedule reingest_schedule"}
 
@@ -222,9 +238,8 @@ def test_schedule_sensor_and_automation_runs_say_what_started_them(
     by_automation = _phase(
         daemon,
         instance,
-        ["sensor", "start", "automation_sensor"],
-        ["sensor", "stop", "automation_sensor"],
-        "automation",
+        ["sensor", "automation_sensor"],
+        lambda tags: tags.get("dagster/from_automation_condition") == "true",
         before=observed_edit,
     )
     (automation,) = by_automation.values()
@@ -234,9 +249,8 @@ def test_schedule_sensor_and_automation_runs_say_what_started_them(
     by_sensor = _phase(
         daemon,
         instance,
-        ["sensor", "start", "corpus_observation_sensor"],
-        ["sensor", "stop", "corpus_observation_sensor"],
-        "the observation sensor",
+        ["sensor", "corpus_observation_sensor"],
+        lambda tags: tags.get("dagster/sensor_name") == "corpus_observation_sensor",
         before=lambda: edit_corpus(project, "The sensor requests the rebuild itself."),
     )
     assert set(by_sensor.values()) == {"corpus_observation_sensor: new corpus data version"}
