@@ -105,3 +105,18 @@ def test_force_never_publishes_an_empty_store(
     assert not (project.publish_root / "src" / "storage").exists() or not any(
         (project.publish_root / "src" / "storage").iterdir()
     )
+
+
+def test_a_bad_selection_is_usage_exit_2_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    corpus = tmp_path / "corpus"
+    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    capfd.readouterr()
+    assert main(["materialize", "--select", "no_such_asset"]) == 2
+    _, err = capfd.readouterr()
+    refusals = [line for line in err.splitlines() if "bad --select" in line]
+    assert len(refusals) == 1 and "knowledge_store" in refusals[0], err
+    assert not project.store_file.exists()
