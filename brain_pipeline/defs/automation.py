@@ -25,11 +25,11 @@ from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import (
     CORPUS_VERSION_TAG,
-    TRIGGER_TAG,
     consumed_corpus_version,
     corpus_version_unconsumed,
 )
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
+from brain_pipeline.steps.trigger import TRIGGER_TAG
 
 REBUILD_ASSETS = (
     "knowledge_chunks",

@@ -13,17 +13,17 @@ here. Steps downstream join the run their input is requested in.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.lib.steps import latest_corpus_observation
+from brain_pipeline.steps.trigger import describe_trigger
 
 CHUNKS = dg.AssetKey("knowledge_chunks")
 CONSUMED_DIGEST_METADATA = "corpus_digest"
 """Metadata of a `knowledge_chunks` materialisation: the corpus digest that run chunked."""
-TRIGGER_TAG = "brain_pipeline/trigger"
 CORPUS_VERSION_TAG = "brain_pipeline/corpus_version"
 EVALUATION_ID_TAG = "dagster/asset_evaluation_id"  # set by Dagster on automation runs
 UNCONSUMED_LABEL = "corpus_version_unconsumed"
@@ -118,7 +118,7 @@ def publish_condition() -> dg.AutomationCondition[Any]:
 
 
 def fired_conditions(
-    instance: dg.DagsterInstance, tags: dict[str, str], key: dg.AssetKey
+    instance: dg.DagsterInstance, tags: Mapping[str, str], key: dg.AssetKey
 ) -> list[str]:
     """The labelled conditions that were true for `key` in the automation evaluation that
     launched a run (empty for runs automation did not launch)."""
@@ -132,6 +132,11 @@ def fired_conditions(
         if record.key == key:
             return true_labels(record.get_evaluation_with_run_ids().evaluation)
     return []
+
+
+def run_trigger(instance: dg.DagsterInstance, tags: Mapping[str, str], key: dg.AssetKey) -> str:
+    """Why the run with `tags` exists, as `key`'s `triggered_by` metadata records it."""
+    return describe_trigger(tags, fired_conditions(instance, tags, key))
 
 
 def true_labels(evaluation: Any) -> list[str]:
