@@ -5,15 +5,15 @@ Why estimate at all: the service refuses a whole request when one of its texts i
 the model's input limit, so a text known to be too long is better handled here (cut to
 the longest head that fits, or skipped) than discovered by a refused request. The
 service's tokenizer is not available offline, so the estimate errs on the long side:
-a Latin word costs one token per 3 characters (real text averages about 4), every
-other character one token (CJK, Cyrillic, Arabic, Devanagari ... are close to one
-token per character or cheaper) and an astral character two. A text the service still
+ASCII letters and digits cost one token per 3 (real English averages about 4
+characters per token), a space nothing, every other character one token (accented
+letters, CJK, Cyrillic, Arabic, Devanagari ... are close to one token per character
+or cheaper; line breaks and punctuation usually are one) and an astral character two. A text the service still
 refuses after truncation is refused like any other (see `builder`).
 """
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
@@ -50,24 +50,16 @@ def limits_for(model: str) -> ModelLimits:
     return MODEL_LIMITS.get(model, FALLBACK_LIMITS)
 
 
-def _is_latin_word_char(char: str) -> bool:
-    """ASCII letters and digits, and the accented letters of the Latin blocks."""
-    code = ord(char)
-    if code < 0x80:
-        return char.isalnum()
-    return code < 0x250 and unicodedata.category(char).startswith("L")
-
-
 def token_costs(text: str) -> list[float]:
     """The estimated cost of each character, so that any prefix's estimate is a sum.
 
-    A Latin word character costs 1/3, a space nothing (it joins the next word), an
+    An ASCII letter or digit costs 1/3, a space nothing (it joins the next word), an
     astral character 2, any other character (line breaks, punctuation, symbols,
-    non-Latin scripts) 1.
+    accented letters, non-Latin scripts) 1.
     """
     costs = []
     for char in text:
-        if _is_latin_word_char(char):
+        if char.isascii() and char.isalnum():
             costs.append(1 / 3)
         elif char == " ":
             costs.append(0.0)

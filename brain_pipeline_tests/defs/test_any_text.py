@@ -19,7 +19,10 @@ from brain_pipeline_tests.corpus.corpora import build_edge_corpus
 from brain_pipeline_tests.defs.conftest import Project, make_project
 
 KEPT = "A paragraph that is long enough to keep."
-SURROGATE_MAP = '{"title": "Lone \\ud800 title", "topics": [{"label": "Topic \\udfff here", "type": "topic"}]}'
+SURROGATE_MAP = (
+    '{"title": "Lone \\ud800 title", '
+    '"topics": [{"label": "Topic \\udfff here", "type": "topic"}]}'
+)
 
 
 @pytest.fixture

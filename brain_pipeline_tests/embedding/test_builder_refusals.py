@@ -229,3 +229,16 @@ def test_stored_zero_rows_are_healed_with_one_warning(
                                                                chunks[5].content])
     _, _, _, vectors = _decode_by_contract(out)
     np.testing.assert_array_equal(vectors, _expected(chunks))
+
+
+def test_a_text_with_a_lone_surrogate_is_embedded_as_sent(
+    gemini_server: FakeGemini, tmp_path: Path
+) -> None:
+    text = "Role: Lone \ud800 title - Topic: surrogate \udfff kept"
+    chunks = [Chunk(chunk_id(text), text, "maps", "maps/roadmaps/x.json", "Lone \ud800 title")]
+    report = build_embeddings(chunks, tmp_path / "e.bin", gemini(),
+                              gaps_path=tmp_path / "g.json")
+    assert report.embedded == 1
+    assert gemini_server.stats().sent_texts == [text]
+    _, _, _, vectors = _decode_by_contract(tmp_path / "e.bin")
+    np.testing.assert_array_equal(vectors, _expected(chunks))
