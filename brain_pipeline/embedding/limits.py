@@ -8,8 +8,9 @@ service's tokenizer is not available offline, so the estimate errs on the long s
 ASCII letters and digits cost one token per 3 (real English averages about 4
 characters per token), a space nothing, every other character one token (accented
 letters, CJK, Cyrillic, Arabic, Devanagari ... are close to one token per character
-or cheaper; line breaks and punctuation usually are one) and an astral character two. A text the service still
-refuses after truncation is refused like any other (see `builder`).
+or cheaper; line breaks and punctuation usually are one) and an astral character
+two. A text the service still refuses after truncation is refused like any other
+(see `builder`).
 """
 
 from __future__ import annotations
