@@ -416,8 +416,8 @@ def build_embeddings(
     resumed, resume_at = _read_checkpoint(journal_path, report, say)
     previous, healed_previous = _without_zero_rows(previous)
     resumed, healed_resumed = _without_zero_rows(resumed)
-    healed = (healed_previous | healed_resumed) - set(resumed)
     known: dict[str, Int8Row] = {**previous, **resumed}
+    healed = {i for i in healed_previous | healed_resumed if i not in known}
     report.healed = len(healed & live_ids)
     if report.healed:
         warning = (f"{report.healed} stored zero vector(s) (an earlier bad answer) are "

@@ -5,11 +5,11 @@ mentions it, and `--retry-refused` sends it again."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline.cli.materialize import _forget_refusals
 from brain_pipeline.corpus.store import parse_store
 from brain_pipeline.retrieval.vectors import decode_embeddings
 from brain_pipeline.steps.health import embedding_gap_rows
@@ -39,7 +39,8 @@ def _documents(server: FakeGemini) -> list[str]:
 
 
 def test_a_refused_text_warns_publishes_the_rest_and_is_not_resent(
-    refusing_project: tuple[Project, FakeGemini], capsys: pytest.CaptureFixture[str]
+    refusing_project: tuple[Project, FakeGemini], capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     project, server = refusing_project
     outcome = project.materialize()
@@ -66,11 +67,14 @@ def test_a_refused_text_warns_publishes_the_rest_and_is_not_resent(
     assert REFUSED not in _documents(server)  # not re-paid on a later run
 
     server.reset()
-    server.configure(api_key=API_KEY)
-    _forget_refusals(project.build)
-    assert project.materialize().success
+    server.configure(api_key=API_KEY)  # the service takes it now
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    assert main(["materialize", "--retry-refused"]) == 0
+    assert "1 refused text(s) will be sent again" in capsys.readouterr().err
     assert REFUSED in _documents(server)
     assert embedding_gap_rows(_cfg(project)) == []
+    published = decode_embeddings((project.published() / "embeddings.bin").read_bytes())
+    assert refused.id in published.ids
 
 
 def _cfg(project: Project):  # type: ignore[no-untyped-def]

@@ -242,3 +242,86 @@ def test_a_text_with_a_lone_surrogate_is_embedded_as_sent(
     assert gemini_server.stats().sent_texts == [text]
     _, _, _, vectors = _decode_by_contract(tmp_path / "e.bin")
     np.testing.assert_array_equal(vectors, _expected(chunks))
+
+
+def test_zero_rows_in_an_interrupted_runs_checkpoint_are_healed(
+    gemini_server: FakeGemini, tmp_path: Path
+) -> None:
+    from brain_pipeline.embedding.checkpoint import CheckpointWriter
+
+    chunks = _chunks(6)
+    out = tmp_path / "e.bin"
+    rows = _expected(chunks)
+    rows[3] = 0
+    with CheckpointWriter(checkpoint_path(out), "gemini-embedding-001", DIM) as journal:
+        journal.append([c.id for c in chunks], rows)
+    report = build_embeddings(chunks, out, gemini(), gaps_path=tmp_path / "g.json")
+    assert (report.healed, report.embedded) == (1, 1)
+    assert gemini_server.stats().sent_texts == [chunks[3].content]
+    _, _, _, vectors = _decode_by_contract(out)
+    np.testing.assert_array_equal(vectors, _expected(chunks))
+
+
+def test_a_truncated_text_the_service_still_refuses_is_refused(
+    gemini_server: FakeGemini, tmp_path: Path
+) -> None:
+    chunks = _chunks(10, long_at=2)
+    gemini_server.configure(max_input_tokens=500)  # stricter than the table says
+    report = build_embeddings(chunks, tmp_path / "e.bin", gemini(),
+                              gaps_path=tmp_path / "g.json")
+    assert (report.embedded, report.refused, report.truncated) == (9, 1, 0)
+    gap = read_gaps(tmp_path / "g.json")[chunks[2].id]
+    assert gap.kind == "refused" and "exceeds the maximum number of tokens" in gap.reason
+
+
+def test_a_dimension_change_sends_a_refused_text_again(
+    gemini_server: FakeGemini, tmp_path: Path
+) -> None:
+    chunks = _chunks(5, marker_at=(1,))
+    gemini_server.configure(refuse_substrings=["BADTEXT"])
+    out, gaps = tmp_path / "e.bin", tmp_path / "g.json"
+    build_embeddings(chunks, out, gemini(), gaps_path=gaps)
+    _reset(gemini_server)
+    build_embeddings(chunks, out, gemini(dimension=24), gaps_path=gaps)
+    assert chunks[1].content in gemini_server.stats().sent_texts
+
+
+class _ScriptedProvider:
+    """A provider of our own (not Gemini): answers from a script, to show every
+    provider's answer is validated by the builder, not by the provider."""
+
+    name = "scripted"
+    dimension = 4
+    max_batch = 8
+
+    def __init__(self, answers: list[object]) -> None:
+        self.answers = answers
+        self.calls: list[list[str]] = []
+
+    def embed_documents(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        answer = self.answers.pop(0) if self.answers else "good"
+        rows = np.array([[1.0, 2.0, 3.0, float(len(t))] for t in texts])
+        if answer == "nan-first":
+            rows[0, 1] = np.nan
+        elif answer == "short":
+            rows = rows[:-1]
+        return rows
+
+    def embed_query(self, text: str) -> np.ndarray:
+        raise NotImplementedError
+
+
+def test_any_providers_bad_rows_and_short_answers_are_handled(tmp_path: Path) -> None:
+    chunks = _chunks(8)
+    provider = _ScriptedProvider(["nan-first", "nan-first"])
+    report = build_embeddings(chunks, tmp_path / "e.bin", provider,  # type: ignore[arg-type]
+                              gaps_path=tmp_path / "g.json")
+    assert (report.embedded, report.refused) == (7, 1)
+    assert [len(c) for c in provider.calls] == [8, 1]  # the bad row asked for once more
+    provider = _ScriptedProvider(["short", "short"])
+    report = build_embeddings(chunks, tmp_path / "f.bin", provider,  # type: ignore[arg-type]
+                              gaps_path=tmp_path / "h.json")
+    # a short answer: asked again, then split; the halves are answered in full
+    assert (report.embedded, report.refused) == (8, 0)
+    assert [len(c) for c in provider.calls] == [8, 8, 4, 4]
