@@ -18,6 +18,7 @@ the build as before and are never split.
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -230,7 +231,10 @@ class _Run:
     report: EmbeddingReport
     progress: Progress | None
     total: int
-    gap_of: Callable[[Chunk, GapKind, str], Gap]
+    gap_of: Callable[[Chunk, GapKind, str, int | None], Gap]
+    policy: TooLongPolicy = "truncate"
+    truncations: dict[str, Gap] = field(default_factory=dict)
+    """Chunks sent as a head only (cut before sending, or after the service's count)."""
     gaps: dict[str, Gap] = field(default_factory=dict)
     log: Log = field(default=lambda _message: None)
 
@@ -282,13 +286,18 @@ def _embed_isolating(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool
             embed_with_progress(run.embedder, texts), len(batch), run.embedder.dimension
         )
     except EmbeddingInputRefused as exc:
-        if len(batch) == 1:
-            _refuse(batch[0][0], "refused", str(exc), run)
-        elif exc.index is not None:
-            _refuse(batch[exc.index][0], "refused", str(exc), run)
-            _embed_isolating(batch[: exc.index] + batch[exc.index + 1 :], run, retried=retried)
-        else:
+        named = 0 if len(batch) == 1 else exc.index
+        if named is None:
             _bisect(batch, run, retried=retried)
+            return
+        rest = batch[:named] + batch[named + 1 :]
+        shorter = _cut_to_service_count(batch[named], str(exc), run)
+        if shorter is not None:
+            rest.insert(named, shorter)  # goes again with the rest: no extra request
+        else:
+            _refuse(batch[named][0], "refused", str(exc), run)
+        if rest:
+            _embed_isolating(rest, run, retried=retried)
         return
     except InvalidAnswer as exc:
         if not retried:
@@ -309,6 +318,35 @@ def _embed_isolating(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool
         for i in bad:
             _refuse(batch[i][0], "invalid", str(problems[i]).removeprefix("invalid answer: "),
                     run)
+
+
+_SERVICE_COUNT = re.compile(
+    r"input token count \((\d+)\) exceeds the maximum number of tokens allowed \((\d+)\)"
+)
+SERVICE_CUT_MARGIN = 0.9
+"""A head cut after the service's own count keeps this share of `allowed / counted`."""
+
+
+def _cut_to_service_count(
+    item: tuple[Chunk, str], message: str, run: _Run
+) -> tuple[Chunk, str] | None:
+    """Under `truncate`, a text our estimate let through whole but the service counts
+    over its limit is cut in proportion to the service's own count and sent once more.
+    A text already cut (by the estimate or by this) is refused instead."""
+    chunk, text = item
+    match = _SERVICE_COUNT.search(message)
+    if run.policy != "truncate" or chunk.id in run.truncations or match is None:
+        return None
+    counted, allowed = int(match.group(1)), int(match.group(2))
+    keep = int(len(text) * allowed / counted * SERVICE_CUT_MARGIN) if counted > allowed else 0
+    if keep <= 0:
+        return None
+    run.truncations[chunk.id] = run.gap_of(
+        chunk, "truncated", f"cut to about {allowed} tokens of the service's count of "
+        f"{counted}", counted)
+    run.log(f"warning: chunk {chunk.id} ({chunk.source}) is over the service's limit "
+            f"({counted} > {allowed} tokens); sending its head")
+    return chunk, text[:keep]
 
 
 def _bisect(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool) -> None:
@@ -340,7 +378,7 @@ def _accept(chunks: list[Chunk], rows: npt.NDArray[np.float64], run: _Run) -> No
 
 
 def _refuse(chunk: Chunk, kind: GapKind, reason: str, run: _Run) -> None:
-    gap = run.gap_of(chunk, kind, reason)
+    gap = run.gap_of(chunk, kind, reason, None)
     run.gaps[chunk.id] = gap
     run.log(f"warning: chunk {chunk.id} ({chunk.source}) gets no vector: {gap.describe()}")
 
@@ -478,8 +516,8 @@ def build_embeddings(
         started = time.monotonic()
         journal = CheckpointWriter(journal_path, embedder.name, embedder.dimension,
                                    resume_at=resume_at)
-        run = _Run(embedder, journal, known, report, progress, len(sending),
-                   lambda chunk, kind, reason: gap_of(chunk, kind, reason), log=say)
+        run = _Run(embedder, journal, known, report, progress, len(sending), gap_of,
+                   policy=too_long, truncations=truncations, log=say)
         try:
             _embed_missing(sending, run)
         except EmbeddingError as exc:

@@ -5,11 +5,11 @@ Why estimate at all: the service refuses a whole request when one of its texts i
 the model's input limit, so a text known to be too long is better handled here (cut to
 the longest head that fits, or skipped) than discovered by a refused request. The
 service's tokenizer is not available offline, so the estimate errs on the long side:
-ASCII letters and digits cost one token per 3 (real English averages about 4
-characters per token), a space nothing, every other character one token (accented
-letters, CJK, Cyrillic, Arabic, Devanagari ... are close to one token per character
-or cheaper; line breaks and punctuation usually are one) and an astral character
-two. A text the service still refuses after truncation is refused like any other
+ASCII letters cost one token per 3 (real English averages about 4 characters per
+token), a space nothing, every other character one token (digits are split one by
+one; accented letters, CJK, Cyrillic, Arabic, Devanagari ... are close to one token
+per character or cheaper; line breaks and punctuation usually are one) and an astral
+character two. A text the service still refuses after truncation is refused like any other
 (see `builder`).
 """
 
@@ -54,13 +54,13 @@ def limits_for(model: str) -> ModelLimits:
 def token_costs(text: str) -> list[float]:
     """The estimated cost of each character, so that any prefix's estimate is a sum.
 
-    An ASCII letter or digit costs 1/3, a space nothing (it joins the next word), an
-    astral character 2, any other character (line breaks, punctuation, symbols,
-    accented letters, non-Latin scripts) 1.
+    An ASCII letter costs 1/3, a space nothing (it joins the next word), an astral
+    character 2, any other character (digits, which Gemini's tokenizer splits one by
+    one, line breaks, punctuation, symbols, accented letters, non-Latin scripts) 1.
     """
     costs = []
     for char in text:
-        if char.isascii() and char.isalnum():
+        if char.isascii() and char.isalpha():
             costs.append(1 / 3)
         elif char == " ":
             costs.append(0.0)

@@ -325,3 +325,34 @@ def test_any_providers_bad_rows_and_short_answers_are_handled(tmp_path: Path) ->
     # a short answer: asked again, then split; the halves are answered in full
     assert (report.embedded, report.refused) == (8, 0)
     assert [len(c) for c in provider.calls] == [8, 8, 4, 4]
+
+
+def test_a_text_the_estimate_let_through_is_cut_to_the_services_count(
+    gemini_server: FakeGemini, tmp_path: Path
+) -> None:
+    chunks = _chunks(10)
+    spaced = "a " * 3000  # estimated 1,000 tokens; the fake counts 1,500
+    chunks[4] = Chunk(chunk_id(spaced), spaced, "area", "area/spaced.md", "")
+    gemini_server.configure(max_input_tokens=1200)
+    out, gaps = tmp_path / "e.bin", tmp_path / "g.json"
+    report = build_embeddings(chunks, out, gemini(), gaps_path=gaps)
+    assert (report.embedded, report.refused, report.truncated) == (10, 0, 1)
+    assert gemini_server.stats().requests == 2  # the head went again with the other nine
+    note = read_gaps(gaps)[chunks[4].id]
+    assert note.kind == "truncated" and "service's count of 1500" in note.reason
+    head = gemini_server.stats().sent_texts[-10:][4]
+    assert spaced.startswith(head) and len(head) < len(spaced)
+    _reset(gemini_server)
+    build_embeddings(chunks, out, gemini(), gaps_path=gaps)
+    assert gemini_server.stats().sent_texts == []  # the head's vector is kept, noted
+
+
+def test_under_skip_a_service_length_refusal_is_a_refusal(
+    gemini_server: FakeGemini, tmp_path: Path
+) -> None:
+    spaced = "a " * 3000
+    chunks = [*_chunks(3), Chunk(chunk_id(spaced), spaced, "area", "area/spaced.md", "")]
+    gemini_server.configure(max_input_tokens=1200)
+    report = build_embeddings(chunks, tmp_path / "e.bin", gemini(),
+                              gaps_path=tmp_path / "g.json", too_long="skip")
+    assert (report.embedded, report.refused, report.truncated) == (3, 1, 0)

@@ -18,11 +18,12 @@ benchmarks need to stage trouble:
   `delay_seconds`, 400 beyond 100 texts, 400 INVALID_ARGUMENT for a wrong key, 403 for
   keys listed in `forbidden_keys`, 404 for models outside `models`;
 * per-text refusals as the service words them: a request holding a text over
-  `max_input_tokens` (counted by `fake_token_count`) or containing one of
-  `refuse_substrings` is answered 400 INVALID_ARGUMENT `* BatchEmbedContentsRequest.
-  requests[i].content: the input token count (N) exceeds the maximum number of tokens
-  allowed (2048).` naming the first such text (`name_refused_index=False` leaves the
-  index out);
+  `max_input_tokens` (counted by `fake_token_count`) is answered 400 INVALID_ARGUMENT
+  `* BatchEmbedContentsRequest.requests[i].content: the input token count (N) exceeds
+  the maximum number of tokens allowed (2048).`, one holding a text that contains one of
+  `refuse_substrings` 400 INVALID_ARGUMENT `* ...requests[i].content: the input is not
+  supported by the model.`, naming the first such text (`name_refused_index=False`
+  leaves the index out);
 * bad answers: a text containing a key of `bad_answers` gets a vector that is all zeros
   (`"zero"`), has a NaN (`"nan"`) or an infinite (`"inf"`) component, served as the
   JSON the service would send (`NaN`, `Infinity`); `bad_answer_times` limits how many
@@ -294,13 +295,17 @@ class FakeGemini:
             tokens = fake_token_count(text)
             limit = s.max_input_tokens
             marked = any(marker in text for marker in s.refuse_substrings)
-            if marked or (limit is not None and tokens > limit):
-                shown = limit if limit is not None else 2048
-                where = f"BatchEmbedContentsRequest.requests[{index}].content" \
-                    if s.name_refused_index else "BatchEmbedContentsRequest.requests"
+            over = limit is not None and tokens > limit
+            if not (marked or over):
+                continue
+            where = f"BatchEmbedContentsRequest.requests[{index}].content" \
+                if s.name_refused_index else "BatchEmbedContentsRequest.requests"
+            if over:
                 return _error(400, "INVALID_ARGUMENT",
-                              f"* {where}: the input token count ({max(tokens, shown + 1)}) "
-                              f"exceeds the maximum number of tokens allowed ({shown}).")
+                              f"* {where}: the input token count ({tokens}) exceeds the "
+                              f"maximum number of tokens allowed ({limit}).")
+            return _error(400, "INVALID_ARGUMENT",
+                          f"* {where}: the input is not supported by the model.")
         return None
 
     def _bad_answer(self, text: str) -> str | None:
