@@ -10,7 +10,7 @@ Every row is measured the same way, in this one process:
   pools; BM25 itself calls no BLAS routine). bm25s answers with `n_threads=0`, its
   in-process map, and its numpy backend (`backend="numpy"`, `backend_selection="numpy"`).
 * Index build, cold: from the raw texts, tokenising included (our word memo is cleared
-  first); the median of `--builds` builds.
+  first); the median and range of `--builds` builds (default 5).
 * Queries: the 300 test claims, each from its raw string to its top-k ids (tokenising
   included) at every depth of `--depths`. One warm-up pass, then the median of
   `--passes` passes, the rows taking turns within each round so that a change of load on
@@ -23,6 +23,11 @@ Every row is measured the same way, in this one process:
   scoring, which has our IDF) with our k1=1.2 and b=0.75, `retriever.index(tokens)`,
   `retriever.retrieve(query_tokens, k=depth)`. A second bm25s row is fed our tokenizer's
   terms instead (our de-duplicated query terms), the like-for-like retrieval.
+  bm25s's optional extras (PyStemmer, the numba backend) are not used; the output
+  says whether numba is installed.
+* Figures are printed as median [min-max] over the rounds (benchmarks/_figures.py), and
+  the ratios are taken round by round before their median; a reference unit timed
+  between the rounds states the machine's speed.
 
 nDCG@10 (gain = qrel score, ideal over min(10, |relevant|)) checks each row found the
 same kind of answers. bm25s keeps float32 scores; only positive-scored hits count.
@@ -39,7 +44,6 @@ import argparse  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
-import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable, Sequence  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
@@ -48,6 +52,7 @@ from typing import Any  # noqa: E402
 
 import bm25s  # noqa: E402
 import numpy as np  # noqa: E402
+from _figures import DEFAULT_RUNS, Figure, Session, ratio  # noqa: E402
 
 from brain_pipeline.retrieval.bm25 import BM25Index  # noqa: E402
 from brain_pipeline.retrieval.text import clear_memo, tokenize  # noqa: E402
@@ -92,6 +97,13 @@ def thread_pools() -> str:
     return "threadpoolctl: " + (", ".join(pools) or "no native pools loaded")
 
 
+def _has_numba() -> bool:
+    """Whether bm25s could use its optional numba backend here (not used: numpy rows)."""
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
+
+
 Answer = Callable[[str, int], list[str]]
 Batch = Callable[[list[str], int], list[list[str]]]
 
@@ -110,15 +122,14 @@ class Peer:
     batch_s: dict[int, list[float]] = field(default_factory=dict)
     rankings: dict[int, list[list[str]]] = field(default_factory=dict)
 
-    def warm_qps(self, depth: int, n: int) -> float:
-        return n / statistics.median(self.loop_s[depth])
+    def warm_qps(self, depth: int, n: int) -> Figure:
+        """Queries per second of each warm one-at-a-time pass."""
+        return Figure.of(self.loop_s[depth]).map(lambda seconds: n / seconds)
 
-    def batch_qps(self, depth: int, n: int) -> float | None:
+    def batch_qps(self, depth: int, n: int) -> Figure | None:
+        """Queries per second of each batch call (all queries in one call), if any."""
         times = self.batch_s.get(depth)
-        return n / statistics.median(times) if times else None
-
-    def best_qps(self, depth: int, n: int) -> float:
-        return max(self.warm_qps(depth, n), self.batch_qps(depth, n) or 0.0)
+        return Figure.of(times).map(lambda seconds: n / seconds) if times else None
 
 
 def timed_loop(answer: Answer, queries: list[str], depth: int) -> tuple[float, list[list[str]]]:
@@ -128,15 +139,19 @@ def timed_loop(answer: Answer, queries: list[str], depth: int) -> tuple[float, l
     return time.perf_counter() - start, ranked
 
 
-def measure(peers: list[Peer], queries: list[str], depths: Sequence[int], args: Any) -> None:
+def measure(
+    peers: list[Peer], queries: list[str], depths: Sequence[int], args: Any, session: Session
+) -> None:
     """Builds, then per depth a cold pass and `passes` warm rounds, the peers taking turns
-    within each round (so a change of load on the shared machine hits every row alike)."""
+    within each round (so a change of load on the shared machine hits every row alike);
+    one reference unit is timed after every round."""
     for _ in range(max(args.builds, 1)):
         for peer in peers:
             clear_memo()  # a cold build: no words remembered from an earlier one
             start = time.perf_counter()
             peer.answer, peer.batch = peer.build()
             peer.build_s.append(time.perf_counter() - start)
+        session.note_reference()
     n = len(queries)
     for depth in depths:
         for peer in peers:
@@ -155,6 +170,7 @@ def measure(peers: list[Peer], queries: list[str], depths: Sequence[int], args: 
                     start = time.perf_counter()
                     peer.batch(queries, depth)
                     peer.batch_s.setdefault(depth, []).append(time.perf_counter() - start)
+            session.note_reference()
 
 
 def ours(doc_ids: list[str], texts: list[str]) -> Peer:
@@ -204,8 +220,10 @@ def bm25s_peer(name: str, doc_ids: list[str], texts: list[str], our_tokens: bool
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("path", nargs="?", type=Path, default=DEFAULT_PATH)
-    parser.add_argument("--passes", type=int, default=5, help="warm passes (median; default 5)")
-    parser.add_argument("--builds", type=int, default=3, help="cold builds (median; default 3)")
+    parser.add_argument("--passes", type=int, default=DEFAULT_RUNS,
+                        help=f"warm passes (median; default {DEFAULT_RUNS})")
+    parser.add_argument("--builds", type=int, default=DEFAULT_RUNS,
+                        help=f"cold builds (median; default {DEFAULT_RUNS})")
     parser.add_argument("--depths", default="10,100", help="top-k depths (default 10,100)")
     args = parser.parse_args()
     depths = [int(d) for d in args.depths.split(",")]
@@ -219,40 +237,57 @@ def main() -> int:
     doc_ids = [doc["_id"] for doc in corpus]
     texts = [doc["title"] + " " + doc["text"] for doc in corpus]
 
+    session = Session(runs=args.passes).start()
     print(
         f"SciFact: {len(doc_ids)} documents, {len(queries)} test queries; bm25s "
         f"{bm25s.__version__} (numpy backend, n_threads=0); numpy {np.__version__}\n"
         f"single thread: {thread_pools()}\n"
         f"build: median of {args.builds} cold builds; queries one at a time, raw string to "
         f"top-k ids: cold = the warm-up pass, warm = median of {args.passes} passes; "
-        "the rows take turns in every round"
+        "the rows take turns in every round\n"
+        'peer configuration: bm25s.tokenize(texts, stopwords="en") for corpus and queries; '
+        'BM25(method="lucene", k1=1.2, b=0.75, backend="numpy"); index(tokens); '
+        'retrieve(query_tokens, k=depth, n_threads=0, backend_selection="numpy") after a '
+        "warm-up pass; no PyStemmer (optional in bm25s; the row fed our tokenizer gets our "
+        "plural stemming); numba backend not used "
+        f"(installed: {_has_numba()})"
     )
     peers = [
         ours(doc_ids, texts),
         bm25s_peer('bm25s, stopwords="en"', doc_ids, texts, our_tokens=False),
         bm25s_peer("bm25s, our tokenizer", doc_ids, texts, our_tokens=True),
     ]
-    measure(peers, queries, depths, args)
+    measure(peers, queries, depths, args, session)
     n = len(queries)
-    heads = "".join(f" {f'cold@{d}':>9} {f'warm@{d}':>9} {f'batch@{d}':>9}" for d in depths)
-    print(f"{'':<24} {'build s':>8}{heads} {'nDCG@10':>8}   (q/s)")
+    qps = "{:,.0f}"
+    print("index build, cold, seconds:")
     for peer in peers:
-        cells = ""
-        for d in depths:
+        print(f"  {peer.name:<24} {Figure.of(peer.build_s).text('{:.3f}', 's')}")
+    for d in depths:
+        print(f"top {d}, queries/s (warm: one at a time; batch: all {n} in one call):")
+        for peer in peers:
             batch = peer.batch_qps(d, n)
-            cells += f" {peer.cold_qps[d]:9.0f} {peer.warm_qps(d, n):9.0f} "
-            cells += f"{batch:9.0f}" if batch is not None else f"{'-':>9}"
-        ndcg = mean_ndcg(peer.rankings[max(depths)], qrels)
-        print(f"{peer.name:<24} {statistics.median(peer.build_s):8.3f}{cells} {ndcg:8.4f}")
+            print(
+                f"  {peer.name:<24} loop {peer.warm_qps(d, n).text(qps)}"
+                + (f"; batch {batch.text(qps)}" if batch is not None else "")
+                + f"; cold pass {peer.cold_qps[d]:,.0f}"
+            )
+    ndcg = {peer.name: mean_ndcg(peer.rankings[max(depths)], qrels) for peer in peers}
+    print("nDCG@10: " + ", ".join(f"{name} {value:.4f}" for name, value in ndcg.items()))
     mine = peers[0]
+    times = "{:.2f}x"
     for peer in peers[1:]:
-        ratios = ", ".join(
-            f"depth {d}: {mine.warm_qps(d, n) / peer.warm_qps(d, n):.2f}x "
-            f"({mine.warm_qps(d, n) / peer.best_qps(d, n):.2f}x its batch or loop)"
-            for d in depths
-        )
-        build = statistics.median(peer.build_s) / statistics.median(mine.build_s)
-        print(f"ours / {peer.name}, warm q/s: {ratios}; build {build:.2f}x as fast")
+        print(f"ours / {peer.name} (per round, then median [range]):")
+        for d in depths:
+            loop = ratio(Figure.of(peer.loop_s[d]), Figure.of(mine.loop_s[d]))
+            line = f"  top {d} queries/s: {loop.text(times)} its loop"
+            if d in peer.batch_s:
+                batch = ratio(Figure.of(peer.batch_s[d]), Figure.of(mine.loop_s[d]))
+                line += f", {batch.text(times)} its batch call"
+            print(line)
+        build = ratio(Figure.of(peer.build_s), Figure.of(mine.build_s))
+        print(f"  build: {build.text(times)} as fast")
+    session.finish()
     return 0
 
 

@@ -2,7 +2,9 @@
 
 Generates a deterministic corpus shaped like the real one (about 1,300 Markdown files,
 ~5 MB, headings, CRLF files, shared boilerplate paragraphs and some roadmap JSON) in a
-temporary folder, then measures, best of N runs:
+temporary folder, then measures, the median and range of N rounds (default 5) in which
+the three take turns (benchmarks/_figures.py; a reference unit timed between the rounds
+states the machine's speed):
 
   ingest        ingest_corpus() + serialisation, in this process (warm imports)
   cli           `brain-pipeline chunk CORPUS -o OUT` end to end, as a fresh process
@@ -10,7 +12,7 @@ temporary folder, then measures, best of N runs:
 
 and checks that the CLI and Node wrote identical bytes.
 
-    python benchmarks/bench_chunk.py [--files 1300] [--runs 3] [--seed 20240601]
+    python benchmarks/bench_chunk.py [--files 1300] [--runs 5] [--seed 20240601]
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from _figures import DEFAULT_RUNS, Session, ratio
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = REPO / "brain_pipeline_tests" / "corpus" / "reference_ingest.mjs"
@@ -113,23 +115,16 @@ def generate_corpus(root: Path, files: int, seed: int) -> int:
     return total
 
 
-def best_of(runs: int, action: Callable[[], object]) -> float:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return min(times)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1300)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS)
     parser.add_argument("--seed", type=int, default=20240601)
     args = parser.parse_args()
 
     from brain_pipeline.corpus.ingest import ingest_corpus
+
+    session = Session(runs=args.runs).start()
 
     node = shutil.which("node")
     cli = shutil.which("brain-pipeline")
@@ -160,18 +155,20 @@ def main() -> int:
         def run_node() -> None:
             subprocess.run([str(node), str(REFERENCE), str(root), str(node_out)], check=True)
 
-        rows = [("ingest (in-process)", best_of(args.runs, in_process))]
-        rows.append(("brain-pipeline chunk", best_of(args.runs, run_cli)))
+        actions = {"ingest (in-process)": in_process, "brain-pipeline chunk": run_cli}
         if node:
-            rows.append(("node reference (peer)", best_of(args.runs, run_node)))
-        print(f"{'':24}{'wall s':>9}{'files/s':>10}{'chunks/s':>11}")
-        for name, seconds in rows:
-            print(f"{name:24}{seconds:9.3f}{files / seconds:10.0f}{chunks / seconds:11.0f}")
+            actions["node reference (peer)"] = run_node
+        figures = session.rounds(actions)
+        for name, seconds in figures.items():
+            per_second = seconds.map(lambda s: chunks / s)
+            print(f"{name:24} {seconds.text('{:.3f}', 's')} wall; "
+                  f"{per_second.text('{:,.0f}', 'chunks/s')}")
+        session.finish()
         if node:
             same = ours_out.read_bytes() == node_out.read_bytes()
             print(f"CLI and node output identical: {'yes' if same else 'NO'}")
-            ratio = rows[1][1] / rows[2][1]
-            print(f"CLI wall time / node wall time: {ratio:.2f}")
+            cli_over_node = ratio(figures["brain-pipeline chunk"], figures["node reference (peer)"])
+            print(f"CLI wall time / node wall time, per round: {cli_over_node.text('{:.2f}')}")
             return 0 if same else 1
         print("node not found: no peer measured")
     return 0

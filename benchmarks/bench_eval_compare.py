@@ -4,8 +4,10 @@
 
 1. Interval widths: BM25 on SciFact (test split), per-query nDCG@10, 95% bootstrap
    half-width for the full split and for random subsets of fixture size.
-2. Comparison cost: a chunk history of --chunks synthetic chunks (the only part of the
-   comparison whose size grows with the store), a baseline of 300 queries x 3 retrievers,
+2. Comparison cost (median [min-max] of `--runs` runs, default 5, the two cases taking
+   turns; benchmarks/_figures.py, with a reference unit for the machine's speed): a chunk
+   history of --chunks synthetic chunks (the only part of the comparison whose size
+   grows with the store), a baseline of 300 queries x 3 retrievers,
    and a current evaluation in which *every* query changed (worst case: every entered id
    is looked up). Timed: load_baseline + compare with history origins.
 """
@@ -20,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
+from _figures import DEFAULT_RUNS, Figure, Session
 
 from brain_pipeline.evaluation.baseline import load_baseline, record_baseline
 from brain_pipeline.evaluation.bootstrap import bootstrap_means
@@ -57,7 +60,7 @@ class FakeChunk:
     heading: str
 
 
-def comparison_cost(n_chunks: int) -> None:
+def comparison_cost(n_chunks: int, session: Session) -> None:
     from brain_pipeline.corpus.history import record_store
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,25 +96,38 @@ def comparison_cost(n_chunks: int) -> None:
                                    e.first_seen > (t0 + timedelta(0)).isoformat())
                     for k, e in lookup_many(layout, ids).items()}
 
-        for label, current in (("unchanged", rows), ("every query changed", changed)):
+        def timed_compare(current: list[QueryResult]) -> tuple[float, int, int]:
             started = time.perf_counter()
             baseline = load_baseline(layout).baseline
             assert baseline is not None
             result = compare(current, baseline.report.queries, origins)
             took = time.perf_counter() - started
-            print(f"  {label}: {len(result.changes)} changes, "
-                  f"{sum(len(c.entered) for c in result.changes)} entered ids looked up, "
-                  f"{took * 1000:.0f} ms")
+            return took, len(result.changes), sum(len(c.entered) for c in result.changes)
+
+        cases = (("unchanged", rows), ("every query changed", changed))
+        seconds: dict[str, list[float]] = {label: [] for label, _ in cases}
+        for _ in range(session.runs):  # the two cases take turns
+            for label, current in cases:
+                took, changes, entered = timed_compare(current)
+                seconds[label].append(took * 1000)
+            session.note_reference()
+        for label, current in cases:
+            _, changes, entered = timed_compare(current)
+            print(f"  {label}: {changes} changes, {entered} entered ids looked up, "
+                  f"{Figure.of(seconds[label]).text('{:.0f}', 'ms')}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--chunks", type=int, default=200_000)
     parser.add_argument("--scifact", type=Path)
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="timed runs (median)")
     args = parser.parse_args()
+    session = Session(runs=args.runs).start()
     if args.scifact:
         scifact_widths(args.scifact)
-    comparison_cost(args.chunks)
+    comparison_cost(args.chunks, session)
+    session.finish()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 """Chunk history at scale: cost of `record_store` when nothing / a little is new.
 
-Usage: python benchmarks/bench_history.py [--chunks 200000] [--changed 1000]
+Usage: python benchmarks/bench_history.py [--chunks 200000] [--changed 1000] [--repeat 5]
 
 Synthetic chunks (about 370 characters each, 40 per file, 4 areas) go through
 `record_store` three times into a fresh build directory: the first store (every id
 new), the same store again (nothing new: the steady state of a re-run), and a store
 where `--changed` chunks were edited (new ids). Prints seconds per call, the history
-file's size, and the time of one `lookup`.
+file's size, and the time of one `lookup`. The sequence is repeated `--repeat` times
+(default 5) into a fresh build directory; each figure is the median [min-max] over the
+repeats (benchmarks/_figures.py), with a reference unit timed between them to state the
+machine's speed.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _figures import DEFAULT_RUNS, Figure, Session  # noqa: E402
 
 from brain_pipeline.corpus import history  # noqa: E402
 from brain_pipeline.corpus.store import Chunk, chunk_id  # noqa: E402
@@ -49,30 +54,44 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=200_000)
     parser.add_argument("--changed", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=DEFAULT_RUNS, help="repeats (median)")
     args = parser.parse_args()
+    session = Session(runs=args.repeat).start()
     rng = random.Random(1)
     chunks = [make(i, 0, rng) for i in range(args.chunks)]
     edited = list(chunks)
     for i in rng.sample(range(args.chunks), args.changed):
         edited[i] = make(i, 1, rng)
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    with tempfile.TemporaryDirectory() as tmp:
-        layout = StateLayout.of(tmp)
-        for label, store, when in (
-            ("first store (all new)", chunks, t0),
-            ("same store again", chunks, t0 + timedelta(hours=1)),
-            (f"{args.changed} chunks edited", edited, t0 + timedelta(hours=2)),
-        ):
+    steps = (
+        ("first store (all new)", chunks, t0),
+        ("same store again", chunks, t0 + timedelta(hours=1)),
+        (f"{args.changed} chunks edited", edited, t0 + timedelta(hours=2)),
+    )
+    seconds: dict[str, list[float]] = {label: [] for label, _, _ in steps}
+    lookups: list[float] = []
+    for _ in range(max(args.repeat, 1)):
+        with tempfile.TemporaryDirectory() as tmp:
+            layout = StateLayout.of(tmp)
+            for label, store, when in steps:
+                start = time.perf_counter()
+                outcome = history.record_store(layout, store, when)
+                seconds[label].append(time.perf_counter() - start)
+                print(f"{label:<24} {outcome.chunks} chunks, {outcome.new:>6} new: "
+                      f"{seconds[label][-1]:6.2f} s", flush=True)
+            size = history.stats(layout)["bytes"]
+            ids = history.stats(layout)["ids"]
             start = time.perf_counter()
-            outcome = history.record_store(layout, store, when)
-            seconds = time.perf_counter() - start
-            print(f"{label:<24} {outcome.chunks} chunks, {outcome.new:>6} new: {seconds:6.2f} s")
-        size = history.stats(layout)["bytes"]
-        print(f"history file: {size / 1e6:.1f} MB for {history.stats(layout)['ids']} ids")
-        start = time.perf_counter()
-        entry = history.lookup(layout, chunks[7].id)
-        assert entry is not None
-        print(f"lookup: {(time.perf_counter() - start) * 1000:.2f} ms")
+            entry = history.lookup(layout, chunks[7].id)
+            lookups.append((time.perf_counter() - start) * 1000)
+            assert entry is not None
+        session.note_reference()
+    print(f"history file: {size / 1e6:.1f} MB for {ids} ids")
+    print("summary, median [min-max] over the repeats:")
+    for label, values in seconds.items():
+        print(f"  {label:<24} {Figure.of(values).text('{:.2f}', 's')}")
+    print(f"  {'lookup':<24} {Figure.of(lookups).text('{:.2f}', 'ms')}")
+    session.finish()
     return 0
 
 

@@ -1,13 +1,17 @@
 """Local ONNX embedding throughput and memory, next to the bare model in the same run.
 
 Usage: python benchmarks/bench_local_embed.py [--n 1000] [--scifact PATH] [--batch 16]
-                                             [--synthetic]
+                                             [--synthetic] [--runs 5]
 
 Texts: the first N SciFact documents (title + abstract, ~240 tokens: most hit the
 256-token cut) when the dataset is present and --synthetic is not given, else synthetic
 paragraphs of 20-180 words. On 2 cores the model manages ~10 texts/s at 256 tokens, so
 the default N is 1,000 (--n 5000 takes ~10 minutes per stage on SciFact).
-Three figures, one process:
+Three figures, one process. A first pass runs the three stages in order (it warms the
+model and prints the peak RSS after each stage); then `--runs` rounds (default 5) in
+which they take turns give each stage's texts/s as median [min-max], and the ratio of
+the embedder to the raw model per round (benchmarks/_figures.py; a reference unit timed
+between the rounds states the machine's speed):
   raw model    tokenise everything first (not timed), then only session.run over
                fixed-size batches of --batch texts in corpus order (no sorting, no pooling)
   embedder     LocalEmbedder.embed_documents (tokenise, length-sorted batches, pooling)
@@ -29,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _figures import DEFAULT_RUNS, Session, ratio
 
 from brain_pipeline.corpus.store import Chunk, chunk_id
 from brain_pipeline.embedding.builder import build_embeddings
@@ -91,7 +96,9 @@ def main() -> None:
     parser.add_argument("--scifact", type=Path, default=DEFAULT_SCIFACT)
     parser.add_argument("--synthetic", action="store_true", help="ignore SciFact")
     parser.add_argument("--batch", type=int, default=16, help="raw model batch size")
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="timed rounds (median)")
     args = parser.parse_args()
+    session = Session(runs=args.runs).start()
 
     texts, origin = load_texts(args.n, Path("/nonexistent") if args.synthetic else args.scifact)
     embedder = LocalEmbedder()
@@ -101,27 +108,36 @@ def main() -> None:
           f"{embedder.threads} threads; raw batch {args.batch}, ours <= "
           f"{embedder.max_batch_tokens} tokens per batch")
     print(f"after model load:  peak RSS {peak_rss_mb():7.0f} MB")
-
-    raw = raw_model(embedder, texts, args.batch)
-    print(f"raw model         {len(texts) / raw:8.1f} texts/s  ({raw:6.1f} s)  "
-          f"peak RSS {peak_rss_mb():7.0f} MB")
-
-    started = time.perf_counter()
-    vectors = embedder.embed_documents(texts)
-    ours = time.perf_counter() - started
-    assert vectors.shape == (len(texts), 384)
-    print(f"embedder          {len(texts) / ours:8.1f} texts/s  ({ours:6.1f} s)  "
-          f"peak RSS {peak_rss_mb():7.0f} MB")
-
-    del vectors
     chunks = [Chunk(id=chunk_id(t), content=t, area="bench", source="bench/x") for t in texts]
-    with tempfile.TemporaryDirectory() as tmp:
+
+    def embed() -> float:
         started = time.perf_counter()
-        report = build_embeddings(chunks, Path(tmp) / "embeddings.bin", embedder)
-        built = time.perf_counter() - started
-    print(f"build_embeddings  {report.embedded / built:8.1f} texts/s  ({built:6.1f} s)  "
-          f"peak RSS {peak_rss_mb():7.0f} MB  ({report.embedded} embedded)")
-    print(f"embedder / raw model = {raw / ours:.2f} (1.00 = as fast as the bare model)")
+        vectors = embedder.embed_documents(texts)
+        seconds = time.perf_counter() - started
+        assert vectors.shape == (len(texts), 384)
+        return seconds
+
+    def build() -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            report = build_embeddings(chunks, Path(tmp) / "embeddings.bin", embedder)
+            seconds = time.perf_counter() - started
+        assert report.embedded == len(texts)
+        return seconds
+
+    stages = {"raw model": lambda: raw_model(embedder, texts, args.batch),
+              "embedder": embed, "build_embeddings": build}
+    for name, stage in stages.items():  # the first pass: warm-up and peak RSS per stage
+        seconds = stage()
+        print(f"{name:<17} first pass {len(texts) / seconds:8.1f} texts/s; "
+              f"peak RSS {peak_rss_mb():7.0f} MB")
+    figures = session.rounds(stages, measure=lambda stage: float(stage()))  # type: ignore[arg-type]
+    for name, seconds in figures.items():
+        print(f"{name:<17} {seconds.map(lambda s: len(texts) / s).text('{:.1f}', 'texts/s')}")
+    print(f"embedder / raw model speed, per round: "
+          f"{ratio(figures['raw model'], figures['embedder']).text('{:.2f}')} "
+          "(1.00 = as fast as the bare model)")
+    session.finish()
 
 
 def _encodings(embedder: LocalEmbedder, texts: list[str]) -> list[Any]:

@@ -2,6 +2,7 @@
 
 Usage: python benchmarks/bench_pacing.py [--q 24000] [--chunks 6000] [--window 10]
                                          [--latency 0.05] [--batch 100] [--also-3000]
+                                         [--runs 5]
 
 The server enforces Q texts per minute as a fixed window of `--window` seconds holding
 Q·window/60 texts (a short window keeps the run short while crossing window boundaries;
@@ -16,18 +17,24 @@ Runs, all in this process against the same server:
   4. (--also-3000) the real-world setting: Q = 3,000/min, 60 s window, 2,000 chunks
 
 Figures: achieved texts/min ÷ Q (goal >= 0.9), 429s (goal 0 when quotas agree), seconds
-spent waiting, wall time.
+spent waiting, wall time. Runs 1-3 take turns for `--runs` rounds (default 5); each
+figure is printed as median [min-max] (benchmarks/_figures.py), with a reference unit
+timed between the rounds to state the machine's speed; run 4 runs once.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from _figures import DEFAULT_RUNS, Figure, Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for brain_pipeline_tests
 
@@ -48,6 +55,11 @@ class Outcome:
     rate_limited: int
     waited: float
     quota_per_minute: float
+
+    @property
+    def ratio(self) -> float:
+        """Achieved texts per minute ÷ the server's quota."""
+        return 60.0 * self.texts / self.seconds / self.quota_per_minute
 
     def line(self) -> str:
         per_minute = 60.0 * self.texts / self.seconds
@@ -117,8 +129,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--also-3000", action="store_true",
                         help="also run Q=3000/min, 60 s window, 2000 chunks (~45 s)")
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="rounds (median)")
     args = parser.parse_args()
-
+    session = Session(runs=args.runs).start()
     for name in ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_ENTERPRISE",
                  "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_GENAI_API_VERSION"):
         os.environ.pop(name, None)
@@ -130,20 +143,40 @@ def main() -> None:
               f"server latency {args.latency * 1000:.0f} ms/request")
         pacer_rate = embedder(args.q, args.window, args.batch).pacer.texts_rate_per_minute
         print(f"pacer sustained rate: {pacer_rate:.0f}/min ({pacer_rate / args.q:.3f} of Q)")
-        results = [
-            run_paced(server, "paced (ours), server quota Q", items, args.q, args.q,
-                      args.window, args.batch, args.latency),
-            run_fixed_sleep(server, items, args.q, args.window, args.batch, args.latency),
-            run_paced(server, "paced (ours), server quota Q/2", items, args.q, args.q / 2,
-                      args.window, args.batch, args.latency),
-        ]
+        rounds: dict[str, Callable[[], Outcome]] = {
+            "paced (ours), server quota Q": lambda: run_paced(
+                server, "paced (ours), server quota Q", items, args.q, args.q, args.window,
+                args.batch, args.latency),
+            "fixed sleep 60/Q×batch (old)": lambda: run_fixed_sleep(
+                server, items, args.q, args.window, args.batch, args.latency),
+            "paced (ours), server quota Q/2": lambda: run_paced(
+                server, "paced (ours), server quota Q/2", items, args.q, args.q / 2,
+                args.window, args.batch, args.latency),
+        }
+        outcomes: dict[str, list[Outcome]] = {name: [] for name in rounds}
+
+        def achieved(name: str) -> float:
+            outcome = rounds[name]()
+            outcomes[name].append(outcome)
+            print(outcome.line(), flush=True)
+            return outcome.ratio
+
+        session.rounds({name: functools.partial(achieved, name) for name in rounds},
+                       measure=lambda action: float(action()))  # type: ignore[arg-type]
+        extra = None
         if args.also_3000:
-            results.append(run_paced(server, "paced, Q=3000/min, 60 s window", items[:2000],
-                                     3000, 3000, 60.0, args.batch, args.latency * 8))
-    for outcome in results:
-        print(outcome.line())
+            extra = run_paced(server, "paced, Q=3000/min, 60 s window", items[:2000],
+                              3000, 3000, 60.0, args.batch, args.latency * 8)
+    print("summary, median [min-max] over the rounds:")
+    for name, runs in outcomes.items():
+        ratios = Figure.of(o.ratio for o in runs)
+        limited = Figure.of(o.rate_limited for o in runs)
+        print(f"  {name:<32} ratio {ratios.text('{:.3f}')}; 429s {limited.text('{:.0f}')}")
+    if extra is not None:
+        print(f"  {extra.line()}")
     print("ratio = achieved texts/min ÷ the server's quota (goal >= 0.9, 0 429s when the "
           "quotas agree; the Q/2 run must finish, its waiting bounded by the 429 delays)")
+    session.finish()
 
 
 if __name__ == "__main__":

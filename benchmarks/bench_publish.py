@@ -10,7 +10,9 @@ int8 vectors), then runs `steps.publish.publish_to_agent` as a fresh process, tw
 Each run is forced (no evaluation is needed to measure publishing) and prints wall
 seconds and its peak RSS (`ru_maxrss` of the child, from wait4, so runs cannot blur
 into each other). The child also checks that the published files are byte-identical
-to the build's.
+to the build's. The pair is repeated `--repeat` times (default 5) into a fresh publish
+root, and each figure is printed as median [min-max] (benchmarks/_figures.py), with a
+reference unit timed between the repeats to state the machine's speed.
 
 Usage::
 
@@ -25,6 +27,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _figures import DEFAULT_RUNS, Figure, Session
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -99,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chunks", type=int, default=200_000)
     parser.add_argument("--dim", type=int, default=768)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/bench-publish"))
+    parser.add_argument("--repeat", type=int, default=DEFAULT_RUNS, help="repeats (median)")
     args = parser.parse_args(argv)
+    session = Session(runs=args.repeat).start()
     build = args.workdir / f"build-{args.chunks}-{args.dim}"
     if not (build / "embeddings.bin").exists():
         t0 = time.perf_counter()
@@ -110,10 +116,6 @@ def main(argv: list[str] | None = None) -> int:
     store_mb = (build / "knowledge-store.json").stat().st_size / 1e6
     vectors_mb = (build / "embeddings.bin").stat().st_size / 1e6
     print(f"store {store_mb:.1f} MB, embeddings.bin {vectors_mb:.1f} MB")
-    root = args.workdir / "agent"
-    if root.exists():
-        subprocess.run(["rm", "-rf", str(root)], check=True)
-    root.mkdir(parents=True)
     # the store view's sidecar index is built once, outside the measured runs
     # (the knowledge_store step leaves it in a real build directory)
     run_child(
@@ -123,11 +125,28 @@ def main(argv: list[str] | None = None) -> int:
         "l = StateLayout.of(sys.argv[1]); print(open_store_view(l.store_file, l).sha256)",
         [str(build)],
     )
+    root = args.workdir / "agent"
     print(f"{'run':10} {'status':9} {'wall s':>7} {'peak RSS MB':>12}")
-    for name in ("first", "unchanged"):
-        out, rss = run_child(CHILD_PUBLISH, [str(build), str(root)])
-        status, wall = out.splitlines()[-1].split("\t")
-        print(f"{name:10} {status:9} {float(wall):7.2f} {rss / 1024:12.1f}")
+    walls: dict[str, list[float]] = {"first": [], "unchanged": []}
+    peaks: dict[str, list[float]] = {"first": [], "unchanged": []}
+    for _ in range(max(args.repeat, 1)):
+        if root.exists():
+            subprocess.run(["rm", "-rf", str(root)], check=True)
+        root.mkdir(parents=True)
+        for name in ("first", "unchanged"):
+            out, rss = run_child(CHILD_PUBLISH, [str(build), str(root)])
+            status, wall = out.splitlines()[-1].split("\t")
+            print(f"{name:10} {status:9} {float(wall):7.2f} {rss / 1024:12.1f}", flush=True)
+            walls[name].append(float(wall))
+            peaks[name].append(rss / 1024)
+        session.note_reference()
+    print("summary, median [min-max] over the repeats:")
+    for name in walls:
+        print(
+            f"  {name:10} wall {Figure.of(walls[name]).text('{:.2f}', 's')}; "
+            f"peak RSS {Figure.of(peaks[name]).text('{:.1f}', 'MB')}"
+        )
+    session.finish()
     return 0
 
 

@@ -24,7 +24,11 @@ and after each run one `brain-pipeline search` (lexical, one query). Per run it 
                when a same-size rewrite adds nothing
   search       wall and CPU seconds of the query that followed
 
-and checks that every run exited 0 and published exactly the bytes it built.
+and checks that every run exited 0 and published exactly the bytes it built. The
+sequence is repeated `--repeat` times (default 5) on a fresh corpus, build and
+DAGSTER_HOME, and a summary prints each figure as median [min-max] over the repeats
+(benchmarks/_figures.py; a reference unit timed between the repeats states the
+machine's speed).
 
 The synthetic corpus (deterministic for a seed):
 
@@ -46,7 +50,7 @@ The synthetic corpus (deterministic for a seed):
 
 Usage::
 
-    python benchmarks/bench_scale.py                    # 1,000 files (CI size)
+    python benchmarks/bench_scale.py --repeat 1         # 1,000 files once (CI size)
     python benchmarks/bench_scale.py --sizes 1000,10000
     python benchmarks/bench_scale.py --sizes 70000 --keep --workdir /tmp/scale
     python benchmarks/bench_scale.py --sizes 1200 --provider auto --runs full   # a newcomer's
@@ -70,12 +74,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import yaml
+from _figures import DEFAULT_RUNS, Figure, Session
 
 from brain_pipeline.corpus.store import chunk_id
 from brain_pipeline.utils.digest import file_sha256
@@ -454,6 +460,26 @@ def print_table(rows: list[Row]) -> None:
         print("| " + " | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) + " |")
 
 
+def print_summary(rows: list[Row]) -> None:
+    """Each (size, run) as median [min-max] over its repeats."""
+    groups: dict[tuple[int, str], list[Row]] = {}
+    for row in rows:
+        groups.setdefault((row.files, row.run), []).append(row)
+    print("summary, median [min-max] over the repeats:")
+    for (files, run), group in groups.items():
+
+        def figure(value: Callable[[Row], float], fmt: str, unit: str) -> str:
+            return Figure.of(value(r) for r in group).text(fmt, unit)  # noqa: B023
+
+        print(
+            f"  {files:,} files / {group[0].chunks:,} chunks, {run}: "
+            f"wall {figure(lambda r: r.materialize.wall_s, '{:.1f}', 's')}; "
+            f"CPU {figure(lambda r: r.materialize.cpu_s, '{:.1f}', 's')}; "
+            f"peak RSS {figure(lambda r: r.materialize.peak_rss_mb, '{:.0f}', 'MB')}; "
+            f"search CPU {figure(lambda r: r.search.cpu_s, '{:.2f}', 's')}"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -476,7 +502,14 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(RUNS),
         help=f"which runs, in order (default {','.join(RUNS)}; 'full' alone: the first run)",
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=DEFAULT_RUNS,
+        help=f"repeats of the whole sequence per size (median; default {DEFAULT_RUNS})",
+    )
     args = parser.parse_args(argv)
+    session = Session(runs=args.repeat).start()
     runs = tuple(r.strip() for r in args.runs.split(",") if r.strip())
     if not runs or any(r not in RUNS for r in runs):
         parser.error(f"--runs: expected some of {','.join(RUNS)}, got {args.runs!r}")
@@ -491,19 +524,24 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     try:
         for files in sizes:
-            workdir = base / f"files-{files}"
-            if workdir.exists():
-                shutil.rmtree(workdir)
-            workdir.mkdir()
-            print(f"== {files} files ({workdir})", flush=True)
-            rows.extend(bench_size(files, workdir, args.seed, args.provider, runs))
-            if not args.keep:
-                shutil.rmtree(workdir, ignore_errors=True)
+            for repeat in range(max(args.repeat, 1)):
+                workdir = base / f"files-{files}" / f"repeat-{repeat + 1}"
+                if workdir.exists():
+                    shutil.rmtree(workdir)
+                workdir.mkdir(parents=True)
+                print(f"== {files} files ({workdir})", flush=True)
+                rows.extend(bench_size(files, workdir, args.seed, args.provider, runs))
+                session.note_reference()
+                if not args.keep:
+                    shutil.rmtree(workdir, ignore_errors=True)
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(base, ignore_errors=True)
     print()
     print_table(rows)
+    print()
+    print_summary(rows)
+    session.finish()
     return 0
 
 

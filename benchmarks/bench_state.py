@@ -22,9 +22,13 @@ Then, in one process, it measures (CPU seconds of this process, and wall seconds
   one-file-edit   one Markdown file gets a new paragraph
 
 and checks that every assembled store is byte-identical to `ingest_corpus`'s (run after
-the incremental rounds, so "peak RSS so far" is the incremental path's own).
+the incremental rounds, so "peak RSS so far" is the incremental path's own). The whole
+sequence is repeated `--repeat` times (default 5) on a fresh build directory; a summary
+prints each total as median [min-max] over the repeats (benchmarks/_figures.py), with a
+reference unit timed between them to state the machine's speed.
 
     PYTHONPATH=. python benchmarks/bench_state.py --files 10000 [--seed 7] [--keep DIR]
+                                                  [--repeat 5]
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from _figures import DEFAULT_RUNS, Figure, Session
 
 from brain_pipeline.corpus.assembly import assemble_store
 from brain_pipeline.corpus.chunk_cache import chunk_snapshot
@@ -133,6 +139,10 @@ def measure(label: str, fn: Callable[[], T], figures: dict[str, Any]) -> T:
     return result
 
 
+#: (CPU s, wall s) of every round, by row name, over the repeats.
+TOTALS: dict[str, list[tuple[float, float]]] = {}
+
+
 def incremental(corpus: Path, layout: StateLayout, name: str) -> str:
     """One observe/chunk/assemble round, printed as a row; returns the store's sha256."""
     figures: dict[str, Any] = {}
@@ -142,6 +152,7 @@ def incremental(corpus: Path, layout: StateLayout, name: str) -> str:
     built = measure("assemble", lambda: assemble_store(snapshot, layout, target), figures)
     total_cpu = sum(cpu for cpu, _ in figures.values())
     total_wall = sum(wall for _, wall in figures.values())
+    TOTALS.setdefault(f"incremental {name}", []).append((total_cpu, total_wall))
     cells = "  ".join(f"{k} {c:6.2f}/{w:6.2f}" for k, (c, w) in figures.items())
     print(
         f"{name:14} {cells}  total {total_cpu:6.2f}/{total_wall:6.2f}  "
@@ -162,6 +173,7 @@ def full_ingest(corpus: Path, name: str, expected_sha: str) -> None:
     data = measure("bytes", result.store_bytes, figures)
     cpu = sum(c for c, _ in figures.values())
     wall = sum(w for _, w in figures.values())
+    TOTALS.setdefault(f"ingest_corpus {name}", []).append((cpu, wall))
     same = sha256_hex(data) == expected_sha
     print(
         f"{name:14} ingest_corpus+store_bytes {cpu:6.2f}/{wall:6.2f}  "
@@ -182,6 +194,9 @@ def edit_one_file(corpus: Path, *, undo: bool = False) -> None:
     text = first.read_text(encoding="utf-8")
     text = text.removesuffix(EDIT) if undo else text + EDIT
     first.write_text(text, encoding="utf-8")
+    if undo:  # settled again, so the next repeat's corpus is the generated one
+        settled = time.time_ns() - SETTLED_AGE_NS
+        os.utime(first, ns=(settled, settled))
 
 
 def main() -> None:
@@ -190,7 +205,9 @@ def main() -> None:
     parser.add_argument("--areas", type=int, default=4)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--keep", type=Path, help="generate into (or reuse) this folder")
+    parser.add_argument("--repeat", type=int, default=DEFAULT_RUNS, help="repeats (median)")
     args = parser.parse_args()
+    session = Session(runs=args.repeat).start()
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-state-"))
     corpus, build = work / "corpus", work / "build"
     try:
@@ -198,17 +215,26 @@ def main() -> None:
             started = time.perf_counter()
             generate(corpus, args.files, args.areas, args.seed)
             print(f"generated {args.files} files in {time.perf_counter() - started:.1f} s")
-        shutil.rmtree(build, ignore_errors=True)
-        layout = StateLayout.of(build)
         print("CPU-s/wall-s; incremental rounds run first so their peak RSS is their own")
-        full_sha = incremental(corpus, layout, "full")
-        incremental(corpus, layout, "no-change")
-        edit_one_file(corpus)
-        edit_sha = incremental(corpus, layout, "one-file-edit")
-        edit_one_file(corpus, undo=True)
-        full_ingest(corpus, "full", full_sha)
-        edit_one_file(corpus)
-        full_ingest(corpus, "one-file-edit", edit_sha)
+        for _ in range(max(args.repeat, 1)):
+            shutil.rmtree(build, ignore_errors=True)
+            layout = StateLayout.of(build)
+            full_sha = incremental(corpus, layout, "full")
+            incremental(corpus, layout, "no-change")
+            edit_one_file(corpus)
+            edit_sha = incremental(corpus, layout, "one-file-edit")
+            edit_one_file(corpus, undo=True)
+            full_ingest(corpus, "full", full_sha)
+            edit_one_file(corpus)
+            full_ingest(corpus, "one-file-edit", edit_sha)
+            edit_one_file(corpus, undo=True)
+            session.note_reference()
+        print("summary, median [min-max] over the repeats:")
+        for name, values in TOTALS.items():
+            cpu = Figure.of(c for c, _ in values).text("{:.2f}", "CPU-s")
+            wall = Figure.of(w for _, w in values).text("{:.2f}", "s")
+            print(f"  {name:<30} {cpu}; wall {wall}")
+        session.finish()
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

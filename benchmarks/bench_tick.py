@@ -6,7 +6,9 @@ changed: `corpus_observation_sensor` itself (a stat per file, no hashing, the tw
 digests compared with the cursor) and one `automation_sensor` evaluation of every
 condition, each in this process on an ephemeral instance. Prints CPU seconds per tick
 (process time: what the daemon and code server spend) and the idle CPU per hour at
-several intervals.
+several intervals. Each tick figure is the median [min-max] of the `--ticks` ticks
+(default 5; benchmarks/_figures.py), and a reference unit timed before and after states
+the machine's speed.
 
     python benchmarks/bench_tick.py --files 70000 --ticks 5
 """
@@ -26,6 +28,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _figures import Figure, Session  # noqa: E402
 from bench_scale import generate_corpus  # noqa: E402
 
 INTERVALS = (5, 10, 15, 30, 60)
@@ -83,6 +86,9 @@ def measure(files: int, ticks: int, root: Path) -> dict[str, object]:
         )
         auto_cpu.append(time.process_time() - cpu)
     per_tick = statistics.median(observe_cpu) + statistics.median(auto_cpu)
+    print(f"  observation tick: {Figure.of(observe_cpu).text('{:.3f}', 'CPU-s')}; "
+          f"wall {Figure.of(observe_wall).text('{:.3f}', 's')}")
+    print(f"  automation evaluation: {Figure.of(auto_cpu).text('{:.3f}', 'CPU-s')}")
     return {
         "files": files,
         "observation_tick_cpu_s": round(statistics.median(observe_cpu), 3),
@@ -102,12 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.ticks <= 50:
         parser.error("--ticks must be between 1 and 50")
+    session = Session(runs=args.ticks).start()
     root = Path(tempfile.mkdtemp(prefix="bench-tick-", dir=args.workdir))
     try:
         summary = measure(args.files, args.ticks, root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     print(json.dumps(summary))
+    session.finish()
     return 0
 
 
