@@ -26,11 +26,7 @@ NOT_MIRRORED: dict[str, str] = {
     "lib/code_location.py": "loading the config once per location: defs/test_definitions.py",
     "lib/conditions.py": "automation conditions: defs/test_automation.py evaluates them",
     "lib/runner.py": "in-process materialisation: defs/test_materialize.py, defs/conftest.py",
-    "lib/tables.py": "DataFrame metadata: lib/test_steps.py (to_metadata's frame case)",
     # Thin CLI commands: run end to end through `main()`.
-    "cli/history.py": "`history`: cli/test_fixture.py (test_history_explains_an_id)",
-    "cli/instance_setup.py": "the config-then-instance start of `materialize` and `ui`: "
-    "cli/test_config_errors.py, cli/test_ui.py",
     "cli/materialize.py": "`materialize`: locks/test_materialize_concurrency.py, defs tests",
     # Halves of a tested whole.
     "corpus/assembly.py": "the store from the chunk cache: corpus/test_chunk_cache.py",
@@ -51,7 +47,6 @@ NOT_MIRRORED: dict[str, str] = {
     "evaluation/service.py": _PUBLISH_DECISION + "; evaluation/test_record.py",
     "steps/evaluate.py": _PUBLISH_DECISION + "; defs/test_checks.py",
     "steps/publish.py": _PUBLISH_DECISION + "; defs/test_materialize.py",
-    "steps/report.py": "plain value shapes; converted and tested in lib/test_steps.py",
 }
 
 
