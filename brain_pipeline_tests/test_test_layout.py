@@ -30,8 +30,6 @@ NOT_MIRRORED: dict[str, str] = {
     "cli/materialize.py": "`materialize`: locks/test_materialize_concurrency.py, defs tests",
     # Halves of a tested whole.
     "corpus/assembly.py": "the store from the chunk cache: corpus/test_chunk_cache.py",
-    "retrieval/token_cache.py": "token counts behind the BM25 cache: retrieval/test_bm25_cache.py",
-    "retrieval/view_source.py": "chunks from a store view: retrieval/test_bm25_cache.py",
     "publishing/commit.py": "the atomic commit: publishing/test_fault_injection.py",
     "embedding/factory.py": "provider -> embedder: defs/test_embed.py, embedding/test_local.py",
     "embedding/protocol.py": "the Embedder protocol, errors and helpers both embedders use: "
