@@ -84,9 +84,7 @@ def test_retriever_over_the_view_answers_like_one_over_chunks(layout: StateLayou
         for query in QUERIES:
             got = viewed.search(query, area, limit=7, mode="lexical")
             want = plain.search(query, area, limit=7, mode="lexical")
-            assert [(h.chunk, h.score) for h in got.hits] == [
-                (h.chunk, h.score) for h in want.hits
-            ]
+            assert [(h.chunk, h.score) for h in got.hits] == [(h.chunk, h.score) for h in want.hits]
 
 
 @pytest.mark.parametrize("hexadecimal", [True, False])
