@@ -32,10 +32,7 @@ NOT_MIRRORED: dict[str, str] = {
     "embedding/factory.py": "provider -> embedder: defs/test_embed.py, embedding/test_local.py",
     "embedding/protocol.py": "the Embedder protocol, errors and helpers both embedders use: "
     "embedding/test_progress.py, embedding/test_gemini.py, embedding/test_local.py",
-    "evaluation/area_moves.py": "fixture repair: evaluation/test_repair.py",
     "evaluation/labeling.py": "fixture repair: evaluation/test_repair.py",
-    "evaluation/repair_render.py": "fixture repair: evaluation/test_repair.py",
-    "evaluation/repair_write.py": "fixture repair: evaluation/test_repair.py",
     "evaluation/baseline.py": "the evaluation baseline: cli/test_eval_regression.py",
     "evaluation/service.py": _PUBLISH_DECISION + "; evaluation/test_record.py",
     "steps/evaluate.py": _PUBLISH_DECISION + "; defs/test_checks.py",
