@@ -11,59 +11,27 @@ from pathlib import Path
 
 import pytest
 
-from brain_pipeline.corpus.assembly import AssemblyReport, assemble_store
+from brain_pipeline.corpus.assembly import assemble_store
 from brain_pipeline.corpus.chunk_cache import (
     FRAGMENT_SEPARATOR,
     ID_SEPARATOR,
-    ChunkCacheMissError,
-    ChunkingReport,
     CorpusChangedError,
     chunk_snapshot,
     fragments_of,
     gc_chunk_cache,
 )
 from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry
-from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, chunk_corpus, ingest_corpus
+from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, chunk_corpus
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus, snapshot_digest
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus import settled
 from brain_pipeline_tests.corpus.corpora import SAME, build_edge_corpus, build_random_corpus
-from brain_pipeline_tests.corpus.settled import NOW_NS, Writer, put, settle
+from brain_pipeline_tests.corpus.rounds import now, rebuild
+from brain_pipeline_tests.corpus.settled import Writer, put, settle
 
 #: Files written with settled mtimes (see `settled`), overriding the corpus conftest's.
 write = settled.write
-
-SHARED = "A paragraph shared by several files, long enough to be kept."
-
-
-def now() -> int:
-    return NOW_NS
-
-
-def rebuild(
-    corpus: Path, layout: StateLayout
-) -> tuple[CorpusSnapshot, ChunkingReport, AssemblyReport]:
-    """One incremental round, checked against the full non-incremental ingest."""
-    snapshot = observe_corpus(corpus, layout, clock=now)
-    report = chunk_snapshot(snapshot, layout)
-    built = assemble_store(snapshot, layout, layout.store_file)
-    full = ingest_corpus(corpus)
-    assert layout.store_file.read_bytes() == full.store_bytes()
-    assert report.entries == full.manifest
-    assert report.problems == full.problems
-    assert report.skipped_by_reason == full.skipped_by_reason
-    assert report.files_seen == full.files_seen
-    assert report.occurrences == len(chunk_corpus(corpus).occurrences)
-    assert (built.chunks, built.duplicates_collapsed) == (
-        len(full.chunks),
-        full.duplicates_collapsed,
-    )
-    assert built.chunks_per_area == full.chunks_per_area
-    store_text = full.store_bytes().decode("utf-8")  # what the agent's V8 reads as one string
-    assert built.utf16_units == len(store_text.encode("utf-16-le")) // 2
-    return snapshot, report, built
-
 
 def test_edge_corpus_is_byte_identical_and_reused(tmp_path: Path, layout: StateLayout) -> None:
     root = tmp_path / "edge"
@@ -97,33 +65,6 @@ def test_random_corpus_through_edits_renames_deletions_and_moves(
     files[3].unlink()
     _, report, _ = rebuild(root, layout)
     assert report.files_chunked == 1
-
-
-def test_duplicates_that_appear_and_vanish(
-    corpus: Path, layout: StateLayout, write: Writer
-) -> None:
-    write("b/late.md", f"# Late\n\n{SHARED}\n\nOnly in the late file, long enough.")
-    write("c/later.md", f"{SHARED}\n\n{SHARED}")
-    write("c/self.md", "Repeated in its own file only.\n\nRepeated in its own file only.")
-    _, _, built = rebuild(corpus, layout)
-    assert built.chunks_per_area == {"b": 2, "c": 1}
-    assert built.duplicates_collapsed == 3
-    # The shared paragraph now appears earlier in discovery order: a's copy wins.
-    write("a/early.md", f"# Early\n\n{SHARED}")
-    _, report, built = rebuild(corpus, layout)
-    assert report.files_chunked == 1
-    assert built.chunks_per_area == {"a": 1, "b": 1, "c": 1}
-    assert built.duplicates_collapsed == 4
-    # It vanishes from a: b's copy wins again without re-chunking b.
-    write("a/early.md", "# Early\n\nNothing shared here any more, long enough.")
-    _, report, built = rebuild(corpus, layout)
-    assert report.files_chunked == 1
-    assert built.chunks_per_area == {"a": 1, "b": 2, "c": 1}
-    # An area emptied keeps its zero.
-    (corpus / "c" / "later.md").unlink()
-    (corpus / "c" / "self.md").unlink()
-    _, _, built = rebuild(corpus, layout)
-    assert built.chunks_per_area == {"a": 1, "b": 2, "c": 0}
 
 
 def test_roadmap_outcomes_come_from_the_cache(
@@ -167,37 +108,12 @@ def test_nothing_chunked_is_committed_when_chunking_fails(
     assert report.files_chunked == 2
 
 
-def test_assembly_needs_the_chunks(corpus: Path, layout: StateLayout, write: Writer) -> None:
-    write("a/one.md", "The first file, long enough to be a chunk.")
-    snapshot = observe_corpus(corpus, layout, clock=now)
-    with pytest.raises(ChunkCacheMissError, match="a/one.md"):
-        assemble_store(snapshot, layout, layout.store_file)
-
-
 def test_empty_corpus_gives_an_empty_store(corpus: Path, layout: StateLayout) -> None:
     (corpus / "empty-area").mkdir()
     _, report, built = rebuild(corpus, layout)
     assert layout.store_file.read_bytes() == b"[]"
     assert report.problems == [(".", EMPTY_CORPUS_WARNING)]
     assert built.chunks_per_area == {"empty-area": 0}
-
-
-def test_unchanged_bytes_keep_the_file_even_without_the_record(
-    corpus: Path, layout: StateLayout, write: Writer
-) -> None:
-    write("a/one.md", "The first file, long enough to be a chunk.")
-    snapshot, _, _ = rebuild(corpus, layout)
-    inode = layout.store_file.stat().st_ino
-    (layout.chunks_dir / "assembled.json").unlink()
-    built = assemble_store(snapshot, layout, layout.store_file)
-    assert not built.written and not built.reused_record
-    assert layout.store_file.stat().st_ino == inode
-    # A store changed behind our back is rewritten, though the plan is the same.
-    layout.store_file.write_bytes(b"[]")
-    built = assemble_store(snapshot, layout, layout.store_file)
-    assert built.written
-    assert layout.store_file.read_bytes() == ingest_corpus(corpus).store_bytes()
-    assert built.preview[0]["source"] == "a/one.md"
 
 
 def _unreadable(snapshot: CorpusSnapshot, source: str) -> CorpusSnapshot:

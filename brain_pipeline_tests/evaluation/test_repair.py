@@ -23,12 +23,6 @@ from brain_pipeline.evaluation.repair import (
     propose_for_build,
     propose_repair,
 )
-from brain_pipeline.evaluation.repair_render import (
-    proposal_json,
-    proposal_markdown,
-    proposal_metadata,
-    proposal_rows,
-)
 from brain_pipeline.evaluation.repair_write import write_repair
 from brain_pipeline.evaluation.service import evaluate_store_dir
 from brain_pipeline.evaluation.similarity import coverage
@@ -191,27 +185,6 @@ def test_two_labels_merged_into_one_paragraph_are_a_conflict() -> None:
     proposal = propose_repair(fixture, [merged], {first.id: first, second.id: second})
     assert {r.verdict for r in proposal.rows} == {CONFLICT}
     assert all("labelled twice" in r.reason for r in proposal.rows)
-
-
-def test_the_proposal_renders_for_the_check_metadata() -> None:
-    old = make_chunk(PARAGRAPH, source="aws/s3.md", heading="Versioning")
-    new = make_chunk(PARAGRAPH.replace("restoring", "restorng"), source="aws/s3.md")
-    other = make_chunk(
-        "Lifecycle rules move objects to colder storage classes.", source="aws/s3.md"
-    )
-    fixture = _fixture(("undo a delete | s3", "aws", [old.id]))
-    proposal = propose_repair(fixture, [new, other], {old.id: old})
-    (row,) = proposal_rows(proposal)
-    assert (row["old_id"], row["proposed_id"], row["verdict"]) == (old.id, new.id, APPLY)
-    assert row["similarity"] > 0.95 and row["old_excerpt"].startswith("Amazon S3 versioning")
-    markdown = proposal_markdown(proposal)
-    assert f"`{old.id}` → `{new.id}`" in markdown
-    assert "undo a delete \\| s3" in markdown  # the pipe cannot break the table
-    assert "`brain-pipeline fixture repair --write`" in markdown
-    assert json.loads(proposal_json(proposal))["remaps"] == {old.id: new.id}
-    metadata = proposal_metadata(proposal)
-    assert (metadata["stale_labels"], metadata["auto_repairable"]) == (1, 1)
-    assert metadata["repair_command"] == "brain-pipeline fixture repair --write"
 
 
 def test_a_file_moved_to_another_area_is_explained_without_history() -> None:

@@ -1,8 +1,10 @@
-"""A small two-area store with int8 vectors from a deterministic toy embedder."""
+"""A small two-area store with int8 vectors from a deterministic toy embedder, and an
+empty build directory for the cache tests."""
 
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -10,6 +12,8 @@ import pytest
 
 from brain_pipeline.corpus.store import Chunk, chunk_id
 from brain_pipeline.retrieval.vectors import EmbeddingStore, quantize
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus.views import clear_views
 
 DIM = 16
 MODEL = "toy-embedder"
@@ -57,3 +61,12 @@ def embeddings(chunks: list[Chunk]) -> EmbeddingStore:
     with_vectors = [c for c in chunks if c.content not in {t[-1] for t in CONTENTS.values()}]
     matrix = quantize(np.array([toy_embed(c.content) for c in with_vectors]))
     return EmbeddingStore(MODEL, DIM, [c.id for c in with_vectors][::-1], matrix[::-1].copy())
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> StateLayout:
+    """An empty build directory; store views opened by earlier tests are forgotten."""
+    build = tmp_path / "build"
+    build.mkdir()
+    clear_views()
+    return StateLayout.of(build)

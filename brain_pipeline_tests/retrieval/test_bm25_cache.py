@@ -9,90 +9,39 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.retrieval import bm25_cache as cache_module
-from brain_pipeline.retrieval import token_cache, view_source
 from brain_pipeline.retrieval.bm25 import BM25Index
 from brain_pipeline.retrieval.bm25_cache import BM25Cache, bm25_cache
-from brain_pipeline.retrieval.hybrid import Retriever
-from brain_pipeline.retrieval.token_cache import TokenCache
-from brain_pipeline.retrieval.view_source import ViewSource
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.views import clear_views
-from brain_pipeline_tests.retrieval.reference_bm25 import reference_search
-
-WORDS = [
-    "apple", "apples", "banana", "cherry", "cherries", "data", "datum", "box", "boxes", "the",
-    "of", "and", "x", "7", "42", "study", "studies", "Matrix", "matrices", "zeta", "indices",
-    "vertex", "criteria", "hypotheses", "running", "runner",
-]  # fmt: skip
-
-
-def _text(rng: random.Random, n: int) -> str:
-    return rng.choice([" ", ", ", "-", "\n"]).join(rng.choice(WORDS) for _ in range(n))
-
-
-def _chunks(rng: random.Random, n: int, areas: tuple[str, ...] = ("a", "b", "c")) -> list[Chunk]:
-    out: dict[str, Chunk] = {}
-    while len(out) < n:
-        content = f"{_text(rng, rng.randint(0, 25))} {len(out)}"
-        area = rng.choice(areas)
-        cid = chunk_id(content)
-        out.setdefault(cid, Chunk(cid, content, area, f"{area}/f{len(out) % 7}.md"))
-    return sorted(out.values(), key=lambda c: c.area)
-
-
-def _write(layout: StateLayout, chunks: list[Chunk]) -> None:
-    tmp = layout.build_dir / ".next.json"
-    tmp.write_bytes(serialize_store(chunks))
-    os.replace(tmp, layout.store_file)
-
-
-QUERIES = ["apple cherry boxes", "the of and", "matrices data study 42", "zeta", "indices 7",
-           "running runner studies", "nothing-here", "box box apple"]  # fmt: skip
-
-
-def _assert_identical(got: BM25Index, chunks: list[Chunk]) -> None:
-    fresh = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
-    assert len(got) == len(fresh)
-    for query in QUERIES:
-        for limit in (1, 5, 50):
-            assert got.search(query, limit) == fresh.search(query, limit)  # bit-identical
-    texts = [c.content for c in chunks]
-    ids = [c.id for c in chunks]
-    want = reference_search(ids, texts, QUERIES[0], 10)
-    assert [i for i, _ in got.search(QUERIES[0], 10)] == [i for i, _ in want]
-
-
-@pytest.fixture
-def layout(tmp_path: Path) -> StateLayout:
-    build = tmp_path / "build"
-    build.mkdir()
-    clear_views()
-    return StateLayout.of(build)
+from brain_pipeline_tests.retrieval.random_store import (
+    assert_ranks_like_a_fresh_build,
+    random_chunks,
+    write_store,
+)
 
 
 def test_saved_index_loads_and_ranks_identically(tmp_path: Path) -> None:
     rng = random.Random(7)
     for trial in range(20):
-        chunks = _chunks(rng, rng.randint(0, 60))
+        chunks = random_chunks(rng, rng.randint(0, 60))
         index = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
         target = tmp_path / f"idx{trial}"
         index.save(target)
         for mmap in (True, False):
-            _assert_identical(BM25Index.load(target, mmap=mmap), chunks)
+            assert_ranks_like_a_fresh_build(BM25Index.load(target, mmap=mmap), chunks)
 
 
 def test_area_indexes_are_assembled_cached_and_reloaded(layout: StateLayout) -> None:
-    chunks = _chunks(random.Random(1), 300)
-    _write(layout, chunks)
+    chunks = random_chunks(random.Random(1), 300)
+    write_store(layout, chunks)
     view = open_store_view(layout.store_file, layout)
     cold = BM25Cache(view, layout)
     for area in view.areas:
-        _assert_identical(cold.index(area), [c for c in chunks if c.area == area])
+        assert_ranks_like_a_fresh_build(cold.index(area), [c for c in chunks if c.area == area])
     assert [s.loaded for s in cold.stats] == [False] * len(view.areas)
     assert sum(s.tokenised for s in cold.stats) == len(chunks)
 
@@ -100,14 +49,14 @@ def test_area_indexes_are_assembled_cached_and_reloaded(layout: StateLayout) -> 
     view = open_store_view(layout.store_file, layout)
     warm = BM25Cache(view, layout)
     for area in view.areas:
-        _assert_identical(warm.index(area), [c for c in chunks if c.area == area])
+        assert_ranks_like_a_fresh_build(warm.index(area), [c for c in chunks if c.area == area])
     assert all(s.loaded and s.tokenised == 0 for s in warm.stats)
 
 
 def test_an_edit_tokenises_only_new_chunks(layout: StateLayout) -> None:
     rng = random.Random(2)
-    chunks = _chunks(rng, 400)
-    _write(layout, chunks)
+    chunks = random_chunks(rng, 400)
+    write_store(layout, chunks)
     first = BM25Cache(open_store_view(layout.store_file, layout), layout)
     for area in ("a", "b", "c"):
         first.index(area)
@@ -120,11 +69,11 @@ def test_an_edit_tokenises_only_new_chunks(layout: StateLayout) -> None:
     del edited[b_rows[3]]
     extra = "brand new apple apple chunk criteria"
     edited.insert(b_rows[5], Chunk(chunk_id(extra), extra, "b", "b/new.md"))
-    _write(layout, edited)
+    write_store(layout, edited)
     clear_views()
     second = BM25Cache(open_store_view(layout.store_file, layout), layout)
     for area in ("a", "b", "c"):
-        _assert_identical(second.index(area), [c for c in edited if c.area == area])
+        assert_ranks_like_a_fresh_build(second.index(area), [c for c in edited if c.area == area])
     by_area = {s.area: s for s in second.stats}
     assert by_area["a"].loaded and by_area["c"].loaded
     assert not by_area["b"].loaded
@@ -132,66 +81,14 @@ def test_an_edit_tokenises_only_new_chunks(layout: StateLayout) -> None:
     assert by_area["b"].reused == len([c for c in edited if c.area == "b"]) - 3
 
 
-def test_segments_are_merged_and_dead_chunks_dropped(
-    layout: StateLayout, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(token_cache, "_MAX_SEGMENTS", 2)
-    monkeypatch.setattr(token_cache, "_TOKENISE_BATCH", 7)  # several segments per area
-    rng = random.Random(3)
-    chunks = _chunks(rng, 120)
-    for step in range(5):
-        more = _chunks(random.Random(100 + step), 30)
-        chunks = sorted(chunks[10:] + more, key=lambda c: c.area)
-        _write(layout, chunks)
-        clear_views()
-        cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
-        for area in ("a", "b", "c"):
-            _assert_identical(cache.index(area), [c for c in chunks if c.area == area])
-    segments = list((layout.bm25_dir / "tokens-v1").glob("seg-*.npz"))
-    assert 1 <= len(segments) <= 3
-
-
-def test_retriever_over_the_view_answers_like_one_over_chunks(layout: StateLayout) -> None:
-    chunks = _chunks(random.Random(4), 200)
-    _write(layout, chunks)
-    plain = Retriever(chunks)
-    viewed = Retriever(ViewSource(open_store_view(layout.store_file, layout), layout))
-    assert viewed.areas() == plain.areas()
-    for area in plain.areas():
-        for query in QUERIES:
-            got = viewed.search(query, area, limit=7, mode="lexical")
-            want = plain.search(query, area, limit=7, mode="lexical")
-            assert [(h.chunk, h.score) for h in got.hits] == [
-                (h.chunk, h.score) for h in want.hits
-            ]
-
-
 def test_without_a_layout_nothing_is_written(tmp_path: Path) -> None:
-    chunks = _chunks(random.Random(5), 50)
+    chunks = random_chunks(random.Random(5), 50)
     store = tmp_path / "knowledge-store.json"
     store.write_bytes(serialize_store(chunks))
     view = open_store_view(store)
     cache = bm25_cache(view, None)
-    _assert_identical(cache.index("a"), [c for c in chunks if c.area == "a"])
+    assert_ranks_like_a_fresh_build(cache.index("a"), [c for c in chunks if c.area == "a"])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["knowledge-store.json"]
-
-
-def test_a_segment_damaged_after_its_ids_were_read_is_tokenised_again(layout: StateLayout) -> None:
-    chunks = _chunks(random.Random(6), 120)
-    _write(layout, chunks)
-    view = open_store_view(layout.store_file, layout)
-    BM25Cache(view, layout).index("a")
-    tokens = TokenCache(layout.bm25_dir / "tokens-v1")
-    tokens._load()  # ids only
-    for segment in (layout.bm25_dir / "tokens-v1").glob("seg-*.npz"):
-        segment.write_bytes(b"PK\x03\x04 torn")  # replaced under us after the ids were read
-    rows = view.rows_of_area("a")
-    area = [c for c in chunks if c.area == "a"]
-    postings = tokens.postings_for(
-        view.id_array[rows], lambda pos: [area[int(i)].content for i in pos]
-    )
-    _assert_identical(BM25Index([postings]), area)
-    assert tokens.tokenised == len(area)
 
 
 def _replace_some(
@@ -215,16 +112,16 @@ def _layers(layout: StateLayout, view_area_dir: Path) -> list[dict[str, object]]
 def test_an_edited_area_reuses_its_postings_with_the_old_chunks_masked(
     layout: StateLayout,
 ) -> None:
-    chunks = _chunks(random.Random(8), 400)
-    _write(layout, chunks)
+    chunks = random_chunks(random.Random(8), 400)
+    write_store(layout, chunks)
     BM25Cache(open_store_view(layout.store_file, layout), layout).index("b")
     postings_before = set(layout.bm25_dir.glob("postings-*"))
     edited = _replace_some(chunks, "b", 4, "edit")
-    _write(layout, edited)
+    write_store(layout, edited)
     clear_views()
     cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
     area_b = [c for c in edited if c.area == "b"]
-    _assert_identical(cache.index("b"), area_b)
+    assert_ranks_like_a_fresh_build(cache.index("b"), area_b)
     (stats,) = cache.stats
     assert (stats.reused, stats.tokenised) == (len(area_b) - 4, 4)
     directory = cache.area_dir("b")
@@ -237,25 +134,25 @@ def test_an_edited_area_reuses_its_postings_with_the_old_chunks_masked(
 
     clear_views()  # another process reads the layers from disk
     again = BM25Cache(open_store_view(layout.store_file, layout), layout)
-    _assert_identical(again.index("b"), area_b)
+    assert_ranks_like_a_fresh_build(again.index("b"), area_b)
     assert again.stats[0].loaded
 
 
 def _next_version(layout: StateLayout, chunks: list[Chunk], area: str) -> tuple[BM25Cache, Path]:
     """Write `chunks` as the store, index `area` in a new process (so to speak), check it
     ranks like a fresh build, and return the cache and the area version's directory."""
-    _write(layout, chunks)
+    write_store(layout, chunks)
     clear_views()
     cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
-    _assert_identical(cache.index(area), [c for c in chunks if c.area == area])
+    assert_ranks_like_a_fresh_build(cache.index(area), [c for c in chunks if c.area == area])
     directory = cache.area_dir(area)
     assert directory is not None
     return cache, directory
 
 
 def test_layers_are_consolidated_and_a_large_change_rebuilds(layout: StateLayout) -> None:
-    chunks = _chunks(random.Random(9), 300)
-    _write(layout, chunks)
+    chunks = random_chunks(random.Random(9), 300)
+    write_store(layout, chunks)
     BM25Cache(open_store_view(layout.store_file, layout), layout).index("a")
     counts = []
     for step in range(cache_module._MAX_LAYERS + 2):
@@ -274,8 +171,8 @@ def test_layers_are_consolidated_and_a_large_change_rebuilds(layout: StateLayout
 
 def test_a_chunk_that_returns_is_served_once(layout: StateLayout) -> None:
     """A chunk masked out of the base and later back must not count twice."""
-    chunks = _chunks(random.Random(10), 200)
-    _write(layout, chunks)
+    chunks = random_chunks(random.Random(10), 200)
+    write_store(layout, chunks)
     BM25Cache(open_store_view(layout.store_file, layout), layout).index("c")
     _, directory = _next_version(layout, _replace_some(chunks, "c", 2, "gone"), "c")
     assert len(_layers(layout, directory)) == 2
@@ -289,8 +186,8 @@ def test_pruning_drops_orphans_and_torn_writes_only_once_they_are_old(
 ) -> None:
     """What a killed writer leaves (a temporary directory, postings no area refers to)
     is deleted once older than the grace period, and never while it may be in use."""
-    chunks = _chunks(random.Random(11), 120)
-    _write(layout, chunks)
+    chunks = random_chunks(random.Random(11), 120)
+    write_store(layout, chunks)
     bm25_dir = layout.bm25_dir
     bm25_dir.mkdir(parents=True, exist_ok=True)
     hours_ago = time.time() - 2 * 3600
@@ -302,7 +199,7 @@ def test_pruning_drops_orphans_and_torn_writes_only_once_they_are_old(
     for folder in (old_tmp, old_orphan):
         os.utime(folder, (hours_ago, hours_ago))
     cache = BM25Cache(open_store_view(layout.store_file, layout), layout)
-    _assert_identical(cache.index("a"), [c for c in chunks if c.area == "a"])
+    assert_ranks_like_a_fresh_build(cache.index("a"), [c for c in chunks if c.area == "a"])
     left = {p.name for p in bm25_dir.iterdir()}
     assert old_tmp.name not in left and old_orphan.name not in left
     assert {new_tmp.name, new_orphan.name} <= left
@@ -310,18 +207,3 @@ def test_pruning_drops_orphans_and_torn_writes_only_once_they_are_old(
     assert directory is not None
     for layer in _layers(layout, directory):  # what the area refers to is kept
         assert str(layer["postings"]) in left
-
-
-@pytest.mark.parametrize("hexadecimal", [True, False])
-def test_sorted_ids_find_the_first_position_of_an_id(hexadecimal: bool) -> None:
-    """Chunk ids are searched as integers, other ids as bytes: the same answers."""
-    rng = random.Random(5)
-    pool = [chunk_id(str(k)) if hexadecimal else f"doc-{k}" for k in range(50)]
-    ids = [rng.choice(pool) for _ in range(200)]  # with repeats
-    finder = view_source._SortedIds(np.array([i.encode() for i in ids]))
-    for wanted in pool:
-        expected = ids.index(wanted) if wanted in ids else None
-        assert finder.first(wanted.encode()) == expected
-    for absent in (b"", b"zzzzzzzzzzzz", b"0" * 12, b"0" * 13, "é".encode()):
-        assert absent.decode() not in ids
-        assert finder.first(absent) is None
