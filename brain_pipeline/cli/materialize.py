@@ -145,10 +145,11 @@ def run(args: argparse.Namespace) -> int:
     )
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
+    from brain_pipeline.steps.up_to_date import current_inputs, record_successful_run
     from brain_pipeline.steps.up_to_date import forget as forget_last_run
-    from brain_pipeline.steps.up_to_date import record_successful_run
 
     run_id = str(uuid.uuid4())
+    inputs_at_start = current_inputs(cfg, StateLayout.of(cfg.build_dir), run_id)
     holder = make_holder(f"brain-pipeline materialize --select {args.select}", run_id)
     started = time.monotonic()
     from brain_pipeline.definitions import build_definitions
@@ -199,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
                 )
             if outcome.success and outcome.interrupted is None and args.select == "*":
                 # Still under the run's locks: what is recorded is what this run left.
-                why_not = record_successful_run(cfg, outcome.run_id)
+                why_not = record_successful_run(cfg, outcome.run_id, inputs_at_start)
                 if why_not and args.verbose:
                     _note(f"the next run cannot be skipped: {why_not}")
     except LockBusyError as exc:

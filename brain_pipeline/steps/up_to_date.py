@@ -236,18 +236,25 @@ def forget(layout: StateLayout) -> None:
         os.unlink(record_path(layout))
 
 
-def record_successful_run(cfg: BrainConfig, run_id: str, *, clock: Any = None) -> str | None:
+def record_successful_run(
+    cfg: BrainConfig, run_id: str, inputs_at_start: Mapping[str, Any], *, clock: Any = None
+) -> str | None:
     """Write the record after a successful full run; None when written, else why not.
 
     Called while the run still holds its locks, so nothing moves between the run's last
-    write and these stats. When the publication cannot be verified, or S3 publishing is
-    configured (only a run checks the bucket), no record is written and the next run
-    runs in full.
+    write and these stats. `inputs_at_start` is `current_inputs` taken before the run:
+    an input edited while the run read it (the fixture, a module) is not what the run
+    used, so then, as when the corpus moved during the run, when the publication cannot
+    be verified, or when S3 publishing is configured (only a run checks the bucket), no
+    record is written and the next run runs in full.
     """
     layout = StateLayout.of(cfg.build_dir)
     forget(layout)
     if cfg.publish.s3.bucket:
         return "S3 publishing is configured (only a run checks the bucket)"
+    inputs = current_inputs(cfg, layout, run_id)
+    if inputs != dict(inputs_at_start):
+        return "an input changed during the run"
     try:
         publication = verified_publication(cfg, layout)
         snapshot = observe_corpus(
@@ -267,7 +274,7 @@ def record_successful_run(cfg: BrainConfig, run_id: str, *, clock: Any = None) -
         "format": RECORD_FORMAT,
         "run_id": run_id,
         "finished_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "inputs": {**current_inputs(cfg, layout, run_id), "corpus": corpus},
+        "inputs": {**inputs, "corpus": corpus},
         "build": _signatures(_outcome_files(layout)),
         "publication": publication,
     }

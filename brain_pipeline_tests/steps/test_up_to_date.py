@@ -239,3 +239,31 @@ def test_a_damaged_record_means_a_run(built: Built) -> None:
 def test_s3_publishing_always_runs(built: Built, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("S3_BUCKET_NAME", "a-bucket")
     assert "S3" in built.verdict().reason
+
+
+def test_an_input_edited_during_the_run_leaves_no_record(built: Built) -> None:
+    cfg = load_config()
+    at_start = up_to_date.current_inputs(cfg, built.layout, "run-x")
+    body = json.loads(built.fixture.read_bytes())
+    body["queries"][0]["query"] = "edited while the run read the old one"
+    built.fixture.write_text(json.dumps(body), encoding="utf-8")
+    why = up_to_date.record_successful_run(cfg, "run-x", at_start)
+    assert why == "an input changed during the run"
+    assert not record_path(built.layout).exists()
+    assert not built.verdict().current
+
+
+def test_a_corpus_edited_during_the_run_leaves_no_record(built: Built) -> None:
+    cfg = load_config()
+    at_start = up_to_date.current_inputs(cfg, built.layout, "run-x")
+    (built.corpus / "networks" / "notes.md").write_text("# Changed\n\nAfter it was read.")
+    why = up_to_date.record_successful_run(cfg, "run-x", at_start)
+    assert why == "the corpus changed during the run"
+    assert not record_path(built.layout).exists()
+
+
+def test_a_verified_run_is_recorded_again(built: Built) -> None:
+    cfg = load_config()
+    at_start = up_to_date.current_inputs(cfg, built.layout, "run-y")
+    assert up_to_date.record_successful_run(cfg, "run-y", at_start) is None
+    assert built.verdict().run_id == "run-y"
