@@ -179,7 +179,7 @@ def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any
     what `check` compares later: the storage directories, their listings and the
     signatures of every live file. Raises NotVerified otherwise.
     """
-    from brain_pipeline.publishing.commit import pending_commit
+    from brain_pipeline.publishing.commit import intent_path, pending_commit
     from brain_pipeline.publishing.local import live_manifest, storage_dirs
     from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, PublishManifest
 
@@ -218,10 +218,14 @@ def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any
                 raise NotVerified(f"{path} is not the file the manifest describes")
             live.append(path)
         live.append(directory / MANIFEST_FILENAME)
+    # What `check` lists instead of importing the publishing code: the root (a new
+    # `dist` adds a target), the folder an interrupted commit leaves its intent in, and
+    # each storage copy (a file added to it).
+    intent_dir = intent_path(root).parent
     return {
         "root": str(root),
-        "targets": [str(t) for t in targets],
-        "listings": {str(t): _listing(t) for t in targets},
+        "intent_dir": str(intent_dir),
+        "listings": {str(d): _listing(d) for d in [root, intent_dir, *targets]},
         "files": _signatures(live),
         "published_at": manifest.published_at,
     }
@@ -345,18 +349,14 @@ def check(cfg: BrainConfig) -> Verdict:
     changed = _changed_file(dict(publication.get("files") or {}))
     if changed:
         return Verdict(False, f"the live publication changed ({changed})")
-    from brain_pipeline.publishing.commit import pending_commit
-    from brain_pipeline.publishing.local import storage_dirs
-
-    if pending_commit(cfg.publish_root()) is not None:
-        return Verdict(False, "a publication commit awaits recovery")
-    targets = storage_dirs(cfg.publish_root())
-    if [str(t) for t in targets] != publication.get("targets"):
-        return Verdict(False, "the publish targets changed")
     listings = dict(publication.get("listings") or {})
-    for target in targets:
-        if _listing(target) != listings.get(str(target)):
-            return Verdict(False, f"{target} holds other files than were published")
+    if not listings:
+        return Verdict(False, "the record lists no publication folders")
+    for directory, names in listings.items():
+        if _listing(Path(directory)) != names:
+            if directory == publication.get("intent_dir"):
+                return Verdict(False, "a publication commit awaits recovery")
+            return Verdict(False, f"{directory} holds other files than were published")
     difference = _first_difference(recorded_inputs, current_inputs(cfg, layout, run_id))
     if difference:
         return Verdict(False, difference)
