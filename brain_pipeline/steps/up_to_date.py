@@ -29,7 +29,7 @@ from typing import Any
 
 from brain_pipeline.config import BrainConfig, CorpusNotFoundError
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED
-from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
+from brain_pipeline.corpus.observation import CorpusSnapshot, load_snapshot, observe_corpus
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
 from brain_pipeline.utils.atomic import atomic_write_bytes
@@ -248,9 +248,9 @@ def record_successful_run(
     Called while the run still holds its locks, so nothing moves between the run's last
     write and these stats. `inputs_at_start` is `current_inputs` taken before the run:
     an input edited while the run read it (the fixture, a module) is not what the run
-    used, so then, as when the corpus moved during the run, when the publication cannot
-    be verified, or when S3 publishing is configured (only a run checks the bucket), no
-    record is written and the next run runs in full.
+    used, so then, when the publication cannot be verified, or when S3 publishing is
+    configured (only a run checks the bucket), no record is written and the next run
+    runs in full.
     """
     layout = StateLayout.of(cfg.build_dir)
     forget(layout)
@@ -261,17 +261,17 @@ def record_successful_run(
         return "an input changed during the run"
     try:
         publication = verified_publication(cfg, layout)
-        snapshot = observe_corpus(
-            cfg.corpus_root(), layout, limits=cfg.ingest_limits(), record=False
-        )
     except NotVerified as exc:
         return str(exc)
-    except (CorpusNotFoundError, OSError) as exc:
-        return f"the corpus cannot be read: {exc}"
+    # The corpus as the run observed it (the snapshot its store was built from: still in
+    # memory, the observation stored it in this process), not as it is now: a file
+    # edited during the run then differs at the next check, which runs.
     store = read_record(layout, "knowledge_store")
-    if store is None or store.facts.get("corpus_digest") != snapshot.digest:
-        # Edited after the run observed it: the store is of the corpus as it was.
-        return "the corpus changed during the run"
+    digest = store.facts.get("corpus_digest") if store is not None else None
+    try:
+        snapshot = load_snapshot(layout, str(digest))
+    except (OSError, ValueError):
+        return "the corpus snapshot of the run cannot be read"
     corpus = corpus_identity(snapshot)
     now = (clock or (lambda: datetime.now(UTC)))()
     body = {
