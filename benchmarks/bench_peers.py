@@ -24,7 +24,8 @@ Usage::
 
     python benchmarks/bench_peers.py                       # 320 and 1,200 files
     python benchmarks/bench_peers.py --sizes 10000 --repeat 3 --peers cocoindex
-    python benchmarks/bench_peers.py --before /work/main   # main's code in the same rounds
+    git archive OLD_COMMIT | tar -x -C /tmp/old      # a fixed copy of older code...
+    python benchmarks/bench_peers.py --before /tmp/old  # ...measured in the same rounds
 """
 
 from __future__ import annotations
