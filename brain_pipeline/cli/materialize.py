@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dagster import Definitions
 
+    from brain_pipeline.config import BrainConfig
+
 # Exit status when another run holds the build directory or publish root (sysexits'
 # EX_TEMPFAIL: try again later).
 EXIT_BUSY = 75
@@ -28,6 +30,12 @@ One writer at a time: the run holds the build directory's lock (and the publish 
 when it publishes) for its whole duration. A second run waits up to locks.wait_seconds
 (BRAIN_LOCK_WAIT_SECONDS) and then exits 75 naming the holder (pid, run id, host).
 
+Without --select, the run is skipped when nothing could change: the corpus, fixture,
+configuration, code and embedding provider are those of the last successful full run,
+and its build and live publication are untouched (same stat signatures). It then prints
+"up to date: nothing changed since run <id> (published <when>)" and exits 0 without
+starting Dagster. --force runs anyway; any --select always runs.
+
 Selection uses Dagster's asset selection syntax, e.g.:
   brain-pipeline materialize                          everything
   brain-pipeline materialize --select '*embeddings'   embeddings and everything upstream
@@ -41,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="*",
         metavar="SELECTION",
         help="asset selection (Dagster syntax); default: '*' (every asset)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="run even when nothing changed since the last successful full run",
     )
     parser.add_argument(
         "--force-publish",
@@ -98,6 +111,29 @@ def _refuse(problems: list[object]) -> int:
     return 2
 
 
+def _nothing_to_do(cfg: BrainConfig) -> bool:
+    """True (after saying so) when the last successful full run is provably current.
+
+    Asked under the build directory's lock, without waiting: a run in progress is a
+    doubt, and a doubt means a run (which then waits for the lock as usual).
+    """
+    from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
+    from brain_pipeline.steps.up_to_date import check
+
+    try:
+        with build_dir_lock(
+            cfg.build_dir, wait_seconds=0, holder=make_holder("brain-pipeline materialize")
+        ):
+            verdict = check(cfg)
+    except LockBusyError:
+        return False
+    if verdict.current:
+        print(verdict.message(), flush=True)
+    elif verdict.reason:
+        _note(verdict.message())
+    return verdict.current
+
+
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.preflight import Needs, check_inputs, describe_inputs
@@ -114,6 +150,8 @@ def run(args: argparse.Namespace) -> int:
         problems = check_inputs(cfg, Needs())
         if problems:
             return _refuse(list(problems))
+        if not args.force and not args.rebind and _nothing_to_do(cfg):
+            return 0
     from brain_pipeline.cli.instance_setup import configured_instance
 
     if configured_instance("materialize") is None:
@@ -124,9 +162,13 @@ def run(args: argparse.Namespace) -> int:
         materialize_selection,
         selected_asset_names,
     )
+    from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
+    from brain_pipeline.steps.up_to_date import current_inputs, record_successful_run
+    from brain_pipeline.steps.up_to_date import forget as forget_last_run
 
     run_id = str(uuid.uuid4())
+    inputs_at_start = current_inputs(cfg, StateLayout.of(cfg.build_dir), run_id)
     holder = make_holder(f"brain-pipeline materialize --select {args.select}", run_id)
     started = time.monotonic()
     from brain_pipeline.definitions import build_definitions
@@ -151,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
             holder=holder,
             on_wait=_note,
         ):
+            forget_last_run(StateLayout.of(cfg.build_dir))  # proven again only by success
             instance = open_instance()
             if args.rebind:
                 from brain_pipeline.lib.steps import rebind_build_dir
@@ -177,6 +220,11 @@ def run(args: argparse.Namespace) -> int:
                     lexical=cfg.effective_provider() == "none",
                     build_dir=cfg.build_dir,
                 )
+            if outcome.success and outcome.interrupted is None and args.select == "*":
+                # Still under the run's locks: what is recorded is what this run left.
+                why_not = record_successful_run(cfg, outcome.run_id, inputs_at_start)
+                if why_not and args.verbose:
+                    _note(f"the next run cannot be skipped: {why_not}")
     except LockBusyError as exc:
         _note(str(exc))
         return EXIT_BUSY

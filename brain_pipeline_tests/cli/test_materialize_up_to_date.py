@@ -1,0 +1,104 @@
+"""`brain-pipeline materialize` with nothing to do (issue #26, item 1), as a person runs it:
+a real process, whose fast path must not import Dagster nor start a run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from brain_pipeline.corpus.store import chunk_id
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = (
+    "import sys\n"
+    "from brain_pipeline.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print('dagster imported:', 'dagster' in sys.modules)\n"
+    "sys.exit(code)\n"
+)
+TEXT = [
+    "# Networking basics",
+    "A virtual private cloud is an isolated network where your servers live.",
+    "Security groups are stateful firewalls attached to each network interface.",
+]
+
+
+def _project(tmp_path: Path) -> dict[str, str]:
+    corpus = tmp_path / "corpus" / "networks"
+    corpus.mkdir(parents=True)
+    (corpus / "notes.md").write_text("\n\n".join(TEXT), encoding="utf-8")
+    fixture = tmp_path / "fixture.json"
+    query = {"query": "stateful firewalls", "area": "networks", "relevant": [chunk_id(TEXT[2])]}
+    fixture.write_text(json.dumps({"queries": [query]}), encoding="utf-8")
+    config = tmp_path / "corpus_config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "corpus": {"path": str(tmp_path / "corpus"), "candidates": []},
+                "build_dir": str(tmp_path / "build"),
+                "embedding": {"provider": "none"},
+                "evaluation": {"fixture": str(fixture), "thresholds": {}},
+                "publish": {"root": str(tmp_path / "agent")},
+                "schedule": {"enabled": False, "sensor_enabled": False},
+            }
+        ),
+        encoding="utf-8",
+    )
+    drop = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "S3_BUCKET_NAME", "AWS_S3_BUCKET")
+    return {
+        **{k: v for k, v in os.environ.items() if k not in drop},
+        "BRAIN_CONFIG": str(config),
+        "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+        "PYTHONPATH": str(REPO),
+    }
+
+
+def _materialize(env: dict[str, str], cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, "materialize", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _runs(home: Path) -> int:
+    """Runs the instance holds (its SQLite run storage, read without Dagster)."""
+    import sqlite3
+
+    with sqlite3.connect(home / "history" / "runs.db") as db:
+        return int(db.execute("select count(*) from runs").fetchone()[0])
+
+
+def test_nothing_changed_skips_the_run_without_importing_dagster(tmp_path: Path) -> None:
+    env = _project(tmp_path)
+    first = _materialize(env, tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "dagster imported: True" in first.stdout
+    home = tmp_path / "dagster_home"
+    runs = _runs(home)
+
+    again = _materialize(env, tmp_path)
+    assert again.returncode == 0, again.stderr
+    line = again.stdout.splitlines()[0]
+    assert line.startswith("up to date: nothing changed since run ")
+    assert "(published 20" in line
+    assert "dagster imported: False" in again.stdout
+    assert _runs(home) == runs  # no run was started
+
+    forced = _materialize(env, tmp_path, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "dagster imported: True" in forced.stdout and "succeeded: run" in forced.stderr
+    assert _runs(home) == runs + 1
+
+    selected = _materialize(env, tmp_path, "--select", "knowledge_store")
+    assert selected.returncode == 0, selected.stderr
+    assert "dagster imported: True" in selected.stdout
+    assert _runs(home) == runs + 2
