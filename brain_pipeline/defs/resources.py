@@ -123,7 +123,8 @@ class S3Publisher(dg.ConfigurableResource):
         manifest: Any,
     ) -> Any:
         """Upload the build's files (`publishing.source.ArtifactSource`s, streamed)."""
-        from brain_pipeline.publishing.s3 import S3Timeouts, publish_s3
+        from brain_pipeline.publishing.s3 import publish_s3
+        from brain_pipeline.publishing.s3_client import S3Timeouts
 
         return publish_s3(
             store,

@@ -300,7 +300,7 @@ def publish_to_s3(
     upload: Upload,
 ) -> StepResult | None:
     """Upload the evaluated build to S3; None when no bucket is configured."""
-    from brain_pipeline.publishing.s3 import PublishError
+    from brain_pipeline.publishing.s3_client import PublishError
 
     s3 = cfg.publish.s3
     if not s3.bucket:
