@@ -208,6 +208,9 @@ class PublishSettings(_Section):
     root: Path | None = None
     agent_query_model: str = "gemini-embedding-001"
     force: bool = False
+    keep_generations: int = Field(default=8, ge=1, le=1000)
+    """Publications a rollback can reach: their local copies (state/published/) and their
+    S3 objects are kept. 8 = a week of nightly runs plus the live one."""
     s3: S3Settings = Field(default_factory=S3Settings)
 
 

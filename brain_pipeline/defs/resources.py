@@ -121,8 +121,10 @@ class S3Publisher(dg.ConfigurableResource):
         store: ArtifactSource,
         embeddings: ArtifactSource | None,
         manifest: Any,
+        retain: frozenset[str] = frozenset(),
     ) -> Any:
-        """Upload the build's files (`publishing.source.ArtifactSource`s, streamed)."""
+        """Upload the build's files (`publishing.source.ArtifactSource`s, streamed),
+        keeping the objects in `retain` (the generations a rollback can reach)."""
         from brain_pipeline.publishing.s3 import publish_s3
         from brain_pipeline.publishing.s3_client import S3Timeouts
 
@@ -136,6 +138,7 @@ class S3Publisher(dg.ConfigurableResource):
             include_embeddings=self.include_embeddings,
             manifest=manifest,
             timeouts=S3Timeouts.from_settings(self),
+            retain=retain,
         )
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -111,6 +111,7 @@ def publish_s3(
     agent_query_model: str | None = None,
     timeouts: S3Timeouts | None = None,
     client: Any = None,
+    retain: Iterable[str] = (),
 ) -> S3PublishReport:
     """Upload the set (store, + embeddings.bin when asked) and then manifest.json.
 
@@ -129,6 +130,8 @@ def publish_s3(
     `timeouts` (default `S3Timeouts()`) bound every request and the whole call; pass
     `S3Timeouts.from_settings(cfg.publish.s3)`. A `client` given explicitly is used
     as it is (its own timeouts; the deadline is then only checked between requests).
+    `retain`: content-addressed keys the garbage collection keeps besides the new and
+    the previous manifest's (the generations a rollback can still reach).
     """
     key_prefix = normalize_prefix(prefix)
     if not bucket:
@@ -182,7 +185,7 @@ def publish_s3(
     # 4. content-addressed objects neither manifest names any more (housekeeping: it
     #    does not make an otherwise unchanged publication "published")
     changed = any(o.action != "unchanged" for o in objects)
-    keep = {entry["key"] for entry in covered.values()} | named_keys(previous_raw)
+    keep = {entry["key"] for entry in covered.values()} | named_keys(previous_raw) | set(retain)
     objects += collect_garbage(dest, keep)
 
     return S3PublishReport(
