@@ -9,6 +9,7 @@ kept generations (`publish.keep_generations`) need, and the table the publish as
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from brain_pipeline.config import BrainConfig
@@ -82,10 +83,13 @@ def record_in_history(
     log: StepLog,
     kind: str = "published",
     restores: int | None = None,
+    then: Callable[[int], list[dict[str, Any]]] | None = None,
 ) -> Any:
     """Append a publication to the history and archive its files (for rollback), then
     prune the archive to the configured generations. Nothing is recorded when the same
-    bytes were already the live publication (an unchanged re-publish)."""
+    bytes were already the live publication (an unchanged re-publish). `then(id)`: more
+    events that go in the same atomic write (a rollback's upload and hold), so a crash
+    never leaves the publication without them."""
     from brain_pipeline.publishing import archive
     from brain_pipeline.publishing.history import (
         Publication,
@@ -140,7 +144,8 @@ def record_in_history(
         baseline=summary["key"] if evaluation is not None else None,
         restores=restores,
     )
-    history = append_events(layout, [publication.to_event()])
+    extra = then(publication.id) if then is not None else []
+    history = append_events(layout, [publication.to_event(), *extra])
     removed = archive.prune(store_root, archived_digests(history, cfg.publish.keep_generations))
     if removed:
         log.info(f"publication archive: {len(removed)} object(s) of older generations removed")
@@ -181,8 +186,7 @@ def retained_s3_keys(cfg: BrainConfig, layout: StateLayout) -> frozenset[str]:
 
 def record_s3_upload(layout: StateLayout, report: Any, log: StepLog) -> None:
     """Note in the history that the live publication reached the bucket (once)."""
-    from brain_pipeline.publishing.history import append_events, read_history, utc_now
-    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME
+    from brain_pipeline.publishing.history import append_events, read_history
 
     manifest = report.manifest
     if manifest is None:
@@ -192,27 +196,29 @@ def record_s3_upload(layout: StateLayout, report: Any, log: StepLog) -> None:
     if live is None or live.store_sha256 != manifest.store.sha256:
         log.warning("S3 upload not recorded in the history: the local publication differs")
         return
+    event = s3_event(live.id, report)
+    if live.s3 and dict(live.s3.get("objects") or {}) == event["objects"]:
+        return
+    append_events(layout, [event])
+
+
+def s3_event(publication: int, report: Any) -> dict[str, Any]:
+    """The history event saying publication `publication` reached the bucket."""
+    from brain_pipeline.publishing.history import utc_now
+
     objects = {
         o.key.rsplit("/", 1)[-1]: o.key
         for o in report.objects
         if o.action != "removed" and "/objects/" in f"/{o.key}"
     }
-    if live.s3 and dict(live.s3.get("objects") or {}) == objects:
-        return
-    append_events(
-        layout,
-        [
-            {
-                "kind": "s3",
-                "publication": live.id,
-                "when": utc_now(),
-                "bucket": report.bucket,
-                "prefix": report.prefix,
-                "objects": objects,
-                "manifest": MANIFEST_FILENAME,
-            }
-        ],
-    )
+    return {
+        "kind": "s3",
+        "publication": publication,
+        "when": utc_now(),
+        "bucket": report.bucket,
+        "prefix": report.prefix,
+        "objects": objects,
+    }
 
 
 def publications_table(layout: StateLayout, limit: int = 20) -> Any:

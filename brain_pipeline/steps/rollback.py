@@ -36,8 +36,8 @@ from brain_pipeline.steps.publications import (
     build_identity,
     publications_table,
     record_in_history,
-    record_s3_upload,
     retained_s3_keys,
+    s3_event,
 )
 from brain_pipeline.steps.publish import Upload, recover
 from brain_pipeline.steps.report import StepResult
@@ -126,7 +126,7 @@ def rollback(
     from brain_pipeline.evaluation.service import record_as_baseline
     from brain_pipeline.publishing import archive
     from brain_pipeline.publishing.commit import PublicationError
-    from brain_pipeline.publishing.history import append_events, utc_now
+    from brain_pipeline.publishing.history import utc_now
     from brain_pipeline.publishing.local import publish_local
     from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, PublishManifest
     from brain_pipeline.publishing.s3_client import PublishError
@@ -182,6 +182,20 @@ def rollback(
             )
         except (OSError, KeyError, TypeError, ValueError) as exc:
             log.warning(f"the evaluation baseline was not set back: {exc}")
+    _, corpus, fixture = build_identity(cfg, layout)
+    hold = {
+        "kind": "hold",
+        "publication": replaced.origin,
+        "store_sha256": replaced.store_sha256,
+        "corpus_digest": corpus,
+        "fixture_sha256": fixture,
+        "when": utc_now(),
+    }
+
+    def upload_and_hold(pub_id: int) -> list[dict[str, Any]]:
+        uploaded = [s3_event(pub_id, s3_report)] if s3_report is not None else []
+        return [*uploaded, hold]
+
     publication = record_in_history(
         cfg,
         layout,
@@ -192,22 +206,7 @@ def rollback(
         log=log,
         kind="rollback",
         restores=target.id,
-    )
-    if s3_report is not None:
-        record_s3_upload(layout, s3_report, log)
-    _, corpus, fixture = build_identity(cfg, layout)
-    append_events(
-        layout,
-        [
-            {
-                "kind": "hold",
-                "publication": replaced.origin,
-                "store_sha256": replaced.store_sha256,
-                "corpus_digest": corpus,
-                "fixture_sha256": fixture,
-                "when": utc_now(),
-            }
-        ],
+        then=upload_and_hold,
     )
     log.info(
         f"publication #{target.id} is live again (as #{publication.id}); "

@@ -159,3 +159,31 @@ def test_only_the_configured_generations_are_kept(
     }
     assert not any(shas[0] in k for k in keys)
     assert any(shas[1] in k for k in keys) and any(shas[2] in k for k in keys)
+
+
+def test_the_rollback_job_runs_the_same_core_from_dagster(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from brain_pipeline.definitions import build_definitions
+
+    assert project.materialize().success
+    first = project.store_file.read_bytes()
+    edit_corpus(project)
+    assert project.materialize().success
+    job = build_definitions(str(project.config_path)).resolve_job_def("rollback_job")
+    result = job.execute_in_process(
+        run_config={"ops": {"rollback_publication": {"config": {"to": 1}}}},
+        instance=project.instance,
+    )
+    assert result.success
+    assert set(_live_everywhere(project)) == {first}
+    listed = _publications(capsys)
+    assert listed["publications"][0]["restores"] == 1
+    assert listed["publications"][0]["trigger"].startswith("rollback_job")
+    refused = job.execute_in_process(
+        run_config={"ops": {"rollback_publication": {"config": {"to": 1}}}},
+        instance=project.instance,
+        raise_on_error=False,
+    )
+    assert not refused.success  # already live: refused, nothing changed
+    assert set(_live_everywhere(project)) == {first}
