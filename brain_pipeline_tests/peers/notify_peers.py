@@ -91,7 +91,8 @@ class SmtpServer:
                 peer.messages.append(message_from_bytes(envelope.content))
                 return "250 OK"
 
-        def authenticator(server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> Any:
+        def authenticator(*args: Any) -> Any:
+            auth_data = args[-1]  # (server, session, envelope, mechanism, auth_data)
             ok = isinstance(auth_data, LoginPassword) and (
                 auth_data.login.decode() == user and auth_data.password.decode() == password
             )
