@@ -21,8 +21,8 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.lib.code_location import location_config, location_config_path
+from brain_pipeline.lib.conditions import run_trigger
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
-from brain_pipeline.lib.steps import run_trigger
 from brain_pipeline.publishing.notify import (
     BAD_EVENTS,
     CheckOutcome,

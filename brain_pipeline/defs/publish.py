@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
-from brain_pipeline.lib.conditions import publish_condition
-from brain_pipeline.lib.steps import materialize_result, run_trigger, start_step, step_failures
+from brain_pipeline.lib.conditions import publish_condition, run_trigger
+from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
 from brain_pipeline.steps.publish import (
     PUBLISH_CODE_VERSION,
     publish_to_agent,

@@ -10,7 +10,8 @@ never overlaps a publishing run.
 import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
-from brain_pipeline.lib.steps import run_trigger, start_step, step_failures, to_metadata
+from brain_pipeline.lib.conditions import run_trigger
+from brain_pipeline.lib.steps import start_step, step_failures, to_metadata
 from brain_pipeline.steps.rollback import release_hold, rollback
 
 

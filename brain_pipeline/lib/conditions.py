@@ -151,3 +151,23 @@ def true_labels(evaluation: Any) -> list[str]:
     if not labels and evaluation.condition_snapshot.label and evaluation.true_subset.size:
         labels.append(evaluation.condition_snapshot.label)
     return list(dict.fromkeys(labels))
+
+
+def run_trigger(run: dg.DagsterRun | None) -> str:
+    """What started a run, for the publication history: its schedule, sensor or
+    automation, the command line, or a person in the UI."""
+    from brain_pipeline.lib.conditions import TRIGGER_TAG
+    from brain_pipeline.lib.instance import PID_TAG
+
+    tags = run.tags if run is not None else {}
+    if tags.get(TRIGGER_TAG):
+        return str(tags[TRIGGER_TAG])
+    if tags.get("dagster/schedule_name"):
+        return f"schedule {tags['dagster/schedule_name']}"
+    if tags.get("dagster/sensor_name"):
+        return f"sensor {tags['dagster/sensor_name']}"
+    if tags.get("dagster/auto_materialize") or tags.get("dagster/from_automation_condition"):
+        return "automation"
+    if PID_TAG in tags:
+        return "cli"
+    return "ui" if run is not None else "manual"

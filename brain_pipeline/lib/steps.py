@@ -72,26 +72,6 @@ def start_step(
     return cfg, layout_for(cfg)
 
 
-def run_trigger(run: dg.DagsterRun | None) -> str:
-    """What started a run, for the publication history: its schedule, sensor or
-    automation, the command line, or a person in the UI."""
-    from brain_pipeline.lib.conditions import TRIGGER_TAG
-    from brain_pipeline.lib.instance import PID_TAG
-
-    tags = run.tags if run is not None else {}
-    if tags.get(TRIGGER_TAG):
-        return str(tags[TRIGGER_TAG])
-    if tags.get("dagster/schedule_name"):
-        return f"schedule {tags['dagster/schedule_name']}"
-    if tags.get("dagster/sensor_name"):
-        return f"sensor {tags['dagster/sensor_name']}"
-    if tags.get("dagster/auto_materialize") or tags.get("dagster/from_automation_condition"):
-        return "automation"
-    if PID_TAG in tags:
-        return "cli"
-    return "ui" if run is not None else "manual"
-
-
 def run_asset_names(run: dg.DagsterRun | None) -> list[str] | None:
     """The asset names a run selects; None when it names none (a job: every asset)."""
     keys = run.asset_selection if run is not None else None
