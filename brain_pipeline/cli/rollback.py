@@ -86,9 +86,5 @@ def run(args: argparse.Namespace) -> int:
     except StepFailure as exc:
         print(f"brain-pipeline rollback: {exc}", file=sys.stderr)
         return 3
-    meta = result.metadata
-    print(
-        f"publication #{meta['restored_publication']} is live again as "
-        f"#{meta['as_publication']}; #{meta['held_publication']} is held (S3: {meta['s3']})"
-    )
+    print(result.metadata["summary"])
     return 0

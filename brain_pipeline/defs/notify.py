@@ -87,7 +87,7 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
                 status = str(getattr(value, "value", value)) if value is not None else None
     return RunFacts(
         run_id=run.run_id,
-        job=run.job_name,
+        job="materialize" if run.job_name.startswith("__ASSET_JOB") else run.job_name,
         succeeded=run.status == dg.DagsterRunStatus.SUCCESS,
         failed_steps=tuple(failed),
         checks=tuple(checks),

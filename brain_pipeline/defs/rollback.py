@@ -4,14 +4,16 @@ Thin wiring over `steps.rollback`, the same function `brain-pipeline rollback` r
 job, not an asset: a rollback is an operation on what is live, not a new build of
 anything, and must not make Dagster think the assets upstream were re-materialised.
 The run holds the build directory's and the publish root's locks (`RunLocks`), so it
-never overlaps a publishing run.
+never overlaps a publishing run. It records no asset event (an observation of
+`published_local` would look like an update to automation); the publications table on
+the publish assets and `brain-pipeline publications` show the rollback.
 """
 
 import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
 from brain_pipeline.lib.conditions import run_trigger
-from brain_pipeline.lib.steps import start_step, step_failures, to_metadata
+from brain_pipeline.lib.steps import start_step, step_failures
 from brain_pipeline.steps.rollback import release_hold, rollback
 
 
@@ -50,13 +52,7 @@ def rollback_publication(
             log=context.log,
             upload=s3_publisher.publish,
         )
-    context.log_event(
-        dg.AssetObservation(
-            asset_key="published_local",
-            metadata=to_metadata(result.metadata),
-            description="rollback_job made an earlier publication live again",
-        )
-    )
+    context.log.info(str(result.metadata["summary"]))
 
 
 @dg.job(

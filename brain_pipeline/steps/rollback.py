@@ -208,14 +208,15 @@ def rollback(
         restores=target.id,
         then=upload_and_hold,
     )
-    log.info(
-        f"publication #{target.id} is live again (as #{publication.id}); "
-        f"#{replaced.origin} is held until the corpus or the fixture changes"
-    )
     s3_status = s3_report.status if s3_report is not None else "skipped: no bucket configured"
+    summary = (
+        f"publication #{target.id} is live again as #{publication.id}; "
+        f"#{replaced.origin} is held (S3: {s3_status})"
+    )
     return StepResult(
         f"{target.store_sha256[:16]}-rollback-{publication.id}",
         {
+            "summary": summary,
             "status": "rolled back",
             "restored_publication": target.id,
             "as_publication": publication.id,
