@@ -283,9 +283,10 @@ def publish_to_agent(
     for line in report.summary().splitlines():
         log.info(line)
     version = publish_version(report.manifest)
+    # Archived (hard-linked) before the live files are stamped: a link changes their ctime.
+    record_in_history(cfg, layout, report, evaluation, run_id=run_id, trigger=trigger, log=log)
     _record_publication(cfg, layout, inputs, version, report, run_id)
     _record_baseline(cfg, evaluation, log)
-    record_in_history(cfg, layout, report, evaluation, run_id=run_id, trigger=trigger, log=log)
     metadata: dict[str, Any] = {
         "status": "updated" if report.changed else "unchanged",
         "publish_root": str(cfg.publish_root()),

@@ -155,3 +155,16 @@ def test_a_dead_webhook_changes_no_run_and_the_tick_says_so(
     # The next run is not held up either: it runs and publishes as before.
     tiny_project.write_config(**{"evaluation.on_regression": "warn"})
     assert tiny_project.materialize().success
+
+
+def test_the_sensors_run_by_default_only_when_a_channel_is_configured(
+    tiny_project: Project,
+) -> None:
+    def statuses() -> set[dg.DefaultSensorStatus]:
+        defs = build_definitions(str(tiny_project.config_path))
+        return {defs.resolve_sensor_def(name).default_status for name in SENSORS}
+
+    assert statuses() == {dg.DefaultSensorStatus.STOPPED}
+    tiny_project.settings["notify"] = {"webhook_url": "http://127.0.0.1:9/hook"}
+    tiny_project.write_config()
+    assert statuses() == {dg.DefaultSensorStatus.RUNNING}
