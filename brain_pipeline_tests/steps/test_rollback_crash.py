@@ -21,6 +21,7 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.publishing.history import read_history
 from brain_pipeline.publishing.local import inspect_publication, publish_local, recover_publication
 from brain_pipeline.publishing.manifest import build_manifest
+from brain_pipeline.retrieval.vectors import decode_embeddings
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.publications import record_in_history
 from brain_pipeline_tests.publishing.conftest import AGENT_MODEL, SampleBuild, make_build
@@ -94,6 +95,8 @@ def test_kill_9_anywhere_in_a_rollback_leaves_one_consistent_set(
     done = zygote.run({"action": "rollback", "config": config_of(full)}, tmp_path)
     assert done.returncode == 0, done.stderr
     assert live_set(full) == expected(OLD)
+    restored = decode_embeddings(live_set(full)[0][1])  # the agent's reader takes it
+    assert list(restored.ids) == [c.id for c in OLD.chunks]
     calls = len(done.trace)
     assert calls > 10
 
