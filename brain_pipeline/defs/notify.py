@@ -58,33 +58,32 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
     failed: list[tuple[str, str]] = []
     checks: list[CheckOutcome] = []
     published, status = False, None
-    for kind in kinds:
-        for record in instance.get_records_for_run(run.run_id, of_type=kind).records:
-            event = record.event_log_entry.dagster_event
-            if event is None:
-                continue
-            data: Any = event.event_specific_data
-            if kind == dg.DagsterEventType.STEP_FAILURE:
-                user = getattr(data, "user_failure_data", None)
-                error = getattr(data, "error", None)
-                text = (user.description if user is not None else None) or (
-                    error.message if error is not None else "failed"
+    for record in instance.get_records_for_run(run.run_id, of_type=kinds).records:
+        event = record.event_log_entry.dagster_event
+        if event is None:
+            continue
+        data: Any = event.event_specific_data
+        if event.event_type == dg.DagsterEventType.STEP_FAILURE:
+            user = getattr(data, "user_failure_data", None)
+            error = getattr(data, "error", None)
+            text = (user.description if user is not None else None) or (
+                error.message if error is not None else "failed"
+            )
+            failed.append((str(event.step_key), str(text)))
+        elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
+            checks.append(
+                CheckOutcome(
+                    f"{data.asset_key.to_user_string()}:{data.check_name}",
+                    bool(data.passed),
+                    str(getattr(data.severity, "value", data.severity)),
+                    str(data.description or ""),
+                    bool(data.blocking),
                 )
-                failed.append((str(event.step_key), str(text)))
-            elif kind == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
-                checks.append(
-                    CheckOutcome(
-                        f"{data.asset_key.to_user_string()}:{data.check_name}",
-                        bool(data.passed),
-                        str(getattr(data.severity, "value", data.severity)),
-                        str(data.description or ""),
-                        bool(data.blocking),
-                    )
-                )
-            elif data.materialization.asset_key == dg.AssetKey("published_local"):
-                published = True
-                value = data.materialization.metadata.get("status")
-                status = str(getattr(value, "value", value)) if value is not None else None
+            )
+        elif data.materialization.asset_key == dg.AssetKey("published_local"):
+            published = True
+            value = data.materialization.metadata.get("status")
+            status = str(getattr(value, "value", value)) if value is not None else None
     return RunFacts(
         run_id=run.run_id,
         job="materialize" if run.job_name.startswith("__ASSET_JOB") else run.job_name,
