@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import dagster as dg
 import pytest
 
 from brain_pipeline.cli import main
@@ -91,6 +92,9 @@ def test_rollback_restores_the_earlier_bytes_everywhere_and_holds_the_bad_one(
     assert project.materialize().success
     assert set(_live_everywhere(project)) == {first}
     assert _publications(capsys)["live"] == 3
+    event = project.instance.get_latest_materialization_event(dg.AssetKey("published_local"))
+    assert event is not None and event.asset_materialization is not None
+    assert event.asset_materialization.metadata["status"].value == "held"
 
     # A corpus change ends the hold: the next run publishes it.
     edit_corpus(project, "Internet gateways connect a VPC to the internet at large.")
