@@ -13,13 +13,16 @@ Order, each step crash-safe on its own:
 2. Local: the archived files go through `publish_local`, the same staged, journaled
    commit as a publication (a `kill -9` anywhere leaves the old set or the new one,
    finished or undone by `recover_publication`).
-3. S3 (when a bucket is configured): `publish_s3` with the archived files and manifest;
+3. The regression baseline goes back to the restored publication's evaluation, and one
+   atomic write of the history records the rollback (a new publication restoring the
+   old one) and a hold on the publication it replaced: from here on no scheduled run
+   publishes the replaced store again, whatever happens to S3.
+4. S3 (when a bucket is configured): `publish_s3` with the archived files and manifest;
    the content-addressed objects are normally still there (kept for the same
    generations), so only the manifest and the fixed names change; objects gone from the
-   bucket are uploaded again from the archive.
-4. The regression baseline goes back to the restored publication's evaluation, and the
-   history records the rollback (a new publication restoring the old one), its upload,
-   and a hold on the publication it replaced.
+   bucket are uploaded again from the archive. When this step fails or is cut, the
+   history shows the live publication without its upload, and `rollback --to <that id>`
+   finishes S3 alone.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ from brain_pipeline.steps.publications import (
     build_identity,
     publications_table,
     record_in_history,
+    record_s3_upload,
     retained_s3_keys,
-    s3_event,
 )
 from brain_pipeline.steps.publish import Upload, recover
 from brain_pipeline.steps.report import StepResult
@@ -55,11 +58,15 @@ class RollbackPlan:
     """`publishing.history.Publication` to make live again."""
     replaces: Any
     """The live publication it replaces (held afterwards)."""
+    s3_only: bool = False
+    """The target is live locally already and only its S3 upload is missing (a rollback
+    or a publication whose upload failed or was cut): finish S3, change nothing else."""
 
 
-def plan_rollback(layout: StateLayout, to: int | None) -> RollbackPlan:
+def plan_rollback(layout: StateLayout, to: int | None, *, s3: bool = False) -> RollbackPlan:
     """The target (default: the publication before the live one) and the live one, or
-    RollbackRefused saying why not, with every missing archived file named."""
+    RollbackRefused saying why not, with every missing archived file named. `s3`: a
+    bucket is configured (then a live rollback whose upload never finished is finished)."""
     from brain_pipeline.publishing.history import HistoryError, read_history
     from brain_pipeline.publishing.manifest import MANIFEST_FILENAME
 
@@ -80,8 +87,14 @@ def plan_rollback(layout: StateLayout, to: int | None) -> RollbackPlan:
         )
         raise RollbackRefused(f"rollback refused: {what} (known: {known})")
     source = history.get(target.origin) or target
-    if source.manifest_sha256 == live.manifest_sha256:
+    s3_only = source.manifest_sha256 == live.manifest_sha256
+    if s3_only and (not s3 or live.s3):
         raise RollbackRefused(f"rollback refused: publication #{target.id} is already live")
+    if s3_only and to is None:
+        raise RollbackRefused(
+            f"publication #{live.id} is live here but not yet in S3: finish it with "
+            f"`brain-pipeline rollback --to {live.id}`"
+        )
     wanted = dict(source.files())
     wanted[MANIFEST_FILENAME] = (source.manifest_sha256, -1)
     key = source.evaluation.get("key")
@@ -95,7 +108,7 @@ def plan_rollback(layout: StateLayout, to: int | None) -> RollbackPlan:
             f"{len(missing)} archived file(s) missing: {lines} "
             f"(only the last publish.keep_generations publications are kept)"
         )
-    return RollbackPlan(source, live)
+    return RollbackPlan(source, live, s3_only)
 
 
 def _missing(layout: StateLayout, wanted: dict[str, tuple[str, int]]) -> list[Any]:
@@ -123,7 +136,6 @@ def rollback(
 ) -> StepResult:
     """Make publication `to` (default: the previous one) live again everywhere; see the
     module. `upload` is the S3 publisher (None: S3 is left alone)."""
-    from brain_pipeline.evaluation.service import record_as_baseline
     from brain_pipeline.publishing import archive
     from brain_pipeline.publishing.commit import PublicationError
     from brain_pipeline.publishing.history import utc_now
@@ -133,13 +145,13 @@ def rollback(
     from brain_pipeline.publishing.source import ArtifactSource
 
     recover(cfg, log)
-    plan = plan_rollback(layout, to)
+    s3_wanted = upload is not None and bool(cfg.publish.s3.bucket)
+    plan = plan_rollback(layout, to, s3=s3_wanted)
     target, replaced = plan.target, plan.replaces
     root = layout.published_archive
-    files = target.files()
     sources = {
         name: ArtifactSource.of_file(archive.object_path(root, sha, name), sha)
-        for name, (sha, _) in files.items()
+        for name, (sha, _) in target.files().items()
     }
     manifest = PublishManifest.from_json(
         archive.object_path(root, target.manifest_sha256, MANIFEST_FILENAME).read_bytes()
@@ -159,58 +171,57 @@ def rollback(
     for line in report.summary().splitlines():
         log.info(line)
 
+    # Local first, then the record and the hold (one write): from here on no scheduled
+    # run publishes the replaced store again, whatever happens to the S3 step below.
+    publication = replaced
+    if not plan.s3_only:
+        _restore_baseline(cfg, layout, target, log)
+        _, corpus, fixture = build_identity(cfg, layout)
+        hold = {
+            "kind": "hold",
+            "publication": replaced.origin,
+            "store_sha256": replaced.store_sha256,
+            "corpus_digest": corpus,
+            "fixture_sha256": fixture,
+            "when": utc_now(),
+        }
+        publication = record_in_history(
+            cfg,
+            layout,
+            report,
+            _archived_evaluation(layout, target),
+            run_id=run_id,
+            trigger=trigger,
+            log=log,
+            kind="rollback",
+            restores=target.id,
+            then=lambda _: [hold],
+        )
+
     s3_report = None
-    if upload is not None and cfg.publish.s3.bucket:
+    if s3_wanted and upload is not None:
         try:
             s3_report = upload(cfg, store, vectors, report.manifest, retained_s3_keys(cfg, layout))
         except PublishError as exc:
+            done = (
+                f"publication #{target.id} is live locally"
+                if plan.s3_only
+                else f"publication #{target.id} is live again locally (as #{publication.id}) "
+                f"and #{replaced.origin} is held"
+            )
             raise StepFailure(
-                f"rolled back locally to publication #{target.id}, but the S3 rollback "
-                f"failed: {exc}; run the same rollback again to finish it"
+                f"{done}, but S3 still serves the replaced set: {exc}; "
+                f"finish it with `brain-pipeline rollback --to {publication.id}`"
             ) from None
         for line in s3_report.summary().splitlines():
             log.info(line)
-
-    evaluation: dict[str, Any] | None = None
-    key = target.evaluation.get("key")
-    if key:
-        path = archive.object_path(root, str(key), EVALUATION_FILENAME)
-        evaluation = json.loads(path.read_bytes())
-        try:
-            record_as_baseline(
-                cfg, evaluation, kind="published", note=f"rollback to publication #{target.id}"
-            )
-        except (OSError, KeyError, TypeError, ValueError) as exc:
-            log.warning(f"the evaluation baseline was not set back: {exc}")
-    _, corpus, fixture = build_identity(cfg, layout)
-    hold = {
-        "kind": "hold",
-        "publication": replaced.origin,
-        "store_sha256": replaced.store_sha256,
-        "corpus_digest": corpus,
-        "fixture_sha256": fixture,
-        "when": utc_now(),
-    }
-
-    def upload_and_hold(pub_id: int) -> list[dict[str, Any]]:
-        uploaded = [s3_event(pub_id, s3_report)] if s3_report is not None else []
-        return [*uploaded, hold]
-
-    publication = record_in_history(
-        cfg,
-        layout,
-        report,
-        evaluation,
-        run_id=run_id,
-        trigger=trigger,
-        log=log,
-        kind="rollback",
-        restores=target.id,
-        then=upload_and_hold,
-    )
+        record_s3_upload(layout, s3_report, log)
     s3_status = s3_report.status if s3_report is not None else "skipped: no bucket configured"
     summary = (
-        f"publication #{target.id} is live again as #{publication.id}; "
+        f"publication #{publication.id} (restoring #{target.id}) was live locally; S3 now "
+        f"holds it too ({s3_status})"
+        if plan.s3_only
+        else f"publication #{target.id} is live again as #{publication.id}; "
         f"#{replaced.origin} is held (S3: {s3_status})"
     )
     return StepResult(
@@ -226,6 +237,32 @@ def rollback(
             "publications": publications_table(layout),
         },
     )
+
+
+def _archived_evaluation(layout: StateLayout, target: Any) -> dict[str, Any] | None:
+    from brain_pipeline.publishing import archive
+
+    key = target.evaluation.get("key")
+    if not key:
+        return None
+    path = archive.object_path(layout.published_archive, str(key), EVALUATION_FILENAME)
+    return dict(json.loads(path.read_bytes()))
+
+
+def _restore_baseline(cfg: BrainConfig, layout: StateLayout, target: Any, log: StepLog) -> None:
+    """The restored publication's evaluation becomes the regression baseline again."""
+    from brain_pipeline.evaluation.service import record_as_baseline
+
+    evaluation = _archived_evaluation(layout, target)
+    if evaluation is None:
+        log.warning(f"publication #{target.id} has no archived evaluation: baseline unchanged")
+        return
+    try:
+        record_as_baseline(
+            cfg, evaluation, kind="published", note=f"rollback to publication #{target.id}"
+        )
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        log.warning(f"the evaluation baseline was not set back: {exc}")
 
 
 def release_hold(layout: StateLayout) -> str:

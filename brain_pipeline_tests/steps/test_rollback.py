@@ -19,6 +19,7 @@ from brain_pipeline_tests.defs.conftest import (
     write_tiny_corpus,
 )
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
+from brain_pipeline_tests.peers.notify_peers import free_port
 
 BUCKET = "brain-rollback"
 
@@ -191,3 +192,33 @@ def test_the_rollback_job_runs_the_same_core_from_dagster(
     )
     assert not refused.success  # already live: refused, nothing changed
     assert set(_live_everywhere(project)) == {first}
+
+
+def test_an_unreachable_bucket_holds_locally_and_a_second_call_finishes_s3(
+    project: Project,
+    capsys: pytest.CaptureFixture[str],
+    s3: MotoS3Server,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert project.materialize().success
+    first = project.store_file.read_bytes()
+    edit_corpus(project)
+    assert project.materialize().success
+    second = project.store_file.read_bytes()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{free_port()}")
+    capsys.readouterr()
+    assert main(["rollback"]) == 3
+    err = capsys.readouterr().err
+    assert "S3 still serves the replaced set" in err and "rollback --to 3" in err
+    assert (project.published("src") / "knowledge-store.json").read_bytes() == first
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3.endpoint_url)
+    assert _bucket("kb/knowledge-store.json") == second
+    assert _publications(capsys)["hold"] == 2  # the schedule will not republish it
+
+    capsys.readouterr()
+    assert main(["rollback", "--to", "3"]) == 0
+    assert "S3 now holds it too" in capsys.readouterr().out
+    assert set(_live_everywhere(project)) == {first}
+    listed = _publications(capsys)
+    assert listed["live"] == 3 and listed["publications"][0]["s3"]
+    assert main(["rollback", "--to", "3"]) == 1  # now done everywhere: already live
