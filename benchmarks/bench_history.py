@@ -12,7 +12,6 @@ file's size, and the time of one `lookup`.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import random
 import sys
 import tempfile
@@ -23,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from brain_pipeline.corpus import history  # noqa: E402
-from brain_pipeline.corpus.store import Chunk  # noqa: E402
+from brain_pipeline.corpus.store import Chunk, chunk_id  # noqa: E402
 from brain_pipeline.state.layout import StateLayout  # noqa: E402
 
 WORDS = [
@@ -42,8 +41,8 @@ WORDS = [
 
 def make(i: int, version: int, rng: random.Random) -> Chunk:
     text = f"paragraph {i} v{version} " + " ".join(rng.choice(WORDS) for _ in range(50))
-    key = hashlib.sha256(text.encode()).hexdigest()[:12]
-    return Chunk(key, text, f"area{i % 4}", f"area{i % 4}/dir/file{i // 40}.md", f"H {i // 10}")
+    area = f"area{i % 4}"
+    return Chunk(chunk_id(text), text, area, f"{area}/dir/file{i // 40}.md", f"H {i // 10}")
 
 
 def main() -> int:

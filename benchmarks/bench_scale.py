@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import random
@@ -79,6 +78,7 @@ import numpy as np
 import yaml
 
 from brain_pipeline.corpus.store import chunk_id
+from brain_pipeline.utils.digest import file_sha256
 
 REPO = Path(__file__).resolve().parents[1]
 AREAS = 4
@@ -378,7 +378,7 @@ def bench_size(
         # Streamed, not read whole: bytes held here would be in every child forked
         # next, and inflate the peak RSS that wait4 reports for it.
         store = build / STORE_FILENAME
-        if _sha256(store) != _sha256(publish / "src" / "storage" / STORE_FILENAME):
+        if file_sha256(store) != file_sha256(publish / "src" / "storage" / STORE_FILENAME):
             raise SystemExit(f"{run}: the published store differs from the build's")
         search = run_measured(
             [*cli, "search", query["query"], "--area", query["area"], "--mode", "lexical"],
@@ -396,14 +396,6 @@ def bench_size(
             flush=True,
         )
     return rows
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 24):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _count(path: Path, needle: bytes) -> int:

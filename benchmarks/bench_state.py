@@ -30,7 +30,6 @@ the incremental rounds, so "peak RSS so far" is the incremental path's own).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import itertools
 import os
 import random
@@ -47,6 +46,7 @@ from brain_pipeline.corpus.chunk_cache import chunk_snapshot
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.observation import observe_corpus
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.utils.digest import sha256_hex
 
 T = TypeVar("T")
 VOCABULARY_SIZE = 20_000
@@ -162,7 +162,7 @@ def full_ingest(corpus: Path, name: str, expected_sha: str) -> None:
     data = measure("bytes", result.store_bytes, figures)
     cpu = sum(c for c, _ in figures.values())
     wall = sum(w for _, w in figures.values())
-    same = hashlib.sha256(data).hexdigest() == expected_sha
+    same = sha256_hex(data) == expected_sha
     print(
         f"{name:14} ingest_corpus+store_bytes {cpu:6.2f}/{wall:6.2f}  "
         f"chunks {len(result.chunks)} collapsed {result.duplicates_collapsed} "

@@ -393,11 +393,6 @@ class BrainConfig(_Section):
 GEMINI_KEY_VARIABLES: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 
-def variables_for(prefix: str) -> list[str]:
-    """The environment variables that override configuration keys under `prefix`."""
-    return [name for name, key in ENV_OVERRIDES if key.startswith(prefix)]
-
-
 # Environment variable -> dotted config key. Order matters where two names map to one key:
 # the first one set wins.
 ENV_OVERRIDES: tuple[tuple[str, str], ...] = (

@@ -13,19 +13,24 @@ from pathlib import Path
 
 import dagster as dg
 
+from brain_pipeline.config import BrainConfig
 from brain_pipeline.lib.code_location import building_for
 
 _PROJECT = Path(__file__).resolve().parent
 
 
-def build_definitions(config_path: str | None = None) -> dg.Definitions:
+def build_definitions(
+    config_path: str | None = None, *, config: BrainConfig | None = None
+) -> dg.Definitions:
     """Definitions for one configuration file (None: BRAIN_CONFIG or ./corpus_config.yaml).
 
     Code versions, kinds and the automation's defaults are read from the configuration
     when the code location loads (a change of model or junk limits is a code-version
-    change Dagster shows); assets re-read it at run time through the resource.
+    change Dagster shows); a run reads it once when it starts (defs/resources.py).
+    `config`: the configuration the caller has already read from that file (the CLI),
+    so the load does not read it again.
     """
-    with building_for(config_path):
+    with building_for(config_path, config):
         return dg.load_from_defs_folder(path_within_project=_PROJECT)
 
 

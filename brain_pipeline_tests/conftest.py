@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.peers.moto_s3 import (
     TEST_ACCESS_KEY,
     TEST_REGION,
@@ -73,3 +75,9 @@ def s3(moto_server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[M
     finally:
         moto_server.disable_auth()
         moto_server.reset()
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> StateLayout:
+    """A build directory's layout under the test's temporary folder (not created)."""
+    return StateLayout.of(tmp_path / "build")

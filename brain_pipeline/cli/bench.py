@@ -65,8 +65,8 @@ def run(args: argparse.Namespace) -> int:
     cache = None
     embedding_errors: tuple[type[Exception], ...] = ()
     if args.mode != "lexical":
+        from brain_pipeline.embedding.factory import embedder_for
         from brain_pipeline.embedding.protocol import EmbeddingError
-        from brain_pipeline.evaluation.service import embedder_for
 
         embedding_errors = (EmbeddingError,)
         try:

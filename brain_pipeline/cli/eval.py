@@ -5,12 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from brain_pipeline.evaluation.runner import ThresholdRow
+from typing import Any
 
 HELP = "retrieval quality (legacy / bm25 / hybrid) on the labelled fixture"
 DESCRIPTION = """\
@@ -102,36 +99,8 @@ class EvalProgress:
             self._write(f"eval: {retriever} {done}/{total} queries")
 
 
-_METRIC_LABELS = {"ndcg_at_10": "nDCG@10", "recall_at_10": "recall@10", "misses": "misses"}
-
-
-def describe_bound(row: ThresholdRow) -> str:
-    """E.g. "nDCG@10 0.483 >= 0.450" or "misses 18 <= 20" (without the retriever)."""
-    label = _METRIC_LABELS.get(row.metric, row.metric)
-    if row.kind == "max":
-        return f"{label} {row.value:.0f} {'<=' if row.passed else '>'} {row.bound:.0f}"
-    return f"{label} {row.value:.3f} {'>=' if row.passed else '<'} {row.bound:.3f}"
-
-
-def verdict_line(rows: Sequence[ThresholdRow], failures: Sequence[str]) -> str:
-    """`PASSED: bm25 nDCG@10 0.483 >= 0.450, ...; hybrid ...` or `FAILED: <every failure>`.
-
-    A pass names every bound that was applied, with its figure, grouped by retriever, so
-    a log shows what "passed" meant; a failure names every reason (bounds, stale labels,
-    an empty store), the same sentences the blocking check reports.
-    """
-    if failures:
-        return "FAILED: " + "; ".join(failures)
-    groups: dict[str, list[str]] = {}
-    for row in rows:
-        groups.setdefault(row.retriever, []).append(describe_bound(row))
-    parts = [f"{name} {', '.join(items)}" for name, items in groups.items()]
-    return "PASSED: " + ("; ".join(parts) if parts else "no thresholds configured")
-
-
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError, load_config
-    from brain_pipeline.evaluation.runner import EvaluationReport
     from brain_pipeline.evaluation.service import evaluate_store_dir
 
     if args.accept and not (args.note or "").strip():
@@ -150,20 +119,18 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     report = outcome.report
-    if not isinstance(report, EvaluationReport):  # no store, or an unusable fixture
+    if report is None:  # no store, or an unusable fixture
         for failure in outcome.failures:
             print(f"brain-pipeline eval: {failure}", file=sys.stderr)
         return 2
+    from brain_pipeline.evaluation.render import report_text
     from brain_pipeline.evaluation.reports import summary_lines
 
-    regression = outcome.regression
     if args.accept:
-        accepted = _accept(cfg, store, outcome, str(args.note).strip())
-        if accepted is not None:
-            return accepted
-        regression_failures = set(regression.failures if regression else [])
-        outcome.failures = [f for f in outcome.failures if f not in regression_failures]
-    verdict = verdict_line(outcome.thresholds, outcome.failures)
+        refused = _accept(cfg, store, outcome, str(args.note).strip())
+        if refused is not None:
+            return refused
+    verdict = outcome.verdict.line()
     if args.csv:
         from brain_pipeline.evaluation.reports import per_query_frame
 
@@ -172,18 +139,17 @@ def run(args: argparse.Namespace) -> int:
         print(report.to_json())
         _stderr(verdict)  # stdout stays one JSON document
     else:
-        print(report.to_text())
+        print(report_text(report))
         for line in summary_lines(outcome):
             print(line)
         if args.per_query:
             _print_per_query(outcome)
         print(verdict)
-    if regression is not None:
-        for warning in regression.warnings:
-            _warn(warning)
-    if outcome.failures:
+    for warning in outcome.verdict.warnings:
+        _warn(warning)
+    if outcome.verdict.failures:
         print("evaluation FAILED:", file=sys.stderr)
-        for failure in outcome.failures:
+        for failure in outcome.verdict.failures:
             print(f"  - {failure}", file=sys.stderr)
         return 1
     return 0
@@ -233,13 +199,12 @@ def _write_csv(path: Path, text: str) -> None:
 
 
 def _accept(cfg: Any, store: Path, outcome: Any, note: str) -> int | None:
-    """Record the evaluation as the baseline; an exit code when it cannot be accepted."""
+    """Record the evaluation as the baseline, and its verdict as accepted (in `outcome`
+    too); an exit code when it cannot be accepted."""
     from brain_pipeline.corpus.store_reader import cache_layout
-    from brain_pipeline.evaluation import record as eval_record
-    from brain_pipeline.evaluation.service import record_as_baseline
+    from brain_pipeline.evaluation.service import accept_evaluation
 
-    regression = set(outcome.regression.failures if outcome.regression else [])
-    others = [f for f in outcome.failures if f not in regression]
+    others = outcome.verdict.own_failures
     if others:
         print(
             "brain-pipeline eval: not accepted: only regressions can be accepted, this "
@@ -248,21 +213,21 @@ def _accept(cfg: Any, store: Path, outcome: Any, note: str) -> int | None:
         )
         return 1
     layout = cache_layout(store, cfg.build_dir)
-    record = None
+    accepted = None
     if layout is not None and outcome.record_key:
-        record = eval_record.lookup(layout, outcome.record_key)
-    if record is None:
+        accepted = accept_evaluation(cfg, layout, outcome.record_key, note)
+    if accepted is None:
         print(
             "brain-pipeline eval: not accepted: this evaluation was not recorded (a store "
             "outside the build directory, or a provider that failed mid-run); run it again",
             file=sys.stderr,
         )
         return 1
-    record_as_baseline(cfg, record, kind="accepted", note=note)
-    accepted = len(regression)
+    count = sum(1 for r in outcome.verdict.regressions if r.blocking)
+    outcome.verdict = accepted
     _stderr(
         f"eval: accepted evaluation {str(outcome.record_key)[:12]} as the baseline "
-        f"({accepted} regression(s) accepted): {note}"
+        f"({count} regression(s) accepted): {note}"
     )
     return None
 

@@ -400,10 +400,10 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
 def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
     from datetime import UTC, datetime
 
+    from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation.fixture_edit import FixtureEditError
     from brain_pipeline.evaluation.labeling import LabelError, edit_labels, label_candidates
-    from brain_pipeline.evaluation.service import choose_query_embedder
     from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
     if args.add or args.remove:

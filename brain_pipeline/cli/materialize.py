@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     from brain_pipeline.definitions import build_definitions
 
-    definitions = build_definitions()
+    definitions = build_definitions(config=cfg)
     if args.select != "*":
         try:
             names = selected_asset_names(args.select, definitions)
@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
                     run_id=run_id,
                     provider_label=cfg.provider_label(),
                     lexical=cfg.effective_provider() == "none",
+                    build_dir=cfg.build_dir,
                 )
     except LockBusyError as exc:
         _note(str(exc))

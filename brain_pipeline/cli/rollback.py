@@ -44,11 +44,11 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
     from brain_pipeline.steps.provenance import StepFailure
+    from brain_pipeline.steps.publish import upload_to_s3
     from brain_pipeline.steps.rollback import (
         RollbackRefused,
         release_hold,
         rollback,
-        upload_with_config,
     )
 
     try:
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
                 run_id=run_id,
                 trigger="cli rollback",
                 log=_PrintLog(),
-                upload=upload_with_config,
+                upload=upload_to_s3,
             )
     except LockBusyError as exc:
         print(f"brain-pipeline rollback: {exc}", file=sys.stderr)

@@ -41,12 +41,12 @@ def _note(message: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError, load_config
+    from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.evaluation.search import (
         BatchFormatError,
         StoreNotFoundError,
         open_store,
     )
-    from brain_pipeline.evaluation.service import choose_query_embedder
     from brain_pipeline.retrieval.hybrid import Retriever
 
     if (args.query is None) == (args.queries is None):

@@ -34,7 +34,8 @@ from typing import Any
 HELP = "show what is published (from manifest.json) and whether it is stale"
 DESCRIPTION = """\
 Show what is live for the agent, read from <publish root>/src/storage/manifest.json:
-when it was published, chunks per area, vector model and coverage, evaluation
+when it was published, chunks per area, vector model and coverage, the evaluation
+verdict it was published on (and whether the publication was forced), evaluation
 figures, artifact sha256s, whether the src and dist copies match the manifest, and
 whether the corpus has changed since (content hashes; mtimes alone do not count).
 
@@ -185,6 +186,7 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
             "detail": corpus_note if corpus_root is None and corpus_note else corpus.detail,
         },
     }
+    report["verdict"] = _published_verdict(cfg, manifest) if cfg is not None else None
     if args.s3:
         report["s3"] = _check_s3(cfg, manifest)
     if cfg is not None:
@@ -209,6 +211,28 @@ def _history(cfg: Any) -> dict[str, Any]:
         if hold
         else None,
         "error": None,
+    }
+
+
+def _published_verdict(cfg: Any, manifest: Any) -> dict[str, Any] | None:
+    """The evaluation verdict the live store was published on, and the gate's decision,
+    as `published_local` recorded them in the build directory; None when that record is
+    of other bytes (or missing, or written before verdicts were kept)."""
+    from brain_pipeline.evaluation.service import stored_verdict
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.records import read_record
+
+    record = read_record(StateLayout.of(cfg.build_dir), "published_local")
+    if record is None or record.facts.get("store_sha256") != manifest.store.sha256:
+        return None
+    verdict = stored_verdict(record.facts)
+    if verdict is None:
+        return None
+    return {
+        **verdict.to_dict(),
+        "headline": verdict.headline(),
+        "decision": record.facts.get("decision"),
+        "forced": bool(record.facts.get("forced")),
     }
 
 
@@ -256,6 +280,11 @@ def _render(report: dict[str, Any]) -> str:
         )
     else:
         lines.append(f"Vectors: none ({m.get('embeddings_note') or 'not published'})")
+    verdict = report.get("verdict")
+    if verdict:
+        lines.append(f"Verdict: {verdict['severity']}: {verdict['headline']}")
+        if verdict.get("forced"):
+            lines.append(f"  {verdict['decision']}")
     if m.get("evaluation"):
         lines.append("Evaluation:")
         lines += [f"  {k}: {_figure(v)}" for k, v in _flat(m["evaluation"])]

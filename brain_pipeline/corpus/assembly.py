@@ -13,7 +13,6 @@ reading a single fragment or hashing the existing store.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from array import array
@@ -38,7 +37,7 @@ from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes, atomic_writer
 from brain_pipeline.utils.damage import healed
-from brain_pipeline.utils.digest import file_sha256
+from brain_pipeline.utils.digest import file_sha256, new_sha256, sha256_parts
 from brain_pipeline.utils.file_signature import FileSignature
 
 RECORD_FILENAME = "assembled.json"
@@ -76,7 +75,7 @@ class _Stream:
     """Hash, measure and buffer the store bytes on their way to the file."""
 
     out: BinaryIO
-    hasher: Any = field(default_factory=hashlib.sha256)
+    hasher: Any = field(default_factory=new_sha256)
     size: int = 0
     utf16_units: int = 0
     pending: list[bytes] = field(default_factory=list)
@@ -168,9 +167,10 @@ class _Dedup:
 
 def _plan_key(plan: list[tuple[ManifestEntry, CachedFile]], areas: list[str], target: Path) -> str:
     """Identifies the assembly's input: cache rows in order (rows are immutable)."""
-    digest = hashlib.sha256(array("q", (cached.row for _, cached in plan)).tobytes())
-    digest.update(json.dumps([areas, [e.area for e, _ in plan], str(target)]).encode())
-    return digest.hexdigest()
+    return sha256_parts((
+        array("q", (cached.row for _, cached in plan)).tobytes(),
+        json.dumps([areas, [e.area for e, _ in plan], str(target)]).encode(),
+    ))
 
 
 def _record_path(layout: StateLayout) -> Path:

@@ -27,6 +27,7 @@ from brain_pipeline.corpus.junk import (
     too_large,
 )
 from brain_pipeline.utils.digest import sha256_hex
+from brain_pipeline.utils.file_signature import FileSignature
 
 TEXT_SUFFIXES = (".md", ".txt")
 ROADMAP_SUFFIX = ".json"
@@ -73,6 +74,13 @@ class CorpusFile:
     kind: str  # STATUS_TEXT | STATUS_ROADMAP
     size: int
     mtime_ns: int
+    inode: int = 0  # with ctime_ns: known when the walk found it, 0 when rebuilt from a snapshot
+    ctime_ns: int = 0
+
+    @property
+    def signature(self) -> FileSignature:
+        """The file as the walk saw it, for the one "unchanged since we looked" rule."""
+        return FileSignature(self.size, self.mtime_ns, self.inode, self.ctime_ns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +325,9 @@ class CorpusWalk:
         first = self._seen_files.setdefault(key, source)
         if first != source:
             return self._skip(area, source, REASON_DUPLICATE, detail=f"same file as {first}")
-        return CorpusFile(area, source, entry.path, kind, st.st_size, st.st_mtime_ns)
+        return CorpusFile(
+            area, source, entry.path, kind, st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns
+        )
 
 
 def walk_corpus(root: Path | str) -> CorpusWalk:
@@ -409,21 +419,3 @@ def screen_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> byt
     return data
 
 
-def discover(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> Manifest:
-    """Walk the corpus and hash every text/roadmap file; nothing is chunked.
-
-    Junk (files over `limits.max_file_bytes`, binary files) is skipped with its reason,
-    exactly as the ingest skips it.
-    """
-    walk = walk_corpus(root)
-    entries: list[ManifestEntry] = []
-    for item in walk:
-        if isinstance(item, ManifestEntry):
-            entries.append(item)
-            continue
-        data = screen_file(item, limits)
-        if isinstance(data, ManifestEntry):
-            entries.append(data)
-            continue
-        entries.append(file_entry(item, sha256_hex(data)))
-    return Manifest(Path(root), walk.areas, entries)

@@ -35,7 +35,6 @@ mid-write rolls back.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import sqlite3
@@ -56,6 +55,7 @@ from brain_pipeline.corpus.store import NO_HEADING, heading_text
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.damage import check_sqlite, healed
+from brain_pipeline.utils.digest import sha256_parts
 
 HISTORY_FILENAME = "chunks.sqlite"
 LIVE_FILENAME = "live-ids.npz"
@@ -284,11 +284,14 @@ class _LiveSet:
         return cls(ids[first], codes[first].astype(np.int32), tuple(names)), first
 
     def digest(self) -> str:
-        digest = hashlib.sha256(str(self.ids.dtype).encode("ascii") + b"\0")
-        digest.update(self.ids.tobytes())
-        digest.update(self.areas.astype("<i4").tobytes())
-        digest.update("\n".join(self.names).encode("utf-8"))
-        return digest.hexdigest()
+        """Names this live set in the history database (the sidecar is trusted only when
+        it digests as recorded): its id dtype, ids, area codes and area names."""
+        return sha256_parts((
+            str(self.ids.dtype).encode("ascii") + b"\0",
+            self.ids.tobytes(),
+            self.areas.astype("<i4").tobytes(),
+            "\n".join(self.names).encode("utf-8"),
+        ))
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()

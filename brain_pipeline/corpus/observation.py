@@ -2,20 +2,20 @@
 
 Hashing every file on every run is what made a no-change re-ingest cost as much as a
 full one. The index in the build directory remembers, per corpus-relative source, the
-size, mtime_ns and sha256 last seen, so an observation re-reads only files whose size or
-mtime changed. An mtime says nothing about edits made within the same filesystem tick
-as the hash was taken, so a file whose mtime lies within `MTIME_WINDOW_NS` of the moment
-its hash was taken is re-hashed until a later observation sees it as settled.
+file's signature and sha256 last seen, so an observation re-reads only files changed
+by the one rule of `utils.file_signature`. An mtime says nothing about edits made within
+the same filesystem tick as the hash was taken, so a file whose mtime lies within
+`MTIME_WINDOW_NS` of the moment its hash was taken is re-hashed until a later
+observation sees it as settled.
 
 An observation yields a `CorpusSnapshot`: the manifest of the walk (same order, same
-skipped entries as `discover()`) plus the corpus digest. It is stored by digest, so
-chunking reads exactly the files the observation saw, and a Dagster observation can
-name it by its data version.
+skipped entries as the ingest's walk and screening) plus the corpus digest. It is stored
+by digest, so chunking reads exactly the files the observation saw, and a Dagster
+observation can name it by its data version.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -36,14 +36,17 @@ from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes, write_if_changed
 from brain_pipeline.utils.damage import healed
-from brain_pipeline.utils.digest import sha256_hex
+from brain_pipeline.utils.digest import sha256_hex, sha256_parts
+from brain_pipeline.utils.file_signature import FileSignature
 
 #: Re-hash a file whose mtime is this close to (or after) the start of the observation
 #: that hashed it. 2 s covers the coarsest common granularity (FAT's 2 s; ext4/xfs/btrfs
 #: are ns, HFS+ and many network filesystems 1 s).
 MTIME_WINDOW_NS = 2_000_000_000
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
+"""2: rows carry the file's whole `FileSignature` (1 kept size and mtime only); an index
+of format 1 is ignored, which costs one full hashing pass after the upgrade."""
 SNAPSHOT_FORMAT = 1
 
 Clock = Callable[[], int]
@@ -117,7 +120,7 @@ def snapshot_digest(entries: Iterable[ManifestEntry]) -> str:
 
 # --- the file-state index ---------------------------------------------------------------
 
-# One index row: [size, mtime_ns, sha256, kind, hashed_at_ns]
+# One index row: [FileSignature.as_list(), sha256, kind, hashed_at_ns]
 IndexRow = list[Any]
 
 
@@ -152,14 +155,14 @@ def _save_index(path: Path, files: dict[str, IndexRow], written_ns: int) -> None
 def _settled(row: IndexRow, found: CorpusFile, window_ns: int) -> bool:
     """True when the recorded hash still describes the file without reading it.
 
-    Same size, same mtime, same kind, and the mtime was already `window_ns` old when
+    The file is unchanged by the one rule (`utils.file_signature`: size, mtime, inode and
+    ctime as recorded), of the same kind, and its mtime was already `window_ns` old when
     that hash was taken, so no same-tick edit after the hash can hide behind the mtime.
     """
     return (
-        row[0] == found.size
-        and row[1] == found.mtime_ns
-        and row[3] == found.kind
-        and found.mtime_ns < row[4] - window_ns
+        FileSignature.from_list(row[0]) == found.signature
+        and row[2] == found.kind
+        and found.mtime_ns < row[3] - window_ns
     )
 
 
@@ -185,7 +188,7 @@ class _Observer:
         row = self.previous.get(found.source)
         if row is not None and _settled(row, found, self.window_ns):
             self.current[found.source] = row
-            return file_entry(found, row[2])
+            return file_entry(found, row[1])
         # Junk (too large: never read; binary) is reported here as it is by discovery.
         data = screen_file(found, self.limits)
         if isinstance(data, ManifestEntry):
@@ -193,8 +196,7 @@ class _Observer:
         digest = sha256_hex(data)
         self.rehashed.append(found.source)
         self.current[found.source] = [
-            found.size,
-            found.mtime_ns,
+            found.signature.as_list(),
             digest,
             found.kind,
             self.started_ns,
@@ -250,19 +252,20 @@ def _file_sha256(entry: Any) -> str:
 def files_digest(files: Mapping[str, Any]) -> str:
     """One hex digest for a corpus: relative paths and content hashes only.
 
-    `files` maps relative path -> an entry with its sha256 (a corpus snapshot's files,
-    see `state.corpus_index`). Sizes and mtimes are left out on
-    purpose: a `touch` or a fresh checkout changes mtimes without changing what the
-    store is built from, and must not make the live publication look stale.
+    `files` maps relative path -> an entry with its sha256 (a `CorpusSnapshot`'s entries;
+    a mapping with "sha256" or a (size, mtime_ns, sha256) tuple serves too). Sizes and
+    mtimes are left out on purpose: a `touch` or a fresh checkout changes mtimes without
+    changing what the store is built from, and must not make the live publication look
+    stale.
     """
     by_path = {str(path).replace("\\", "/"): entry for path, entry in files.items()}
-    digest = hashlib.sha256()
-    for path in sorted(by_path):
-        digest.update(path.encode("utf-8", errors="surrogateescape"))
-        digest.update(b"\0")
-        digest.update(_file_sha256(by_path[path]).encode("ascii"))
-        digest.update(b"\n")
-    return digest.hexdigest()
+
+    def lines() -> Iterator[bytes]:
+        for path in sorted(by_path):
+            sha256 = _file_sha256(by_path[path]).encode("ascii")
+            yield path.encode("utf-8", errors="surrogateescape") + b"\0" + sha256 + b"\n"
+
+    return sha256_parts(lines())
 
 
 def corpus_digest(

@@ -45,7 +45,7 @@ from brain_pipeline.corpus.store_scan import (
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_writer
 from brain_pipeline.utils.damage import healed
-from brain_pipeline.utils.digest import file_sha256, sha256_hex
+from brain_pipeline.utils.digest import file_sha256, ids_digest
 from brain_pipeline.utils.file_signature import FileSignature, mtime_ns
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
@@ -332,7 +332,7 @@ class StoreView:
     def area_digest(self, area: str) -> str:
         """sha256 over the area's ids in store order: what its BM25 index is keyed by."""
         ids = self._index.ids[self.rows_of_area(area)]
-        return sha256_hex(np.ascontiguousarray(ids).tobytes())
+        return ids_digest(ids)
 
     def chunk_at(self, i: int) -> Chunk:
         """The chunk at store position `i`."""
@@ -444,7 +444,3 @@ def cache_layout(store_dir: Path | str, build_dir: Path | str | None = None) -> 
     return layout if layout.state_dir.is_dir() else None
 
 
-def clear_views() -> None:
-    """Forget memoised views (tests and benchmarks use it to simulate a new process)."""
-    with _VIEWS_LOCK:
-        _VIEWS.clear()

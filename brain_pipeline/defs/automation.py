@@ -9,14 +9,10 @@
   corpus version is not the one the chunks were last built from, the same tick requests
   the rebuild run (tagged with the trigger and the version), so the tick that saw a
   change is a SUCCESS that names its run, not a SKIPPED no-op.
-- `automation_sensor` evaluates the assets' automation conditions. `knowledge_chunks`
-  is requested by `eager()` *or* by `corpus_version_unconsumed`: the corpus's latest
-  observed data version is not the one the latest `knowledge_chunks` materialisation
-  read. The second is a state, not an event, so it cannot be cancelled by the timing of
-  evaluations (with `eager()` alone, an observation that lands in the same evaluation as
-  the previous run's materialisation, or while that run is in progress, is "handled" by
-  that materialisation and the edit is never rebuilt). The store and the vectors follow
-  eagerly; the publish steps follow only once every blocking check upstream has passed.
+- `automation_sensor` evaluates the assets' automation conditions (`lib.conditions`:
+  `knowledge_chunks` on `eager()` or a corpus version it has not read, and why `eager()`
+  alone would lose edits). The store and the vectors follow eagerly; the publish steps
+  follow only once every blocking check upstream has passed.
 """
 
 from __future__ import annotations
@@ -29,11 +25,11 @@ from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import (
     CORPUS_VERSION_TAG,
-    TRIGGER_TAG,
     consumed_corpus_version,
     corpus_version_unconsumed,
 )
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
+from brain_pipeline.steps.trigger import TRIGGER_TAG
 
 REBUILD_ASSETS = (
     "knowledge_chunks",

@@ -13,12 +13,7 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
-from brain_pipeline.lib.conditions import (
-    TRIGGER_TAG,
-    chunks_condition,
-    downstream_condition,
-    fired_conditions,
-)
+from brain_pipeline.lib.conditions import chunks_condition, downstream_condition, run_trigger
 from brain_pipeline.lib.steps import (
     CORPUS,
     DATA_VERSION_TAG,
@@ -39,6 +34,7 @@ from brain_pipeline.steps.ingest import (
     observe,
     snapshot_facts,
 )
+from brain_pipeline.steps.trigger import with_trigger
 
 
 @dg.observable_source_asset(
@@ -107,20 +103,6 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Co
     return snapshot
 
 
-def _trigger(context: dg.AssetExecutionContext) -> str:
-    """Why this run exists: the observation sensor, automation (with the conditions that
-    were true), the schedule, or a person."""
-    tags = dict(context.run.tags)
-    fired = fired_conditions(context.instance, tags, context.asset_key)
-    if fired:
-        return "automation_sensor: " + ", ".join(fired)
-    if TRIGGER_TAG in tags:
-        return tags[TRIGGER_TAG]
-    if "dagster/schedule_name" in tags:
-        return f"schedule {tags['dagster/schedule_name']}"
-    return "launched by hand (CLI or UI)"
-
-
 def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
     @dg.asset(
         name="knowledge_chunks",
@@ -142,10 +124,12 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext, settings: BrainSettings
     ) -> dg.MaterializeResult:
         cfg, layout = start_step(context.instance, settings, context.run)
+        # Why this run exists (sensor, fired conditions, schedule or a person): steps.trigger.
+        triggered_by = run_trigger(context.instance, context.run.tags, context.asset_key)
         snapshot = _snapshot_for_run(context, cfg)
         with step_failures():
             result = chunk_corpus(cfg, layout, snapshot, run_id=context.run.run_id, log=context.log)
-        return materialize_result(result)
+        return materialize_result(with_trigger(result, triggered_by))
 
     return knowledge_chunks
 

@@ -21,7 +21,6 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.lib.code_location import location_config, location_config_path
-from brain_pipeline.lib.conditions import run_trigger
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
 from brain_pipeline.publishing.notify import (
     BAD_EVENTS,
@@ -33,6 +32,7 @@ from brain_pipeline.publishing.notify import (
     known_secrets,
     run_link,
 )
+from brain_pipeline.steps.trigger import describe_trigger
 
 NOTIFIED_KEY = "brain_pipeline/notified/"
 """Instance key-value entry per run already reported (a second tick never re-sends)."""
@@ -92,7 +92,7 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
         checks=tuple(checks),
         published=published,
         publish_status=status,
-        trigger=run_trigger(run),
+        trigger=describe_trigger(run.tags, ()),
     )
 
 

@@ -51,7 +51,7 @@ def published_local(
             force=config.force,
             run_id=context.run.run_id,
             log=context.log,
-            trigger=run_trigger(context.run),
+            trigger=run_trigger(context.instance, context.run.tags, context.asset_key),
         )
     return materialize_result(publication)
 

@@ -1,17 +1,22 @@
-"""Dagster resources: the configuration, the build directory's run locks, and the two
-outside clients, each configured by its own fields.
+"""Dagster resources: the run's configuration and locks, and the two outside clients.
 
-- `BrainSettings` is corpus_config.yaml (BRAIN_CONFIG, else ./corpus_config.yaml) plus
-  the environment, re-read when a run starts.
-- `RunLocks` holds the build directory's lock (and the publish root's when the run
-  publishes) for the whole run, whoever launched it.
+One source per setting: a run reads the configuration (corpus_config.yaml, BRAIN_CONFIG,
+plus the environment) once, when it starts, and every step, check and resource of that
+run uses that one snapshot, so a configuration edit takes effect on the next run, for
+all of it at once (an S3 upload goes where the run's metadata says). What the code
+location derives when it loads (code versions, kinds, the schedule's cron, the sensors'
+intervals) changes when it reloads.
+
+- `RunLocks` reads that snapshot and holds the build directory's lock (and the publish
+  root's when the run publishes) for the whole run, whoever launched it.
+- `BrainSettings` hands the snapshot to every step (`load()`).
 - `EmbeddingClient` builds the document embedder; its `api_key` is a `dg.EnvVar`, so the
   key is resolved in the run's process and never appears in the UI or a run's config.
   The field is only set when a key variable is set at load: an unset EnvVar fails the
   run, and the default needs no key at all.
-- `S3Publisher` builds the boto3 client from its bucket, prefix, region, endpoint and
-  timeouts (from `publish.s3` and its variables when the code location loads);
-  credentials come from the usual AWS chain.
+- `S3Publisher` uploads with boto3 to the bucket, prefix, region, endpoint and timeouts of
+  the run's configuration (`publish.s3` and its variables); credentials come from the
+  usual AWS chain.
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig, load_config
-from brain_pipeline.lib.code_location import location_config, location_config_path
+from brain_pipeline.lib.code_location import location_config_path
 from brain_pipeline.lib.steps import PUBLISH_ASSETS
 
 if TYPE_CHECKING:
@@ -32,20 +38,22 @@ if TYPE_CHECKING:
 
 
 class RunLocks(dg.ConfigurableResource):
-    """The build directory's write lock (and the publish root's) for the run's duration.
+    """The run's configuration, read once when the run starts, and the locks it names.
 
-    Re-entrant, so the CLI's own hold is not waited for. A resource rather than a step
-    prologue so that a run launched from the UI, a schedule or automation holds exactly
-    what a CLI run holds, from before its first step to after its last.
+    Holds the build directory's write lock (and the publish root's) for the run's
+    duration; re-entrant, so the CLI's own hold is not waited for. A resource rather than
+    a step prologue so that a run launched from the UI, a schedule or automation reads
+    and holds exactly what a CLI run does, from before its first step to after its last.
     """
 
     config_path: str | None = None
+    _config: BrainConfig | None = PrivateAttr(default=None)
 
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[RunLocks]:
         from brain_pipeline.state.lock import hold_run_locks, make_holder
 
-        cfg = load_config(self.config_path)
+        cfg = self._config = load_config(self.config_path)
         run = context.run
         names = {key.to_user_string() for key in (run.asset_selection or set())} if run else set()
         publishes = not names or bool(names & PUBLISH_ASSETS)
@@ -58,9 +66,13 @@ class RunLocks(dg.ConfigurableResource):
         ):
             yield self
 
+    def run_config(self) -> BrainConfig | None:
+        """The snapshot this run started with (None outside a run)."""
+        return self._config
+
 
 class BrainSettings(dg.ConfigurableResource):
-    """The validated configuration; every step loads it first. Holds the run's locks.
+    """The validated configuration of the run; every step loads it first.
 
     `config_path` lets a test or a deployment point at another file without touching
     the environment. Secrets are never part of this resource's fields.
@@ -70,7 +82,9 @@ class BrainSettings(dg.ConfigurableResource):
     locks: RunLocks
 
     def load(self) -> BrainConfig:
-        return load_config(self.config_path)
+        """The run's snapshot (see the module docstring); outside a run, read now."""
+        cfg = self.locks.run_config()
+        return cfg if cfg is not None else load_config(self.config_path)
 
 
 class EmbeddingClient(dg.ConfigurableResource):
@@ -84,36 +98,18 @@ class EmbeddingClient(dg.ConfigurableResource):
     base_url: str | None = None
 
     def embedder(self, cfg: BrainConfig) -> Any:
-        from brain_pipeline.evaluation.service import embedder_for
+        from brain_pipeline.embedding.factory import embedder_for
 
         return embedder_for(cfg, api_key=self.api_key, base_url=self.base_url)
 
 
 class S3Publisher(dg.ConfigurableResource):
-    """Uploads a publication with boto3 to `bucket`/`prefix`."""
+    """Uploads a publication with boto3 where the run's configuration says (`publish.s3`).
 
-    bucket: str | None = None
-    prefix: str = ""
-    region: str | None = None
-    endpoint_url: str | None = None
-    include_embeddings: bool = False
-    connect_timeout_seconds: float = 5.0
-    read_timeout_seconds: float = 20.0
-    deadline_seconds: float = 60.0
-
-    @classmethod
-    def from_config(cls, cfg: BrainConfig) -> S3Publisher:
-        s3 = cfg.publish.s3
-        return cls(
-            bucket=s3.bucket,
-            prefix=s3.prefix,
-            region=s3.region,
-            endpoint_url=s3.endpoint_url,
-            include_embeddings=s3.include_embeddings,
-            connect_timeout_seconds=s3.connect_timeout_seconds,
-            read_timeout_seconds=s3.read_timeout_seconds,
-            deadline_seconds=s3.deadline_seconds,
-        )
+    It has no settings of its own: fields fixed when the code location loads would be a
+    second source beside the configuration the run read, and an edit between two runs
+    would send the upload to one bucket while the run's metadata named another.
+    """
 
     def publish(
         self,
@@ -125,21 +121,9 @@ class S3Publisher(dg.ConfigurableResource):
     ) -> Any:
         """Upload the build's files (`publishing.source.ArtifactSource`s, streamed),
         keeping the objects in `retain` (the generations a rollback can reach)."""
-        from brain_pipeline.publishing.s3 import publish_s3
-        from brain_pipeline.publishing.s3_client import S3Timeouts
+        from brain_pipeline.steps.publish import upload_to_s3
 
-        return publish_s3(
-            store,
-            embeddings,
-            bucket=self.bucket,
-            prefix=self.prefix,
-            region=self.region,
-            endpoint_url=self.endpoint_url,
-            include_embeddings=self.include_embeddings,
-            manifest=manifest,
-            timeouts=S3Timeouts.from_settings(self),
-            retain=retain,
-        )
+        return upload_to_s3(cfg, store, embeddings, manifest, retain)
 
 
 def _gemini_key() -> Any:
@@ -163,7 +147,7 @@ def resource_definitions() -> dg.Definitions:
             "embedding_client": EmbeddingClient(
                 api_key=_gemini_key(), base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
             ),
-            "s3_publisher": S3Publisher.from_config(location_config()),
+            "s3_publisher": S3Publisher(),
         },
         executor=dg.in_process_executor,
     )

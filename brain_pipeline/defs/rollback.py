@@ -12,9 +12,9 @@ the publish assets and `brain-pipeline publications` show the rollback.
 import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
-from brain_pipeline.lib.conditions import run_trigger
 from brain_pipeline.lib.steps import start_step, step_failures
 from brain_pipeline.steps.rollback import release_hold, rollback
+from brain_pipeline.steps.trigger import describe_trigger
 
 
 class RollbackConfig(dg.Config):
@@ -48,7 +48,7 @@ def rollback_publication(
             layout,
             to=config.to,
             run_id=context.run.run_id,
-            trigger=f"rollback_job ({run_trigger(context.run)})",
+            trigger=f"rollback_job ({describe_trigger(context.run.tags, ())})",
             log=context.log,
             upload=s3_publisher.publish,
         )

@@ -1,12 +1,28 @@
 """Choose and build the embedding provider a configuration names.
 
-Provider modules are imported lazily so that choosing one never loads the other's
-dependencies (the Gemini SDK or onnxruntime).
+`make_embedder` builds a provider from plain settings; `embedder_for` reads them from a
+configuration (the embeddings step, `bench`); `choose_query_embedder` decides whether
+queries can be embedded for a given set of vectors, and says why not when they cannot
+(the evaluation, `search`, `fixture`). Provider modules are imported lazily so that
+choosing one never loads the other's dependencies (the Gemini SDK or onnxruntime).
 """
 
 from __future__ import annotations
 
-from brain_pipeline.embedding.protocol import PROVIDERS, Embedder, EmbeddingRejected
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.embedding.protocol import (
+    PROVIDERS,
+    Embedder,
+    EmbeddingError,
+    EmbeddingRejected,
+)
+
+if TYPE_CHECKING:
+    from brain_pipeline.retrieval.vectors import EmbeddingStore
 
 
 def make_embedder(
@@ -56,3 +72,67 @@ def make_embedder(
             raise ValueError(f"unknown local model {name!r}; the bundled one is {LOCAL_MODEL_NAME}")
         return LocalEmbedder()
     raise ValueError(f"unknown embedding provider {provider!r}; expected one of {PROVIDERS}")
+
+
+def embedder_for(
+    cfg: BrainConfig, *, api_key: str | None = None, base_url: str | None = None
+) -> Embedder | None:
+    """The embedder the configuration selects (`auto` resolved), or None for `none`.
+
+    `api_key`/`base_url` are the Gemini client's settings when a caller holds them (the
+    Dagster resource); otherwise the key comes from the environment and the endpoint from
+    the SDK's own resolution (GOOGLE_GEMINI_BASE_URL).
+    """
+    emb = cfg.embedding
+    return make_embedder(
+        cfg.effective_provider(),
+        model=emb.model,
+        dimension=emb.dimension,
+        api_key=api_key or cfg.gemini_api_key(),
+        base_url=base_url,
+        texts_per_minute=emb.texts_per_minute,
+        requests_per_minute=emb.requests_per_minute,
+        max_attempts=emb.max_attempts,
+        batch_size=emb.batch_size,
+        local_model=emb.local_model,
+    )
+
+
+@dataclass(frozen=True)
+class QueryEmbedding:
+    """How queries get vectors: `embed` and its model, or None and `note` saying why not."""
+
+    embed: Callable[[str], Any] | None
+    model: str | None
+    note: str | None = None
+
+
+def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -> QueryEmbedding:
+    """The configured provider's query embedder, if it made `embeddings`; else why not.
+
+    Nothing is loaded or contacted when the answer is "lexical".
+    """
+    if embeddings is None:
+        from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME  # numpy: not at import
+
+        return QueryEmbedding(None, None, f"no readable {EMBEDDINGS_FILENAME} in the store")
+    provider = cfg.effective_provider()
+    if provider == "none":
+        return QueryEmbedding(None, None, "the embedding provider is 'none'")
+    expected = cfg.effective_model()
+    if embeddings.model != expected:
+        return QueryEmbedding(
+            None,
+            None,
+            f"the store's vectors were made by {embeddings.model!r}, but the configured "
+            f"{provider} provider embeds queries with {expected!r}",
+        )
+    if provider == "gemini" and not cfg.gemini_api_key():
+        return QueryEmbedding(None, None, "no Gemini API key (set GEMINI_API_KEY)")
+    try:
+        embedder = embedder_for(cfg)
+    except (EmbeddingError, ValueError) as exc:
+        return QueryEmbedding(None, None, f"cannot embed queries with {provider}: {exc}")
+    if embedder is None:
+        return QueryEmbedding(None, None, "the embedding provider is 'none'")
+    return QueryEmbedding(embedder.embed_query, embedder.name)

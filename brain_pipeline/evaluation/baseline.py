@@ -61,11 +61,6 @@ class Baseline:
     def evaluated_at(self) -> str:
         return str(self.record.get("when") or self.when)
 
-    @property
-    def fixture_sha256(self) -> str | None:
-        inputs = self.record.get("inputs")
-        return inputs.get("fixture_sha256") if isinstance(inputs, Mapping) else None
-
     def describe(self) -> str:
         how = "accepted" if self.kind == "accepted" else "published"
         note = f" ({self.note})" if self.note else ""
@@ -158,13 +153,16 @@ def summary_of(
 ) -> dict[str, Any]:
     """One line of `eval --history`: figures, their intervals, misses, note."""
     inputs = record.get("inputs") if isinstance(record.get("inputs"), Mapping) else {}
+    verdict = record.get("verdict") if isinstance(record.get("verdict"), Mapping) else None
     return {
         "when": when,
         "kind": kind,
         "note": note,
         "evaluation_key": record.get("key"),
         "evaluated_at": record.get("when"),
-        "passed": record.get("passed"),
+        # A record written before verdicts were stored says "passed" itself.
+        "passed": verdict.get("severity") != "ERROR" if verdict else record.get("passed"),
+        "severity": verdict.get("severity") if verdict else None,
         "store_sha256": (inputs or {}).get("store_sha256"),
         "fixture_sha256": (inputs or {}).get("fixture_sha256"),
         "figures": dict(record.get("figures") or {}),

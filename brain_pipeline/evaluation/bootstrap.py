@@ -48,9 +48,6 @@ class Interval:
     def half_width(self) -> float:
         return (self.high - self.low) / 2.0
 
-    def covers(self, value: float) -> bool:
-        return self.low <= value <= self.high
-
     def to_list(self) -> list[float]:
         return [round(self.low, 6), round(self.high, 6)]
 

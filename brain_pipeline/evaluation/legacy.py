@@ -28,10 +28,9 @@ import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.jscompat import JS_WS_CLASS, utf16_length
-from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation.legacy_cache import LegacyMatchCache
-from brain_pipeline.retrieval.hybrid import ChunkSource, ListSource
-from brain_pipeline.utils.digest import sha256_hex
+from brain_pipeline.retrieval.hybrid import ChunkSource
+from brain_pipeline.utils.digest import ids_digest, sha256_hex
 
 LEGACY_CACHE_VERSION = 2
 """Bump when what a cached match means changes; older caches are then pruned."""
@@ -144,7 +143,7 @@ class LegacyBaseline:
             matrix = np.zeros((len(ids), len(self.terms)), dtype=np.uint8)
             found = np.zeros(len(ids), dtype=bool)
         else:
-            digest = sha256_hex(np.ascontiguousarray(ids).tobytes())
+            digest = ids_digest(ids)
             exact = self.cache.exact(area, digest, ids)
             if exact is not None:
                 return exact
@@ -160,18 +159,3 @@ class LegacyBaseline:
         return matrix
 
 
-class LegacyRetriever:
-    """The baseline over chunks in memory, for any query (its terms are matched on demand).
-
-    A convenience over `LegacyBaseline` (the same matching and ranking) for callers that
-    hold a list of chunks and no fixture.
-    """
-
-    def __init__(self, chunks: Sequence[Chunk]) -> None:
-        self._source = ListSource(chunks)
-
-    def search(self, query: str, area: str, limit: int = 10) -> list[tuple[Chunk, int]]:
-        """Top `limit` (chunk, score) of the area, score = number of matching query terms."""
-        hits = LegacyBaseline(self._source, legacy_terms(query)).search(query, area, limit)
-        chunks = self._source.area_chunks(area)
-        return [(chunks[position], score) for position, score in hits]

@@ -12,6 +12,12 @@ newest first, so alternating `eval --fixture` runs do not evict the pipeline's (
 outcome a plain dict with at least `key` and `when`), and a small memo of file digests
 keyed by (size, mtime_ns, inode, ctime_ns), so an unchanged 800 MB embeddings.bin is
 not re-hashed on every check.
+
+An outcome holds `report` (runner.EvaluationReport.to_dict), `figures`, `markdown`,
+`inputs`, `run_id` and `verdict` (verdict.Verdict.to_dict, the whole judgement the
+publish gate reads). Outcomes written before verdicts were stored (with `passed` and
+`failures` instead) still lend their report for reuse; the next check judges it and
+rewrites the outcome with a verdict, and until then a publish gate finds no verdict.
 """
 
 from __future__ import annotations

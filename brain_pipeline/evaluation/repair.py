@@ -59,7 +59,6 @@ AREA = "area"
 """The label is right; its query's area follows it (an area folder renamed)."""
 MOVED = "moved"
 """The label is live in another area; moving its query there is offered, not applied."""
-VERDICTS = (APPLY, AREA, SPLIT, AMBIGUOUS, NO_MATCH, UNKNOWN, CONFLICT, MOVED)
 FOREIGN_SHARE = 0.5
 """More than this share of a fixture's ids never seen here: it was labelled elsewhere."""
 
@@ -333,7 +332,7 @@ def propose_repair(
 ) -> RepairProposal:
     """A verdict for every stale label of `fixture` against the live `chunks`.
 
-    `old_chunks` maps old ids to what they were: history entries (state.history
+    `old_chunks` maps old ids to what they were: history entries (corpus.history
     `lookup_many`), chunks of an older store, or OldChunk. `area_search` finds
     candidates across an area; by default BM25 over the live chunks (lexical Retriever).
     A query whose labels all live in one other area follows them (`area_moves`); its

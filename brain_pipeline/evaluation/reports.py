@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-    from brain_pipeline.evaluation.bootstrap import Interval
     from brain_pipeline.evaluation.compare import Comparison
     from brain_pipeline.evaluation.runner import EvaluationReport
 
@@ -69,34 +68,6 @@ def changes_frame(comparison: Comparison) -> pd.DataFrame:
     return frame.assign(_order=key).sort_values("_order", kind="stable").drop(columns="_order")
 
 
-def intervals_frame(
-    intervals: Mapping[str, Interval], differences: Mapping[str, Interval] | None = None
-) -> pd.DataFrame:
-    """One row per retriever and metric: figure, 95% interval, and the paired difference
-    from the baseline with its interval when there is one."""
-    import pandas as pd
-
-    rows = []
-    for name, interval in intervals.items():
-        retriever, metric = name.split(".", 1)
-        row: dict[str, Any] = {
-            "retriever": retriever,
-            "metric": metric,
-            "value": interval.value,
-            "ci_low": interval.low,
-            "ci_high": interval.high,
-            "half_width": interval.half_width,
-        }
-        diff = (differences or {}).get(name)
-        row["delta"] = diff.value if diff else None
-        row["delta_low"] = diff.low if diff else None
-        row["delta_high"] = diff.high if diff else None
-        rows.append(row)
-    return pd.DataFrame(rows).astype(
-        {"delta": "Float64", "delta_low": "Float64", "delta_high": "Float64"}
-    ) if rows else pd.DataFrame(rows)
-
-
 def _count(value: Any) -> int | None:
     return None if value is None else int(value)
 
@@ -134,7 +105,8 @@ def summary_lines(outcome: Any, *, markdown: bool = False) -> list[str]:
     """The few lines a person reads first: regressions, baseline, figures with intervals,
     whether a difference is out of the noise, and what the fixture is too small to see.
 
-    `outcome` is a service.EvaluationOutcome with `regression` and `intervals` set.
+    `outcome` is a service.EvaluationOutcome with `regression` and `intervals` set; the
+    regressions and warnings named are its verdict's.
     """
     from brain_pipeline.evaluation.bootstrap import too_small_note
 
@@ -146,12 +118,13 @@ def summary_lines(outcome: Any, *, markdown: bool = False) -> list[str]:
     retriever = regression.retriever or "bm25"
     lines.append(bullet + regression.status)
     # The terminal's verdict line names blocking regressions already: not twice there.
-    named = regression.failures + regression.warnings if markdown else regression.warnings
-    lines.extend(bullet + message for message in named)
+    verdict = outcome.verdict
+    blocking = [r.message for r in verdict.regressions if r.blocking] if markdown else []
+    lines.extend(bullet + message for message in [*blocking, *verdict.warnings])
     comparison = regression.comparison
     if comparison is not None:
-        blocking = {(c.retriever, c.query, c.area) for c in comparison.new_misses(retriever)}
-        others = [c for c in comparison.changes if (c.retriever, c.query, c.area) not in blocking]
+        gated = {(c.retriever, c.query, c.area) for c in comparison.new_misses(retriever)}
+        others = [c for c in comparison.changes if (c.retriever, c.query, c.area) not in gated]
         if others:
             worse = sum(1 for c in others if c.regression)
             lines.append(

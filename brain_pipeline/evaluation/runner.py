@@ -1,9 +1,9 @@
-"""Run the labelled fixture through legacy / BM25 / hybrid retrieval and judge the result.
+"""Run the labelled fixture through legacy / BM25 / hybrid retrieval.
 
-`evaluate` produces an `EvaluationReport` (aggregates, per-query rows, stale labels,
-fallbacks); `check_thresholds` turns it into a list of human-readable failures; and
-`run_evaluation` does both, which is what the blocking `retrieval_eval` asset check and
-`brain-pipeline eval` call. Everything here is pure: no Dagster, no configuration.
+`evaluate` produces an `EvaluationReport`: aggregates, per-query rows, stale labels,
+fallbacks. It judges nothing: `verdict.judge` decides what the report means
+(thresholds, staleness, regressions) and `render` shows it to people. Everything here is
+pure: no Dagster, no configuration.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ each retriever (done 0) and after every query, so a caller can report on its own
 
 @dataclass
 class EvaluationReport:
-    """The evaluation's outcome: what `to_markdown` shows and the thresholds judge."""
+    """What the retrievers did on the fixture (`render` shows it, `verdict.judge` judges it)."""
 
     retrievers: list[RetrieverSummary]
     queries: list[QueryResult]
@@ -143,107 +143,6 @@ class EvaluationReport:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
-
-    def to_text(self) -> str:
-        """A plain-text version of the comparison for the terminal (`brain-pipeline eval`)."""
-        n = len({(q.query, q.area) for q in self.queries})
-        labels = [f"{s.name} (= bm25)" if s.fell_back_entirely else s.name for s in self.retrievers]
-        width = max([len("retriever"), *map(len, labels)])
-        lines = [
-            f"{n} queries from {self.fixture_source}, {self.n_chunks} chunks",
-            f"{'retriever':<{width}}  recall@10     MRR  nDCG@10  misses",
-        ]
-        for label, s in zip(labels, self.retrievers, strict=True):
-            lines.append(
-                f"{label:<{width}}  {s.recall_at_10:9.3f}  {s.mrr:6.3f}  {s.ndcg_at_10:7.3f}  "
-                f"{s.misses:>3}/{s.n_queries}"
-            )
-        lines.extend(f"note: {note}" for note in self._fallback_notes() + self.notes)
-        if self.stale_ids:
-            lines.append(f"stale ids ({len(self.stale_ids)}): {', '.join(self.stale_ids)}")
-        if self.unknown_areas:
-            lines.append(f"unknown areas: {', '.join(self.unknown_areas)}")
-        return "\n".join(lines)
-
-    def to_markdown(self) -> str:
-        """The comparison table, fallbacks, staleness and a per-query rank table."""
-        n = len({(q.query, q.area) for q in self.queries})
-        lines = [
-            f"Retrieval evaluation: {n} queries from `{self.fixture_source}` "
-            f"over {self.n_chunks} chunks.",
-            "",
-            "| retriever | recall@10 | MRR | nDCG@10 | misses |",
-            "|---|---:|---:|---:|---:|",
-        ]
-        for s in self.retrievers:
-            label = f"{s.name} (= bm25)" if s.fell_back_entirely else s.name
-            lines.append(
-                f"| {label} | {s.recall_at_10:.3f} | {s.mrr:.3f} | {s.ndcg_at_10:.3f} "
-                f"| {s.misses}/{s.n_queries} |"
-            )
-        lines.append("")
-        lines.extend(f"- {note}" for note in self._fallback_notes() + self.notes)
-        if self.stale_ids:
-            lines.append(
-                f"- **Stale fixture**: {len(self.stale_ids)} labelled chunk id(s) are not in "
-                f"the store: {', '.join(self.stale_ids)}"
-            )
-        if self.unknown_areas:
-            lines.append(f"- **Unknown area(s)** in the fixture: {', '.join(self.unknown_areas)}")
-        lines.extend(["", *self._rank_table()])
-        return "\n".join(lines).rstrip() + "\n"
-
-    def _fallback_notes(self) -> list[str]:
-        notes = []
-        for s in self.retrievers:
-            if s.fallback_queries:
-                notes.append(
-                    f"{s.name} answered {s.fallback_queries}/{s.n_queries} queries with BM25 "
-                    f"({s.fallback})" + ("; its figures are BM25's" if s.fell_back_entirely else "")
-                )
-        return notes
-
-    def query_rows(self) -> list[dict[str, Any]]:
-        """One row per labelled query: area, first relevant rank per retriever, staleness."""
-        names = [s.name for s in self.retrievers]
-        stale_queries = {(query, area) for _, query, area in self.stale_labels}
-        ranks: dict[tuple[str, str], dict[str, int | None]] = {}
-        for q in self.queries:
-            ranks.setdefault((q.query, q.area), {})[q.retriever] = q.first_relevant_rank
-        return [
-            {
-                "query": query,
-                "area": area,
-                **{name: by_name.get(name) for name in names},
-                "stale_label": (query, area) in stale_queries,
-            }
-            for (query, area), by_name in ranks.items()
-        ]
-
-    def _rank_table(self) -> list[str]:
-        """Rank of the first relevant hit per query and retriever ("—" for a miss)."""
-        names = [s.name for s in self.retrievers]
-        ranks: dict[tuple[str, str], dict[str, int | None]] = {}
-        for q in self.queries:
-            ranks.setdefault((q.query, q.area), {})[q.retriever] = q.first_relevant_rank
-        lines = [
-            "| query | area | " + " | ".join(names) + " |",
-            "|---|---|" + "---:|" * len(names),
-        ]
-        for (query, area), by_name in ranks.items():
-            cells = [_rank_cell(by_name.get(name)) for name in names]
-            row = [_md_escape(query), _md_escape(area), *cells]
-            lines.append("| " + " | ".join(row) + " |")
-        return lines
-
-
-def _rank_cell(rank: int | None) -> str:
-    return "—" if rank is None else str(rank)
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
 
 Ranker = Callable[[str, str], tuple[list[str], str, str | None]]
 """(query, area) -> (top ids, mode that answered, fallback reason)."""
@@ -314,7 +213,7 @@ def _summarise(name: str, rows: Sequence[QueryResult]) -> RetrieverSummary:
 
 def evaluate(
     chunks: Sequence[Chunk] | ChunkSource,
-    fixture: Fixture,
+    fixture: Fixture | Path | str,
     *,
     embeddings: EmbeddingStore | None = None,
     query_embedder: QueryEmbedder | None = None,
@@ -326,9 +225,12 @@ def evaluate(
 
     Hybrid needs `embeddings` and `query_embedder`; without them (or on any failure) the
     retriever answers with BM25 and the report says so instead of pretending. `chunks`
-    may be a `ChunkSource` (the memory-mapped store with cached indexes).
+    may be a `ChunkSource` (the memory-mapped store with cached indexes), `fixture` a
+    path (loaded and validated here; FixtureError when unusable).
     `progress` hears about every query (see `EvaluationProgress`).
     """
+    if not isinstance(fixture, Fixture):
+        fixture = load_fixture(fixture)
     unknown = [name for name in retrievers if name not in KNOWN_RETRIEVERS]
     if unknown:
         raise ValueError(
@@ -395,125 +297,3 @@ def evaluate(
         fixture_source=fixture.source,
         stale_labels=[(label.id, label.query, label.area) for label in stale_labels],
     )
-
-
-def _threshold_value(thresholds: Any, key: str) -> Any:
-    """Read a bound from a pydantic/dataclass object or a plain mapping."""
-    if isinstance(thresholds, Mapping):
-        return thresholds.get(key)
-    return getattr(thresholds, key, None)
-
-
-def check_thresholds(report: EvaluationReport, thresholds: Mapping[Any, Any] | None) -> list[str]:
-    """Every reason the evaluation fails, as sentences; an empty list means it passes.
-
-    Fails on an empty store, stale labels, fixture areas absent from the store, and any
-    configured bound (min_ndcg_at_10, min_recall_at_10, max_misses per retriever) missed.
-    A bound for a retriever that was not evaluated fails too: an ignored bound is a lie.
-    """
-    failures: list[str] = []
-    if report.n_chunks == 0:
-        failures.append("the knowledge store is empty: nothing can be retrieved")
-    if report.stale_ids:
-        def where(chunk: str) -> str:
-            source = report.stale_sources.get(chunk)
-            return f", was in {source}" if source else ""
-
-        named = "; ".join(
-            f"{chunk} (query {query!r}, area {area}{where(chunk)})"
-            for chunk, query, area in report.stale_labels
-        ) or ", ".join(report.stale_ids)
-        failures.append(
-            f"stale fixture: {len(report.stale_ids)} labelled chunk id(s) no longer in the "
-            f"store: {named}; relabel {report.fixture_source} "
-            "(`brain-pipeline fixture repair` proposes the new ids)"
-        )
-    if report.unknown_areas:
-        failures.append(
-            f"fixture asks about area(s) not in the store: {', '.join(report.unknown_areas)}"
-        )
-    for name, bounds in (thresholds or {}).items():
-        summary = report.summary(name)
-        if summary is None:
-            failures.append(f"{name}: thresholds are configured but {name} was not evaluated")
-            continue
-        min_ndcg = _threshold_value(bounds, "min_ndcg_at_10")
-        if min_ndcg is not None and summary.ndcg_at_10 < min_ndcg:
-            failures.append(f"{name}: nDCG@10 {summary.ndcg_at_10:.3f} < minimum {min_ndcg:.3f}")
-        min_recall = _threshold_value(bounds, "min_recall_at_10")
-        if min_recall is not None and summary.recall_at_10 < min_recall:
-            failures.append(
-                f"{name}: recall@10 {summary.recall_at_10:.3f} < minimum {min_recall:.3f}"
-            )
-        max_misses = _threshold_value(bounds, "max_misses")
-        if max_misses is not None and summary.misses > max_misses:
-            failures.append(f"{name}: {summary.misses} misses > maximum {max_misses}")
-    return failures
-
-
-@dataclass(frozen=True)
-class ThresholdRow:
-    """One configured bound, the measured figure, and how far it is from failing."""
-
-    retriever: str
-    metric: str
-    value: float
-    bound: float
-    kind: str  # "min" or "max"
-    margin: float
-    """value - bound for a floor, bound - value for a ceiling: negative means it failed."""
-
-    @property
-    def passed(self) -> bool:
-        return self.margin >= 0
-
-
-def threshold_rows(
-    report: EvaluationReport, thresholds: Mapping[Any, Any] | None
-) -> list[ThresholdRow]:
-    """Every configured bound next to its figure, for tables, plots and margins."""
-    rows: list[ThresholdRow] = []
-    for name, bounds in (thresholds or {}).items():
-        summary = report.summary(str(name))
-        if summary is None:
-            continue
-        for metric, key, kind in (
-            ("ndcg_at_10", "min_ndcg_at_10", "min"),
-            ("recall_at_10", "min_recall_at_10", "min"),
-            ("misses", "max_misses", "max"),
-        ):
-            bound = _threshold_value(bounds, key)
-            if bound is None:
-                continue
-            value = float(getattr(summary, metric))
-            margin = value - float(bound) if kind == "min" else float(bound) - value
-            rows.append(ThresholdRow(str(name), metric, value, float(bound), kind, margin))
-    return rows
-
-
-def run_evaluation(
-    chunks: Sequence[Chunk] | ChunkSource,
-    fixture: Fixture | Path | str,
-    thresholds: Mapping[Any, Any] | None = None,
-    *,
-    embeddings: EmbeddingStore | None = None,
-    query_embedder: QueryEmbedder | None = None,
-    query_model: str | None = None,
-    retrievers: Sequence[str] = RETRIEVERS,
-    progress: EvaluationProgress | None = None,
-) -> tuple[EvaluationReport, list[str]]:
-    """Evaluate and judge in one call: `(report, failures)`; passing means `not failures`.
-
-    `fixture` may be a path (loaded and validated here; FixtureError when unusable).
-    """
-    loaded = fixture if isinstance(fixture, Fixture) else load_fixture(fixture)
-    report = evaluate(
-        chunks,
-        loaded,
-        embeddings=embeddings,
-        query_embedder=query_embedder,
-        query_model=query_model,
-        retrievers=retrievers,
-        progress=progress,
-    )
-    return report, check_thresholds(report, thresholds)

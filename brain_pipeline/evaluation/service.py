@@ -1,13 +1,16 @@
-"""Configuration -> core wiring shared by the Dagster layer and the CLI (no Dagster import).
+"""Evaluate a store directory for the blocking check and `brain-pipeline eval` (no Dagster).
 
-Each function here is the one code path for a behaviour that both the assets and the
-command line need: which embedder the configuration asks for, and how a build directory
-is evaluated against the fixture.
+`evaluate_store_dir` is the one code path behind both: measure the store against the
+fixture (or reuse the recorded report for identical inputs), compare it with the
+baseline, judge it once (`verdict.judge`) and keep the report and the whole `Verdict`
+in the evaluation record, where the publish steps read it. Which embedder embeds the
+queries is `embedding.factory`'s business; what the baseline comparison finds is
+`regression`'s; what it means is `verdict`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,54 +20,24 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
-    from brain_pipeline.embedding.protocol import Embedder
-    from brain_pipeline.evaluation.baseline import Baseline
-    from brain_pipeline.evaluation.compare import Comparison, OriginLookup
     from brain_pipeline.evaluation.record import EvalInputs
+    from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
-    from brain_pipeline.retrieval.vectors import EmbeddingStore
+    from brain_pipeline.evaluation.verdict import ThresholdRow, Verdict
     from brain_pipeline.state.layout import StateLayout
-
-
-def embedder_for(
-    cfg: BrainConfig, *, api_key: str | None = None, base_url: str | None = None
-) -> Embedder | None:
-    """The embedder the configuration selects (`auto` resolved), or None for `none`.
-
-    `api_key`/`base_url` are the Gemini client's settings when a caller holds them (the
-    Dagster resource); otherwise the key comes from the environment and the endpoint from
-    the SDK's own resolution (GOOGLE_GEMINI_BASE_URL).
-    """
-    from brain_pipeline.embedding.factory import make_embedder
-
-    emb = cfg.embedding
-    return make_embedder(
-        cfg.effective_provider(),
-        model=emb.model,
-        dimension=emb.dimension,
-        api_key=api_key or cfg.gemini_api_key(),
-        base_url=base_url,
-        texts_per_minute=emb.texts_per_minute,
-        requests_per_minute=emb.requests_per_minute,
-        max_attempts=emb.max_attempts,
-        batch_size=emb.batch_size,
-        local_model=emb.local_model,
-    )
 
 
 @dataclass
 class EvaluationOutcome:
-    """What the blocking check and `brain-pipeline eval` report."""
+    """What the blocking check and `brain-pipeline eval` show: the verdict, and the
+    report and comparison it was judged on (None when nothing could be evaluated)."""
 
-    failures: list[str]
-    stale_ids: list[str] = field(default_factory=list)
+    verdict: Verdict
+    report: EvaluationReport | None = None
     flat_metrics: dict[str, float] = field(default_factory=dict)
     markdown: str = ""
-    report: Any = None
-    thresholds: list[Any] = field(default_factory=list)
-    """ThresholdRow per configured bound that was applied (value, bound, margin)."""
     reused: bool = False
-    """True when the outcome is the stored one for identical inputs (nothing re-ran)."""
+    """True when the report is the stored one for identical inputs (nothing re-ran)."""
     evaluated_at: str | None = None
     """ISO-8601 UTC time the evaluation actually ran (the earlier run when `reused`)."""
     record_key: str | None = None
@@ -73,149 +46,34 @@ class EvaluationOutcome:
     """The digests the key covers: store, embeddings, fixture, thresholds, code, provider."""
     intervals: dict[str, Any] = field(default_factory=dict)
     """{"bm25.ndcg_at_10": bootstrap.Interval, ...}: 95% intervals over queries."""
-    regression: RegressionOutcome | None = None
+    regression: BaselineComparison | None = None
     """The comparison with the baseline (None when nothing could be evaluated)."""
+
+    @property
+    def failures(self) -> list[str]:
+        return list(self.verdict.failures)
+
+    @property
+    def stale_ids(self) -> list[str]:
+        return list(self.report.stale_ids) if self.report is not None else []
+
+    @property
+    def thresholds(self) -> list[ThresholdRow]:
+        return list(self.verdict.thresholds)
 
 
 @dataclass(frozen=True)
-class QueryEmbedding:
-    """How queries get vectors: `embed` and its model, or None and `note` saying why not."""
+class _Measured:
+    """A report and what it was measured from; `keep` False for one not to remember."""
 
-    embed: Callable[[str], Any] | None
-    model: str | None
-    note: str | None = None
-
-
-def choose_query_embedder(cfg: BrainConfig, embeddings: EmbeddingStore | None) -> QueryEmbedding:
-    """The configured provider's query embedder, if it made `embeddings`; else why not.
-
-    Nothing is loaded or contacted when the answer is "lexical".
-    """
-    if embeddings is None:
-        return QueryEmbedding(None, None, f"no readable {EMBEDDINGS_FILENAME} in the store")
-    provider = cfg.effective_provider()
-    if provider == "none":
-        return QueryEmbedding(None, None, "the embedding provider is 'none'")
-    expected = cfg.effective_model()
-    if embeddings.model != expected:
-        return QueryEmbedding(
-            None,
-            None,
-            f"the store's vectors were made by {embeddings.model!r}, but the configured "
-            f"{provider} provider embeds queries with {expected!r}",
-        )
-    if provider == "gemini" and not cfg.gemini_api_key():
-        return QueryEmbedding(None, None, "no Gemini API key (set GEMINI_API_KEY)")
-    from brain_pipeline.embedding.protocol import EmbeddingError
-
-    try:
-        embedder = embedder_for(cfg)
-    except (EmbeddingError, ValueError) as exc:
-        return QueryEmbedding(None, None, f"cannot embed queries with {provider}: {exc}")
-    if embedder is None:
-        return QueryEmbedding(None, None, "the embedding provider is 'none'")
-    return QueryEmbedding(embedder.embed_query, embedder.name)
-
-
-AGENT_RETRIEVERS: tuple[str, ...] = ("hybrid", "bm25")
-"""The retriever the agent answers with: hybrid (which is BM25 without vectors), else BM25."""
-
-
-@dataclass
-class RegressionOutcome:
-    """The evaluation against the baseline: the comparison and what the gate makes of it."""
-
-    comparison: Comparison | None
-    baseline: Baseline | None
-    status: str
-    """One line: which baseline, how many queries were compared, or why there is none."""
-    retriever: str | None = None
-    """The agent's retriever, whose new misses are gated."""
-    failures: list[str] = field(default_factory=list)
-    """New misses when on_regression is block (they fail the check)."""
-    warnings: list[str] = field(default_factory=list)
-    """New misses when on_regression is warn, and anything the comparison could not do."""
-
-
-def compare_with_baseline(
-    cfg: BrainConfig, report: EvaluationReport, layout: StateLayout | None = None
-) -> RegressionOutcome:
-    """Compare `report` with the build directory's baseline and apply on_regression.
-
-    Cheap for an evaluation that is otherwise reused: a JSON read of the baseline, a
-    dictionary join over the queries, and one chunk-history query per chunk that
-    entered a changed query's top 10.
-    """
-    from brain_pipeline.evaluation.baseline import load_baseline
-    from brain_pipeline.evaluation.compare import compare
-    from brain_pipeline.state.layout import StateLayout
-
-    layout = layout or StateLayout.of(cfg.build_dir)
-    found = load_baseline(layout)
-    if found.baseline is None:
-        return RegressionOutcome(None, None, str(found.reason))
-    baseline = found.baseline
-    comparison = compare(
-        report.queries, baseline.report.queries, _origin_lookup(layout, baseline.evaluated_at)
-    )
-    if comparison.shared == 0:
-        return RegressionOutcome(
-            None, baseline, "no baseline: the baseline shares no query with this fixture"
-        )
-    names = [s.name for s in report.retrievers]
-    retriever = next((name for name in AGENT_RETRIEVERS if name in names), None)
-    status = f"{baseline.describe()}; {comparison.shared} queries compared"
-    if comparison.only_now or comparison.only_baseline:
-        status += (
-            f" (the fixture changed: {comparison.only_now} new or relabelled, "
-            f"{comparison.only_baseline} gone; only shared queries are compared)"
-        )
-    outcome = RegressionOutcome(comparison, baseline, status, retriever)
-    if retriever is None:
-        outcome.warnings.append("no agent retriever (hybrid or bm25) evaluated: nothing gated")
-        return outcome
-    for change in comparison.new_misses(retriever):
-        message = f"regression: {change.describe()}"
-        if cfg.evaluation.on_regression == "block":
-            outcome.failures.append(
-                message + " (accept with `brain-pipeline eval --accept --note ...`)"
-            )
-        else:
-            outcome.warnings.append(message)
-    return outcome
-
-
-def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
-    """Where entered chunks come from, per the chunk history; "new" = first seen after
-    the baseline was evaluated. A history that cannot be read leaves origins unknown."""
-    from datetime import datetime
-
-    from brain_pipeline.corpus.history import HistoryError, lookup_many
-    from brain_pipeline.evaluation.compare import ChunkOrigin
-
-    def parse(text: str) -> datetime | None:
-        try:
-            return datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-
-    baseline_time = parse(since)
-
-    def origins(ids: Sequence[str]) -> dict[str, ChunkOrigin]:
-        try:
-            entries = lookup_many(layout, ids)
-        except (HistoryError, OSError, ValueError):
-            return {}
-        out: dict[str, ChunkOrigin] = {}
-        for chunk_id, entry in entries.items():
-            first = parse(entry.first_seen)
-            new = None if first is None or baseline_time is None else first > baseline_time
-            out[chunk_id] = ChunkOrigin(
-                chunk_id, entry.source, entry.heading_text or None, entry.first_seen, new
-            )
-        return out
-
-    return origins
+    report: EvaluationReport
+    layout: StateLayout | None
+    key: str
+    inputs: dict[str, Any]
+    thresholds: dict[Any, Any]
+    previous: Mapping[str, Any] | None
+    """The stored record the report was reused from (None: it was measured now)."""
+    keep: bool
 
 
 def evaluate_store_dir(
@@ -229,35 +87,86 @@ def evaluate_store_dir(
     now: Callable[[], Any] | None = None,
     run_id: str | None = None,
 ) -> EvaluationOutcome:
-    """Evaluate (see `_evaluate_store_dir`), then add intervals and the baseline comparison.
+    """Measure (see `_measure`), compare with the baseline, judge once, and record it.
 
     The comparison depends on the baseline, which changes without the inputs changing
-    (a publication, an `--accept`), so it is made afresh even for a reused outcome and
-    never stored in the evaluation record: a new miss of the agent's retriever is added
-    to `failures` when `evaluation.on_regression` is block.
+    (a publication, an `--accept`), so a reused report is compared and judged afresh;
+    the record is rewritten only when that verdict differs from the stored one.
+    `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
     """
+    from brain_pipeline.evaluation import record as eval_record
     from brain_pipeline.evaluation.bootstrap import figure_intervals
-    from brain_pipeline.evaluation.runner import EvaluationReport
+    from brain_pipeline.evaluation.regression import compare_with_baseline
+    from brain_pipeline.evaluation.render import report_markdown
+    from brain_pipeline.evaluation.verdict import Verdict, judge
+    from brain_pipeline.state.layout import StateLayout
 
-    outcome = _evaluate_store_dir(
-        cfg, store_dir, fixture, warn, progress, reuse=reuse, now=now, run_id=run_id
+    measured = _measure(cfg, store_dir, fixture, warn, progress, reuse=reuse)
+    if isinstance(measured, str):
+        return EvaluationOutcome(Verdict.unusable(measured))
+    report = measured.report
+    regression = compare_with_baseline(report, StateLayout.of(cfg.build_dir))
+    verdict = judge(
+        report,
+        measured.thresholds,
+        comparison=regression.comparison,
+        agent_retriever=regression.retriever,
+        baseline=regression.status,
+        on_regression=cfg.evaluation.on_regression,
+        evaluation_key=measured.key,
     )
-    if isinstance(outcome.report, EvaluationReport):
-        outcome.intervals = figure_intervals(outcome.report.queries)
-        outcome.regression = compare_with_baseline(cfg, outcome.report)
-        outcome.failures.extend(outcome.regression.failures)
+    outcome = EvaluationOutcome(
+        verdict,
+        report=report,
+        flat_metrics=report.flat_metrics(),
+        markdown=report_markdown(report),
+        reused=measured.previous is not None,
+        evaluated_at=(measured.previous or {}).get("when"),
+        record_key=measured.key,
+        inputs=measured.inputs,
+        intervals=figure_intervals(report.queries),
+        regression=regression,
+    )
+    previous = measured.previous
+    if not measured.keep or measured.layout is None:
+        return outcome
+    if previous is not None and previous.get("verdict") == verdict.to_dict():
+        return outcome
+    stored = {
+        "report": report.to_dict(),
+        "figures": outcome.flat_metrics,
+        "markdown": outcome.markdown,
+        "inputs": outcome.inputs,
+        "verdict": verdict.to_dict(),
+    }
+    # A reused report keeps when (and in which run) it was evaluated.
+    for name in ("when", "run_id"):
+        if previous is not None and previous.get(name):
+            stored[name] = previous[name]
+    if "run_id" not in stored and run_id:
+        stored["run_id"] = run_id
+    try:
+        clock = now or eval_record.utc_now
+        saved = eval_record.save(measured.layout, measured.key, stored, now=clock)
+    except OSError:
+        pass  # a read-only store directory: evaluated, just not remembered
+    else:
+        outcome.evaluated_at = str(saved["when"])
     return outcome
 
 
-def regression_failures(cfg: BrainConfig, record: Mapping[str, Any]) -> list[str]:
-    """The blocking regressions of a stored evaluation record (for a publish gate)."""
-    from brain_pipeline.evaluation.runner import EvaluationReport
+def stored_verdict(record: Mapping[str, Any] | None) -> Verdict | None:
+    """The verdict kept in an evaluation record; None when there is none or it cannot be
+    read (a record written before verdicts were stored, or by another verdict format)."""
+    from brain_pipeline.evaluation.verdict import Verdict
 
+    data = (record or {}).get("verdict")
+    if not isinstance(data, Mapping):
+        return None
     try:
-        report = EvaluationReport.from_dict(record["report"])
+        return Verdict.from_dict(data)
     except (KeyError, TypeError, ValueError):
-        return []  # the gate's own check (passed or not) judges an unreadable record
-    return compare_with_baseline(cfg, report).failures
+        return None
 
 
 def record_as_baseline(
@@ -281,7 +190,25 @@ def record_as_baseline(
     )
 
 
-def _evaluate_store_dir(
+def accept_evaluation(
+    cfg: BrainConfig, layout: StateLayout, key: str, note: str
+) -> Verdict | None:
+    """`eval --accept`: the recorded evaluation `key` becomes the baseline, and its stored
+    verdict no longer fails on the regressions it accepted (`Verdict.accepting`), so a
+    publish of these bytes reads the accepted verdict. None when `key` is not recorded."""
+    from brain_pipeline.evaluation import record as eval_record
+
+    record = eval_record.lookup(layout, key)
+    verdict = stored_verdict(record)
+    if record is None or verdict is None:
+        return None
+    accepted = verdict.accepting(note)
+    updated = eval_record.save(layout, key, {**record, "verdict": accepted.to_dict()})
+    record_as_baseline(cfg, updated, kind="accepted", note=note)
+    return accepted
+
+
+def _measure(
     cfg: BrainConfig,
     store_dir: Path,
     fixture: Path | None,
@@ -289,39 +216,27 @@ def _evaluate_store_dir(
     progress: EvaluationProgress | None,
     *,
     reuse: bool,
-    now: Callable[[], Any] | None,
-    run_id: str | None,
-) -> EvaluationOutcome:
-    """Evaluate the store (and vectors) in `store_dir` against the fixture and thresholds.
+) -> _Measured | str:
+    """The report on the store (and vectors) in `store_dir`, or why there can be none.
 
-    The single code path behind the blocking `retrieval_eval` check and `brain-pipeline
-    eval`: an empty store, a stale fixture or a missed threshold are failures. The store
-    is read through the memory-mapped StoreView and BM25 indexes come from the cache in
-    `<store_dir>/state/`; when the inputs (store, embeddings and fixture digests,
-    thresholds, code version, query provider and model) match a stored record, that
-    outcome is returned with `reused=True` and nothing is re-evaluated.
-    `progress` hears about every query of every retriever (the CLI prints on a clock).
-    `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
+    The store is read through the memory-mapped StoreView and BM25 indexes come from the
+    cache in `<store_dir>/state/`; when the inputs (store, embeddings and fixture
+    digests, thresholds, code version, query provider and model) match a stored record,
+    its report is returned and nothing is re-evaluated. `progress` hears about every
+    query of every retriever (the CLI prints on a clock).
     """
     from brain_pipeline.corpus.store import STORE_FILENAME
     from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
+    from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation import record as eval_record
     from brain_pipeline.evaluation.fixture import FixtureError, parse_fixture
-    from brain_pipeline.evaluation.runner import (
-        EvaluationReport,
-        ThresholdRow,
-        check_thresholds,
-        run_evaluation,
-        threshold_rows,
-    )
+    from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
     from brain_pipeline.retrieval.view_source import ViewSource
 
     store_file = store_dir / STORE_FILENAME
     if not store_file.exists():
-        return EvaluationOutcome(
-            failures=[f"no store at {store_file}: materialise knowledge_store first"]
-        )
+        return f"no store at {store_file}: materialise knowledge_store first"
     # The build directory remembers evaluations (and caches indexes) in its state/; a
     # store elsewhere is evaluated from scratch unless it has a state/ of its own.
     layout = cache_layout(store_dir, cfg.build_dir)
@@ -331,15 +246,11 @@ def _evaluate_store_dir(
         fixture_bytes = fixture_path.read_bytes()
         loaded = parse_fixture(fixture_bytes, source=str(fixture_path))
     except FileNotFoundError:
-        return EvaluationOutcome(
-            failures=[f"fixture unusable: {fixture_path}: fixture file not found"]
-        )
+        return f"fixture unusable: {fixture_path}: fixture file not found"
     except OSError as exc:
-        return EvaluationOutcome(
-            failures=[f"fixture unusable: {fixture_path}: cannot read fixture: {exc.strerror}"]
-        )
+        return f"fixture unusable: {fixture_path}: cannot read fixture: {exc.strerror}"
     except FixtureError as exc:
-        return EvaluationOutcome(failures=[f"fixture unusable: {exc}"])
+        return f"fixture unusable: {exc}"
     view = open_store_view(store_file, layout)
     embeddings_file = store_dir / EMBEDDINGS_FILENAME
     thresholds = _applied_thresholds(cfg)
@@ -349,27 +260,26 @@ def _evaluate_store_dir(
         record = eval_record.lookup(layout, key)
         if record is not None and isinstance(record.get("report"), dict):
             try:
-                return EvaluationOutcome(
-                    failures=list(record["failures"]),
-                    stale_ids=list(record["stale_ids"]),
-                    flat_metrics=dict(record["figures"]),
-                    markdown=str(record["markdown"]),
-                    report=EvaluationReport.from_dict(record["report"]),
-                    thresholds=[ThresholdRow(**row) for row in record["thresholds"]],
-                    reused=True,
-                    evaluated_at=record.get("when"),
-                    record_key=key,
-                    inputs=dict(record["inputs"]),
-                )
+                report = EvaluationReport.from_dict(record["report"])
             except (KeyError, TypeError, ValueError):
                 pass  # a record from another version: evaluate again (and overwrite it)
+            else:
+                stored_inputs = record.get("inputs")
+                return _Measured(
+                    report,
+                    layout,
+                    key,
+                    dict(stored_inputs) if isinstance(stored_inputs, dict) else asdict(inputs),
+                    thresholds,
+                    record,
+                    keep=True,
+                )
 
     embeddings = read_embeddings(embeddings_file, warn, mapped=True)
     choice = choose_query_embedder(cfg, embeddings)
-    report, failures = run_evaluation(
+    report = evaluate(
         ViewSource(view, layout),
         loaded,
-        thresholds,
         embeddings=embeddings,
         query_embedder=choice.embed,
         query_model=choice.model,
@@ -377,45 +287,16 @@ def _evaluate_store_dir(
     )
     if report.stale_ids:
         # Name the file each stale label's text was in (from the chunk history), so the
-        # message says where to look, not only which id.
+        # verdict says where to look, not only which id.
         report.stale_sources = _stale_sources(cfg, report.stale_ids)
-        failures = check_thresholds(report, thresholds)
     if choice.note:
         report.notes.append(f"hybrid runs without query vectors: {choice.note}")
     if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in thresholds:
         report.notes.append("hybrid thresholds not applied: embedding.provider is 'none'")
-    outcome = EvaluationOutcome(
-        failures=list(failures),
-        stale_ids=list(getattr(report, "stale_ids", []) or []),
-        flat_metrics=report.flat_metrics(),
-        markdown=report.to_markdown(),
-        report=report,
-        thresholds=threshold_rows(report, thresholds),
-        record_key=key,
-        inputs=asdict(inputs),
-    )
     # A query that fell back because the provider failed (not by configuration) may
-    # answer differently next time: such an outcome is not kept for reuse.
+    # answer differently next time: such a report is not kept for reuse.
     transient = not choice.note and any(s.fallback_queries for s in report.retrievers)
-    if not transient and layout is not None:
-        stored = {
-            "passed": not outcome.failures,
-            "failures": outcome.failures,
-            "stale_ids": outcome.stale_ids,
-            "figures": outcome.flat_metrics,
-            "markdown": outcome.markdown,
-            "report": report.to_dict(),
-            "thresholds": [asdict(row) for row in outcome.thresholds],
-            "inputs": outcome.inputs,
-            **({"run_id": run_id} if run_id else {}),
-        }
-        try:
-            saved = eval_record.save(layout, key, stored, now=now or eval_record.utc_now)
-        except OSError:
-            pass  # a read-only store directory: evaluated, just not remembered
-        else:
-            outcome.evaluated_at = str(saved["when"])
-    return outcome
+    return _Measured(report, layout, key, asdict(inputs), thresholds, None, keep=not transient)
 
 
 def _applied_thresholds(cfg: BrainConfig) -> dict[Any, Any]:

@@ -3,7 +3,8 @@
 `definitions.build_definitions(config_path)` loads the `defs/` folder the way `dg`
 does; each module's `@dg.definitions` function asks here for the configuration (code
 versions, kinds, the schedule's cron and the sensors' intervals come from it). The
-configuration is read once per load. Outside a load — `dg` loading the folder by itself
+configuration is read once per load (a run reads it once more, when it starts: see
+`defs/resources.py`). Outside a load — `dg` loading the folder by itself
 — it is BRAIN_CONFIG, else ./corpus_config.yaml, as everywhere else.
 """
 
@@ -27,9 +28,10 @@ _current: ContextVar[_Load | None] = ContextVar("brain_pipeline_location_load", 
 
 
 @contextmanager
-def building_for(config_path: str | None) -> Iterator[None]:
-    """Within this block, `defs/` modules build for `config_path` (None: the default)."""
-    token = _current.set(_Load(config_path))
+def building_for(config_path: str | None, config: BrainConfig | None = None) -> Iterator[None]:
+    """Within this block, `defs/` modules build for `config_path` (None: the default);
+    `config`, when given, is that file as the caller already read it."""
+    token = _current.set(_Load(config_path, config))
     try:
         yield
     finally:

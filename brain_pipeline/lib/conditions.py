@@ -3,25 +3,27 @@
 `knowledge_chunks` is requested by `eager()` *or* by `corpus_version_unconsumed`: the
 corpus's latest observed data version is not the one the latest `knowledge_chunks`
 materialisation read. The second is a state read from the instance at every evaluation,
-not an event, so no timing of observations, runs and evaluations can cancel it (with
+not an event, so no timing of observations, runs and evaluations can cancel it. With
 `eager()` alone, an observation that lands in the same evaluation as the previous run's
-materialisation, or while that run is in progress, counts as handled by it). Steps
-downstream join the run their input is requested in.
+materialisation, or while that run is in progress, counts as handled by that
+materialisation (its reset wins over the dependency update), and the edit is never
+rebuilt. This is the one place that explains it; the README and `defs.automation` refer
+here. Steps downstream join the run their input is requested in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.lib.steps import latest_corpus_observation
+from brain_pipeline.steps.trigger import describe_trigger
 
 CHUNKS = dg.AssetKey("knowledge_chunks")
 CONSUMED_DIGEST_METADATA = "corpus_digest"
 """Metadata of a `knowledge_chunks` materialisation: the corpus digest that run chunked."""
-TRIGGER_TAG = "brain_pipeline/trigger"
 CORPUS_VERSION_TAG = "brain_pipeline/corpus_version"
 EVALUATION_ID_TAG = "dagster/asset_evaluation_id"  # set by Dagster on automation runs
 UNCONSUMED_LABEL = "corpus_version_unconsumed"
@@ -116,7 +118,7 @@ def publish_condition() -> dg.AutomationCondition[Any]:
 
 
 def fired_conditions(
-    instance: dg.DagsterInstance, tags: dict[str, str], key: dg.AssetKey
+    instance: dg.DagsterInstance, tags: Mapping[str, str], key: dg.AssetKey
 ) -> list[str]:
     """The labelled conditions that were true for `key` in the automation evaluation that
     launched a run (empty for runs automation did not launch)."""
@@ -130,6 +132,11 @@ def fired_conditions(
         if record.key == key:
             return true_labels(record.get_evaluation_with_run_ids().evaluation)
     return []
+
+
+def run_trigger(instance: dg.DagsterInstance, tags: Mapping[str, str], key: dg.AssetKey) -> str:
+    """Why the run with `tags` exists, as `key`'s `triggered_by` metadata records it."""
+    return describe_trigger(tags, fired_conditions(instance, tags, key))
 
 
 def true_labels(evaluation: Any) -> list[str]:
@@ -151,23 +158,3 @@ def true_labels(evaluation: Any) -> list[str]:
     if not labels and evaluation.condition_snapshot.label and evaluation.true_subset.size:
         labels.append(evaluation.condition_snapshot.label)
     return list(dict.fromkeys(labels))
-
-
-def run_trigger(run: dg.DagsterRun | None) -> str:
-    """What started a run, for the publication history: its schedule, sensor or
-    automation, the command line, or a person in the UI."""
-    from brain_pipeline.lib.conditions import TRIGGER_TAG
-    from brain_pipeline.lib.instance import PID_TAG
-
-    tags = run.tags if run is not None else {}
-    if tags.get(TRIGGER_TAG):
-        return str(tags[TRIGGER_TAG])
-    if tags.get("dagster/schedule_name"):
-        return f"schedule {tags['dagster/schedule_name']}"
-    if tags.get("dagster/sensor_name"):
-        return f"sensor {tags['dagster/sensor_name']}"
-    if tags.get("dagster/auto_materialize") or tags.get("dagster/from_automation_condition"):
-        return "automation"
-    if PID_TAG in tags:
-        return "cli"
-    return "ui" if run is not None else "manual"

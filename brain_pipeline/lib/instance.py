@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -355,22 +355,3 @@ def reaped_message(run: ReapedRun) -> str:
     )
 
 
-def reap_dead_runs_on_load(
-    echo: Callable[[str], None] | None = None,
-    env: Mapping[str, str] | None = None,
-) -> Sequence[ReapedRun]:
-    """For a code location's load path: reap when DAGSTER_HOME names an instance.
-
-    Never raises: a code location must load even when its instance cannot be read.
-    """
-    env = os.environ if env is None else env
-    if not env.get("DAGSTER_HOME", "").strip():
-        return []
-    try:
-        reaped = reap_dead_runs(open_instance())
-    except Exception as exc:  # noqa: BLE001 - reported, then loading goes on
-        log.warning("brain-pipeline: could not check for dead runs: %s", exc)
-        return []
-    for run in reaped:
-        (echo or log.warning)(reaped_message(run))
-    return reaped

@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -262,11 +263,14 @@ def materialize_selection(
     run_id: str | None = None,
     provider_label: str | None = None,
     lexical: bool = False,
+    build_dir: Path | None = None,
 ) -> MaterializeOutcome:
     """Run the implicit asset job over `selection`, checks of the selected assets included.
 
     Dagster includes the checks of selected assets, so a failing blocking check stops the
     publish steps of the same run exactly as a UI launch or the schedule would.
+    `build_dir` (for the run's queue tag) comes from the caller's configuration when it
+    has read it already; otherwise the settings resource reads it.
     """
     defs = definitions
     keys = resolve_selection(selection, defs)
@@ -286,7 +290,8 @@ def materialize_selection(
     settings: Any = (defs.resources or {}).get("settings")
     try:
         # The settings resource knows the build directory (the queue's per-directory limit).
-        build_dir = settings.load().build_dir if hasattr(settings, "load") else None
+        if build_dir is None and hasattr(settings, "load"):
+            build_dir = settings.load().build_dir
     except ConfigError:
         build_dir = None  # the assets report the configuration error themselves
     result = job.execute_in_process(

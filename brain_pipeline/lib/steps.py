@@ -63,8 +63,9 @@ def claim_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> None:
 def start_step(
     instance: dg.DagsterInstance, settings: Any, run: dg.DagsterRun | None = None
 ) -> tuple[BrainConfig, StateLayout]:
-    """What every step does first: load the configuration, check the run's inputs
-    (`run` given) and claim its build directory."""
+    """What every step does first: take the run's configuration (read once when the run
+    started, defs/resources.py), check the run's inputs (`run` given) and claim its build
+    directory."""
     cfg: BrainConfig = settings.load()
     if run is not None:
         preflight_run(run, cfg)

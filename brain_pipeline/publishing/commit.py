@@ -527,12 +527,11 @@ def sweep_leftovers(publish_root: Path) -> list[Path]:
 
 @dataclass(frozen=True)
 class PendingCommit:
-    """What `status` reports without touching anything: an intent and leftovers."""
+    """What `status` reports without touching anything: an interrupted commit's intent."""
 
     commit_id: str | None
     record: Path
     readable: bool
-    leftovers: tuple[Path, ...]
 
     def describe(self) -> str:
         which = self.commit_id or "of unknown id (unreadable record)"
@@ -553,4 +552,4 @@ def pending_commit(publish_root: Path) -> PendingCommit | None:
         readable = True
     except (ValueError, KeyError, TypeError):
         commit_id, readable = None, False
-    return PendingCommit(commit_id, record, readable, tuple(find_leftovers(root)))
+    return PendingCommit(commit_id, record, readable)

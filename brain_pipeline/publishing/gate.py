@@ -1,16 +1,44 @@
-"""Whether a build may be published: the one rule, without any Dagster in it.
+"""May this build be published, and why: the one rule, without any Dagster in it.
 
-The orchestration layer reads the latest result of the blocking retrieval-evaluation
-check for the data about to go out and asks `publish_decision`. Keeping the rule here
-makes it testable on its own and identical for every caller (assets, CLI).
+The evaluation judges once (`evaluation.verdict.judge`) and its record keeps the
+`Verdict` for exactly the inputs it evaluated; both publish steps read that verdict back
+and ask `decide`. Nothing here re-judges a threshold or re-runs the comparison with the
+baseline: the verdict's severity is the evaluation's answer, and this module adds only
+what publishing itself knows, the store's size and `force`.
+
+The rule:
+
+- an empty store is never published, whatever the verdict and `force` (zero chunks would
+  blank the agent's knowledge);
+- a verdict of PASS or WARN is published (a WARN's warnings travel in the reason);
+- an ERROR verdict, or none at all (the evaluation never ran on these bytes, or its
+  record is unreadable), is refused unless `force` is set, and a forced publication says
+  so in its reason, which the caller logs once.
+
+`decide` reads the verdict through `VerdictLike` (severity, failures, warnings and
+`headline()`), so this package does not import the evaluation package.
 """
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-log = logging.getLogger(__name__)
+REASON_CHARS = 1500
+"""Longest list of failures or warnings a reason quotes (a step failure stays readable)."""
+
+
+class VerdictLike(Protocol):
+    """What the gate reads of `evaluation.verdict.Verdict`."""
+
+    @property
+    def severity(self) -> str: ...
+    @property
+    def failures(self) -> Sequence[str]: ...
+    @property
+    def warnings(self) -> Sequence[str]: ...
+    def headline(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -22,27 +50,31 @@ class Decision:
     forced: bool = False
 
 
-def publish_decision(
-    latest_check_passed: bool | None, *, force: bool, store_chunk_count: int
-) -> Decision:
-    """Allow publishing only a non-empty store whose latest evaluation passed.
+def decide(verdict: VerdictLike | None, *, force: bool, store_chunk_count: int) -> Decision:
+    """Publish or not, and why, from the evaluation's verdict (see the module docstring).
 
-    `latest_check_passed` is None when the evaluation never ran on this data. `force`
-    overrides a failed or missing evaluation (and says so loudly) but never an empty
-    store: publishing zero chunks would blank the agent's knowledge, which no
-    evaluation result can justify.
+    `verdict` is None when no evaluation of exactly these inputs is recorded.
     """
     if store_chunk_count <= 0:
         return Decision(False, "refusing to publish an empty store (0 chunks)")
-    if latest_check_passed is True:
-        return Decision(True, "the latest retrieval evaluation of this data passed")
-    problem = (
-        "the retrieval evaluation has not run on this data"
-        if latest_check_passed is None
-        else "the latest retrieval evaluation of this data failed"
-    )
+    if verdict is not None and verdict.severity in ("PASS", "WARN"):
+        reason = "the retrieval evaluation of this data passed"
+        if verdict.severity == "WARN":
+            reason += " with warnings: " + "; ".join(verdict.warnings)
+        return Decision(True, _short(reason))
+    if verdict is None:
+        problem = "the retrieval evaluation has not run on this data"
+    else:
+        failures = "; ".join(verdict.failures) or verdict.headline()
+        problem = _short(f"the retrieval evaluation of this data failed: {failures}")
     if force:
-        reason = f"FORCED PUBLISH: {problem}; publishing anyway because force is set"
-        log.warning(reason)
-        return Decision(True, reason, forced=True)
+        return Decision(
+            True,
+            f"FORCED PUBLISH: {problem}; publishing anyway because force is set",
+            forced=True,
+        )
     return Decision(False, f"refusing to publish: {problem} (set force to override)")
+
+
+def _short(reason: str) -> str:
+    return reason if len(reason) <= REASON_CHARS else reason[: REASON_CHARS - 1] + "…"

@@ -9,7 +9,9 @@ Each target gets `embeddings.bin` (when published), `knowledge-store.json` and
 manifests last, and an interrupted commit is finished or undone by
 `recover_publication`, so the agent never keeps a mixed set. A file whose bytes are
 already in place is not rewritten, so an unchanged re-publish touches nothing
-(mtime-watching sensors and the agent's file watcher stay quiet).
+(mtime-watching sensors and the agent's file watcher stay quiet); whether it is in place
+is known from the signature recorded when it was published (`SIGNATURES_FILENAME`),
+else from its bytes.
 
 Public entry points: `recover_publication` (call first, under the publish-root lock),
 `publish_local`, `inspect_publication` (read-only, for `status`).
@@ -17,7 +19,7 @@ Public entry points: `recover_publication` (call first, under the publish-root l
 
 from __future__ import annotations
 
-import contextlib
+import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -26,6 +28,7 @@ from typing import Any, Literal
 
 from brain_pipeline.corpus.store import STORE_FILENAME
 from brain_pipeline.publishing.commit import (
+    PUBLISH_STATE_DIRNAME,
     FileChange,
     PendingCommit,
     PublicationError,
@@ -42,7 +45,9 @@ from brain_pipeline.publishing.manifest import (
 )
 from brain_pipeline.publishing.source import ArtifactSource, SourceChanged, read_vectors_header
 from brain_pipeline.retrieval.vectors import NotAnEmbeddingStore
+from brain_pipeline.utils.atomic import write_if_changed
 from brain_pipeline.utils.digest import file_sha256
+from brain_pipeline.utils.file_signature import FileSignature
 
 __all__ = [
     "ArtifactSource",
@@ -220,13 +225,67 @@ def _manifest_to_write(manifest: PublishManifest, targets: Iterable[Path]) -> Pu
     return manifest
 
 
-def _known_unchanged(directory: Path, filename: str, data: ArtifactSource | bytes) -> bool:
+SIGNATURES_FILENAME = "signatures.json"
+"""In `<publish_root>/.brain-publish/`: per live artifact, the sha256 it was published or
+verified with and its `FileSignature` then (only an optimisation: lost, it costs one
+comparison of the bytes)."""
+
+Signatures = dict[str, tuple[str, FileSignature]]
+
+
+def _signatures_path(publish_root: Path) -> Path:
+    return Path(publish_root) / PUBLISH_STATE_DIRNAME / SIGNATURES_FILENAME
+
+
+def _read_signatures(publish_root: Path) -> Signatures:
+    """The recorded signatures; empty when missing, unreadable or of another form."""
+    try:
+        body = json.loads(_signatures_path(publish_root).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(body, dict):
+        return {}
+    found: Signatures = {}
+    for key, row in body.items():
+        if isinstance(row, list) and len(row) == 2 and isinstance(row[0], str):
+            signature = FileSignature.from_list(row[1])
+            if signature is not None:
+                found[str(key)] = (row[0], signature)
+    return found
+
+
+def _record_signatures(publish_root: Path, artifacts: dict[str, str]) -> None:
+    """Record each live artifact's signature with its sha256 (`artifacts`: path relative to
+    the root -> sha256), rewriting the record only when it changed."""
+    root = Path(publish_root)
+    rows: dict[str, list[Any]] = {}
+    for key, sha256 in sorted(artifacts.items()):
+        signature = FileSignature.of(root / key)
+        if signature is not None:
+            rows[key] = [sha256, signature.as_list()]
+    data = json.dumps(rows, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    try:
+        write_if_changed(_signatures_path(root), data)
+    except OSError as exc:  # the publication is complete; only the shortcut is lost
+        log.warning("could not record the published files' signatures: %s", exc)
+
+
+def _key(publish_root: Path, directory: Path, filename: str) -> str:
+    return (directory / filename).relative_to(publish_root).as_posix()
+
+
+def _known_unchanged(
+    directory: Path,
+    filename: str,
+    data: ArtifactSource | bytes,
+    known: tuple[str, FileSignature] | None = None,
+) -> bool:
     """True when `directory/filename` already holds `data` (a source's bytes, or these).
 
-    The live manifest of this copy is trusted for large artifacts when it names the same
-    sha256 and size, the file has that size, and the file is not newer than the manifest
-    (a later edit by hand would be): that saves reading a 450 MB file to learn it did not
-    change. Anything less certain is compared byte for byte, a source block by block.
+    A large artifact is trusted without reading it when the signature recorded with the
+    same sha256 at its last publication still matches (the one "unchanged" rule,
+    `utils.file_signature`): that saves reading a 450 MB file to learn it did not change.
+    Anything less certain is compared byte for byte, a source block by block.
     """
     path = directory / filename
     size = data.size if isinstance(data, ArtifactSource) else len(data)
@@ -238,13 +297,8 @@ def _known_unchanged(directory: Path, filename: str, data: ArtifactSource | byte
         return False
     if isinstance(data, bytes):
         return path.read_bytes() == data
-    live = _read_manifest(directory / MANIFEST_FILENAME)
-    if live is not None and filename != MANIFEST_FILENAME:
-        known = next((a for a in live.artifacts() if a.filename == filename), None)
-        if known is not None and known.sha256 == data.sha256 and known.size == size:
-            with contextlib.suppress(FileNotFoundError):
-                if info.st_mtime_ns <= (directory / MANIFEST_FILENAME).stat().st_mtime_ns:
-                    return True
+    if known is not None and known[0] == data.sha256 and known[1].still_matches(path):
+        return True
     try:
         return data.same_bytes_as(path)
     except SourceChanged:
@@ -292,6 +346,9 @@ def publish_local(
         wanted.append((EMBEDDINGS_FILENAME, None))
     wanted.append((STORE_FILENAME, store))
 
+    root = Path(publish_root)
+    known = _read_signatures(root)
+    artifacts: dict[str, str] = {}
     data_changes: list[FileChange] = []
     manifest_changes: list[FileChange] = []
     per_target: list[list[FileOutcome]] = []
@@ -303,7 +360,9 @@ def publish_local(
                     data_changes.append(FileChange(directory, filename, None))
                     outcomes.append(FileOutcome(filename, "removed", None, None))
                 continue
-            same = _known_unchanged(directory, filename, source)
+            key = _key(root, directory, filename)
+            artifacts[key] = source.sha256
+            same = _known_unchanged(directory, filename, source, known.get(key))
             if not same:
                 data_changes.append(FileChange(directory, filename, source))
             outcomes.append(
@@ -321,9 +380,8 @@ def publish_local(
             )
         )
         per_target.append(outcomes)
-    commit_changes(
-        Path(publish_root), data_changes + manifest_changes, {"manifest": live.to_dict()}
-    )
+    commit_changes(root, data_changes + manifest_changes, {"manifest": live.to_dict()})
+    _record_signatures(root, artifacts)
     return LocalPublishReport(
         targets=tuple(TargetReport(d, tuple(o)) for d, o in zip(targets, per_target, strict=True)),
         manifest=live,

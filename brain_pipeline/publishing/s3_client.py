@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from brain_pipeline.publishing.manifest import sha256_hex
 from brain_pipeline.publishing.source import ArtifactSource, SourceChanged
+from brain_pipeline.utils.digest import md5_hex as md5_of
+from brain_pipeline.utils.digest import sha256_hex
 
 JSON_CONTENT_TYPE = "application/json"
 BINARY_CONTENT_TYPE = "application/octet-stream"
@@ -160,13 +160,13 @@ def content_sha256(content: Content) -> str:
 def b64_sha256(content: Content) -> str:
     if isinstance(content, ArtifactSource):
         return content.b64_sha256
-    return base64.b64encode(hashlib.sha256(content).digest()).decode("ascii")
+    return base64.b64encode(bytes.fromhex(sha256_hex(content))).decode("ascii")
 
 
 def md5_hex(content: Content) -> str:
     if isinstance(content, ArtifactSource):
         return content.md5_hex()
-    return hashlib.md5(content, usedforsecurity=False).hexdigest()
+    return md5_of([content])
 
 
 def _known_secrets(client: Any) -> list[str]:

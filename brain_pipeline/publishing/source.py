@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import mmap
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import BinaryIO
 
 from brain_pipeline.retrieval.vectors import EmbeddingStore, decode_embeddings
-from brain_pipeline.utils.digest import file_sha256
+from brain_pipeline.utils.digest import file_sha256, md5_hex, new_sha256
 
 BLOCK_SIZE = 1 << 20
 """Bytes per read/write when copying or comparing: large enough for throughput, small
@@ -73,7 +73,7 @@ class ArtifactSource:
     def blocks(self) -> Iterator[bytes]:
         """The file's bytes in `BLOCK_SIZE` pieces; `SourceChanged` at the end when what
         was read is not the known size and sha256 (the caller must then discard it)."""
-        digest = hashlib.sha256()
+        digest = new_sha256()
         read = 0
         with self.open() as handle:
             while piece := handle.read(BLOCK_SIZE):
@@ -89,11 +89,8 @@ class ArtifactSource:
 
     def md5_hex(self) -> str:
         """MD5 of the file, streamed (only for servers that verify by ETag)."""
-        digest = hashlib.md5(usedforsecurity=False)
         with self.open() as handle:
-            while piece := handle.read(BLOCK_SIZE):
-                digest.update(piece)
-        return digest.hexdigest()
+            return md5_hex(iter(partial(handle.read, BLOCK_SIZE), b""))
 
     def same_bytes_as(self, other: Path) -> bool:
         """True when `other` holds exactly this file's bytes (compared block by block).

@@ -19,7 +19,6 @@ chunks, and the weights come from the same arithmetic.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import shutil
 import threading
@@ -38,6 +37,7 @@ from brain_pipeline.retrieval.token_cache import Int64s, TokenCache
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_directory
 from brain_pipeline.utils.damage import healed, is_set_aside, set_aside
+from brain_pipeline.utils.digest import ids_digest
 from brain_pipeline.utils.file_signature import mtime_ns
 
 _KEEP_EXTRA_AREAS = 8  # area indexes kept beyond the current store's (older versions)
@@ -236,7 +236,7 @@ class BM25Cache:
 
     def _save_postings(self, postings: BM25Postings) -> str:
         """Write `postings` under their content-derived name; "" if that failed."""
-        digest = hashlib.sha256(np.ascontiguousarray(postings.ids).tobytes()).hexdigest()
+        digest = ids_digest(postings.ids)
         name = f"postings-{INDEX_LAYOUT}-{digest[:40]}"
         directory = self._postings_dir(name)
         if not (directory / "terms.txt").is_file():

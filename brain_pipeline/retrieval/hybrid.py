@@ -179,9 +179,9 @@ _FLOAT32_EXACT_DIM = 2**24 // 127**2
 class _VectorPool:
     """One area's chunks that have a vector, prepared once for repeated cosine queries.
 
-    `vectors.cosine_scores` converts the whole int8 matrix and recomputes every row norm
-    on each call (about 12 ms for 5,000 x 768); here the conversion and the norms are paid
-    once per area. Dot products of int8 vectors are integers, computed exactly (float32
+    Converting the whole int8 matrix and recomputing every row norm on each query costs
+    about 12 ms for 5,000 x 768; here the conversion and the norms are paid once per area.
+    Dot products of int8 vectors are integers, computed exactly (float32
     while that is exact, float64 beyond), so the cosines are the exact int8 cosines the
     agent computes in doubles, up to the final division.
     """
@@ -237,16 +237,6 @@ class Retriever:
     def areas(self) -> list[str]:
         """Areas present in the chunks, sorted."""
         return self._source.areas()
-
-    def prepare(self, area: str | None = None) -> None:
-        """Build the indexes of one area (all areas when None) now rather than on first use.
-
-        Lets a benchmark keep build time out of query timings without embedding a query.
-        """
-        for name in self.areas() if area is None else [area]:
-            self._bm25_index(name)
-            if self._embeddings is not None:
-                self._vector_pool(name)
 
     def search(self, query: str, area: str, limit: int = 10, mode: str = "hybrid") -> SearchResult:
         """Top `limit` chunks of `area` for `query`; an unknown area has no hits."""

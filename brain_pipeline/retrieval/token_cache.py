@@ -11,7 +11,6 @@ store, once there are more than `_MAX_SEGMENTS`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import zipfile
 from collections.abc import Callable, Sequence
@@ -25,6 +24,7 @@ from brain_pipeline.corpus.id_lookup import IdLookup, lookup_sorted
 from brain_pipeline.retrieval.bm25 import BM25Postings, term_ids_of, terms_in_order
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.damage import healed, is_damage, set_aside
+from brain_pipeline.utils.digest import ids_digest
 
 _MAX_SEGMENTS = 48
 _TOKENISE_BATCH = 65_536
@@ -248,7 +248,7 @@ class TokenCache:
         """Write `segment` under its content-derived name; that path, or None if it could
         not be written."""
         data = segment.to_bytes()
-        name = f"seg-{hashlib.sha256(segment.ids.tobytes()).hexdigest()[:24]}.npz"
+        name = f"seg-{ids_digest(segment.ids)[:24]}.npz"
         path = self.directory / name
         try:
             atomic_write_bytes(path, data)

@@ -120,18 +120,3 @@ def decode_embeddings(data: Buffer, *, copy: bool = True) -> EmbeddingStore:
     return EmbeddingStore(model, dim, ids, matrix.copy() if copy else matrix)
 
 
-def cosine_scores(
-    matrix: npt.NDArray[np.int8], query: npt.NDArray[np.int8]
-) -> npt.NDArray[np.float64]:
-    """Cosine of one int8 query against every int8 row as one matrix product; 0 for zero rows.
-
-    float64 keeps every int8 dot product and squared norm exact (they stay far below
-    2**53 even at 3,072 dimensions), so near-ties order as in the agent's double maths.
-    """
-    rows = matrix.astype(np.float64)
-    q = np.asarray(query).astype(np.float64).reshape(-1)
-    dots = rows @ q
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows)) * float(np.sqrt(q @ q))
-    out = np.zeros(len(rows), dtype=np.float64)
-    np.divide(dots, norms, out=out, where=norms > 0)
-    return out

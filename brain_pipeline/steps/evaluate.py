@@ -1,8 +1,9 @@
-"""The `retrieval_eval` check's step: evaluate the build (or reuse the recorded outcome
-for identical inputs) and say what a person needs, as plain values.
+"""The `retrieval_eval` check's step: evaluate the build (or reuse the recorded report
+for identical inputs) and show its verdict, as plain values.
 
 `evaluation.service.evaluate_build` is the one code path, shared with `brain-pipeline
-eval`; this module only decides the verdict's severity and lays out what the check shows.
+eval`, and `evaluation.verdict.Verdict` the one judgement; this module only maps the
+verdict's severity onto the check's and lays out what the check shows.
 """
 
 from __future__ import annotations
@@ -15,23 +16,21 @@ from brain_pipeline.steps.report import CheckVerdict, Markdown, Table
 
 
 def evaluate_for_check(cfg: BrainConfig, run_id: str) -> CheckVerdict:
-    """The blocking check's verdict: failures are ERROR; with `on_regression: warn` a new
-    miss alone is a WARN (shown and named, not blocking)."""
+    """The blocking check's result, read off the verdict: PASS passes; WARN fails as a
+    WARN (shown and named, not blocking); ERROR fails and blocks."""
     from brain_pipeline.evaluation.service import evaluate_build
 
     outcome = evaluate_build(cfg, run_id=run_id)
-    regression = outcome.regression
-    failures = list(outcome.failures)
-    warnings = list(regression.warnings) if regression is not None else []
-    description = "; ".join(failures or warnings) or "passed"
+    verdict = outcome.verdict
+    description = "; ".join(verdict.failures or verdict.warnings) or "passed"
     return CheckVerdict(
-        passed=not failures and not warnings,
-        severity="WARN" if warnings and not failures else "ERROR",
+        passed=verdict.passed,
+        severity="WARN" if verdict.severity == "WARN" else "ERROR",
         description=description[:1500]
         + (" (unchanged inputs: result reused)" if outcome.reused else ""),
         metadata=check_metadata(cfg, outcome),
-        errors=failures,
-        warnings=warnings,
+        errors=list(verdict.failures),
+        warnings=list(verdict.warnings),
     )
 
 
@@ -55,7 +54,7 @@ def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
 
 def _threshold_table(outcome: Any, values: dict[str, Any]) -> Table:
     verdicts = []
-    for row in outcome.thresholds:
+    for row in outcome.verdict.thresholds:
         name = f"{row.retriever}.{row.metric}"
         values[f"{name}.{row.kind}"] = float(row.bound)
         values[f"{name}.margin"] = round(float(row.margin), 4)
@@ -66,7 +65,7 @@ def _threshold_table(outcome: Any, values: dict[str, Any]) -> Table:
                 round(float(row.value), 4),
                 f"{'≥' if row.kind == 'min' else '≤'} {row.bound:g}",
                 round(float(row.margin), 4),
-                "pass" if row.margin >= 0 else "FAIL",
+                "pass" if row.passed else "FAIL",
             ]
         )
     columns = [
@@ -81,9 +80,11 @@ def _threshold_table(outcome: Any, values: dict[str, Any]) -> Table:
 
 
 def _per_query_table(outcome: Any) -> Table:
+    from brain_pipeline.evaluation.render import query_rows
+
     report = outcome.report
     names = [s.name for s in report.retrievers] if report is not None else []
-    rows = report.query_rows() if report is not None else []
+    rows = query_rows(report) if report is not None else []
     return Table(
         [("query", "string"), ("area", "string")]
         + [(f"{n}_rank", "int") for n in names]
@@ -103,14 +104,13 @@ def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
 
     regression = outcome.regression
     comparison = regression.comparison if regression is not None else None
-    warnings = list(regression.warnings) if regression is not None else []
-    failures = list(outcome.failures)
-    verdict = "FAILED" if failures else "WARN" if warnings else "PASSED"
+    verdict = outcome.verdict
+    word = {"ERROR": "FAILED", "WARN": "WARN", "PASS": "PASSED"}[verdict.severity]
     # What a person reads before any table. Stored metadata comes back sorted by key, and
     # an upper-case key sorts before every lower-case one: "Summary" heads the list.
     values: dict[str, Any] = {
         "Summary": Markdown(
-            "\n".join([f"**{verdict}**", "", *summary_lines(outcome, markdown=True)]) + "\n"
+            "\n".join([f"**{word}**", "", *summary_lines(outcome, markdown=True)]) + "\n"
         )
     }
     values.update(outcome.flat_metrics)
@@ -124,8 +124,7 @@ def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
             values[f"{name}.delta_low"] = round(float(diff.low), 4)
             values[f"{name}.delta_high"] = round(float(diff.high), 4)
         values["changes"] = changes_frame(comparison)
-        named = (list(regression.failures) if regression is not None else []) or warnings
-        values["regressions"] = len(named)
+        values["regressions"] = len(verdict.regressions)
     values["thresholds"] = _threshold_table(outcome, values)
     values["per_query"] = _per_query_table(outcome)
     values["evaluation"] = Markdown(str(outcome.markdown))
@@ -141,8 +140,10 @@ def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
         )
     values.update(
         {
-            "verdict": "passed" if not failures else "failed",
-            "failures": "\n".join(failures) or "none",
+            "verdict": "passed" if not verdict.failures else "failed",
+            "severity": verdict.severity,
+            "headline": verdict.headline(),
+            "failures": "\n".join(verdict.failures) or "none",
             "stale_ids": ", ".join(outcome.stale_ids) or "none",
             "evaluation_key": outcome.record_key or "—",
             "reused": bool(outcome.reused),

@@ -1,11 +1,13 @@
 """The two publish steps: to the agent's storage folders, then to S3, each gated.
 
 Within one Dagster run the blocking check keeps these steps from running at all. Run on
-their own, they still refuse unless the build directory's evaluation record says that an
-evaluation passed for *exactly* the inputs they would publish (store, vectors, fixture,
-thresholds, code); a person can override that with `force`, which is logged loudly. The
-build directory, not the Dagster instance, is the source of truth, so the gate holds on a
-fresh instance and cannot read another build's result.
+their own, they still refuse unless the build directory's evaluation record holds a
+publishable verdict for *exactly* the inputs they would publish (store, vectors, fixture,
+thresholds, code). The verdict is read as the evaluation stored it and
+`publishing.gate.decide` makes the decision (a person can override a refusal with
+`force`, which is logged once per step). The build directory, not the Dagster instance,
+is the source of truth, so the gate holds on a fresh instance and cannot read another
+build's result.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from brain_pipeline.steps.publications import (
 from brain_pipeline.steps.report import Markdown, RunLink, StepResult
 
 if TYPE_CHECKING:
+    from brain_pipeline.evaluation.verdict import Verdict
+    from brain_pipeline.publishing.gate import Decision
     from brain_pipeline.publishing.source import ArtifactSource
 
 PUBLISH_CODE_VERSION = "publish-1"
@@ -47,6 +51,10 @@ class BuildArtifacts:
     evaluation: dict[str, float]
     evaluation_run_id: str | None
     corpus_digest: str | None
+    verdict: Verdict | None
+    """The evaluation's verdict on these bytes, as it was recorded."""
+    decision: Decision
+    """What `publishing.gate.decide` made of it."""
 
     @property
     def store_sha256(self) -> str:
@@ -91,36 +99,27 @@ def gate(
     record: dict[str, Any] | None,
     log: StepLog,
 ) -> BuildArtifacts:
-    """Refuse (raise) unless the data about to be published passed its evaluation."""
+    """Refuse (raise) unless `publishing.gate.decide` allows publishing these bytes on
+    their recorded verdict; a forced publication is logged here, once."""
     from brain_pipeline.corpus.store_reader import open_store_view
     from brain_pipeline.evaluation.record import known_sha256
-    from brain_pipeline.publishing.gate import publish_decision
+    from brain_pipeline.evaluation.service import stored_verdict
+    from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.source import ArtifactSource
 
-    passed = None if record is None else bool(record["passed"])
-    if passed:
-        # The same regression gate as the check, against the baseline as it is now.
-        from brain_pipeline.evaluation.service import regression_failures
-
-        blockers = regression_failures(cfg, record or {})
-        if blockers and not (force or cfg.publish.force):
-            raise StepFailure("publishing refused: " + "; ".join(blockers)[:1500])
-        if blockers:
-            log.warning("FORCED PUBLISH despite: " + "; ".join(blockers))
     view = open_store_view(layout.store_file, layout)
+    verdict = stored_verdict(record)
+    decision = decide(verdict, force=force or cfg.publish.force, store_chunk_count=len(view))
+    if not decision.allowed:
+        raise StepFailure(f"publishing refused: {decision.reason}")
+    if decision.forced:
+        log.warning(decision.reason)
     store = ArtifactSource.of_file(layout.store_file, view.sha256)
     emb_file = layout.embeddings_file
     emb_sha = known_sha256(layout, emb_file)
     embeddings = None if emb_sha is None else ArtifactSource.of_file(emb_file, emb_sha)
     # Chunks per area and the live ids are all a manifest needs: no chunk is decoded.
     counts = (view.count_per_area(), view.ids)
-    decision = publish_decision(
-        passed, force=force or cfg.publish.force, store_chunk_count=len(view)
-    )
-    if not decision.allowed:
-        raise StepFailure(f"publishing refused: {decision.reason}")
-    if force or cfg.publish.force:
-        log.warning(f"FORCED PUBLISH: {decision.reason}")
     figures = {
         k: float(v)
         for k, v in dict((record or {}).get("figures") or {}).items()
@@ -135,6 +134,8 @@ def gate(
         figures,
         (record or {}).get("run_id"),
         str(digest) if digest else None,
+        verdict,
+        decision,
     )
 
 
@@ -202,8 +203,10 @@ def _record_publication(
     version: str,
     report: Any,
     run_id: str,
+    artifacts: BuildArtifacts,
 ) -> None:
-    """Stamp every live file (absolute paths), so an unchanged re-run can skip by stat."""
+    """Stamp every live file (absolute paths), so an unchanged re-run can skip by stat;
+    keep the verdict the publication went out on and the gate's decision, for `status`."""
     stamps = {
         str(target.directory / f.filename): FileStamp.of(target.directory / f.filename, f.sha256)
         for target in report.targets
@@ -216,6 +219,9 @@ def _record_publication(
         "store_sha256": report.manifest.store.sha256,
         "corpus_digest": report.manifest.corpus_digest,
         "embeddings_published": report.embeddings_published,
+        "verdict": artifacts.verdict.to_dict() if artifacts.verdict is not None else None,
+        "decision": artifacts.decision.reason,
+        "forced": artifacts.decision.forced,
     }
     write_record(
         layout,
@@ -245,7 +251,9 @@ def publish_to_agent(
     After a rollback the rolled-back build is held (`publishing.history.Hold`): this
     step then changes nothing and says so, unless `force` is set.
     """
+    from brain_pipeline.evaluation.service import stored_verdict
     from brain_pipeline.publishing.commit import PublicationError
+    from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.local import publish_local
 
     recover(cfg, log)
@@ -256,9 +264,12 @@ def publish_to_agent(
     inputs = _publish_inputs(cfg, layout, key)
     previous = read_record(layout, "published_local")
     if (
-        evaluation is not None
-        and evaluation.get("passed")
-        and previous is not None
+        previous is not None
+        and decide(
+            stored_verdict(evaluation),
+            force=False,
+            store_chunk_count=int(previous.facts.get("chunk_count") or 0),
+        ).allowed
         and previous.is_current_for(layout, PUBLISH_CODE_VERSION, inputs)
     ):
         # The same evaluated bytes are live and untouched (every live file's stat is the
@@ -268,7 +279,10 @@ def publish_to_agent(
 
         if load_baseline(layout).baseline is None:
             _record_baseline(cfg, evaluation, log)
-        return StepResult(previous.data_version, {**previous.facts, "status": "unchanged"})
+        shown = {k: v for k, v in previous.facts.items() if k not in ("verdict", "forced")}
+        published_on = stored_verdict(previous.facts)
+        shown["verdict"] = published_on.headline() if published_on else "none recorded"
+        return StepResult(previous.data_version, {**shown, "status": "unchanged"})
     artifacts = gate(cfg, layout, force, evaluation, log)
     try:
         report = publish_local(
@@ -285,7 +299,7 @@ def publish_to_agent(
     version = publish_version(report.manifest)
     # Archived (hard-linked) before the live files are stamped: a link changes their ctime.
     record_in_history(cfg, layout, report, evaluation, run_id=run_id, trigger=trigger, log=log)
-    _record_publication(cfg, layout, inputs, version, report, run_id)
+    _record_publication(cfg, layout, inputs, version, report, run_id, artifacts)
     _record_baseline(cfg, evaluation, log)
     metadata: dict[str, Any] = {
         "status": "updated" if report.changed else "unchanged",
@@ -296,6 +310,8 @@ def publish_to_agent(
         "dagster/row_count": report.manifest.chunk_count,
         "store_sha256": report.manifest.store.sha256,
         "corpus_digest": report.manifest.corpus_digest,
+        "verdict": artifacts.verdict.headline() if artifacts.verdict else "none recorded",
+        "decision": artifacts.decision.reason,
     }
     # The run whose check passed these bytes, and the run that made the manifest now live
     # (an earlier one when this publish changed nothing).
@@ -359,3 +375,25 @@ def publish_to_s3(
         },
     )
 
+
+def upload_to_s3(
+    cfg: BrainConfig, store: Any, embeddings: Any, manifest: Any, retain: frozenset[str]
+) -> Any:
+    """Upload with boto3 where the configuration says (`publish.s3`), keeping `retain`:
+    the one S3 upload of a run (`S3Publisher`) and of `brain-pipeline rollback`."""
+    from brain_pipeline.publishing.s3 import publish_s3
+    from brain_pipeline.publishing.s3_client import S3Timeouts
+
+    s3 = cfg.publish.s3
+    return publish_s3(
+        store,
+        embeddings,
+        bucket=s3.bucket,
+        prefix=s3.prefix,
+        region=s3.region,
+        endpoint_url=s3.endpoint_url,
+        include_embeddings=s3.include_embeddings,
+        manifest=manifest,
+        timeouts=S3Timeouts.from_settings(s3),
+        retain=retain,
+    )

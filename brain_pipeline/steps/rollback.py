@@ -274,25 +274,3 @@ def release_hold(layout: StateLayout) -> str:
         raise RollbackRefused("nothing to release: no publication is held")
     append_events(layout, [{"kind": "release", "when": utc_now(), "reason": "released by hand"}])
     return f"the hold on publication #{hold.publication} is released"
-
-
-def upload_with_config(
-    cfg: BrainConfig, store: Any, embeddings: Any, manifest: Any, retain: frozenset[str]
-) -> Any:
-    """The S3 publisher the configuration describes (the CLI's; runs use the resource)."""
-    from brain_pipeline.publishing.s3 import publish_s3
-    from brain_pipeline.publishing.s3_client import S3Timeouts
-
-    s3 = cfg.publish.s3
-    return publish_s3(
-        store,
-        embeddings,
-        bucket=s3.bucket,
-        prefix=s3.prefix,
-        region=s3.region,
-        endpoint_url=s3.endpoint_url,
-        include_embeddings=s3.include_embeddings,
-        manifest=manifest,
-        timeouts=S3Timeouts.from_settings(s3),
-        retain=retain,
-    )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from typing import Any
 
 import pytest
 
 from brain_pipeline.corpus.chunking import (
-    HEADING_JS,
     REASON_CONVERSION,
     REASON_INVALID_JSON,
     REASON_NO_TITLE_TOPICS,
@@ -21,8 +21,17 @@ from brain_pipeline.corpus.chunking import (
     decode_text,
     find_heading,
 )
-from brain_pipeline.corpus.jscompat import JS_WHITESPACE
+from brain_pipeline.corpus.jscompat import JS_LINE_TERMINATORS, JS_WHITESPACE, JS_WS_CLASS
 from brain_pipeline.corpus.store import NO_HEADING
+
+_NOT_TERMINATOR = f"[^{JS_LINE_TERMINATORS}]"
+#: The specification: the original heading regex `/^\s*#{1,6}\s+(.+?)\s*$/m` with
+#: JavaScript semantics (`^` at the start or after any line terminator, `$` at the end or
+#: before one, `.` = anything but a line terminator). `find_heading` must agree with it.
+HEADING_JS = re.compile(
+    rf"(?<!{_NOT_TERMINATOR})[{JS_WS_CLASS}]*#{{1,6}}[{JS_WS_CLASS}]+"
+    rf"({_NOT_TERMINATOR}+?)[{JS_WS_CLASS}]*(?!{_NOT_TERMINATOR})"
+)
 
 LONG = "This paragraph is comfortably longer than twenty characters."
 

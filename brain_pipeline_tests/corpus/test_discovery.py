@@ -22,11 +22,11 @@ from brain_pipeline.corpus.discovery import (
     CorpusFile,
     CorpusNotFoundError,
     ManifestEntry,
-    discover,
     walk_corpus,
 )
 from brain_pipeline.corpus.ingest import ingest_file
 from brain_pipeline_tests.corpus.conftest import Writer, symlink
+from brain_pipeline_tests.corpus.manifests import discover
 
 
 def read_sources(root: Path) -> list[str]:

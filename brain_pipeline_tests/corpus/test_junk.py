@@ -14,7 +14,6 @@ from brain_pipeline.corpus.discovery import (
     STATUS_SKIPPED,
     CorpusFile,
     ManifestEntry,
-    discover,
     walk_corpus,
 )
 from brain_pipeline.corpus.ingest import ingest_corpus, ingest_file
@@ -28,6 +27,7 @@ from brain_pipeline.corpus.junk import (
     binary_content,
 )
 from brain_pipeline_tests.corpus.conftest import Writer
+from brain_pipeline_tests.corpus.manifests import discover
 
 TEXT = "# Notes\n\nA paragraph long enough to be kept in the store, about security groups.\n"
 # The start of a real ELF executable: magic, class, data, version, then padding NULs.

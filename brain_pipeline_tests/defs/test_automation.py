@@ -10,13 +10,13 @@ import dagster as dg
 from brain_pipeline.definitions import build_definitions
 from brain_pipeline.lib.conditions import (
     CORPUS_VERSION_TAG,
-    TRIGGER_TAG,
     UNCONSUMED_LABEL,
     consumed_corpus_version,
     true_labels,
 )
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
 from brain_pipeline.lib.steps import latest_corpus_observation
+from brain_pipeline.steps.trigger import TRIGGER_TAG
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus, observe_with_sensor
 
 MATERIALIZED = ["knowledge_chunks", "knowledge_store", "embeddings", "published_local"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brain_pipeline.corpus.store_reader import clear_views
+from brain_pipeline_tests.corpus.views import clear_views
 from brain_pipeline_tests.defs.conftest import make_project, tiny_fixture, write_tiny_corpus
 from brain_pipeline_tests.mounts import small_tmpfs
 

@@ -9,6 +9,7 @@ import boto3
 import dagster as dg
 import pytest
 
+from brain_pipeline.cli import main
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.observation import corpus_digest
 from brain_pipeline.corpus.store import parse_store
@@ -189,7 +190,7 @@ def test_empty_store_blocks_publishing(tmp_path: Path, s3: object) -> None:
 
 
 def test_publish_alone_refuses_after_a_failed_evaluation_unless_forced(
-    tiny_project: Project,
+    tiny_project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tiny_project.write_config(**{"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0}}})
     assert not tiny_project.materialize().success
@@ -199,6 +200,19 @@ def test_publish_alone_refuses_after_a_failed_evaluation_unless_forced(
     _assert_nothing_published(tiny_project)
     forced = tiny_project.materialize("published_local", force_publish=True)
     assert forced.success, forced.lines
+    # The gate's decision is logged once, with the failure it overrode.
+    logged = [
+        entry.user_message
+        for entry in tiny_project.instance.all_logs(forced.run_id)
+        if "FORCED PUBLISH" in (entry.user_message or "")
+    ]
+    assert len(logged) == 1 and "min" in logged[0], logged
+    # `status` shows the verdict the live store went out on, and that it was forced.
+    monkeypatch.setenv("BRAIN_CONFIG", str(tiny_project.config_path))
+    assert main(["status", "--json"]) in (0, 2)
+    shown = json.loads(capsys.readouterr().out)["verdict"]
+    assert shown["severity"] == "ERROR" and shown["forced"]
+    assert shown["decision"].startswith("FORCED PUBLISH") and "nDCG@10" in shown["headline"]
     published = tiny_project.published() / "knowledge-store.json"
     assert published.read_bytes() == tiny_project.store_file.read_bytes()
 

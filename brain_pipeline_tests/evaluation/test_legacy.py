@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
-from brain_pipeline.evaluation.legacy import LegacyRetriever, legacy_terms
+from collections.abc import Sequence
+
+from brain_pipeline.corpus.store import Chunk
+from brain_pipeline.evaluation.legacy import LegacyBaseline, legacy_terms
+from brain_pipeline.retrieval.hybrid import ListSource
 from brain_pipeline_tests.evaluation.helpers import make_chunk
+
+
+class LegacyRetriever:
+    """The baseline over chunks in memory for any query: `LegacyBaseline` with the query's
+    own terms, answering (chunk, score) pairs."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self._source = ListSource(chunks)
+
+    def search(self, query: str, area: str, limit: int = 10) -> list[tuple[Chunk, int]]:
+        hits = LegacyBaseline(self._source, legacy_terms(query)).search(query, area, limit)
+        chunks = self._source.area_chunks(area)
+        return [(chunks[position], score) for position, score in hits]
 
 
 def ids(hits: list) -> list[str]:

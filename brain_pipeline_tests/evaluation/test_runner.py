@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,13 +14,29 @@ import pytest
 from brain_pipeline.config import Thresholds
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation.fixture import Fixture, LabelledQuery
-from brain_pipeline.evaluation.runner import check_thresholds, evaluate, run_evaluation
+from brain_pipeline.evaluation.render import report_markdown, report_text
+from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
+from brain_pipeline.evaluation.verdict import judge
 from brain_pipeline.retrieval.vectors import EmbeddingStore, quantize
 from brain_pipeline_tests.evaluation.helpers import WordHashEmbedder
 
 
 def fixture_of(*queries: tuple[str, str, list[str]]) -> Fixture:
     return Fixture(tuple(LabelledQuery(q, a, tuple(r)) for q, a, r in queries), "test.json")
+
+
+def check_thresholds(
+    report: EvaluationReport, thresholds: Mapping[Any, Any] | None = None
+) -> list[str]:
+    """The verdict's failures for `report` (judged by `verdict.judge`, the one judge)."""
+    return list(judge(report, thresholds).failures)
+
+
+def run_evaluation(
+    store: list[Chunk], fixture: Fixture | Path, thresholds: Mapping[Any, Any] | None = None
+) -> tuple[EvaluationReport, list[str]]:
+    report = evaluate(store, fixture)
+    return report, check_thresholds(report, thresholds)
 
 
 def embeddings_for(chunks: list[Chunk], embedder: WordHashEmbedder) -> EmbeddingStore:
@@ -86,10 +104,10 @@ def test_hybrid_without_vectors_says_it_is_bm25(store: list[Chunk], fixture: Fix
     assert hybrid.fell_back_entirely
     assert hybrid.fallback is not None and "no query embedder" in hybrid.fallback
     assert (hybrid.ndcg_at_10, hybrid.mrr) == (bm25.ndcg_at_10, bm25.mrr)
-    markdown = report.to_markdown()
+    markdown = report_markdown(report)
     assert "| hybrid (= bm25) |" in markdown
     assert "its figures are BM25's" in markdown
-    assert "(= bm25)" in report.to_text()
+    assert "(= bm25)" in report_text(report)
 
 
 def test_hybrid_with_vectors_fuses(
@@ -106,7 +124,7 @@ def test_hybrid_with_vectors_fuses(
     assert hybrid is not None
     assert hybrid.fallback_queries == 0 and hybrid.fallback is None
     assert {q.mode for q in report.queries if q.retriever == "hybrid"} == {"hybrid"}
-    assert "(= bm25)" not in report.to_markdown()
+    assert "(= bm25)" not in report_markdown(report)
     assert embedder.queries_embedded == 5
 
 
@@ -131,7 +149,7 @@ def test_stale_labels_fail(store: list[Chunk]) -> None:
     report, failures = run_evaluation(store, fixture)
     assert report.stale_ids == ["0123456789ab"]
     assert len(failures) == 1 and "0123456789ab" in failures[0] and "stale" in failures[0]
-    assert "Stale fixture" in report.to_markdown()
+    assert "Stale fixture" in report_markdown(report)
 
 
 def test_unknown_area_and_empty_store_fail(store: list[Chunk]) -> None:
@@ -186,12 +204,12 @@ def test_flat_metrics_and_json(store: list[Chunk], fixture: Fixture) -> None:
 
 
 def test_markdown_rank_table_marks_misses(store: list[Chunk], fixture: Fixture) -> None:
-    lines = evaluate(store, fixture).to_markdown().splitlines()
+    lines = report_markdown(evaluate(store, fixture)).splitlines()
     row = next(line for line in lines if line.startswith("| kubernetes pods |"))
     assert row == "| kubernetes pods | aws | — | — | — |"
 
 
-def test_run_evaluation_loads_a_fixture_path(tmp_path: Path, store: list[Chunk]) -> None:
+def test_evaluate_loads_a_fixture_path(tmp_path: Path, store: list[Chunk]) -> None:
     path = tmp_path / "fixture.json"
     path.write_text(
         json.dumps({"queries": [{"query": "vpc", "area": "aws", "relevant": [store[0].id]}]})

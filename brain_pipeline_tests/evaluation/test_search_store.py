@@ -9,11 +9,11 @@ import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, serialize_store
+from brain_pipeline.embedding.factory import choose_query_embedder
 from brain_pipeline.evaluation.search import (
     StoreNotFoundError,
     open_store,
 )
-from brain_pipeline.evaluation.service import choose_query_embedder
 from brain_pipeline.retrieval.vectors import EmbeddingStore, encode_embeddings, quantize
 
 

@@ -251,7 +251,7 @@ def test_inspect_with_an_unreadable_manifest(publish_root: Path) -> None:
 def test_a_hand_edited_file_of_the_same_size_is_rewritten(
     build: SampleBuild, publish_root: Path
 ) -> None:
-    """The live manifest saves reading a big file only while the file is not newer."""
+    """The recorded signature saves reading a big file only while the file is unchanged."""
     import os
 
     publish(build, publish_root)
@@ -266,6 +266,46 @@ def test_a_hand_edited_file_of_the_same_size_is_rewritten(
 
     assert actions(report) == [{VECTORS: "unchanged", STORE: "written", MANIFEST: "unchanged"}]
     assert store.read_bytes() == build.store_bytes
+
+
+def test_a_same_size_replacement_with_its_mtime_put_back_is_rewritten(
+    build: SampleBuild, publish_root: Path
+) -> None:
+    """The one "unchanged" rule (`utils.file_signature`): a live file swapped for other
+    bytes of the same size, its mtime restored, is a new inode and is not trusted (size
+    and an mtime no newer than the manifest's would have trusted it)."""
+    import os
+
+    publish(build, publish_root)
+    store = publish_root / "src" / "storage" / STORE
+    before = store.stat()
+    edited = bytearray(build.store_bytes)
+    edited[10] = ord("X") if edited[10] != ord("X") else ord("Y")
+    swap = publish_root / "swap.json"
+    swap.write_bytes(bytes(edited))
+    os.utime(swap, ns=(before.st_atime_ns, before.st_mtime_ns))
+    os.replace(swap, store)
+
+    report = publish(build, publish_root)
+
+    assert actions(report) == [{VECTORS: "unchanged", STORE: "written", MANIFEST: "unchanged"}]
+    assert store.read_bytes() == build.store_bytes
+
+
+def test_without_the_signature_record_unchanged_files_are_compared_not_rewritten(
+    build: SampleBuild, publish_root: Path
+) -> None:
+    publish(build, publish_root)
+    record = publish_root / ".brain-publish" / "signatures.json"
+    assert record.is_file()
+    record.unlink()
+    store = publish_root / "src" / "storage" / STORE
+    mtime = store.stat().st_mtime_ns
+
+    report = publish(build, publish_root)
+
+    assert actions(report) == [{VECTORS: "unchanged", STORE: "unchanged", MANIFEST: "unchanged"}]
+    assert store.stat().st_mtime_ns == mtime
 
 
 def test_an_unchanged_publish_stages_nothing(build: SampleBuild, publish_root: Path) -> None:

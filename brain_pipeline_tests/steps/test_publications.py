@@ -20,7 +20,7 @@ def test_archiving_keeps_the_live_stamps_valid_and_the_history_complete(tmp_path
     record = read_record(layout, "published_local")
     assert record is not None and record.outputs_intact(layout)
     (pub,) = read_history(layout).publications()
-    assert (pub.id, pub.kind, pub.trigger) == (1, "published", "cli")
+    assert (pub.id, pub.kind, pub.trigger) == (1, "published", "launched by hand (CLI or UI)")
     live = project.published() / "knowledge-store.json"
     archived = layout.published_archive / "objects" / pub.store_sha256 / live.name
     assert archived.read_bytes() == live.read_bytes()

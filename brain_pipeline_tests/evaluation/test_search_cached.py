@@ -12,12 +12,12 @@ import pytest
 from brain_pipeline.cli import main
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.store import load_store, serialize_store
-from brain_pipeline.corpus.store_reader import clear_views
 from brain_pipeline.embedding.store_file import read_embeddings
 from brain_pipeline.evaluation.search import open_store
 from brain_pipeline.retrieval.hybrid import Retriever
 from brain_pipeline.retrieval.vectors import decode_embeddings, encode_embeddings, quantize
 from brain_pipeline_tests.corpus.corpora import build_random_corpus
+from brain_pipeline_tests.corpus.views import clear_views
 
 DIM = 24
 QUERIES = ["network roadmap", "the data", "heading text paragraph", "zzz", "role topic level"]

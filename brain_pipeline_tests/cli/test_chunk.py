@@ -11,7 +11,12 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline_tests.corpus import conftest as corpus_fixtures
 from brain_pipeline_tests.corpus.conftest import Writer
+
+# The corpus tests' fixtures: an empty corpus folder and a writer into it.
+corpus = corpus_fixtures.corpus
+write = corpus_fixtures.write
 
 TEXT = "# Title\n\nA paragraph long enough to be kept in the store.\n"
 

@@ -13,9 +13,10 @@ import pytest
 
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, parse_store, serialize_store
-from brain_pipeline.corpus.store_reader import StoreView, clear_views, open_store_view
+from brain_pipeline.corpus.store_reader import StoreView, open_store_view
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus, build_random_corpus
+from brain_pipeline_tests.corpus.views import clear_views
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "curated-content"
 

@@ -12,11 +12,12 @@ from pathlib import Path
 
 from brain_pipeline.corpus.ingest import ingest_corpus
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
-from brain_pipeline.corpus.store_reader import clear_views, open_store_view
+from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.evaluation.legacy import LegacyBaseline, legacy_terms
 from brain_pipeline.retrieval.view_source import ViewSource
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.corpora import build_random_corpus
+from brain_pipeline_tests.corpus.views import clear_views
 
 QUERIES = [
     "network roadmap role", "the the data", "heading text paragraph", "zzz",

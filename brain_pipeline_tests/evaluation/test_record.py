@@ -11,11 +11,11 @@ import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, serialize_store
-from brain_pipeline.corpus.store_reader import clear_views
 from brain_pipeline.evaluation import record as eval_record
 from brain_pipeline.evaluation.service import EvaluationOutcome, evaluate_store_dir
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus.views import clear_views
 from brain_pipeline_tests.evaluation.helpers import make_chunk
 
 T1 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -136,7 +136,7 @@ def test_evaluation_inputs_name_the_record_of_the_current_bytes(setup: Setup) ->
     assert inputs is not None and inputs.key() == outcome.record_key
     layout = StateLayout.of(setup.build)
     record = eval_record.lookup(layout, inputs.key())
-    assert record is not None and record["passed"] is True
+    assert record is not None and record["verdict"]["severity"] == "PASS"
     setup.write_store([*setup.chunks[:2]])  # the bytes about to be published changed
     clear_views()
     changed = evaluation_inputs(setup.config(), setup.build)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from brain_pipeline.corpus.discovery import CorpusNotFoundError, discover
+from brain_pipeline.corpus.discovery import CorpusNotFoundError
 from brain_pipeline.corpus.observation import (
     CorpusSnapshot,
     SnapshotNotFoundError,
@@ -19,8 +19,13 @@ from brain_pipeline.corpus.observation import (
 )
 from brain_pipeline.publishing.manifest import corpus_digest
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus import settled
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus
-from brain_pipeline_tests.state.conftest import NOW_NS, SETTLED_NS, Writer, put, settle
+from brain_pipeline_tests.corpus.manifests import discover
+from brain_pipeline_tests.corpus.settled import NOW_NS, SETTLED_NS, Writer, put, settle
+
+#: Files written with settled mtimes (see `settled`), overriding the corpus conftest's.
+write = settled.write
 
 
 def now() -> int:
@@ -97,14 +102,20 @@ def test_a_file_hashed_within_the_window_is_rehashed_until_it_settles(
     assert observe_corpus(corpus, layout, clock=lambda: later).rehashed == ()
 
 
-def test_a_settled_same_size_edit_with_a_restored_mtime_is_not_read(
+def test_a_same_size_replacement_with_a_restored_mtime_is_read(
     corpus: Path, layout: StateLayout
 ) -> None:
-    """The limit of any mtime index, stated: outside the window, size+mtime are trusted."""
+    """The one "unchanged" rule (`utils.file_signature`), not size+mtime alone: a file
+    replaced by another of the same size with its mtime put back (as an editor's atomic
+    save followed by `touch -d` leaves it) is a new inode, so it is hashed again."""
     path = put(corpus / "a/one.md", "Version AAAA of a file of fixed size.", SETTLED_NS)
     first = observe_corpus(corpus, layout, clock=now)
-    put(path, "Version BBBB of a file of fixed size.", SETTLED_NS)
-    assert observe_corpus(corpus, layout, clock=now).digest == first.digest
+    replacement = put(corpus.parent / "one.md.new", "Version BBBB of a file of fixed size.")
+    os.utime(replacement, ns=(SETTLED_NS, SETTLED_NS))
+    os.replace(replacement, path)
+    second = observe_corpus(corpus, layout, clock=now)
+    assert second.rehashed == ("a/one.md",)
+    assert second.digest != first.digest
 
 
 def test_deleted_files_leave_the_index(corpus: Path, layout: StateLayout, write: Writer) -> None:

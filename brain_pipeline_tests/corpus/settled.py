@@ -1,4 +1,10 @@
-"""Fixtures for the incremental ingest core: a corpus folder, a build dir, a clock."""
+"""Settled files for the incremental ingest tests (chunk cache, observation).
+
+The corpus tests' `write` gives files the filesystem's fresh mtimes; the incremental core
+trusts a recorded digest only for files whose mtime is settled, so these tests write with
+mtimes a fixed clock (`NOW_NS`) counts as settled. A test module opts in with
+`write = settled.write` (a module's fixture overrides the package conftest's).
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from brain_pipeline.state.layout import StateLayout
 
 #: A fixed "now" far after every mtime the tests set, so files count as settled.
 NOW_NS = 2_000_000_000 * 10**9
@@ -21,18 +25,6 @@ SETTLED_NS = NOW_NS - 86_400 * 10**9
 _MTIMES = itertools.count(SETTLED_NS, 10**9)
 
 Writer = Callable[[str, "str | bytes"], Path]
-
-
-@pytest.fixture
-def corpus(tmp_path: Path) -> Path:
-    root = tmp_path / "corpus"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
-def layout(tmp_path: Path) -> StateLayout:
-    return StateLayout.of(tmp_path / "build")
 
 
 def put(path: Path, content: str | bytes, mtime_ns: int | None = None) -> Path:

@@ -30,7 +30,6 @@ from brain_pipeline.lib.instance import (
     ensure_instance_home,
     open_instance,
     reap_dead_runs,
-    reap_dead_runs_on_load,
     upgraded_instance_yaml,
 )
 
@@ -246,17 +245,3 @@ def test_runs_of_other_hosts_live_processes_and_reused_pids_are_judged_right(
     assert status(reused) == dg.DagsterRunStatus.FAILURE
 
 
-def test_the_load_path_hook_reaps_only_when_an_instance_is_named(home: Path) -> None:
-    ensure_instance_home(home)
-    instance = open_instance()
-    gone = subprocess.Popen([sys.executable, "-c", "pass"])
-    gone.wait()  # a pid that ran and exited: nothing lives there now
-    stuck = _stuck_run(instance, {PID_TAG: str(gone.pid), HOST_TAG: socket.gethostname()})
-    assert reap_dead_runs_on_load(env={}) == []  # no DAGSTER_HOME: not even looked at
-    assert instance.get_run_by_id(stuck).status == dg.DagsterRunStatus.STARTED  # type: ignore[union-attr]
-    notes: list[str] = []
-    reaped = reap_dead_runs_on_load(echo=notes.append)
-    assert [r.run_id for r in reaped] == [stuck]
-    assert len(notes) == 1 and stuck in notes[0] and f"pid {gone.pid}" in notes[0]
-    assert "marked it failed" in notes[0]
-    assert instance.get_run_by_id(stuck).status == dg.DagsterRunStatus.FAILURE  # type: ignore[union-attr]

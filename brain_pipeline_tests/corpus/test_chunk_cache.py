@@ -27,8 +27,12 @@ from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, chunk_corpus, ing
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus, snapshot_digest
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus import settled
 from brain_pipeline_tests.corpus.corpora import SAME, build_edge_corpus, build_random_corpus
-from brain_pipeline_tests.state.conftest import NOW_NS, Writer, put, settle
+from brain_pipeline_tests.corpus.settled import NOW_NS, Writer, put, settle
+
+#: Files written with settled mtimes (see `settled`), overriding the corpus conftest's.
+write = settled.write
 
 SHARED = "A paragraph shared by several files, long enough to be kept."
 

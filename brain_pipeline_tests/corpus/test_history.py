@@ -19,11 +19,6 @@ from brain_pipeline_tests.evaluation.helpers import make_chunk
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def layout(tmp_path: Path) -> StateLayout:
-    return StateLayout.of(tmp_path / "build")
-
-
 def _store() -> list[Chunk]:
     return [
         make_chunk("Security groups are stateful firewalls.", source="aws/sg.md", heading="SG"),

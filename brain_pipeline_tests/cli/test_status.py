@@ -28,7 +28,13 @@ from brain_pipeline.publishing.manifest import (
 )
 from brain_pipeline.publishing.s3 import publish_s3
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
+from brain_pipeline_tests.publishing import conftest as publishing
 from brain_pipeline_tests.publishing.conftest import AGENT_MODEL, SampleBuild, make_build
+
+# The publishing tests' fixtures: a sample build, an empty publish root, a closed port.
+build = publishing.build
+publish_root = publishing.publish_root
+free_port = publishing.free_port
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
-from brain_pipeline.corpus.store_reader import clear_views, open_store_view
+from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.retrieval import bm25_cache as cache_module
 from brain_pipeline.retrieval import token_cache, view_source
 from brain_pipeline.retrieval.bm25 import BM25Index
@@ -21,6 +21,7 @@ from brain_pipeline.retrieval.hybrid import Retriever
 from brain_pipeline.retrieval.token_cache import TokenCache
 from brain_pipeline.retrieval.view_source import ViewSource
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus.views import clear_views
 from brain_pipeline_tests.retrieval.reference_bm25 import reference_search
 
 WORDS = [
