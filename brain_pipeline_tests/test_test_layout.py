@@ -22,9 +22,7 @@ NOT_MIRRORED: dict[str, str] = {
     # Dagster wiring: exercised by materialising the real Definitions.
     "definitions.py": "the code location's entry point: defs/test_definitions.py loads it",
     "defs/publish.py": "wiring of steps.publish: defs/test_materialize.py",
-    "defs/resources.py": "the resources built from the config: defs/test_definitions.py",
     "lib/code_location.py": "loading the config once per location: defs/test_definitions.py",
-    "lib/conditions.py": "automation conditions: defs/test_automation.py evaluates them",
     "lib/runner.py": "in-process materialisation: defs/test_materialize.py, defs/conftest.py",
     "lib/tables.py": "DataFrame metadata: lib/test_steps.py (to_metadata's frame case)",
     # Thin CLI commands: run end to end through `main()`.
@@ -56,7 +54,6 @@ NOT_MIRRORED: dict[str, str] = {
     "evaluation/repair_write.py": "fixture repair: evaluation/test_repair.py",
     "evaluation/baseline.py": "the evaluation baseline: cli/test_eval_regression.py",
     "evaluation/reports.py": "frames for `eval --csv`: cli/test_eval_regression.py",
-    "evaluation/service.py": _PUBLISH_DECISION + "; evaluation/test_record.py",
     "steps/evaluate.py": _PUBLISH_DECISION + "; defs/test_checks.py",
     "steps/publish.py": _PUBLISH_DECISION + "; defs/test_materialize.py",
     "steps/report.py": "plain value shapes; converted and tested in lib/test_steps.py",
