@@ -78,6 +78,7 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
                     str(getattr(data.severity, "value", data.severity)),
                     str(data.description or ""),
                     bool(data.blocking),
+                    _text(data.metadata.get("headline")),
                 )
             )
         elif data.materialization.asset_key == dg.AssetKey("published_local"):
@@ -94,6 +95,13 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
         publish_status=status,
         trigger=describe_trigger(run.tags, ()),
     )
+
+
+def _text(value: Any) -> str | None:
+    """A text metadata value's string (None when absent)."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value)) or None
 
 
 def previous_event(instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig) -> Any:

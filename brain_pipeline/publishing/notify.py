@@ -51,6 +51,12 @@ class CheckOutcome:
     """ERROR or WARN."""
     description: str
     blocking: bool = True
+    headline: str | None = None
+    """`Verdict.headline()` when the check is the evaluation (its metadata carries it): the
+    one line that decided the verdict, preferred over the description's first line."""
+
+    def cause(self) -> str:
+        return f"{self.name}: {first_line(self.headline or self.description)}"
 
 
 @dataclass(frozen=True)
@@ -100,8 +106,7 @@ def classify(facts: RunFacts, previous: EventKind | None, link: str | None = Non
             c for c in facts.checks if not c.passed and c.severity == "ERROR" and c.blocking
         ]
         if blocking:
-            check = blocking[0]
-            return event("blocked", f"{check.name}: {first_line(check.description)}")
+            return event("blocked", blocking[0].cause())
         refused = [(s, d) for s, d in facts.failed_steps if s in PUBLISH_STEPS and "refus" in d]
         if refused:
             step, description = refused[0]
@@ -116,8 +121,7 @@ def classify(facts: RunFacts, previous: EventKind | None, link: str | None = Non
     # (on_regression: warn). A failed non-blocking check is advice, not a regression.
     warned = [c for c in facts.checks if not c.passed and c.severity == "WARN" and c.blocking]
     if warned:
-        check = warned[0]
-        return event("regression", f"{check.name}: {first_line(check.description)}")
+        return event("regression", warned[0].cause())
     if previous in BAD_EVENTS:
         return event("recovered", f"published after the {previous} run; the live store is current")
     return None

@@ -113,10 +113,11 @@ def test_each_event_reaches_both_channels_exactly_once(
     assert [body["run_id"] for body in hook.bodies] == runs[1:]
     assert all(p == f"/hooks/{HOOK_TOKEN}" for p in hook.paths)
     blocked, failed, warned, recovered = hook.bodies
-    assert "embeddings:retrieval_eval" in blocked["cause"]
+    assert blocked["cause"].startswith("embeddings:retrieval_eval: retrieval evaluation FAILED")
     assert "'patterns that travel diagonally' (beta) became a miss" in blocked["text"]
     assert "knowledge_chunks" in failed["cause"] or "corpus" in failed["cause"]
     assert "became a miss" in warned["text"] and "IS live" in warned["text"]
+    assert "retrieval evaluation passed with warnings" in warned["cause"]  # Verdict.headline
     assert "RECOVERED" in recovered["text"]
     for body in hook.bodies:
         assert f"http://dagster.example:3000/runs/{body['run_id']}" in body["text"]

@@ -33,6 +33,13 @@ def test_a_failed_blocking_check_is_blocked_with_its_first_line() -> None:
     assert event.cause == f"{EVAL}: {MISS}"
 
 
+def test_the_verdict_headline_is_the_cause_when_the_check_carries_it() -> None:
+    headline = "retrieval evaluation FAILED: hybrid: 'vpc peering' (aws) became a miss"
+    check = CheckOutcome(EVAL, False, "ERROR", "a; b; c", True, headline)
+    event = classify(facts(succeeded=False, checks=[check]), None)
+    assert event is not None and event.cause == f"{EVAL}: {headline}"
+
+
 def test_a_refused_publish_step_is_blocked_and_another_failure_is_failed() -> None:
     refused = facts(succeeded=False, failed_steps=[("published_local", "publishing refused: x")])
     assert classify(refused, None).kind == "blocked"  # type: ignore[union-attr]
