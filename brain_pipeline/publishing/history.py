@@ -270,16 +270,21 @@ def append_events(layout: StateLayout, events: Sequence[Mapping[str, Any]]) -> H
 
 
 def evaluation_summary(record: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What the history keeps of an evaluation record: verdict, figures, key, run."""
+    """What the history keeps of an evaluation record: whether the gate let it through
+    (its verdict's severity PASS or WARN), the figures, the record's key and run."""
     if not record:
-        return {"passed": None, "figures": {}, "key": None, "run_id": None}
+        return {"passed": None, "severity": None, "figures": {}, "key": None, "run_id": None}
     figures = {
         k: float(v)
         for k, v in dict(record.get("figures") or {}).items()
         if isinstance(v, int | float) and not isinstance(v, bool)
     }
+    verdict = record.get("verdict")
+    severity = verdict.get("severity") if isinstance(verdict, Mapping) else None
+    passed = severity != "ERROR" if severity is not None else record.get("passed")
     return {
-        "passed": record.get("passed"),
+        "passed": passed,
+        "severity": severity,
         "figures": figures,
         "key": record.get("key"),
         "run_id": record.get("run_id"),

@@ -24,6 +24,7 @@ def test_archiving_keeps_the_live_stamps_valid_and_the_history_complete(tmp_path
     live = project.published() / "knowledge-store.json"
     archived = layout.published_archive / "objects" / pub.store_sha256 / live.name
     assert archived.read_bytes() == live.read_bytes()
-    assert pub.evaluation["passed"] is True and pub.baseline == pub.evaluation["key"]
+    assert pub.evaluation["passed"] is True and pub.evaluation["severity"] == "PASS"
+    assert pub.baseline == pub.evaluation["key"]
     assert project.materialize().success  # nothing changed: no second publication
     assert len(read_history(layout).publications()) == 1
