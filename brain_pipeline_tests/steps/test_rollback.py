@@ -79,6 +79,10 @@ def test_rollback_restores_the_earlier_bytes_everywhere_and_holds_the_bad_one(
     listed = _publications(capsys)
     assert listed["live"] == 3 and listed["hold"] == 2
     assert listed["publications"][0]["restores"] == 1
+    assert main(["publications"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("* #3") and "rollback to #1 +S3" in lines[0]
+    assert lines[-1].startswith("HELD: publication #2 is held since the rollback")
 
     # The baseline is the restored publication's evaluation again.
     baseline = json.loads((project.build / "state" / "eval-baseline.json").read_text())
