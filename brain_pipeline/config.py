@@ -165,6 +165,9 @@ class EmbeddingSettings(_Section):
     batch_size: int = Field(default=100, ge=1, le=100)
     max_attempts: int = Field(default=6, ge=1, le=50)
     local_model: str = "all-MiniLM-L6-v2-int8"
+    too_long: Literal["truncate", "skip"] = "truncate"
+    """A text over the model's input limit (embedding.limits): embed its longest head
+    that fits (`truncate`), or give it no vector so it stays lexical (`skip`)."""
 
 
 class RetrievalSettings(_Section):

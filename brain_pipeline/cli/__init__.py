@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from brain_pipeline.utils.terminal import escape_unencodable
+
+    # Chunk text can hold lone surrogates (the store keeps them): print them as escapes.
+    escape_unencodable(sys.stdout, sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

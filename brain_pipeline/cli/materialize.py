@@ -6,6 +6,7 @@ import argparse
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -52,11 +53,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="let this Dagster instance serve the configured build directory from now on "
         "(an instance serves one build directory; runs for another are refused)",
     )
+    parser.add_argument(
+        "--retry-refused",
+        action="store_true",
+        help="send again the texts the embedding service refused (or that were skipped as "
+        "too long, or kept getting invalid answers) in earlier runs; otherwise they are "
+        "not re-sent until their text, the model, the dimension or embedding.too_long "
+        "changes",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="show Dagster's own step logs")
 
 
 def _note(message: str) -> None:
     print(f"brain-pipeline materialize: {message}", file=sys.stderr, flush=True)
+
+
+def _forget_refusals(build_dir: Path) -> None:
+    """`--retry-refused`: drop the remembered refusals (under the build directory's
+    lock), so this run's embedding step sends those texts again."""
+    from brain_pipeline.embedding.gaps import forget_refusals
+    from brain_pipeline.state.layout import StateLayout
+
+    forgotten = forget_refusals(StateLayout.of(build_dir).embedding_gaps)
+    _note(f"--retry-refused: {forgotten} refused text(s) will be sent again")
 
 
 def _selects_publishing(selection: str, definitions: Definitions) -> bool:
@@ -140,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
                 _note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
             for dead in reap_dead_runs(instance):
                 _note(reaped_message(dead))
+            if args.retry_refused:
+                _forget_refusals(cfg.build_dir)
             from brain_pipeline.cli.progress_bar import progress_for
 
             # A bar for long steps on a terminal; plain periodic lines otherwise.

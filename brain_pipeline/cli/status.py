@@ -187,6 +187,8 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         },
     }
     report["verdict"] = _published_verdict(cfg, manifest) if cfg is not None else None
+    if cfg is not None:
+        report["embedding_gaps"] = _embedding_gaps(cfg.build_dir)
     if args.s3:
         report["s3"] = _check_s3(cfg, manifest)
     if cfg is not None:
@@ -234,6 +236,14 @@ def _published_verdict(cfg: Any, manifest: Any) -> dict[str, Any] | None:
         "decision": record.facts.get("decision"),
         "forced": bool(record.facts.get("forced")),
     }
+def _embedding_gaps(build_dir: Path) -> dict[str, int]:
+    """How many chunks of the last build have no vector, or a truncated one (read-only)."""
+    from brain_pipeline.embedding.gaps import read_gaps
+    from brain_pipeline.state.layout import StateLayout
+
+    gaps = read_gaps(StateLayout.of(build_dir).embedding_gaps)
+    truncated = sum(1 for g in gaps.values() if g.has_vector)
+    return {"without_vector": len(gaps) - truncated, "truncated": truncated}
 
 
 def _exit_code(report: dict[str, Any], consistent: bool) -> int:
@@ -285,6 +295,13 @@ def _render(report: dict[str, Any]) -> str:
         lines.append(f"Verdict: {verdict['severity']}: {verdict['headline']}")
         if verdict.get("forced"):
             lines.append(f"  {verdict['decision']}")
+    gaps = report.get("embedding_gaps")
+    if gaps and (gaps["without_vector"] or gaps["truncated"]):
+        lines.append(
+            f"  last build: {gaps['without_vector']} chunk(s) without a vector (refused, "
+            f"skipped or invalid), {gaps['truncated']} truncated; they stay lexical or "
+            "head-only (the embedding_gaps check lists them; materialize --retry-refused)"
+        )
     if m.get("evaluation"):
         lines.append("Evaluation:")
         lines += [f"  {k}: {_figure(v)}" for k, v in _flat(m["evaluation"])]

@@ -51,6 +51,7 @@ import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.id_lookup import id_keys, lookup_sorted
+from brain_pipeline.corpus.jscompat import json_stringify, parse_json
 from brain_pipeline.corpus.store import NO_HEADING, heading_text
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
@@ -408,7 +409,8 @@ def _record(
             fresh = chunks_at(positions.tolist())
             inserted = conn.executemany(
                 "INSERT OR IGNORE INTO texts VALUES (?, ?)",
-                ((c.id, zlib.compress(c.content.encode("utf-8"), _ZLIB_LEVEL)) for c in fresh),
+                ((c.id, zlib.compress(c.content.encode("utf-8", "surrogatepass"), _ZLIB_LEVEL))
+                 for c in fresh),
             )
             new += max(inserted.rowcount, 0)
             # An id that comes back takes the provenance it has now.
@@ -446,13 +448,34 @@ def _encode_heading(heading: Any, cache: dict[Any, str | None]) -> str | None:
     if isinstance(heading, str):
         encoded = cache.get(heading)
         if encoded is None:
-            encoded = cache[heading] = json.dumps(heading, ensure_ascii=False)
+            encoded = cache[heading] = _json_text(heading)
         return encoded
-    return json.dumps(heading, ensure_ascii=False)
+    return _json_text(heading)
+
+
+def _json_text(value: Any) -> str:
+    """JSON text SQLite can store, for any heading the store can hold: raw non-ASCII as
+    before, a lone surrogate (a roadmap title may hold one) as its `\\udxxx` escape,
+    which SQLite's strict UTF-8 could not take, and a title nested deeper than Python's
+    recursion limit through the store's own iterative writer."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return json_stringify(value, indent="")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True)
+    return text
 
 
 def _decode_heading(raw: str | None) -> Any:
-    return NO_HEADING if raw is None else json.loads(raw)
+    if raw is None:
+        return NO_HEADING
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        return parse_json(raw)
 
 
 def record_store(layout: StateLayout, chunks: Iterable[ChunkLike], when: datetime) -> RecordOutcome:
@@ -549,7 +572,7 @@ def _entry(row: tuple[Any, ...], latest: str | None) -> HistoryEntry:
         last_seen = latest  # a live row's own last_seen is not kept current
     return HistoryEntry(
         id=key,
-        text=zlib.decompress(text).decode("utf-8"),
+        text=zlib.decompress(text).decode("utf-8", "surrogatepass"),
         area=area,
         source=source,
         heading=_decode_heading(heading),

@@ -67,7 +67,12 @@ def heading_text(heading: Any) -> str:
     """A heading as a person reads it: the string, a number's or object's JSON, or ""."""
     if heading is NO_HEADING or heading is None:
         return ""
-    return heading if isinstance(heading, str) else json.dumps(heading, ensure_ascii=False)
+    if isinstance(heading, str):
+        return heading
+    try:
+        return json.dumps(heading, ensure_ascii=False)
+    except RecursionError:  # a malformed roadmap title nested thousands deep
+        return json_stringify(heading, indent="")
 
 
 def chunk_id(content: str) -> str:

@@ -61,6 +61,16 @@ HEALTH_CHECKS = [
         health.embedding_coverage,
     ),
     _record_check(
+        "embeddings",
+        "embedding_gaps",
+        "WARN listing every live chunk without a vector (refused by the service, too long "
+        "and skipped, invalid answers, not embedded yet) or with a vector of a truncated "
+        "head: source file, heading, chunk id, reason. Such chunks stay lexical; refusals "
+        "are not re-sent until the text, model, dimension or too_long policy changes "
+        "(`brain-pipeline materialize --retry-refused` sends them again).",
+        health.embedding_gaps,
+    ),
+    _record_check(
         "published_local",
         "vectors_reach_agent",
         "WARN when embeddings.bin is withheld from the agent (its model is not "

@@ -5,11 +5,20 @@ stays valid for as long as its id exists and the model and dimension are unchang
 The build therefore reuses vectors by id from the previous embeddings.bin and from an
 interrupted run's checkpoint, embeds only what is missing, drops the vectors of chunks
 that are gone, and writes one vector per live chunk in store order.
+
+One bad text or one bad answer never stops the build: a text the service refuses is
+taken out of its batch (directly when the error names it, by splitting the batch in
+halves when it does not), an invalid vector is asked for once more and then refused,
+and everything else is embedded and checkpointed in the same run. Refusals are
+remembered (`gaps`) and not sent again until the text, model, dimension or policy
+changes. Errors that are not about the texts (key, model, quota, 5xx, network) stop
+the build as before and are never split.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -19,21 +28,35 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from brain_pipeline.corpus.store import Chunk
+from brain_pipeline.corpus.store import Chunk, heading_text
 from brain_pipeline.embedding.checkpoint import (
     CheckpointWriter,
     NotACheckpoint,
     checkpoint_path,
     read_checkpoint,
 )
+from brain_pipeline.embedding.gaps import Gap, GapKind, read_gaps, write_gaps
+from brain_pipeline.embedding.limits import (
+    TooLongPolicy,
+    limits_for,
+    prepare,
+)
 from brain_pipeline.embedding.protocol import (
     Embedder,
     EmbeddingError,
+    EmbeddingInputRefused,
+    EmbeddingRejected,
     EmbeddingUnavailable,
     ReportsStats,
     embed_with_progress,
 )
 from brain_pipeline.embedding.store_file import read_embeddings
+from brain_pipeline.embedding.validate import (
+    InvalidAnswer,
+    answer_matrix,
+    row_problems,
+    zero_rows,
+)
 from brain_pipeline.retrieval.vectors import (
     EmbeddingStore,
     encode_embeddings,
@@ -66,6 +89,11 @@ class EmbeddingReport:
     embed_seconds: float = 0.0
     written: bool = False
     complete: bool = True
+    refused: int = 0  # live chunks without a vector for a remembered reason (gaps)
+    refused_now: int = 0  # of `refused`, found in this run (the others were remembered)
+    truncated: int = 0  # live chunks whose vector is of their head only
+    healed: int = 0  # stored zero rows dropped to be embedded again
+    policy: str = "truncate"
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -155,6 +183,17 @@ def _reusable_previous(
     return vectors
 
 
+def _without_zero_rows(vectors: dict[str, Int8Row]) -> tuple[dict[str, Int8Row], set[str]]:
+    """Drop stored zero rows (an older version stored bad answers as such): their chunks
+    are embedded again. Returns the kept vectors and the dropped ids."""
+    if not vectors:
+        return vectors, set()
+    ids = list(vectors)
+    zero = zero_rows(np.stack([vectors[i] for i in ids]))
+    dropped = {chunk_id for chunk_id, bad in zip(ids, zero.tolist(), strict=True) if bad}
+    return {i: v for i, v in vectors.items() if i not in dropped}, dropped
+
+
 def _read_checkpoint(
     path: Path, report: EmbeddingReport, log: Log
 ) -> tuple[dict[str, Int8Row], int | None]:
@@ -182,29 +221,166 @@ def _provider_figures(embedder: Embedder) -> tuple[int, int, int, float]:
     return 0, 0, 0, 0.0
 
 
-def _embed_missing(
-    todo: list[Chunk],
-    embedder: Embedder,
-    journal: CheckpointWriter,
-    known: dict[str, Int8Row],
-    report: EmbeddingReport,
-    progress: Progress | None,
-) -> None:
-    """Embed `todo` batch by batch, making each batch durable before the next request.
+@dataclass
+class _Run:
+    """What one build's embedding loop needs and collects."""
+
+    embedder: Embedder
+    journal: CheckpointWriter
+    known: dict[str, Int8Row]
+    report: EmbeddingReport
+    progress: Progress | None
+    total: int
+    gap_of: Callable[[Chunk, GapKind, str, int | None], Gap]
+    policy: TooLongPolicy = "truncate"
+    truncations: dict[str, Gap] = field(default_factory=dict)
+    """Chunks sent as a head only (cut before sending, or after the service's count)."""
+    gaps: dict[str, Gap] = field(default_factory=dict)
+    log: Log = field(default=lambda _message: None)
+
+
+def _embed_missing(todo: list[tuple[Chunk, str]], run: _Run) -> None:
+    """Embed `todo` ((chunk, text to send) pairs) batch by batch, making each batch
+    durable before the next request.
 
     Progress counts journaled texts only: a figure a person reads before pressing
     Ctrl-C is what the next run finds in the checkpoint (counting the sub-batches of a
     call in flight claimed texts that an interrupt then threw away).
     """
-    step = max(1, embedder.max_batch)
-    if progress:
-        progress(0, len(todo))
+    step = max(1, run.embedder.max_batch)
+    if run.progress:
+        run.progress(0, run.total)
     with _stop_between_batches() as stop_requested:
         for start in range(0, len(todo), step):
             if stop_requested():
                 raise KeyboardInterrupt
-            _embed_batch(todo[start : start + step], embedder, journal, known, report, progress,
-                         len(todo))
+            batch = todo[start : start + step]
+            before = len(run.gaps)
+            _embed_isolating(batch, run, retried=False)
+            _refuse_a_wrong_request(batch, run, before)
+
+
+def _refuse_a_wrong_request(batch: list[tuple[Chunk, str]], run: _Run, before: int) -> None:
+    """Stop when every text of a batch of several was refused: then the request itself
+    is wrong (a setting the service rejects), not one of its texts."""
+    refused = [g for g in list(run.gaps.values())[before:] if g.kind == "refused"]
+    if len(batch) > 1 and len(refused) == len(batch):
+        raise EmbeddingRejected(
+            f"every text of a batch of {len(batch)} was refused, so the request itself is "
+            f"wrong: {refused[-1].reason}"
+        )
+
+
+def _embed_isolating(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool) -> None:
+    """Embed `batch`, taking out what the service refuses or answers badly.
+
+    A refusal naming its text removes that text and sends the rest again; one naming
+    none splits the batch in halves until single texts are left. A wrong count or
+    dimension is asked for once more, then split. Rows that are not finite or are
+    (near) zero are asked for once more as a group, then refused one by one. Valid
+    rows are journaled at once, so they survive whatever happens to the rest.
+    """
+    texts = [text for _, text in batch]
+    try:
+        matrix = answer_matrix(
+            embed_with_progress(run.embedder, texts), len(batch), run.embedder.dimension
+        )
+    except EmbeddingInputRefused as exc:
+        named = 0 if len(batch) == 1 else exc.index
+        if named is None:
+            _bisect(batch, run, retried=retried)
+            return
+        rest = batch[:named] + batch[named + 1 :]
+        shorter = _cut_to_service_count(batch[named], str(exc), run)
+        if shorter is not None:
+            rest.insert(named, shorter)  # goes again with the rest: no extra request
+        else:
+            _refuse(batch[named][0], "refused", str(exc), run)
+        if rest:
+            _embed_isolating(rest, run, retried=retried)
+        return
+    except InvalidAnswer as exc:
+        if not retried:
+            _embed_isolating(batch, run, retried=True)
+        elif len(batch) == 1:
+            _refuse(batch[0][0], "invalid", str(exc), run)
+        else:
+            _bisect(batch, run, retried=True)
+        return
+    problems = row_problems(matrix)
+    good = [i for i, problem in enumerate(problems) if problem is None]
+    if good:
+        _accept([batch[i][0] for i in good], matrix[good], run)
+    bad = [i for i, problem in enumerate(problems) if problem is not None]
+    if bad and not retried:
+        _embed_isolating([batch[i] for i in bad], run, retried=True)
+    else:
+        for i in bad:
+            _refuse(batch[i][0], "invalid", str(problems[i]).removeprefix("invalid answer: "),
+                    run)
+
+
+_SERVICE_COUNT = re.compile(
+    r"input token count \((\d+)\) exceeds the maximum number of tokens allowed \((\d+)\)"
+)
+SERVICE_CUT_MARGIN = 0.9
+"""A head cut after the service's own count keeps this share of `allowed / counted`."""
+
+
+def _cut_to_service_count(
+    item: tuple[Chunk, str], message: str, run: _Run
+) -> tuple[Chunk, str] | None:
+    """Under `truncate`, a text our estimate let through whole but the service counts
+    over its limit is cut in proportion to the service's own count and sent once more.
+    A text already cut (by the estimate or by this) is refused instead."""
+    chunk, text = item
+    match = _SERVICE_COUNT.search(message)
+    if run.policy != "truncate" or chunk.id in run.truncations or match is None:
+        return None
+    counted, allowed = int(match.group(1)), int(match.group(2))
+    keep = int(len(text) * allowed / counted * SERVICE_CUT_MARGIN) if counted > allowed else 0
+    if keep <= 0:
+        return None
+    run.truncations[chunk.id] = run.gap_of(
+        chunk, "truncated", f"cut to about {allowed} tokens of the service's count of "
+        f"{counted}", counted)
+    run.log(f"warning: chunk {chunk.id} ({chunk.source}) is over the service's limit "
+            f"({counted} > {allowed} tokens); sending its head")
+    return chunk, text[:keep]
+
+
+def _bisect(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool) -> None:
+    middle = (len(batch) + 1) // 2
+    _embed_isolating(batch[:middle], run, retried=retried)
+    _embed_isolating(batch[middle:], run, retried=retried)
+
+
+def worst_case_extra_requests(batch_size: int) -> int:
+    """Requests beyond the first that one refused text costs when the refusal names no
+    text: the batch is halved (larger half first) until the text is alone, and each
+    halving sends both halves. With the text named it is always 1 (the rest, resent)."""
+    extra = 0
+    size = batch_size
+    while size > 1:
+        extra += 2
+        size = (size + 1) // 2
+    return extra
+
+
+def _accept(chunks: list[Chunk], rows: npt.NDArray[np.float64], run: _Run) -> None:
+    vectors = quantize(rows)
+    ids = [c.id for c in chunks]
+    run.journal.append(ids, vectors)
+    run.known.update(zip(ids, vectors, strict=True))
+    run.report.embedded += len(chunks)
+    if run.progress:
+        run.progress(run.report.embedded, run.total)
+
+
+def _refuse(chunk: Chunk, kind: GapKind, reason: str, run: _Run) -> None:
+    gap = run.gap_of(chunk, kind, reason, None)
+    run.gaps[chunk.id] = gap
+    run.log(f"warning: chunk {chunk.id} ({chunk.source}) gets no vector: {gap.describe()}")
 
 
 @contextlib.contextmanager
@@ -234,28 +410,11 @@ def _stop_between_batches() -> Iterator[Callable[[], bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _embed_batch(
-    batch: list[Chunk],
-    embedder: Embedder,
-    journal: CheckpointWriter,
-    known: dict[str, Int8Row],
-    report: EmbeddingReport,
-    progress: Progress | None,
-    total: int,
-) -> None:
-    """Embed one batch and journal it before anything else happens."""
-    floats = embed_with_progress(embedder, [c.content for c in batch])
-    if floats.shape != (len(batch), embedder.dimension):
-        raise EmbeddingError(
-            f"{embedder.name} returned shape {floats.shape} for {len(batch)} texts"
-        )
-    vectors = quantize(floats)
-    ids = [c.id for c in batch]
-    journal.append(ids, vectors)
-    known.update(zip(ids, vectors, strict=True))
-    report.embedded += len(batch)
-    if progress:
-        progress(report.embedded, total)
+def default_gaps_path(out_path: Path) -> Path:
+    """Where the gaps are remembered when the caller names no place (beside the file)."""
+    return out_path.with_name(out_path.name + ".gaps.json")
+
+
 
 
 def build_embeddings(
@@ -266,6 +425,9 @@ def build_embeddings(
     progress: Progress | None = None,
     log: Log | None = None,
     allow_partial: bool = False,
+    too_long: TooLongPolicy = "truncate",
+    gaps_path: Path | None = None,
+    retry_refused: bool = False,
 ) -> EmbeddingReport:
     """Bring `out_path` (PATBEMB1) up to date with `chunks`, embedding only what is new.
 
@@ -274,34 +436,90 @@ def build_embeddings(
     and the next call resumes from it. With `allow_partial`, a provider that is
     unavailable (quota exhausted, service down) instead yields a file covering the
     chunks embedded so far (`complete` False, `coverage` below 100).
+
+    Texts over the model's limit (`limits`) are cut to the longest head that fits or
+    skipped (`too_long`); refused, skipped and truncated chunks are remembered in
+    `gaps_path` and refused ones not sent again unless `retry_refused`.
     """
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
+    gaps_file = Path(gaps_path) if gaps_path is not None else default_gaps_path(out_path)
     live = _live_chunks(chunks)
-    report = EmbeddingReport(model=embedder.name, dimension=embedder.dimension, chunks=len(live))
+    report = EmbeddingReport(model=embedder.name, dimension=embedder.dimension, chunks=len(live),
+                             policy=too_long)
     live_ids = {c.id for c in live}
 
     previous = _reusable_previous(_read_previous(out_path, report, say), report, say)
     journal_path = checkpoint_path(out_path)
     resumed, resume_at = _read_checkpoint(journal_path, report, say)
+    previous, healed_previous = _without_zero_rows(previous)
+    resumed, healed_resumed = _without_zero_rows(resumed)
     known: dict[str, Int8Row] = {**previous, **resumed}
+    healed = {i for i in healed_previous | healed_resumed if i not in known}
+    report.healed = len(healed & live_ids)
+    if report.healed:
+        warning = (f"{report.healed} stored zero vector(s) (an earlier bad answer) are "
+                   "embedded again")
+        report.warnings.append(warning)
+        say(f"warning: {warning}")
+
+    def applies(gap: Gap) -> bool:
+        return gap.applies_to(embedder.name, embedder.dimension, too_long)
+
+    remembered = {i: g for i, g in read_gaps(gaps_file).items() if i in live_ids}
+    for chunk_id, gap in remembered.items():
+        if gap.has_vector and not applies(gap):
+            known.pop(chunk_id, None)  # truncated under another policy or model: redo
+    refusals = {
+        i: g for i, g in remembered.items()
+        if not g.has_vector and applies(g) and i not in known and not retry_refused
+    }
+    notes = {i: g for i, g in remembered.items() if g.has_vector and applies(g) and i in known}
+
     report.pruned = sum(1 for chunk_id in known if chunk_id not in live_ids)
     report.reused = sum(1 for chunk_id in live_ids if chunk_id in known)
     report.resumed = sum(1 for c in live_ids if c in resumed and c not in previous)
-    todo = [c for c in live if c.id not in known]
+    todo = [c for c in live if c.id not in known and c.id not in refusals]
     say(
         f"embeddings: {len(live)} chunks, {report.reused} reused "
         f"({report.resumed} from checkpoint), {len(todo)} to embed, {report.pruned} pruned"
+        + (f", {len(refusals)} refused earlier (not sent again)" if refusals else "")
     )
 
+    def gap_of(chunk: Chunk, kind: GapKind, reason: str, tokens: int | None = None) -> Gap:
+        return Gap(chunk.id, kind, reason, embedder.name, embedder.dimension, too_long,
+                   chunk.source, heading_text(chunk.heading), tokens)
+
+    limits = limits_for(embedder.name)
+    sending: list[tuple[Chunk, str]] = []
+    found: dict[str, Gap] = {}
+    truncations: dict[str, Gap] = {}
+    for chunk in todo:
+        prepared = prepare(chunk.content, limits, too_long)
+        tokens = prepared.estimated_tokens
+        if prepared.text is None:
+            found[chunk.id] = gap_of(
+                chunk, "too_long",
+                f"about {tokens} estimated tokens, over the limit of {limits.max_tokens}",
+                tokens)
+            continue
+        if prepared.truncated:
+            truncations[chunk.id] = gap_of(
+                chunk, "truncated",
+                f"{limits.max_tokens} estimated tokens kept of about {tokens}", tokens)
+        sending.append((chunk, prepared.text))
+
     failure: EmbeddingError | None = None
-    if todo:
+    run: _Run | None = None
+    if sending:
         before = _provider_figures(embedder)
         started = time.monotonic()
         journal = CheckpointWriter(journal_path, embedder.name, embedder.dimension,
                                    resume_at=resume_at)
+        run = _Run(embedder, journal, known, report, progress, len(sending), gap_of,
+                   policy=too_long, truncations=truncations, log=say)
         try:
-            _embed_missing(todo, embedder, journal, known, report, progress)
+            _embed_missing(sending, run)
         except EmbeddingError as exc:
             failure = exc
         except BaseException as exc:
@@ -309,6 +527,7 @@ def build_embeddings(
             # BaseException for it; either way the journal holds every finished batch.
             if isinstance(exc, Exception | GeneratorExit | SystemExit):
                 raise
+            _remember(gaps_file, refusals, notes, found, truncations, run, known)
             raise EmbeddingCancelled(report.resumed + report.embedded) from None
         finally:
             journal.close()
@@ -319,6 +538,10 @@ def build_embeddings(
             report.retries = after[2] - before[2]
             report.waited_seconds = after[3] - before[3]
 
+    gaps = _remember(gaps_file, refusals, notes, found, truncations, run, known)
+    report.refused = sum(1 for g in gaps.values() if not g.has_vector)
+    report.refused_now = report.refused - len(refusals)
+    report.truncated = sum(1 for g in gaps.values() if g.has_vector)
     report.missing = sum(1 for c in live if c.id not in known)
     if failure is not None and not (allow_partial and isinstance(failure, EmbeddingUnavailable)):
         raise EmbeddingBuildInterrupted(
@@ -330,11 +553,33 @@ def build_embeddings(
         report.complete = False
         report.warnings.append(f"partial build: {failure}")
         say(f"warning: writing a partial file, {report.missing} chunks lack a vector: {failure}")
+    if report.refused:
+        say(f"warning: {report.refused} chunk(s) have no vector ({report.refused_now} refused "
+            "in this run); they stay lexical (see the embedding_gaps check)")
 
     report.written = _write_store(out_path, embedder.name, embedder.dimension, live, known)
     with contextlib.suppress(FileNotFoundError):
         journal_path.unlink()
     return report
+
+
+def _remember(
+    path: Path,
+    refusals: dict[str, Gap],
+    notes: dict[str, Gap],
+    found: dict[str, Gap],
+    truncations: dict[str, Gap],
+    run: _Run | None,
+    known: dict[str, Int8Row],
+) -> dict[str, Gap]:
+    """Write the gaps of the live chunks: earlier refusals still valid, this run's
+    refusals, and truncation notes of the vectors that exist."""
+    gaps = {**refusals, **notes, **found}
+    gaps.update((i, g) for i, g in truncations.items() if i in known)
+    if run is not None:
+        gaps.update(run.gaps)
+    write_gaps(path, gaps.values())
+    return gaps
 
 
 def _write_store(

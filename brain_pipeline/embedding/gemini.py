@@ -16,12 +16,14 @@ the Developer API's `:batchEmbedContents` (the only endpoint the SDK uses there)
 from __future__ import annotations
 
 import random
+import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx2
 import numpy as np
+import numpy.typing as npt
 from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
@@ -40,14 +42,15 @@ from brain_pipeline.embedding.pacing import (
     retry_delay_from_details,
 )
 from brain_pipeline.embedding.protocol import (
-    EmbeddingError,
+    AnswerMatrix,
+    EmbeddingInputRefused,
     EmbeddingRejected,
     EmbeddingUnavailable,
-    FloatMatrix,
     FloatVector,
     QueryCache,
     unit_rows,
 )
+from brain_pipeline.embedding.validate import answer_matrix
 
 DEFAULT_MODEL = "gemini-embedding-001"
 DEFAULT_DIMENSION = 256
@@ -75,6 +78,30 @@ def describe_client_error(code: int, status: str, message: str, model: str) -> s
     if code == 404:
         return f"Gemini does not know the model {model!r} {detail}"
     return f"Gemini rejected the request {detail}"
+
+
+_NAMED_REQUEST = re.compile(r"requests\[(\d+)\](?:\.(\w+))?")
+
+
+def input_refusal(code: int, status: str, message: str) -> tuple[bool, int | None]:
+    """(is this 400 about the request's texts, the text it names or None).
+
+    A 400 INVALID_ARGUMENT is about the inputs unless it is about the key, or names a
+    field of a request other than its content (`requests[0].output_dimensionality`:
+    every text would be refused the same way, so splitting the batch cannot help).
+    """
+    if code != 400 or status != "INVALID_ARGUMENT":
+        return False, None
+    lowered = message.lower()
+    if "api key" in lowered or "api_key" in lowered:
+        return False, None
+    match = _NAMED_REQUEST.search(message)
+    if match is None:
+        return True, None
+    field = match.group(2)
+    if field is not None and field != "content":
+        return False, None
+    return True, int(match.group(1))
 
 
 def one_content_per_text(texts: Sequence[str]) -> list[types.Content]:
@@ -138,19 +165,28 @@ class GeminiEmbedder:
     def __repr__(self) -> str:  # never show the key
         return f"GeminiEmbedder(model={self.name!r}, dimension={self.dimension})"
 
-    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
-        rows = [self._embed_batch(list(texts[i : i + self.max_batch]), DOCUMENT_TASK)
-                for i in range(0, len(texts), self.max_batch)]
+    def embed_documents(self, texts: Sequence[str]) -> AnswerMatrix:
+        """The service's float64 values, one row per text, not normalised (the builder
+        quantises them with the agent's arithmetic)."""
+        rows = []
+        for start in range(0, len(texts), self.max_batch):
+            try:
+                rows.append(self._embed_batch(list(texts[start : start + self.max_batch]),
+                                              DOCUMENT_TASK))
+            except EmbeddingInputRefused as exc:
+                index = None if exc.index is None else exc.index + start
+                raise EmbeddingInputRefused(str(exc), index) from None
         if not rows:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.vstack(rows)
+            return np.zeros((0, self.dimension), dtype=np.float64)
+        stacked: npt.NDArray[np.float64] = np.vstack(rows).astype(np.float64, copy=False)
+        return stacked
 
     def embed_query(self, text: str) -> FloatVector:
         return self._queries.get_or_compute(
-            text, lambda q: self._embed_batch([q], QUERY_TASK)[0]
+            text, lambda q: unit_rows(self._embed_batch([q], QUERY_TASK))[0]
         )
 
-    def _embed_batch(self, texts: list[str], task: str) -> FloatMatrix:
+    def _embed_batch(self, texts: list[str], task: str) -> AnswerMatrix:
         config = types.EmbedContentConfig(task_type=task, output_dimensionality=self.dimension)
         contents = one_content_per_text(texts)
 
@@ -170,22 +206,20 @@ class GeminiEmbedder:
                 rng=self._rng,
             )
         except FatalFailure as exc:
+            if exc.failure.kind is FailureKind.INPUT:
+                index = exc.failure.request_index
+                named = index if index is not None and 0 <= index < len(texts) else None
+                raise EmbeddingInputRefused(str(exc), named) from None
             raise EmbeddingRejected(str(exc)) from None
         except RetriesExhausted as exc:
             raise EmbeddingUnavailable(_redact(str(exc), self._api_key)) from None
         return self._vectors(response, len(texts))
 
-    def _vectors(self, response: Any, expected: int) -> FloatMatrix:
+    def _vectors(self, response: Any, expected: int) -> AnswerMatrix:
+        """The answer's values as float64, exactly as the JSON carried them; a wrong
+        count or dimension raises `validate.InvalidAnswer`."""
         embeddings = response.embeddings or []
-        if len(embeddings) != expected:
-            raise EmbeddingError(f"Gemini returned {len(embeddings)} vectors for {expected} texts")
-        matrix = np.asarray([e.values or [] for e in embeddings], dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[1] != self.dimension:
-            raise EmbeddingError(
-                f"Gemini returned vectors of shape {matrix.shape}, expected dimension "
-                f"{self.dimension}"
-            )
-        return unit_rows(matrix)
+        return answer_matrix([e.values or [] for e in embeddings], expected, self.dimension)
 
     def _classify(self, exc: BaseException) -> Failure | None:
         """Sort an SDK or transport exception into quota / transient / fatal."""
@@ -198,6 +232,12 @@ class GeminiEmbedder:
                 return Failure(FailureKind.QUOTA, f"quota exceeded (429 {status})", delay)
             if code >= 500 or code == 408:
                 return Failure(FailureKind.TRANSIENT, f"server error {code} {status}: {message}")
+            about_inputs, index = input_refusal(code, status, message)
+            if about_inputs:
+                return Failure(
+                    FailureKind.INPUT, f"Gemini refused a text ({code} {status}: {message})",
+                    request_index=index,
+                )
             return Failure(
                 FailureKind.FATAL, describe_client_error(code, status, message, self.name)
             )

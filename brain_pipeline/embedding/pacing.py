@@ -163,15 +163,21 @@ class FailureKind(Enum):
     QUOTA = "quota"  # 429: wait what the service says, then resend
     TRANSIENT = "transient"  # 5xx, transport: exponential backoff with jitter
     FATAL = "fatal"  # 4xx other than 429: retrying cannot help
+    INPUT = "input"  # 400 about a text of the request: the others can go without it
 
 
 @dataclass(frozen=True)
 class Failure:
-    """A classified failure: its kind, the service's requested delay, a key-free message."""
+    """A classified failure: its kind, the service's requested delay, a key-free message.
+
+    `request_index`: for an INPUT failure, the text the service named (0-based in the
+    request), or None when it named none.
+    """
 
     kind: FailureKind
     message: str
     retry_after: float | None = None
+    request_index: int | None = None
 
 
 class RetriesExhausted(RuntimeError):
@@ -278,7 +284,7 @@ def call_with_retry(
             failure = classify(exc)
             if failure is None:
                 raise
-            if failure.kind is FailureKind.FATAL:
+            if failure.kind in (FailureKind.FATAL, FailureKind.INPUT):
                 raise FatalFailure(failure) from None
             if failure.kind is FailureKind.QUOTA:
                 stats.rate_limited += 1

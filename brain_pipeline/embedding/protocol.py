@@ -18,10 +18,11 @@ from brain_pipeline.embedding.pacing import RetryStats
 
 FloatMatrix = npt.NDArray[np.float32]
 FloatVector = npt.NDArray[np.float32]
+AnswerMatrix = npt.NDArray[np.float32] | npt.NDArray[np.float64]
 
 
 class Embedder(Protocol):
-    """Turns texts into float32 vectors of a fixed dimension.
+    """Turns texts into vectors of a fixed dimension.
 
     `name` is the model name written into embeddings.bin: vectors are only ever reused
     by a later build when both `name` and `dimension` match.
@@ -32,8 +33,12 @@ class Embedder(Protocol):
     dimension: int
     max_batch: int
 
-    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
-        """One unit-length float32 row per text (n × dimension)."""
+    def embed_documents(self, texts: Sequence[str]) -> AnswerMatrix:
+        """One row per text (n × dimension), as the model answered it: the builder
+        validates every row and quantises from these values (float64 for a service, so
+        nothing is rounded before the agent's own arithmetic). May raise
+        `EmbeddingInputRefused` for a text the service will not take, and
+        `validate.InvalidAnswer` for an answer that does not fit the request."""
         ...
 
     def embed_query(self, text: str) -> FloatVector:
@@ -63,14 +68,14 @@ class ReportsRows(Protocol):
 
     def embed_documents_reporting(
         self, texts: Sequence[str], rows_done: RowsDone | None
-    ) -> FloatMatrix:
+    ) -> AnswerMatrix:
         """`embed_documents`, calling `rows_done(finished so far)` after each sub-batch."""
         ...
 
 
 def embed_with_progress(
     embedder: Embedder, texts: Sequence[str], rows_done: RowsDone | None = None
-) -> FloatMatrix:
+) -> AnswerMatrix:
     """`embedder.embed_documents(texts)`, reporting finished texts where the provider can.
 
     Providers without sub-batches (Gemini: one request per call) report nothing here;
@@ -87,6 +92,17 @@ class EmbeddingError(RuntimeError):
 
 class EmbeddingRejected(EmbeddingError):
     """The service refused the request for a reason retrying cannot fix (key, access, model)."""
+
+
+class EmbeddingInputRefused(EmbeddingError):
+    """The service refused a request for one of its texts (400 INVALID_ARGUMENT about the
+    inputs, e.g. over the token limit). `index` is the text it named (0-based in the
+    texts handed to `embed_documents`), or None when it named none: the builder then
+    splits the batch until it finds the text. Never raised for a key or model problem."""
+
+    def __init__(self, message: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 class EmbeddingUnavailable(EmbeddingError):

@@ -65,9 +65,32 @@ def js_round(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return np.where(values - floor >= 0.5, floor + 1.0, floor)
 
 
+def agent_norms(matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Row norms with the agent's arithmetic: float64 squares summed left to right.
+
+    The agent's loop adds `x * x` one component after the other; numpy's dot products
+    and `einsum` sum in blocks, which can differ in the last bit and, after the
+    division and `* 127`, move a component across a rounding boundary. `cumsum` adds
+    strictly in order, so its last column is the agent's sum bit for bit.
+    """
+    if matrix.shape[1] == 0:
+        return np.zeros(matrix.shape[0], dtype=np.float64)
+    return np.sqrt(np.cumsum(matrix * matrix, axis=1)[:, -1])
+
+
 def quantize(matrix: npt.ArrayLike) -> npt.NDArray[np.int8]:
-    """L2-normalise rows, then int8-quantise with q = Math.round(v * 127) clamped to ±127."""
-    scaled = l2_normalize(matrix) * 127.0
+    """The agent's quantisation: in float64, `Math.round((x / norm) * 127)` clamped to
+    ±127, with the norm summed as the agent sums it; a zero row stays zero.
+
+    Callers pass the service's values as they came (float64, not normalised): a cast
+    to float32 or a normalisation of our own first changes a component in rare cases.
+    """
+    data = np.asarray(matrix, dtype=np.float64)
+    if data.ndim == 1:
+        data = data[None, :]
+    norms = agent_norms(data)
+    safe = np.where(norms > 0, norms, 1.0)
+    scaled = (data / safe[:, None]) * 127.0
     return np.clip(js_round(scaled), -127, 127).astype(np.int8)
 
 

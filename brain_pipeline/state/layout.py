@@ -11,6 +11,7 @@
     index/             BM25 postings, area versions (masks over postings), token counts
     history/           every chunk id ever written to a store (fixture repair)
     assets/            one record per asset: inputs' digests -> outputs' digests
+    embedding-gaps.json chunks refused by the embedding service, skipped or truncated
     eval.json          the last evaluation keyed by its input digests (publish gate)
     eval-baseline.json the evaluation of the last published (or accepted) store, and a
                        summary of every publication's (regression gate, eval --history)
@@ -71,6 +72,11 @@ class StateLayout:
     @property
     def bm25_dir(self) -> Path:
         return self.state_dir / "index"
+
+    @property
+    def embedding_gaps(self) -> Path:
+        """Chunks refused by the embedding service, skipped or truncated (`embedding.gaps`)."""
+        return self.state_dir / "embedding-gaps.json"
 
     @property
     def history_dir(self) -> Path:

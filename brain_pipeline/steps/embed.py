@@ -32,10 +32,15 @@ MakeEmbedder = Callable[[BrainConfig], Any]
 
 
 def embedding_shape(cfg: BrainConfig) -> dict[str, Any]:
-    """What decides the vectors' bytes: provider, model and dimension."""
+    """What decides the vectors' bytes: provider, model, dimension and too_long policy."""
     provider = cfg.effective_provider()
     dimension = cfg.embedding.dimension if provider == "gemini" else None
-    return {"provider": provider, "model": cfg.effective_model(), "dimension": dimension}
+    shape: dict[str, Any] = {
+        "provider": provider, "model": cfg.effective_model(), "dimension": dimension
+    }
+    if cfg.embedding.too_long != "truncate":
+        shape["too_long"] = cfg.embedding.too_long  # the default keeps earlier digests
+    return shape
 
 
 def embeddings_code_version(cfg: BrainConfig) -> str:
@@ -71,7 +76,8 @@ def _build(
     progress = step_progress(log.info)
     try:
         report = build_embeddings(
-            view.all_chunks(), out, embedder, progress=progress, log=log.info
+            view.all_chunks(), out, embedder, progress=progress, log=log.info,
+            too_long=cfg.embedding.too_long, gaps_path=layout.embedding_gaps,
         )
     except EmbeddingBuildInterrupted as exc:
         # The checkpoint beside the file keeps every finished batch; the next run resumes.
@@ -83,10 +89,18 @@ def _build(
     return facts, True
 
 
+def _gaps_digest(layout: StateLayout) -> str:
+    """The remembered refusals' digest: forgetting them (`materialize --retry-refused`)
+    makes the next run build again instead of calling the vectors current."""
+    path = layout.embedding_gaps
+    return file_sha256(path) if path.exists() else ""
+
+
 def _plotted(facts: dict[str, Any]) -> dict[str, Any]:
     """The figures worth a plot: no always-zero remote counters on a local or reused
     build, and a rate only when enough texts were embedded for it to mean something."""
     shown = dict(facts)
+    shown.pop("gaps_digest", None)
     if shown.get("provider") != "gemini" or not shown.get("embedded"):
         for key in REMOTE_ONLY:
             shown.pop(key, None)
@@ -108,13 +122,20 @@ def embed_store(
     inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}
     code_version = embeddings_code_version(cfg)
     previous = read_record(layout, "embeddings")
-    if previous is not None and previous.is_current_for(layout, code_version, inputs):
-        keep = ("provider", "model", "dimension", "chunks", "coverage", "missing")
+    gaps_digest = _gaps_digest(layout)
+    if (
+        previous is not None
+        and previous.is_current_for(layout, code_version, inputs)
+        and previous.facts.get("gaps_digest", "") == gaps_digest
+    ):
+        keep = ("provider", "model", "dimension", "chunks", "coverage", "missing",
+                "refused", "truncated", "gaps_digest")
         facts = {k: previous.facts[k] for k in keep if k in previous.facts}
         facts.update(status="unchanged", embedded=0, reused=facts.get("chunks", 0))
         data_version = previous.data_version
     else:
         facts, exists = _build(cfg, layout, make_embedder(cfg), log)
+        facts["gaps_digest"] = _gaps_digest(layout)
         sha = file_sha256(layout.embeddings_file) if exists else None
         data_version = sha or f"absent-{store.data_version[:16]}"
         recheck_input(layout, "knowledge_store", store.data_version)

@@ -167,3 +167,72 @@ def published_store_is_current(
             ),
         },
     )
+
+
+GAP_COLUMNS = [
+    ("source", "string"),
+    ("heading", "string"),
+    ("chunk_id", "string"),
+    ("reason", "string"),
+]
+
+
+def embedding_gap_rows(cfg: BrainConfig) -> list[list[str]]:
+    """Every live chunk without a vector or with a truncated one: source, heading, id,
+    reason. Remembered gaps (refused, skipped, invalid answers, truncated) come from the
+    build state; other chunks lacking a vector (provider `none`, a partial build) are
+    found by comparing the store with embeddings.bin."""
+    from brain_pipeline.embedding.gaps import read_gaps
+
+    layout = StateLayout.of(cfg.build_dir)
+    gaps = read_gaps(layout.embedding_gaps)
+    rows = [[g.source, g.heading, g.chunk_id, g.describe()] for g in gaps.values()]
+    record = _record(cfg, "embeddings")
+    missing = int(record.facts.get("missing", 0)) if record else 0
+    if missing > sum(1 for g in gaps.values() if not g.has_vector):
+        rows += _unexplained_missing(layout, set(gaps))
+    return sorted(rows)
+
+
+def _unexplained_missing(layout: StateLayout, explained: set[str]) -> list[list[str]]:
+    from brain_pipeline.corpus.store import heading_text
+    from brain_pipeline.corpus.store_reader import open_store_view
+    from brain_pipeline.embedding.store_file import read_embeddings
+
+    if not layout.store_file.exists():
+        return []
+    stored = read_embeddings(layout.embeddings_file)
+    have = set(stored.ids) if stored is not None else set()
+    view = open_store_view(layout.store_file, layout)
+    return [
+        [c.source, heading_text(c.heading), c.id, "no vector yet (partial build or provider none)"]
+        for c in view.all_chunks()
+        if c.id not in have and c.id not in explained
+    ]
+
+
+def embedding_gaps(cfg: BrainConfig) -> CheckVerdict:
+    """WARN listing the chunks the agent ranks lexically only, or by their head only."""
+    record = _record(cfg, "embeddings")
+    if record is None:
+        return _missing("embeddings")
+    rows = embedding_gap_rows(cfg)
+    without = sum(1 for row in rows if not row[3].startswith("truncated"))
+    truncated = len(rows) - without
+    return CheckVerdict(
+        not rows,
+        "WARN",
+        gap_summary(without, truncated, rows),
+        {"without_vector": without, "truncated": truncated, "chunks": Table(GAP_COLUMNS, rows)},
+    )
+
+
+def gap_summary(without: int, truncated: int, rows: list[list[str]]) -> str:
+    """One line: how many chunks lack a vector or are truncated, and the first named."""
+    if not without and not truncated:
+        return "every live chunk has a vector of its whole text"
+    first = rows[0]
+    return (
+        f"{without} chunk(s) without a vector, {truncated} truncated; first: {first[0]} "
+        f"[{first[2]}] {first[3]}"
+    )

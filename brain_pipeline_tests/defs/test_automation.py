@@ -66,6 +66,7 @@ def test_schedule_runs_the_whole_job_with_both_observations(tiny_project: Projec
     assert checks == [
         "corpus_problems",
         "embedding_coverage",
+        "embedding_gaps",
         "fits_agent_string_limit",
         "no_empty_area",
         "published_store_is_current",

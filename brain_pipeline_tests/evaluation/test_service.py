@@ -10,7 +10,6 @@ import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, serialize_store
-from brain_pipeline.corpus.store_reader import clear_views
 from brain_pipeline.evaluation import record as eval_record
 from brain_pipeline.evaluation.service import (
     EvaluationOutcome,
@@ -21,6 +20,7 @@ from brain_pipeline.evaluation.service import (
 )
 from brain_pipeline.publishing.gate import decide
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus.views import clear_views
 from brain_pipeline_tests.evaluation.helpers import make_chunk
 
 ANSWER = make_chunk("Security groups are stateful: return traffic is allowed automatically.")

@@ -17,6 +17,17 @@ benchmarks need to stage trouble:
   "answer normally", so a failure can be placed mid-run), a per-request
   `delay_seconds`, 400 beyond 100 texts, 400 INVALID_ARGUMENT for a wrong key, 403 for
   keys listed in `forbidden_keys`, 404 for models outside `models`;
+* per-text refusals as the service words them: a request holding a text over
+  `max_input_tokens` (counted by `fake_token_count`) is answered 400 INVALID_ARGUMENT
+  `* BatchEmbedContentsRequest.requests[i].content: the input token count (N) exceeds
+  the maximum number of tokens allowed (2048).`, one holding a text that contains one of
+  `refuse_substrings` 400 INVALID_ARGUMENT `* ...requests[i].content: the input is not
+  supported by the model.`, naming the first such text (`name_refused_index=False`
+  leaves the index out);
+* bad answers: a text containing a key of `bad_answers` gets a vector that is all zeros
+  (`"zero"`), has a NaN (`"nan"`) or an infinite (`"inf"`) component, served as the
+  JSON the service would send (`NaN`, `Infinity`); `bad_answer_times` limits how many
+  such answers each text gets (then it is answered normally);
 * `GET /stats` (texts, requests, rate_limited, task types, batch sizes) and
   `POST /reset` / `POST /config` (JSON body of settings), so a test can steer a server
   that another process is talking to.
@@ -46,6 +57,25 @@ PART_SEPARATOR = "\n"
 vector, different from each part's."""
 
 
+def fake_token_count(text: str) -> int:
+    """The fake's stand-in for the service's tokenizer: one token per 4 UTF-8 bytes,
+    rounded up (real English text averages about 4 characters per token)."""
+    return -(-len(text.encode("utf-8", "surrogatepass")) // 4)
+
+
+def _bad_vector(kind: str, dimension: int) -> list[float]:
+    values = [0.0] * dimension
+    if kind == "nan":
+        values = [0.1] * dimension
+        values[dimension // 2] = float("nan")
+    elif kind == "inf":
+        values = [0.1] * dimension
+        values[0] = float("inf")
+    elif kind != "zero":
+        raise ValueError(f"unknown bad answer {kind!r}")
+    return values
+
+
 def fake_vector(text: str, dimension: int) -> npt.NDArray[np.float64]:
     """The vector the server returns for `text` at `dimension` (not normalised, as Gemini's)."""
     seed = hashlib.sha256(f"{dimension}\x00{text}".encode("utf-8", "surrogatepass")).digest()
@@ -67,6 +97,11 @@ class Settings:
     # Requests after this many are held unanswered until the setting is cleared (None):
     # lets a test kill a client at a known point instead of racing it with sleeps.
     hold_after_requests: int | None = None
+    max_input_tokens: int | None = None
+    refuse_substrings: list[str] = field(default_factory=list)
+    name_refused_index: bool = True
+    bad_answers: dict[str, str] = field(default_factory=dict)
+    bad_answer_times: int | None = None
 
 
 @dataclass
@@ -82,6 +117,9 @@ class Stats:
     batch_sizes: list[int] = field(default_factory=list)
     merged_contents: int = 0  # accepted contents of more than one part (one vector each)
     accepted_at: list[float] = field(default_factory=list)  # server clock, per accepted request
+    sent_texts: list[str] = field(default_factory=list)  # every text of every request
+    refused: int = 0  # requests refused for one of their texts
+    bad_answers: int = 0  # bad vectors served
 
 
 def _error(code: int, status: str, message: str, details: list[dict[str, Any]] | None = None
@@ -108,6 +146,7 @@ class FakeGemini:
         """Set once a request is being held (see `hold_after_requests`)."""
         self._window_start = clock()
         self._window_used = 0
+        self._served_bad: dict[str, int] = {}
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
@@ -156,6 +195,7 @@ class FakeGemini:
         with self._lock:
             self.settings = Settings()
             self._stats = Stats()
+            self._served_bad = {}
             self._update_hold()
             self._window_start = self._clock()
             self._window_used = 0
@@ -172,7 +212,7 @@ class FakeGemini:
             s = self._stats
             return Stats(s.texts, s.requests, s.rate_limited, s.errors, dict(s.task_types),
                          dict(s.api_versions), list(s.batch_sizes), s.merged_contents,
-                         list(s.accepted_at))
+                         list(s.accepted_at), list(s.sent_texts), s.refused, s.bad_answers)
 
     # -------------------------------------------------------------- the endpoint
     def embed(self, version: str, model: str, key: str | None, body: Any
@@ -222,24 +262,65 @@ class FakeGemini:
             return _error(400, "INVALID_ARGUMENT",
                           f"* BatchEmbedContentsRequest.requests: at most {MAX_BATCH} "
                           "requests can be in one batch")
+        texts = [PART_SEPARATOR.join(part.get("text", "") for part in item["content"]["parts"])
+                 for item in requests]
+        self._stats.sent_texts.extend(texts)
+        refused = self._refuse_text(texts)
+        if refused is not None:
+            self._stats.refused += 1
+            return refused
         refusal = self._charge_quota(len(requests))
         if refusal is not None:
             return refusal
         vectors = []
         merged = 0
-        for item in requests:
-            parts = item["content"]["parts"]
-            merged += len(parts) > 1
-            text = PART_SEPARATOR.join(part.get("text", "") for part in parts)
+        for item, text in zip(requests, texts, strict=True):
+            merged += len(item["content"]["parts"]) > 1
             dim = int(item.get("outputDimensionality") or 3072)
             task = str(item.get("taskType", "TASK_TYPE_UNSPECIFIED"))
             self._stats.task_types[task] = self._stats.task_types.get(task, 0) + 1
-            vectors.append({"values": fake_vector(text, dim).tolist()})
+            bad = self._bad_answer(text)
+            values = fake_vector(text, dim).tolist() if bad is None else _bad_vector(bad, dim)
+            vectors.append({"values": values})
         self._stats.texts += len(requests)
         self._stats.merged_contents += merged
         self._stats.batch_sizes.append(len(requests))
         self._stats.accepted_at.append(self._clock())
         return 200, {"embeddings": vectors}
+
+    def _refuse_text(self, texts: list[str]) -> tuple[int, dict[str, Any]] | None:
+        """400 INVALID_ARGUMENT for the first text over the token limit or marked refused."""
+        s = self.settings
+        for index, text in enumerate(texts):
+            tokens = fake_token_count(text)
+            limit = s.max_input_tokens
+            marked = any(marker in text for marker in s.refuse_substrings)
+            over = limit is not None and tokens > limit
+            if not (marked or over):
+                continue
+            where = f"BatchEmbedContentsRequest.requests[{index}].content" \
+                if s.name_refused_index else "BatchEmbedContentsRequest.requests"
+            if over:
+                return _error(400, "INVALID_ARGUMENT",
+                              f"* {where}: the input token count ({tokens}) exceeds the "
+                              f"maximum number of tokens allowed ({limit}).")
+            return _error(400, "INVALID_ARGUMENT",
+                          f"* {where}: the input is not supported by the model.")
+        return None
+
+    def _bad_answer(self, text: str) -> str | None:
+        """The bad kind of vector `text` gets now, if any (counted per served answer)."""
+        s = self.settings
+        for marker, kind in s.bad_answers.items():
+            if marker in text:
+                if s.bad_answer_times is not None:
+                    served = self._served_bad.get(text, 0)
+                    if served >= s.bad_answer_times:
+                        return None
+                    self._served_bad[text] = served + 1
+                self._stats.bad_answers += 1
+                return kind
+        return None
 
     def _charge_quota(self, n: int) -> tuple[int, dict[str, Any]] | None:
         """Fixed windows from the last reset; a refused request costs nothing."""

@@ -1,6 +1,12 @@
-"""embeddings.bin (PATBEMB1): the agent's rounding, and bytes that are never misread."""
+"""embeddings.bin (PATBEMB1): the agent's rounding, bytes that are never misread, and a
+`quantize` that is the agent's own (checked against its rule run by Node on many vectors)."""
 
 from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,3 +52,65 @@ def test_bad_inputs_are_refused_when_writing() -> None:
         encode_embeddings("m", ["a"], np.zeros((2, 3), dtype=np.int8))
     with pytest.raises(ValueError, match="longer than 12"):
         encode_embeddings("m", ["x" * 13], np.zeros((1, 3), dtype=np.int8))
+
+ORACLE = Path(__file__).with_name("agent_quantize.mjs")
+
+
+def _agent(rows: list[list[float]]) -> np.ndarray:
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is needed for the agent's quantisation oracle")
+    done = subprocess.run([node, str(ORACLE)], input=json.dumps(rows), capture_output=True,
+                          text=True, check=True)
+    return np.asarray(json.loads(done.stdout), dtype=np.int8)
+
+
+def _boundary_rows(rng: np.random.Generator, count: int, dim: int) -> list[list[float]]:
+    """Rows whose normalised components sit on rounding boundaries: all but the last
+    component are (k + 0.5) / 127, the last makes the norm 1 in exact arithmetic, and
+    the row is then scaled. In doubles the norm comes out within an ulp or two of the
+    scale, so each component lands on, just under or just over k + 0.5 depending on
+    exactly how the norm was summed and divided."""
+    rows = []
+    for _ in range(count):
+        halves = (rng.integers(-12, 12, size=dim - 1) + 0.5) / 127.0
+        rest = 1.0 - float(np.sum(halves * halves))
+        row = np.append(halves, np.sqrt(max(rest, 0.0)))
+        scale = float(rng.choice([1.0, 0.37, 3.1, 1e-3, 0.03125, 12345.678]))
+        rows.append((row * scale).tolist())
+    return rows
+
+
+def test_quantize_matches_the_agent_on_random_and_boundary_vectors() -> None:
+    rng = np.random.default_rng(20261202)
+    rows = (rng.standard_normal((3000, 256)) * 0.3).tolist()
+    rows += _boundary_rows(rng, 2000, 64)
+    rows += [[0.0] * 8, [1.0] + [0.0] * 7, [-0.5, 0.5, 0.5, -0.5, 0, 0, 0, 0]]
+    # Python's json writes the shortest repr, which JavaScript parses to the same double.
+    by_dim: dict[int, list[list[float]]] = {}
+    for row in rows:
+        by_dim.setdefault(len(row), []).append(row)
+    compared = 0
+    for group in by_dim.values():
+        ours = quantize(np.asarray(group, dtype=np.float64))
+        np.testing.assert_array_equal(ours, _agent(group))
+        compared += len(group)
+    assert compared == len(rows)
+
+
+def test_other_arithmetic_would_differ_on_the_boundary_rows() -> None:
+    """The oracle can tell the arithmetic apart: the old float32 path and a blocked
+    (einsum) norm both differ from it on the boundary rows, so the test above can fail."""
+    from brain_pipeline.retrieval.vectors import js_round
+
+    rng = np.random.default_rng(7)
+    rows = _boundary_rows(rng, 2000, 64)
+    agent = _agent(rows)
+    data = np.asarray(rows, dtype=np.float64)
+    as_float32 = data.astype(np.float32)
+    unit32 = as_float32 / np.linalg.norm(as_float32, axis=1, keepdims=True)
+    old = np.clip(js_round(unit32.astype(np.float64) * 127), -127, 127).astype(np.int8)
+    assert (old != agent).any()
+    blocked = np.sqrt(np.einsum("ij,ij->i", data, data))
+    other = np.clip(js_round(data * (127.0 / blocked[:, None])), -127, 127).astype(np.int8)
+    assert (other != agent).any()

@@ -36,6 +36,7 @@ ALL_CHECKS = {
     ("knowledge_store", "fits_agent_string_limit"),
     ("embeddings", "retrieval_eval"),
     ("embeddings", "embedding_coverage"),
+    ("embeddings", "embedding_gaps"),
     ("published_local", "published_store_is_current"),
     ("published_local", "vectors_reach_agent"),
 }

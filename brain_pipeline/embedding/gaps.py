@@ -1,0 +1,95 @@
+"""The build state's memory of chunks without a vector, or with a truncated one.
+
+Why remember: a text the service refused (or that is too long under `skip`, or kept
+getting an invalid answer) would be refused again, so it is not sent again until the
+text (its chunk id), the model, the dimension or the `too_long` policy changes; a
+person retries them on purpose with `brain-pipeline materialize --retry-refused`. A
+truncated chunk has a vector, but of its head only, so it is noted too: the WARN check
+on `embeddings` lists both, with source file, heading and reason.
+
+Stored as JSON with ASCII escapes, so any text the store can hold (lone surrogates in
+a roadmap heading included) is written and read back losslessly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from brain_pipeline.utils.atomic import atomic_write_bytes
+
+GapKind = Literal["refused", "too_long", "invalid", "truncated"]
+SCHEMA = 1
+GAPS_FILENAME = "embedding-gaps.json"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One chunk the agent gets no vector (or a vector of its head only) for, and why."""
+
+    chunk_id: str
+    kind: GapKind
+    reason: str
+    model: str
+    dimension: int
+    policy: str
+    source: str = ""
+    heading: str = ""
+    estimated_tokens: int | None = None
+
+    @property
+    def has_vector(self) -> bool:
+        return self.kind == "truncated"
+
+    def applies_to(self, model: str, dimension: int, policy: str) -> bool:
+        """Still valid for a build of `model` at `dimension` under `policy`."""
+        return (self.model, self.dimension, self.policy) == (model, dimension, policy)
+
+    def describe(self) -> str:
+        """The reason as a person reads it in the check and the CLI."""
+        return {
+            "refused": f"refused by the service: {self.reason}",
+            "too_long": f"too long and skipped: {self.reason}",
+            "invalid": f"invalid answer: {self.reason}",
+            "truncated": f"truncated: {self.reason}",
+        }[self.kind]
+
+
+def read_gaps(path: Path) -> dict[str, Gap]:
+    """The remembered gaps by chunk id; an absent or unreadable file remembers nothing
+    (its texts are simply sent again)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="ascii"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        return {}
+    gaps: dict[str, Gap] = {}
+    for item in data.get("gaps") or []:
+        try:
+            gap = Gap(**item)
+        except TypeError:
+            continue
+        gaps[gap.chunk_id] = gap
+    return gaps
+
+
+def write_gaps(path: Path, gaps: Iterable[Gap]) -> None:
+    """Replace the memory atomically (ASCII JSON: lossless for any string)."""
+    items: list[dict[str, Any]] = [asdict(g) for g in sorted(gaps, key=lambda g: g.chunk_id)]
+    payload = json.dumps({"schema": SCHEMA, "gaps": items}, ensure_ascii=True, indent=1)
+    atomic_write_bytes(Path(path), payload.encode("ascii"))
+
+
+def forget_refusals(path: Path) -> int:
+    """Drop every remembered refusal (truncation notes stay: their vectors are fine), so
+    the next build sends those texts again. Returns how many were forgotten."""
+    gaps = read_gaps(path)
+    kept = [g for g in gaps.values() if g.has_vector]
+    forgotten = len(gaps) - len(kept)
+    if forgotten:
+        write_gaps(path, kept)
+    return forgotten
