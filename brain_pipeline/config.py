@@ -211,6 +211,9 @@ class PublishSettings(_Section):
     root: Path | None = None
     agent_query_model: str = "gemini-embedding-001"
     force: bool = False
+    keep_generations: int = Field(default=8, ge=1, le=1000)
+    """Publications a rollback can reach: their local copies (state/published/) and their
+    S3 objects are kept. 8 = a week of nightly runs plus the live one."""
     s3: S3Settings = Field(default_factory=S3Settings)
 
 
@@ -247,6 +250,37 @@ class LockSettings(_Section):
     wait_seconds: float = Field(default=600.0, ge=0.0)
 
 
+class EmailSettings(_Section):
+    """SMTP delivery. Credentials are named, never given: `username_env`/`password_env`
+    are the names of environment variables holding them (read when a message is sent)."""
+
+    host: str
+    port: int = Field(default=587, ge=1, le=65535)
+    starttls: bool = True
+    sender: str
+    recipients: list[str] = Field(min_length=1)
+    username_env: str | None = None
+    password_env: str | None = None
+
+
+class NotifySettings(_Section):
+    """Where a blocked publish, a failed run, a WARN publish and a recovery are reported.
+    No channel configured: the notification sensors are stopped."""
+
+    webhook_url: str | None = None
+    """JSON POST; its `text` field is what a Slack or Teams incoming webhook shows. The
+    URL often holds a token: it is never printed (errors name its host only)."""
+    email: EmailSettings | None = None
+    ui_base_url: str | None = None
+    """The Dagster UI's address (e.g. http://dagster.internal:3000): messages link the run."""
+    timeout_seconds: float = Field(default=5.0, gt=0, le=60)
+    max_attempts: int = Field(default=3, ge=1, le=5)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.webhook_url) or self.email is not None
+
+
 class BrainConfig(_Section):
     """The validated configuration. Paths are absolute once `load_config` returns it."""
 
@@ -260,6 +294,7 @@ class BrainConfig(_Section):
     publish: PublishSettings = Field(default_factory=PublishSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     locks: LockSettings = Field(default_factory=LockSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
 
     # ---- derived values -------------------------------------------------------------
     @property
@@ -377,6 +412,8 @@ ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("AWS_REGION", "publish.s3.region"),
     ("AWS_ENDPOINT_URL_S3", "publish.s3.endpoint_url"),
     ("BRAIN_LOCK_WAIT_SECONDS", "locks.wait_seconds"),
+    ("BRAIN_NOTIFY_WEBHOOK_URL", "notify.webhook_url"),
+    ("BRAIN_UI_BASE_URL", "notify.ui_base_url"),
 )
 
 

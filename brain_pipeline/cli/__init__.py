@@ -23,6 +23,8 @@ COMMANDS = (
     "bench",
     "status",
     "gc",
+    "publications",
+    "rollback",
     "ui",
 )
 

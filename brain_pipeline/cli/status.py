@@ -118,7 +118,8 @@ def _check_s3(cfg: Any, manifest: Any) -> dict[str, Any]:
             "matches": False,
             "problems": ["no bucket configured (publish.s3.bucket / S3_BUCKET_NAME)"],
         }
-    from brain_pipeline.publishing.s3 import S3Timeouts, inspect_s3
+    from brain_pipeline.publishing.s3_client import S3Timeouts
+    from brain_pipeline.publishing.s3_inspect import inspect_s3
 
     check = inspect_s3(
         manifest,
@@ -190,7 +191,29 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         report["embedding_gaps"] = _embedding_gaps(cfg.build_dir)
     if args.s3:
         report["s3"] = _check_s3(cfg, manifest)
+    if cfg is not None:
+        report["history"] = _history(cfg)
     return report, _exit_code(report, publication.consistent)
+
+
+def _history(cfg: Any) -> dict[str, Any]:
+    """The live publication's id and the rollback hold, from the build's history."""
+    from brain_pipeline.publishing.history import HistoryError, read_history
+    from brain_pipeline.state.layout import StateLayout
+
+    try:
+        history = read_history(StateLayout.of(cfg.build_dir))
+    except HistoryError as exc:
+        return {"live": None, "hold": None, "error": str(exc)}
+    live = history.live()
+    hold = history.hold()
+    return {
+        "live": live.to_dict() if live else None,
+        "hold": {"publication": hold.publication, "since": hold.when, "message": hold.describe()}
+        if hold
+        else None,
+        "error": None,
+    }
 
 
 def _published_verdict(cfg: Any, manifest: Any) -> dict[str, Any] | None:
@@ -248,6 +271,15 @@ def _render(report: dict[str, Any]) -> str:
     if report.get("pending"):
         lines.append(f"PENDING RECOVERY: {report['pending']['message']}")
     lines.append(f"Published {m['published_at']}{run} under {report['root']}")
+    history = report.get("history") or {}
+    if history.get("live"):
+        live = history["live"]
+        how = f", a rollback to #{live['restores']}" if live.get("restores") else ""
+        lines.append(f"Publication: #{live['id']}{how} (brain-pipeline publications)")
+    if history.get("hold"):
+        lines.append(f"HELD: {history['hold']['message']}")
+    if history.get("error"):
+        lines.append(f"Publication history: {history['error']}")
     lines.append(f"Chunks: {m['chunk_count']}")
     width = max((len(a) for a in m["chunks_per_area"]), default=0)
     lines += [f"  {area:<{width}}  {n}" for area, n in sorted(m["chunks_per_area"].items())]

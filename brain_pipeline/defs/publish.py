@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
-from brain_pipeline.lib.conditions import publish_condition
+from brain_pipeline.lib.conditions import publish_condition, run_trigger
 from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
 from brain_pipeline.steps.publish import (
     PUBLISH_CODE_VERSION,
@@ -46,7 +46,12 @@ def published_local(
     cfg, layout = start_step(context.instance, settings, context.run)
     with step_failures():
         publication = publish_to_agent(
-            cfg, layout, force=config.force, run_id=context.run.run_id, log=context.log
+            cfg,
+            layout,
+            force=config.force,
+            run_id=context.run.run_id,
+            log=context.log,
+            trigger=run_trigger(context.instance, context.run.tags, context.asset_key),
         )
     return materialize_result(publication)
 

@@ -117,22 +117,13 @@ class S3Publisher(dg.ConfigurableResource):
         store: ArtifactSource,
         embeddings: ArtifactSource | None,
         manifest: Any,
+        retain: frozenset[str] = frozenset(),
     ) -> Any:
-        """Upload the build's files (`publishing.source.ArtifactSource`s, streamed)."""
-        from brain_pipeline.publishing.s3 import S3Timeouts, publish_s3
+        """Upload the build's files (`publishing.source.ArtifactSource`s, streamed),
+        keeping the objects in `retain` (the generations a rollback can reach)."""
+        from brain_pipeline.steps.publish import upload_to_s3
 
-        s3 = cfg.publish.s3
-        return publish_s3(
-            store,
-            embeddings,
-            bucket=s3.bucket,
-            prefix=s3.prefix,
-            region=s3.region,
-            endpoint_url=s3.endpoint_url,
-            include_embeddings=s3.include_embeddings,
-            manifest=manifest,
-            timeouts=S3Timeouts.from_settings(s3),
-        )
+        return upload_to_s3(cfg, store, embeddings, manifest, retain)
 
 
 def _gemini_key() -> Any:

@@ -16,6 +16,8 @@
     eval-baseline.json the evaluation of the last published (or accepted) store, and a
                        summary of every publication's (regression gate, eval --history)
     locks/             one writer per build directory (OS locks, holder described)
+    publications.json  every publication, rollback and hold, append-only (publishing.history)
+    published/         the last K publications' files, content-addressed (rollback)
 ```
 
 Paths are only named here; each module that owns a file creates it.
@@ -96,3 +98,10 @@ class StateLayout:
     def locks_dir(self) -> Path:
         return self.state_dir / "locks"
 
+    @property
+    def publications_record(self) -> Path:
+        return self.state_dir / "publications.json"
+
+    @property
+    def published_archive(self) -> Path:
+        return self.state_dir / "published"

@@ -20,6 +20,13 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, FileStamp, read_record, write_record
 from brain_pipeline.steps.provenance import StepFailure, StepLog
+from brain_pipeline.steps.publications import (
+    held_by_rollback,
+    publications_table,
+    record_in_history,
+    record_s3_upload,
+    retained_s3_keys,
+)
 from brain_pipeline.steps.report import Markdown, RunLink, StepResult
 
 if TYPE_CHECKING:
@@ -231,15 +238,28 @@ def _record_publication(
 
 
 def publish_to_agent(
-    cfg: BrainConfig, layout: StateLayout, *, force: bool, run_id: str, log: StepLog
+    cfg: BrainConfig,
+    layout: StateLayout,
+    *,
+    force: bool,
+    run_id: str,
+    log: StepLog,
+    trigger: str = "manual",
 ) -> StepResult:
-    """Publish the evaluated build to the agent's storage folders (or find it live)."""
+    """Publish the evaluated build to the agent's storage folders (or find it live).
+
+    After a rollback the rolled-back build is held (`publishing.history.Hold`): this
+    step then changes nothing and says so, unless `force` is set.
+    """
     from brain_pipeline.evaluation.service import stored_verdict
     from brain_pipeline.publishing.commit import PublicationError
     from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.local import publish_local
 
     recover(cfg, log)
+    held = held_by_rollback(cfg, layout, force=force, log=log)
+    if held is not None:
+        return held
     key, evaluation = evaluation_of_build(cfg, layout)
     inputs = _publish_inputs(cfg, layout, key)
     previous = read_record(layout, "published_local")
@@ -277,6 +297,8 @@ def publish_to_agent(
     for line in report.summary().splitlines():
         log.info(line)
     version = publish_version(report.manifest)
+    # Archived (hard-linked) before the live files are stamped: a link changes their ctime.
+    record_in_history(cfg, layout, report, evaluation, run_id=run_id, trigger=trigger, log=log)
     _record_publication(cfg, layout, inputs, version, report, run_id, artifacts)
     _record_baseline(cfg, evaluation, log)
     metadata: dict[str, Any] = {
@@ -299,11 +321,14 @@ def publish_to_agent(
         metadata["live_since_run"] = RunLink(report.manifest.run_id)
     metadata["manifest"] = Markdown(report.manifest.to_markdown())
     metadata["targets"] = report.to_metadata()["targets"]
+    metadata["publications"] = publications_table(layout)
     return StepResult(version, metadata)
 
 
-Upload = Callable[[BrainConfig, "ArtifactSource", "ArtifactSource | None", Any], Any]
-"""(cfg, store file, embeddings file, manifest) -> an S3 publish report."""
+Upload = Callable[
+    [BrainConfig, "ArtifactSource", "ArtifactSource | None", Any, frozenset[str]], Any
+]
+"""(cfg, store file, embeddings file, manifest, keys to retain) -> an S3 publish report."""
 
 
 def publish_to_s3(
@@ -316,7 +341,7 @@ def publish_to_s3(
     upload: Upload,
 ) -> StepResult | None:
     """Upload the evaluated build to S3; None when no bucket is configured."""
-    from brain_pipeline.publishing.s3 import PublishError
+    from brain_pipeline.publishing.s3_client import PublishError
 
     s3 = cfg.publish.s3
     if not s3.bucket:
@@ -325,15 +350,20 @@ def publish_to_s3(
             "nothing is materialised"
         )
         return None
+    if held_by_rollback(cfg, layout, force=force, log=log) is not None:
+        return None
     _, evaluation = evaluation_of_build(cfg, layout)
     artifacts = gate(cfg, layout, force, evaluation, log)
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(artifacts, run_id)
     try:
-        report = upload(cfg, artifacts.store, artifacts.embeddings, manifest)
+        report = upload(
+            cfg, artifacts.store, artifacts.embeddings, manifest, retained_s3_keys(cfg, layout)
+        )
     except PublishError as exc:
         raise StepFailure(f"S3 publish failed: {exc}") from None
     for line in report.summary().splitlines():
         log.info(line)
+    record_s3_upload(layout, report, log)
     return StepResult(
         publish_version(manifest),
         {
@@ -341,5 +371,29 @@ def publish_to_s3(
             "bucket": s3.bucket,
             "prefix": s3.prefix,
             "objects": report.to_metadata()["objects"],
+            "publications": publications_table(layout),
         },
+    )
+
+
+def upload_to_s3(
+    cfg: BrainConfig, store: Any, embeddings: Any, manifest: Any, retain: frozenset[str]
+) -> Any:
+    """Upload with boto3 where the configuration says (`publish.s3`), keeping `retain`:
+    the one S3 upload of a run (`S3Publisher`) and of `brain-pipeline rollback`."""
+    from brain_pipeline.publishing.s3 import publish_s3
+    from brain_pipeline.publishing.s3_client import S3Timeouts
+
+    s3 = cfg.publish.s3
+    return publish_s3(
+        store,
+        embeddings,
+        bucket=s3.bucket,
+        prefix=s3.prefix,
+        region=s3.region,
+        endpoint_url=s3.endpoint_url,
+        include_embeddings=s3.include_embeddings,
+        manifest=manifest,
+        timeouts=S3Timeouts.from_settings(s3),
+        retain=retain,
     )

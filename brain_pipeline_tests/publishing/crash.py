@@ -157,11 +157,40 @@ def _publish(spec: dict[str, Any]) -> None:
     Path(spec["trace_file"]).write_text(json.dumps(trace))
 
 
+def _rollback(spec: dict[str, Any]) -> None:
+    """`brain-pipeline rollback`'s core on a prepared build directory, traced."""
+    from brain_pipeline.config import BrainConfig
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.steps.rollback import rollback
+
+    class _Quiet:
+        def info(self, message: str) -> None: ...
+
+        def warning(self, message: str) -> None: ...
+
+    cfg = BrainConfig.model_validate(spec["config"])
+    trace: list[str] = []
+    originals = _install_tracer(spec.get("kill_at"), bool(spec.get("torn")), trace)
+    rollback(
+        cfg,
+        StateLayout.of(cfg.build_dir),
+        to=spec.get("to"),
+        run_id="crash-rollback",
+        trigger="test",
+        log=_Quiet(),
+        upload=None,
+    )
+    for name, original in originals.items():
+        setattr(os, name, original)
+    Path(spec["trace_file"]).write_text(json.dumps(trace))
+
+
 def _zygote() -> int:
     """Import the core, then fork one child per spec line; answer its exit status."""
     import traceback
 
     import brain_pipeline.publishing.local  # noqa: F401  (import once, before forking)
+    import brain_pipeline.steps.rollback  # noqa: F401
 
     for line in sys.stdin:
         spec = json.loads(line)
@@ -169,7 +198,10 @@ def _zygote() -> int:
         if pid == 0:
             code = 0
             try:
-                _publish(spec)
+                if spec.get("action") == "rollback":
+                    _rollback(spec)
+                else:
+                    _publish(spec)
             except BaseException:
                 traceback.print_exc()
                 code = 1

@@ -16,10 +16,8 @@ from brain_pipeline.corpus.store import STORE_FILENAME
 from brain_pipeline.evaluation.service import evaluate_build
 from brain_pipeline.evaluation.verdict import Verdict
 from brain_pipeline.publishing.local import storage_dirs
-from brain_pipeline.publishing.s3 import S3Timeouts, publish_s3
-from brain_pipeline.publishing.source import ArtifactSource
 from brain_pipeline.steps.provenance import StepFailure
-from brain_pipeline.steps.publish import publish_to_agent, publish_to_s3
+from brain_pipeline.steps.publish import publish_to_agent, publish_to_s3, upload_to_s3
 from brain_pipeline_tests.peers.moto_s3 import TEST_REGION, MotoS3Server
 from brain_pipeline_tests.steps.built import build, configure, plant_verdict, write_fixture
 from brain_pipeline_tests.steps.conftest import Project, StepLog
@@ -171,24 +169,6 @@ def test_a_build_without_a_stored_verdict_is_refused(
 # --- S3 -----------------------------------------------------------------------------------
 
 
-def _upload(
-    cfg: Any, store: ArtifactSource, embeddings: ArtifactSource | None, manifest: Any
-) -> Any:
-    """The upload the code location wires in, without Dagster: to where `cfg` says."""
-    s3 = cfg.publish.s3
-    return publish_s3(
-        store,
-        embeddings,
-        bucket=s3.bucket,
-        prefix=s3.prefix,
-        region=s3.region,
-        endpoint_url=s3.endpoint_url,
-        include_embeddings=s3.include_embeddings,
-        manifest=manifest,
-        timeouts=S3Timeouts.from_settings(s3),
-    )
-
-
 def _keys(server: MotoS3Server, bucket: str) -> list[str]:
     client = boto3.client("s3", endpoint_url=server.endpoint_url, region_name=TEST_REGION)
     listed = client.list_objects_v2(Bucket=bucket)
@@ -223,7 +203,7 @@ def test_the_s3_upload_goes_where_the_run_s_configuration_says(
     for bucket, prefix in (("bucket-one", "agents/first"), ("bucket-two", "second")):
         run = configure(project, publish=_s3_settings(buckets, bucket, prefix))
         result = publish_to_s3(
-            run.cfg, run.layout, force=False, run_id=f"s3-{bucket}", log=log, upload=_upload
+            run.cfg, run.layout, force=False, run_id=f"s3-{bucket}", log=log, upload=upload_to_s3
         )
         assert result is not None
         assert result.metadata["bucket"] == bucket
@@ -243,7 +223,7 @@ def test_s3_refuses_an_error_verdict_and_uploads_nothing(
     run = configure(project, publish=_s3_settings(buckets, "bucket-one", "p"))
 
     with pytest.raises(StepFailure, match="publishing refused: .*planted failure"):
-        publish_to_s3(run.cfg, run.layout, force=False, run_id="s3", log=log, upload=_upload)
+        publish_to_s3(run.cfg, run.layout, force=False, run_id="s3", log=log, upload=upload_to_s3)
 
     assert _keys(buckets, "bucket-one") == []
 
@@ -255,7 +235,9 @@ def test_s3_forced_upload_says_forced_publish_once(
     plant_verdict(project, Verdict(severity="ERROR", failures=(PLANTED_FAILURE,)))
     run = configure(project, publish=_s3_settings(buckets, "bucket-one", "p"))
 
-    result = publish_to_s3(run.cfg, run.layout, force=True, run_id="s3", log=log, upload=_upload)
+    result = publish_to_s3(
+        run.cfg, run.layout, force=True, run_id="s3", log=log, upload=upload_to_s3
+    )
 
     assert result is not None and "p/manifest.json" in _keys(buckets, "bucket-one")
     forced = _forced_lines(log)

@@ -26,10 +26,8 @@ from brain_pipeline.utils.digest import (
 PACKAGE = Path(__file__).resolve().parents[2] / "brain_pipeline"
 
 #: Product modules that may import hashlib besides utils/digest.py, each with its reason.
-#: Empty it when the S3 split lands: its checksum header and ETag MD5 move to utils.digest.
-HASHLIB_ALLOWED = {
-    "publishing/s3.py": "being split (issue 25 item 6); its two digests move here after",
-}
+#: None since the S3 split: its checksum header and ETag MD5 come from utils.digest.
+HASHLIB_ALLOWED: dict[str, str] = {}
 
 
 def test_ids_digest_is_the_sha256_of_the_arrays_bytes_in_c_order() -> None:

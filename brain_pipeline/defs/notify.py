@@ -1,0 +1,211 @@
+"""Notifications: Dagster run-status sensors that report each finished run once.
+
+`notify_on_failure` (`@dg.run_failure_sensor`) and `notify_on_success`
+(`@dg.run_status_sensor(SUCCESS)`) read the run's events (its failed steps, its asset
+check evaluations, whether `published_local` materialised) into `publishing.notify`'s
+`RunFacts`, ask it which event the run is, and send that one message. They watch every
+run of the instance (`monitor_all_code_locations`): a run launched from the CLI into the
+same instance has no code-location origin, and must count too. Runs of another build
+directory are left alone.
+
+A channel that is down never touches the run (the run has already finished when the
+sensor sees it); the tick says what was sent and what was not, after the bounded retries
+of `publishing.notify.deliver`. Both sensors run by default when a channel is configured.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dagster as dg
+
+from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.lib.code_location import location_config, location_config_path
+from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
+from brain_pipeline.publishing.notify import (
+    BAD_EVENTS,
+    CheckOutcome,
+    RunFacts,
+    build_message,
+    classify,
+    deliver,
+    known_secrets,
+    run_link,
+)
+from brain_pipeline.steps.trigger import describe_trigger
+
+NOTIFIED_KEY = "brain_pipeline/notified/"
+"""Instance key-value entry per run already reported (a second tick never re-sends)."""
+OUR_JOBS = ("reingest_job", "rollback_job", "__ASSET_JOB")
+LOOKBACK_RUNS = 25
+
+
+def _ours(run: dg.DagsterRun, cfg: BrainConfig) -> bool:
+    """A run of this project's jobs on this build directory (when it says which)."""
+    if not run.job_name.startswith(OUR_JOBS):
+        return False
+    tagged = run.tags.get(BUILD_DIR_TAG)
+    return tagged is None or tagged == build_dir_tag_value(cfg.build_dir)
+
+
+def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
+    """The run's failed steps, check evaluations and publication, from its events."""
+    kinds = {
+        dg.DagsterEventType.STEP_FAILURE,
+        dg.DagsterEventType.ASSET_CHECK_EVALUATION,
+        dg.DagsterEventType.ASSET_MATERIALIZATION,
+    }
+    failed: list[tuple[str, str]] = []
+    checks: list[CheckOutcome] = []
+    published, status = False, None
+    for record in instance.get_records_for_run(run.run_id, of_type=kinds).records:
+        event = record.event_log_entry.dagster_event
+        if event is None:
+            continue
+        data: Any = event.event_specific_data
+        if event.event_type == dg.DagsterEventType.STEP_FAILURE:
+            user = getattr(data, "user_failure_data", None)
+            error = getattr(data, "error", None)
+            text = (user.description if user is not None else None) or (
+                error.message if error is not None else "failed"
+            )
+            failed.append((str(event.step_key), str(text)))
+        elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
+            checks.append(
+                CheckOutcome(
+                    f"{data.asset_key.to_user_string()}:{data.check_name}",
+                    bool(data.passed),
+                    str(getattr(data.severity, "value", data.severity)),
+                    str(data.description or ""),
+                    bool(data.blocking),
+                    _text(data.metadata.get("headline")),
+                )
+            )
+        elif data.materialization.asset_key == dg.AssetKey("published_local"):
+            published = True
+            value = data.materialization.metadata.get("status")
+            status = str(getattr(value, "value", value)) if value is not None else None
+    return RunFacts(
+        run_id=run.run_id,
+        job="materialize" if run.job_name.startswith("__ASSET_JOB") else run.job_name,
+        succeeded=run.status == dg.DagsterRunStatus.SUCCESS,
+        failed_steps=tuple(failed),
+        checks=tuple(checks),
+        published=published,
+        publish_status=status,
+        trigger=describe_trigger(run.tags, ()),
+    )
+
+
+def _text(value: Any) -> str | None:
+    """A text metadata value's string (None when absent)."""
+    if value is None:
+        return None
+    return str(getattr(value, "value", value)) or None
+
+
+def previous_event(instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig) -> Any:
+    """What the run before this one reported (a bad event), 'good' after a clean
+    publication, or None when no earlier run published or failed. Read from the
+    instance, so the two sensors need no shared state and may tick in any order."""
+    record = instance.get_run_record_by_id(run.run_id)
+    if record is None:
+        return None
+    earlier = instance.get_run_records(
+        filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE],
+            created_before=record.create_timestamp,
+        ),
+        limit=LOOKBACK_RUNS,
+    )
+    for other in earlier:
+        before = other.dagster_run
+        if before.run_id == run.run_id or not _ours(before, cfg):
+            continue
+        facts = run_facts(instance, before)
+        event = classify(facts, None)
+        if event is not None and event.kind in BAD_EVENTS:
+            return event.kind
+        if facts.succeeded and facts.published and facts.publish_status != "held":
+            return "good"
+    return None
+
+
+def notify_for_run(
+    context: dg.RunStatusSensorContext, config_path: str | None
+) -> dg.SkipReason | None:
+    """Report `context.dagster_run` once; None (go on to the next run) when it is not
+    ours or has nothing to report, else the tick's one-line account of the delivery.
+    The configuration is read at each tick (a new channel needs no reload)."""
+    cfg = load_config(config_path)
+    settings = cfg.notify
+    run = context.dagster_run
+    instance = context.instance
+    if not settings.configured or not _ours(run, cfg):
+        return None
+    key = NOTIFIED_KEY + run.run_id
+    storage = instance.run_storage
+    if storage.get_cursor_values({key}).get(key):
+        return None
+    facts = run_facts(instance, run)
+    previous = None if not facts.succeeded else previous_event(instance, run, cfg)
+    event = classify(facts, previous, run_link(settings.ui_base_url, run.run_id))
+    if event is None:
+        return None
+    message = build_message(event, known_secrets(settings, _environment()))
+    delivery = deliver(settings, message)
+    storage.set_cursor_values({key: event.kind})
+    line = f"run {run.run_id[:8]}: {event.kind} message: {delivery.describe()}"
+    if delivery.ok:
+        context.log.info(line)
+    else:
+        context.log.warning(line)
+    return dg.SkipReason(line)
+
+
+def _environment() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+def build_notification_sensors(
+    cfg: BrainConfig, config_path: str | None
+) -> list[dg.SensorDefinition]:
+    status = (
+        dg.DefaultSensorStatus.RUNNING if cfg.notify.configured else dg.DefaultSensorStatus.STOPPED
+    )
+
+    @dg.run_failure_sensor(
+        name="notify_on_failure",
+        monitor_all_code_locations=True,
+        default_status=status,
+        description=(
+            "Sends one message per failed run: the publish was blocked (which check, its "
+            "one-line cause) or a step failed before publishing. Channels: notify.*."
+        ),
+    )
+    def notify_on_failure(context: dg.RunFailureSensorContext) -> dg.SkipReason | None:
+        return notify_for_run(context, config_path)
+
+    @dg.run_status_sensor(
+        run_status=dg.DagsterRunStatus.SUCCESS,
+        name="notify_on_success",
+        monitor_all_code_locations=True,
+        default_status=status,
+        description=(
+            "Sends one message per successful run that published a WARN regression "
+            "(on_regression: warn) or that is the first good publication after a blocked, "
+            "failed or WARN run (recovered). Channels: notify.*."
+        ),
+    )
+    def notify_on_success(context: dg.RunStatusSensorContext) -> dg.SkipReason | None:
+        return notify_for_run(context, config_path)
+
+    return [notify_on_failure, notify_on_success]
+
+
+@dg.definitions
+def notify_definitions() -> dg.Definitions:
+    sensors = build_notification_sensors(location_config(), location_config_path())
+    return dg.Definitions(sensors=sensors)

@@ -1,0 +1,291 @@
+"""The publication history: every publication, rollback and hold, append-only.
+
+File: `layout.publications_record` (`state/publications.json`), rewritten whole and
+atomically (temp, fsync, rename) on every append, so a crash leaves the list before or
+after the event, never half of it:
+
+    {"format": 1, "events": [event, ...]}          oldest first, never edited
+
+Events (`kind`):
+
+- `published`: a local publication that changed what the agent reads (an unchanged
+  re-publish is not one). Its `id` (1, 2, ...) names it for `rollback --to`.
+- `rollback`: a local publication that made publication `restores` live again; it gets
+  its own id, like any publication.
+- `s3`: publication `publication` reached the bucket (the keys it names there).
+- `hold` / `release`: after a rollback, the rolled-back publication is held (the
+  schedule and automation do not publish it again) until the corpus or the fixture
+  changes, or a person releases it.
+
+What is live, what a plain `rollback` goes back to, and whether a hold is active are
+derived from the list (the functions below), never stored beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.utils.atomic import atomic_write_bytes
+
+FORMAT = 1
+Clock = Callable[[], datetime]
+
+
+class HistoryError(RuntimeError):
+    """The history file cannot be read (named, with the cause); nothing was changed."""
+
+
+def utc_now(clock: Clock | None = None) -> str:
+    return (clock or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One publication (a build's, or a rollback's) as the history knows it."""
+
+    id: int
+    kind: str
+    """`published` or `rollback`."""
+    when: str
+    run_id: str | None
+    trigger: str
+    corpus_digest: str | None
+    store_sha256: str
+    store_size: int
+    embeddings_sha256: str | None
+    embeddings_size: int | None
+    manifest_sha256: str
+    evaluation: Mapping[str, Any]
+    """passed, figures, evaluation key and the run that evaluated these bytes."""
+    baseline: str | None
+    """The evaluation key this publication made the regression baseline (None: unchanged)."""
+    restores: int | None = None
+    """For a rollback: the publication it made live again."""
+    s3: Mapping[str, Any] | None = field(default=None, compare=False)
+    """{"bucket", "prefix", "objects": {filename: key}, "when"} once uploaded."""
+
+    @property
+    def origin(self) -> int:
+        """The publication whose bytes these are (a rollback's, the one it restores)."""
+        return self.restores if self.restores is not None else self.id
+
+    def files(self) -> dict[str, tuple[str, int]]:
+        """filename -> (sha256, size) of every artifact this publication put live."""
+        from brain_pipeline.corpus.store import STORE_FILENAME
+        from brain_pipeline.publishing.manifest import EMBEDDINGS_FILENAME
+
+        out = {STORE_FILENAME: (self.store_sha256, self.store_size)}
+        if self.embeddings_sha256 is not None and self.embeddings_size is not None:
+            out[EMBEDDINGS_FILENAME] = (self.embeddings_sha256, self.embeddings_size)
+        return out
+
+    def to_event(self) -> dict[str, Any]:
+        event = {
+            "kind": self.kind,
+            "id": self.id,
+            "when": self.when,
+            "run_id": self.run_id,
+            "trigger": self.trigger,
+            "corpus_digest": self.corpus_digest,
+            "store_sha256": self.store_sha256,
+            "store_size": self.store_size,
+            "embeddings_sha256": self.embeddings_sha256,
+            "embeddings_size": self.embeddings_size,
+            "manifest_sha256": self.manifest_sha256,
+            "evaluation": dict(self.evaluation),
+            "baseline": self.baseline,
+        }
+        if self.restores is not None:
+            event["restores"] = self.restores
+        return event
+
+    @classmethod
+    def from_event(cls, event: Mapping[str, Any], s3: Mapping[str, Any] | None) -> Publication:
+        return cls(
+            id=int(event["id"]),
+            kind=str(event["kind"]),
+            when=str(event["when"]),
+            run_id=event.get("run_id"),
+            trigger=str(event.get("trigger") or "unknown"),
+            corpus_digest=event.get("corpus_digest"),
+            store_sha256=str(event["store_sha256"]),
+            store_size=int(event["store_size"]),
+            embeddings_sha256=event.get("embeddings_sha256"),
+            embeddings_size=event.get("embeddings_size"),
+            manifest_sha256=str(event["manifest_sha256"]),
+            evaluation=dict(event.get("evaluation") or {}),
+            baseline=event.get("baseline"),
+            restores=event.get("restores"),
+            s3=s3,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """For `publications --json` and metadata: the event plus its S3 upload."""
+        return {**self.to_event(), "s3": dict(self.s3) if self.s3 else None}
+
+    def describe(self) -> str:
+        """One line for `publications` and `status`."""
+        what = f"rollback to #{self.restores}" if self.restores is not None else "published"
+        figures = self.evaluation.get("figures") or {}
+        headline = next(
+            (f"{k} {v:.3f}" for k, v in sorted(figures.items()) if k.endswith("ndcg_at_10")),
+            "no evaluation",
+        )
+        s3 = " +S3" if self.s3 else ""
+        return (
+            f"#{self.id}  {self.when}  {what}{s3}  store {self.store_sha256[:12]}  "
+            f"{headline}  ({self.trigger}, run {str(self.run_id or '-')[:8]})"
+        )
+
+
+@dataclass(frozen=True)
+class Hold:
+    """An active hold: publication `publication`'s bytes are not published again while
+    the corpus digest and fixture are the ones recorded at the rollback."""
+
+    publication: int
+    store_sha256: str
+    corpus_digest: str | None
+    fixture_sha256: str | None
+    when: str
+
+    def holds(self, store_sha256: str, corpus_digest: str | None, fixture: str | None) -> bool:
+        """True when publishing this build would put the rolled-back bytes (or the same
+        inputs that made them) live again."""
+        if store_sha256 == self.store_sha256:
+            return True
+        return corpus_digest == self.corpus_digest and fixture == self.fixture_sha256
+
+    def describe(self) -> str:
+        return (
+            f"publication #{self.publication} is held since the rollback at {self.when}: "
+            "scheduled and automatic runs do not publish it again until the corpus or the "
+            "fixture changes (or `brain-pipeline rollback --release`)"
+        )
+
+
+@dataclass(frozen=True)
+class History:
+    """The events as read, and the views over them."""
+
+    events: tuple[Mapping[str, Any], ...]
+
+    def publications(self) -> list[Publication]:
+        """Every publication, oldest first, each with its S3 upload when there was one."""
+        uploads: dict[int, Mapping[str, Any]] = {}
+        for event in self.events:
+            if event.get("kind") == "s3":
+                uploads[int(event["publication"])] = event
+        return [
+            Publication.from_event(e, uploads.get(int(e["id"])))
+            for e in self.events
+            if e.get("kind") in ("published", "rollback")
+        ]
+
+    def get(self, pub_id: int) -> Publication | None:
+        return next((p for p in self.publications() if p.id == pub_id), None)
+
+    def live(self) -> Publication | None:
+        """The latest publication (what src/storage holds once it went through)."""
+        pubs = self.publications()
+        return pubs[-1] if pubs else None
+
+    def previous(self) -> Publication | None:
+        """What a plain `rollback` restores: the build publication before the live one's
+        origin (so a second rollback goes one further back, not forward again)."""
+        live = self.live()
+        if live is None:
+            return None
+        earlier = [p for p in self.publications() if p.kind == "published" and p.id < live.origin]
+        return earlier[-1] if earlier else None
+
+    def hold(self) -> Hold | None:
+        """The active hold (the last hold not followed by a release), if any."""
+        active: Hold | None = None
+        for event in self.events:
+            if event.get("kind") == "hold":
+                active = Hold(
+                    int(event["publication"]),
+                    str(event["store_sha256"]),
+                    event.get("corpus_digest"),
+                    event.get("fixture_sha256"),
+                    str(event["when"]),
+                )
+            elif event.get("kind") == "release":
+                active = None
+        return active
+
+    def next_id(self) -> int:
+        ids = [int(e["id"]) for e in self.events if "id" in e]
+        return max(ids, default=0) + 1
+
+    def generations(self, keep: int) -> list[Publication]:
+        """The last `keep` distinct build publications (by origin), newest first, plus
+        the live one: what rollback can still reach, so what archives must keep."""
+        pubs = self.publications()
+        kept: list[Publication] = []
+        seen: set[str] = set()
+        for pub in reversed(pubs):
+            source = self.get(pub.origin) or pub
+            if source.store_sha256 + str(source.embeddings_sha256) in seen:
+                continue
+            seen.add(source.store_sha256 + str(source.embeddings_sha256))
+            kept.append(source)
+            if len(kept) >= max(1, keep):
+                break
+        return kept
+
+
+def read_history(layout: StateLayout) -> History:
+    """The history; empty when none was recorded. Raises HistoryError when unreadable
+    (a damaged history is never silently replaced: rollback depends on it)."""
+    path = layout.publications_record
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return History(())
+    except (OSError, ValueError) as exc:
+        raise HistoryError(f"{path} is unreadable ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise HistoryError(f"{path} is not a publication history of format {FORMAT}")
+    events = data.get("events")
+    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+        raise HistoryError(f"{path} holds no list of events")
+    return History(tuple(events))
+
+
+def append_events(layout: StateLayout, events: Sequence[Mapping[str, Any]]) -> History:
+    """Append `events` (one atomic rewrite) and return the history now on disk."""
+    history = read_history(layout)
+    merged = (*history.events, *(dict(e) for e in events))
+    payload = json.dumps({"format": FORMAT, "events": list(merged)}, indent=1, sort_keys=True)
+    layout.state_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(layout.publications_record, (payload + "\n").encode("utf-8"))
+    return History(merged)
+
+
+def evaluation_summary(record: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What the history keeps of an evaluation record: whether the gate let it through
+    (its verdict's severity PASS or WARN), the figures, the record's key and run."""
+    if not record:
+        return {"passed": None, "severity": None, "figures": {}, "key": None, "run_id": None}
+    figures = {
+        k: float(v)
+        for k, v in dict(record.get("figures") or {}).items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    }
+    verdict = record.get("verdict")
+    severity = verdict.get("severity") if isinstance(verdict, Mapping) else None
+    passed = severity != "ERROR" if severity is not None else record.get("passed")
+    return {
+        "passed": passed,
+        "severity": severity,
+        "figures": figures,
+        "key": record.get("key"),
+        "run_id": record.get("run_id"),
+    }

@@ -1,0 +1,381 @@
+"""The S3 client and one destination's object operations: timeouts, errors, verified PUTs.
+
+Each object is uploaded with `ChecksumAlgorithm="SHA256"`: the SDK sends the digest
+of the body, a real S3 rejects a body that does not match it, and the answer echoes
+the checksum it stored, which we compare with our own (falling back to ETag = MD5 for
+servers that echo no checksum; our uploads are single-part). Before uploading we ask
+for the object's checksum (HEAD with checksum mode) and skip the PUT when it already
+matches, so an unchanged re-publish only reads.
+
+Every failure becomes a `PublishError` naming the bucket, the endpoint and the cause,
+never a credential. Connect and read timeouts and a total deadline come from the
+configuration (`publish.s3.connect_timeout_seconds`, `read_timeout_seconds`,
+`deadline_seconds`): an endpoint that accepts connections and never answers fails
+within the deadline, not after the SDK's default minutes.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from brain_pipeline.publishing.source import ArtifactSource, SourceChanged
+from brain_pipeline.utils.digest import md5_hex as md5_of
+from brain_pipeline.utils.digest import sha256_hex
+
+JSON_CONTENT_TYPE = "application/json"
+BINARY_CONTENT_TYPE = "application/octet-stream"
+
+MAX_ATTEMPTS = 2  # in all, one retry: enough for a blip, quick when the endpoint is down
+OBJECTS_DIRNAME = "objects"
+
+
+@dataclass(frozen=True)
+class S3Timeouts:
+    """Seconds to connect, to wait for each answer, and for the whole publication.
+
+    Defaults match `S3Settings` in config.py. The deadline is enforced between requests
+    and by shrinking the read timeout of the requests made near its end, so a silent
+    endpoint costs at most about `deadline` seconds (plus one connect timeout).
+    """
+
+    connect: float = 5.0
+    read: float = 20.0
+    deadline: float = 60.0
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> S3Timeouts:
+        """From `config.S3Settings` (or anything with the three `*_seconds` fields)."""
+        return cls(
+            connect=float(settings.connect_timeout_seconds),
+            read=float(settings.read_timeout_seconds),
+            deadline=float(settings.deadline_seconds),
+        )
+
+
+def content_key(prefix: str, filename: str, sha256: str) -> str:
+    """Where the bytes with this digest live: never overwritten with other bytes."""
+    return f"{prefix}{OBJECTS_DIRNAME}/{sha256}/{filename}"
+
+
+_EXPLANATIONS = {
+    "NoSuchBucket": "the bucket does not exist",
+    "InvalidAccessKeyId": "the access key id is not known to the endpoint",
+    "SignatureDoesNotMatch": "the secret access key does not match the access key id",
+    "AccessDenied": "access denied: the credentials lack permission (s3:PutObject, "
+    "s3:GetObject on the prefix)",
+    "AllAccessDisabled": "access to the bucket is disabled",
+    "ExpiredToken": "the session token has expired",
+    "InvalidToken": "the session token is invalid",
+    "PermanentRedirect": "the bucket lives in another region",
+    "AuthorizationHeaderMalformed": "the region does not match the bucket's region",
+    "BadDigest": "the server received different bytes than were sent",
+    "XAmzContentSHA256Mismatch": "the server received different bytes than were sent",
+}
+
+
+class PublishError(RuntimeError):
+    """Publishing failed; the message names the destination and the cause (no secrets)."""
+
+
+S3Action = Literal["uploaded", "unchanged", "removed", "copied"]
+
+
+@dataclass(frozen=True)
+class S3ObjectOutcome:
+    """One object: what happened, its size and hex SHA-256, and how it was verified
+    (size/sha256 None and verified_by "" for a removal)."""
+
+    key: str
+    action: S3Action
+    size: int | None
+    sha256: str | None
+    verified_by: str
+
+
+
+def normalize_prefix(prefix: str | None) -> str:
+    """'' stays ''; 'brain' and '/brain/' become 'brain/' (keys are prefix + filename)."""
+    cleaned = (prefix or "").lstrip("/")
+    if cleaned and not cleaned.endswith("/"):
+        cleaned += "/"
+    return cleaned
+
+
+def make_s3_client(
+    region: str | None = None,
+    endpoint_url: str | None = None,
+    timeouts: S3Timeouts | None = None,
+) -> Any:
+    """An S3 client with the configured timeouts and bounded retries.
+
+    With `endpoint_url` None, boto3 itself honours AWS_ENDPOINT_URL_S3 /
+    AWS_ENDPOINT_URL, so tests and S3-compatible stores need no code path of their own.
+    """
+    import boto3
+    from botocore.config import Config
+
+    timeouts = timeouts or S3Timeouts()
+    config = Config(
+        connect_timeout=timeouts.connect,
+        read_timeout=timeouts.read,
+        retries={"total_max_attempts": MAX_ATTEMPTS, "mode": "standard"},
+    )
+    session = boto3.session.Session()
+    return session.client(
+        "s3", region_name=region or None, endpoint_url=endpoint_url or None, config=config
+    )
+
+
+class Deadline:
+    """The total time budget of one publication (clock injectable for tests)."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds = seconds
+        self._clock = clock
+        self._end = clock() + seconds
+
+    def remaining(self) -> float:
+        return self._end - self._clock()
+
+
+Content = ArtifactSource | bytes
+"""What an object is uploaded from: a file (the store, its vectors; streamed from disk,
+never held whole) or bytes made in memory (the manifest, a few KB)."""
+
+
+def content_size(content: Content) -> int:
+    return content.size if isinstance(content, ArtifactSource) else len(content)
+
+
+def content_sha256(content: Content) -> str:
+    return content.sha256 if isinstance(content, ArtifactSource) else sha256_hex(content)
+
+
+def b64_sha256(content: Content) -> str:
+    if isinstance(content, ArtifactSource):
+        return content.b64_sha256
+    return base64.b64encode(bytes.fromhex(sha256_hex(content))).decode("ascii")
+
+
+def md5_hex(content: Content) -> str:
+    if isinstance(content, ArtifactSource):
+        return content.md5_hex()
+    return md5_of([content])
+
+
+def _known_secrets(client: Any) -> list[str]:
+    """Credential values to scrub from any message, however it was built."""
+    values = [os.environ.get("AWS_SECRET_ACCESS_KEY"), os.environ.get("AWS_SESSION_TOKEN")]
+    with contextlib.suppress(Exception):
+        creds = client._get_credentials()
+        if creds is not None:
+            frozen = creds.get_frozen_credentials()
+            values += [frozen.secret_key, frozen.token]
+    return [v for v in values if v and len(v) >= 4]
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+class S3Destination:
+    """The bucket/endpoint pair a publication talks to, and its error translation."""
+
+    def __init__(
+        self,
+        client: Any,
+        bucket: str,
+        prefix: str,
+        *,
+        timeouts: S3Timeouts | None = None,
+        factory: Callable[[S3Timeouts], Any] | None = None,
+        deadline: Deadline | None = None,
+    ) -> None:
+        self._client = client
+        self.bucket = bucket
+        self.prefix = prefix
+        self.endpoint_url: str | None = getattr(client.meta, "endpoint_url", None)
+        self.timeouts = timeouts or S3Timeouts()
+        self._factory = factory
+        self.deadline = deadline or Deadline(self.timeouts.deadline)
+
+    @property
+    def client(self) -> Any:
+        """The client for the next request; near the deadline, one whose timeouts fit it.
+
+        botocore has no total deadline, so each request's read timeout is shrunk so that
+        all its attempts end before the deadline does.
+        """
+        remaining = self.deadline.remaining()
+        budget = remaining / MAX_ATTEMPTS
+        if self._factory is None or budget >= self.timeouts.read:
+            return self._client
+        shrunk = S3Timeouts(
+            connect=max(0.5, min(self.timeouts.connect, budget)),
+            read=max(0.5, budget),
+            deadline=self.timeouts.deadline,
+        )
+        return self._factory(shrunk)
+
+    def check_deadline(self, what: str) -> None:
+        if self.deadline.remaining() <= 0:
+            raise self.fail(
+                what,
+                f"gave up: the publication took longer than its {self.deadline.seconds:g} s "
+                "deadline (publish.s3.deadline_seconds)",
+            )
+
+    def describe(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix} (endpoint {self.endpoint_url or 'default'})"
+
+    def fail(self, what: str, cause: str) -> PublishError:
+        message = f"S3 publish to {self.describe()} failed while {what}: {cause}"
+        return PublishError(_redact(message, _known_secrets(self._client)))
+
+    @contextlib.contextmanager
+    def errors(self, what: str) -> Iterator[None]:
+        """Translate SDK exceptions into PublishError (raised from None: the SDK's
+        exception stays out of logs that might print its request)."""
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            ConnectionClosedError,
+            ConnectTimeoutError,
+            EndpointConnectionError,
+            NoCredentialsError,
+            PartialCredentialsError,
+            ReadTimeoutError,
+        )
+
+        self.check_deadline(what)
+        try:
+            yield
+        except (NoCredentialsError, PartialCredentialsError) as exc:
+            raise self.fail(what, f"no usable AWS credentials ({type(exc).__name__})") from None
+        except (EndpointConnectionError, ConnectTimeoutError) as exc:
+            cause = f"cannot connect to the endpoint ({type(exc).__name__})"
+            raise self.fail(what, cause) from None
+        except ReadTimeoutError:
+            self.check_deadline(what)
+            cause = (
+                f"the endpoint accepted the connection but did not answer within "
+                f"{self.timeouts.read:g} s (read timeout, {MAX_ATTEMPTS} attempts)"
+            )
+            raise self.fail(what, cause) from None
+        except ConnectionClosedError:
+            cause = "the connection was cut before the endpoint answered (ConnectionClosedError)"
+            raise self.fail(what, cause) from None
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            code = str(error.get("Code", "unknown"))
+            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            explanation = _EXPLANATIONS.get(code, str(error.get("Message") or "error"))
+            raise self.fail(what, f"{code} (HTTP {status}): {explanation}") from None
+        except BotoCoreError as exc:
+            raise self.fail(what, f"{type(exc).__name__}: {exc}") from None
+
+    # -- object operations ---------------------------------------------------------------
+
+    def probe(self, key: str) -> dict[str, Any] | None:
+        """HEAD the object with its checksum; None when absent or not readable by us.
+
+        A 403/404 here is not fatal: HEAD answers carry no error body, so a missing
+        bucket, a missing key and a put-only policy look alike. The PUT that follows
+        reports the real cause.
+        """
+        from botocore.exceptions import ClientError
+
+        with self.errors(f"checking {key}"):
+            try:
+                return dict(
+                    self.client.head_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED")
+                )
+            except ClientError as exc:
+                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+                if status in (403, 404):
+                    return None
+                raise
+        return None  # pragma: no cover - errors() always raises or the body returns
+
+    def read_small(self, key: str) -> bytes | None:
+        """GET a small object (the manifest); None when absent or not readable by us."""
+        from botocore.exceptions import ClientError
+
+        with self.errors(f"reading {key}"):
+            try:
+                response = self.client.get_object(Bucket=self.bucket, Key=key)
+                return bytes(response["Body"].read())
+            except ClientError as exc:
+                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+                if status in (403, 404):
+                    return None
+                raise
+        return None  # pragma: no cover
+
+    def put_verified(self, key: str, data: Content, content_type: str) -> str:
+        """Upload and confirm the server holds exactly `data`; return how it was checked.
+
+        A file is uploaded from its open handle with its length: the SDK streams it
+        (and reads it once more to compute the SHA256 checksum it sends, as it does for
+        bytes), so the upload's memory does not grow with the file. The checksum the
+        server echoes is of the bytes the SDK actually read, and is compared with the
+        file's known digest, so a file rewritten since it was named fails here.
+        """
+        with contextlib.ExitStack() as stack:
+            if isinstance(data, ArtifactSource):
+                try:
+                    body: Any = stack.enter_context(data.open())
+                except (OSError, SourceChanged) as exc:
+                    raise self.fail(f"uploading {key}", f"cannot read {data.path}: {exc}") from None
+            else:
+                body = data
+            with self.errors(f"uploading {key}"):
+                response = self.client.put_object(
+                    Bucket=self.bucket,
+                    Key=key,
+                    Body=body,
+                    ContentLength=content_size(data),
+                    ContentType=content_type,
+                    ChecksumAlgorithm="SHA256",
+                )
+        how = _verification(response, data)
+        if how is None:
+            raise self.fail(
+                f"verifying {key}",
+                "the stored object's checksum differs from the bytes sent "
+                f"(local sha256 {b64_sha256(data)}, server {_server_digest(response)})",
+            )
+        return how
+
+
+def _verification(response: dict[str, Any], data: Content) -> str | None:
+    """'ChecksumSHA256' or 'ETag' when the server's digest equals ours; None on mismatch."""
+    checksum = response.get("ChecksumSHA256")
+    if checksum:
+        return "ChecksumSHA256" if checksum == b64_sha256(data) else None
+    etag = str(response.get("ETag", "")).strip('"')
+    if etag and "-" not in etag:
+        return "ETag" if etag == md5_hex(data) else None
+    return None
+
+
+def _server_digest(response: dict[str, Any]) -> str:
+    return str(response.get("ChecksumSHA256") or response.get("ETag") or "none")
+
+
+def already_there(head: dict[str, Any] | None, data: Content, content_type: str) -> str | None:
+    """How an existing object was shown to equal `data` (None: it must be uploaded)."""
+    if head is None or head.get("ContentLength") != content_size(data):
+        return None
+    if head.get("ContentType") not in (None, content_type):
+        return None
+    return _verification(head, data)
+

@@ -1,0 +1,259 @@
+"""The publication history and archive, as the publish steps and the rollback use them.
+
+`publishing.history` is the record and `publishing.archive` the local copies; here they
+meet the configuration and the build directory: whether a rollback holds the build
+back, what a publication adds to the history, which archived files and S3 objects the
+kept generations (`publish.keep_generations`) need, and the table the publish assets show.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import read_record
+from brain_pipeline.steps.provenance import StepFailure, StepLog
+from brain_pipeline.steps.report import StepResult, Table
+
+
+def build_identity(
+    cfg: BrainConfig, layout: StateLayout
+) -> tuple[str | None, str | None, str | None]:
+    """(store sha256, corpus digest, fixture sha256) of the build about to be published."""
+    from brain_pipeline.evaluation.service import evaluation_inputs
+
+    inputs = evaluation_inputs(cfg, layout.build_dir)
+    store_record = read_record(layout, "knowledge_store")
+    digest = store_record.facts.get("corpus_digest") if store_record else None
+    if inputs is None:
+        return None, str(digest) if digest else None, None
+    return inputs.store_sha256, str(digest) if digest else None, inputs.fixture_sha256
+
+
+def held_by_rollback(
+    cfg: BrainConfig, layout: StateLayout, *, force: bool, log: StepLog
+) -> StepResult | None:
+    """A "held" result when a rollback holds this build back; None to go on publishing.
+
+    The hold ends by itself once the corpus or the fixture differs from what it was at
+    the rollback (a release event is recorded, so `status` stops mentioning it).
+    """
+    from brain_pipeline.publishing.history import HistoryError, append_events, read_history, utc_now
+
+    try:
+        history = read_history(layout)
+    except HistoryError as exc:
+        raise StepFailure(f"publishing refused: {exc}") from None
+    hold = history.hold()
+    if hold is None:
+        return None
+    store_sha, corpus, fixture = build_identity(cfg, layout)
+    if force:
+        log.warning(f"FORCED PUBLISH despite the hold: {hold.describe()}")
+    elif store_sha is not None and hold.holds(store_sha, corpus, fixture):
+        log.warning(f"not published: {hold.describe()}")
+        live = history.live()
+        version = live.store_sha256[:16] if live else "held"
+        return StepResult(
+            version,
+            {
+                "status": "held",
+                "held_publication": hold.publication,
+                "hold": hold.describe(),
+                "publications": publications_table(layout),
+            },
+        )
+    why = "forced" if force else "the corpus or the fixture changed since the rollback"
+    append_events(layout, [{"kind": "release", "when": utc_now(), "reason": why}])
+    log.info(f"hold on publication #{hold.publication} released: {why}")
+    return None
+
+
+def record_in_history(
+    cfg: BrainConfig,
+    layout: StateLayout,
+    report: Any,
+    evaluation: dict[str, Any] | None,
+    *,
+    run_id: str,
+    trigger: str,
+    log: StepLog,
+    kind: str = "published",
+    restores: int | None = None,
+    then: Callable[[int], list[dict[str, Any]]] | None = None,
+) -> Any:
+    """Append a publication to the history and archive its files (for rollback), then
+    prune the archive to the configured generations. Nothing is recorded when the same
+    bytes were already the live publication (an unchanged re-publish). `then(id)`: more
+    events that go in the same atomic write (a rollback's upload and hold), so a crash
+    never leaves the publication without them."""
+    from brain_pipeline.publishing import archive
+    from brain_pipeline.publishing.history import (
+        Publication,
+        append_events,
+        evaluation_summary,
+        read_history,
+        utc_now,
+    )
+    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, sha256_hex
+
+    history = read_history(layout)
+    manifest = report.manifest
+    manifest_bytes = manifest.to_json()
+    manifest_sha = sha256_hex(manifest_bytes)
+    live = history.live()
+    if kind == "published" and live is not None and live.manifest_sha256 == manifest_sha:
+        return live
+    source_dir = report.targets[0].directory
+    store_root = layout.published_archive
+    archive.keep_copy(
+        store_root, source_dir / "knowledge-store.json", manifest.store.sha256, manifest.store.size
+    )
+    if manifest.embeddings is not None:
+        archive.keep_copy(
+            store_root,
+            source_dir / "embeddings.bin",
+            manifest.embeddings.sha256,
+            manifest.embeddings.size,
+        )
+    archive.keep_bytes(store_root, manifest_bytes, manifest_sha, MANIFEST_FILENAME)
+    summary = evaluation_summary(evaluation)
+    if evaluation is not None and summary["key"]:
+        archive.keep_bytes(
+            store_root,
+            json.dumps(evaluation, sort_keys=True, default=str).encode("utf-8"),
+            str(summary["key"]),
+            EVALUATION_FILENAME,
+        )
+    publication = Publication(
+        id=history.next_id(),
+        kind=kind,
+        when=utc_now(),
+        run_id=run_id,
+        trigger=trigger,
+        corpus_digest=manifest.corpus_digest,
+        store_sha256=manifest.store.sha256,
+        store_size=manifest.store.size,
+        embeddings_sha256=manifest.embeddings.sha256 if manifest.embeddings else None,
+        embeddings_size=manifest.embeddings.size if manifest.embeddings else None,
+        manifest_sha256=manifest_sha,
+        evaluation=summary,
+        baseline=summary["key"] if evaluation is not None else None,
+        restores=restores,
+    )
+    extra = then(publication.id) if then is not None else []
+    history = append_events(layout, [publication.to_event(), *extra])
+    removed = archive.prune(store_root, archived_digests(history, cfg.publish.keep_generations))
+    if removed:
+        log.info(f"publication archive: {len(removed)} object(s) of older generations removed")
+    return publication
+
+
+EVALUATION_FILENAME = "evaluation.json"
+"""The full evaluation record of a publication, archived to set the baseline back."""
+
+
+def archived_digests(history: Any, keep: int) -> set[str]:
+    """The archive's object directories the kept generations need."""
+    wanted: set[str] = set()
+    for pub in history.generations(keep):
+        wanted.add(pub.store_sha256)
+        wanted.add(pub.manifest_sha256)
+        if pub.embeddings_sha256:
+            wanted.add(pub.embeddings_sha256)
+        if pub.evaluation.get("key"):
+            wanted.add(str(pub.evaluation["key"]))
+    return wanted
+
+
+def retained_s3_keys(cfg: BrainConfig, layout: StateLayout) -> frozenset[str]:
+    """The S3 objects of the kept generations (the garbage collection leaves them)."""
+    from brain_pipeline.publishing.history import HistoryError, read_history
+
+    try:
+        history = read_history(layout)
+    except HistoryError:
+        return frozenset()
+    keys: set[str] = set()
+    for pub in history.generations(cfg.publish.keep_generations):
+        upload = pub.s3 or {}
+        keys |= {str(k) for k in dict(upload.get("objects") or {}).values()}
+    return frozenset(keys)
+
+
+def record_s3_upload(layout: StateLayout, report: Any, log: StepLog) -> None:
+    """Note in the history that the live publication reached the bucket (once)."""
+    from brain_pipeline.publishing.history import append_events, read_history
+
+    manifest = report.manifest
+    if manifest is None:
+        return
+    history = read_history(layout)
+    live = history.live()
+    if live is None or live.store_sha256 != manifest.store.sha256:
+        log.warning("S3 upload not recorded in the history: the local publication differs")
+        return
+    event = s3_event(live.id, report)
+    if live.s3 and dict(live.s3.get("objects") or {}) == event["objects"]:
+        return
+    append_events(layout, [event])
+
+
+def s3_event(publication: int, report: Any) -> dict[str, Any]:
+    """The history event saying publication `publication` reached the bucket."""
+    from brain_pipeline.publishing.history import utc_now
+
+    objects = {
+        o.key.rsplit("/", 1)[-1]: o.key
+        for o in report.objects
+        if o.action != "removed" and "/objects/" in f"/{o.key}"
+    }
+    return {
+        "kind": "s3",
+        "publication": publication,
+        "when": utc_now(),
+        "bucket": report.bucket,
+        "prefix": report.prefix,
+        "objects": objects,
+    }
+
+
+def publications_table(layout: StateLayout, limit: int = 20) -> Any:
+    """The latest publications as a table (newest first), for the publish assets."""
+    from brain_pipeline.publishing.history import HistoryError, read_history
+
+    try:
+        pubs = read_history(layout).publications()
+    except HistoryError as exc:
+        return str(exc)
+    rows = [
+        [
+            p.id,
+            p.when,
+            p.kind if p.restores is None else f"rollback to #{p.restores}",
+            p.trigger,
+            str(p.run_id or ""),
+            p.store_sha256[:16],
+            (p.embeddings_sha256 or "")[:16],
+            str(p.corpus_digest or "")[:16],
+            bool(p.s3),
+        ]
+        for p in reversed(pubs[-limit:])
+    ]
+    return Table(
+        [
+            ("id", "int"),
+            ("when", "string"),
+            ("kind", "string"),
+            ("trigger", "string"),
+            ("run_id", "string"),
+            ("store_sha256", "string"),
+            ("embeddings_sha256", "string"),
+            ("corpus_digest", "string"),
+            ("s3", "bool"),
+        ],
+        rows,
+    )

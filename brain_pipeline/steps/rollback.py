@@ -1,0 +1,276 @@
+"""Make an earlier publication live again, and hold the one it replaces.
+
+One function for the CLI (`brain-pipeline rollback`) and the Dagster job
+(`rollback_job`): `rollback(cfg, layout, to=..., ...)`. The caller holds the run locks
+(build directory, then publish root), as a publishing run does.
+
+Order, each step crash-safe on its own:
+
+1. Check first, change nothing: the target publication exists, is not already live, and
+   every archived file it needs (store, vectors, manifest, evaluation record) is there
+   with its recorded size. Anything missing is listed, path by path, and the rollback
+   refused.
+2. Local: the archived files go through `publish_local`, the same staged, journaled
+   commit as a publication (a `kill -9` anywhere leaves the old set or the new one,
+   finished or undone by `recover_publication`).
+3. The regression baseline goes back to the restored publication's evaluation, and one
+   atomic write of the history records the rollback (a new publication restoring the
+   old one) and a hold on the publication it replaced: from here on no scheduled run
+   publishes the replaced store again, whatever happens to S3.
+4. S3 (when a bucket is configured): `publish_s3` with the archived files and manifest;
+   the content-addressed objects are normally still there (kept for the same
+   generations), so only the manifest and the fixed names change; objects gone from the
+   bucket are uploaded again from the archive. When this step fails or is cut, the
+   history shows the live publication without its upload, and `rollback --to <that id>`
+   finishes S3 alone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.steps.provenance import StepFailure, StepLog
+from brain_pipeline.steps.publications import (
+    EVALUATION_FILENAME,
+    build_identity,
+    publications_table,
+    record_in_history,
+    record_s3_upload,
+    retained_s3_keys,
+)
+from brain_pipeline.steps.publish import Upload, recover
+from brain_pipeline.steps.report import StepResult
+
+
+class RollbackRefused(StepFailure):
+    """Nothing was changed: the target is unknown, already live, or its files are gone."""
+
+
+@dataclass(frozen=True)
+class RollbackPlan:
+    """What a rollback would restore and what it replaces."""
+
+    target: Any
+    """`publishing.history.Publication` to make live again."""
+    replaces: Any
+    """The live publication it replaces (held afterwards)."""
+    s3_only: bool = False
+    """The target is live locally already and only its S3 upload is missing (a rollback
+    or a publication whose upload failed or was cut): finish S3, change nothing else."""
+
+
+def plan_rollback(layout: StateLayout, to: int | None, *, s3: bool = False) -> RollbackPlan:
+    """The target (default: the publication before the live one) and the live one, or
+    RollbackRefused saying why not, with every missing archived file named. `s3`: a
+    bucket is configured (then a live rollback whose upload never finished is finished)."""
+    from brain_pipeline.publishing.history import HistoryError, read_history
+    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME
+
+    try:
+        history = read_history(layout)
+    except HistoryError as exc:
+        raise RollbackRefused(f"rollback refused: {exc}") from None
+    live = history.live()
+    if live is None:
+        raise RollbackRefused(
+            f"rollback refused: no publication is recorded in {layout.publications_record}"
+        )
+    target = history.get(to) if to is not None else history.previous()
+    if target is None:
+        known = ", ".join(f"#{p.id}" for p in history.publications()) or "none"
+        what = f"publication #{to} is not in the history" if to is not None else (
+            f"there is no publication before #{live.origin} to go back to"
+        )
+        raise RollbackRefused(f"rollback refused: {what} (known: {known})")
+    source = history.get(target.origin) or target
+    s3_only = source.manifest_sha256 == live.manifest_sha256
+    if s3_only and (not s3 or live.s3):
+        raise RollbackRefused(f"rollback refused: publication #{target.id} is already live")
+    if s3_only and to is None:
+        raise RollbackRefused(
+            f"publication #{live.id} is live here but not yet in S3: finish it with "
+            f"`brain-pipeline rollback --to {live.id}`"
+        )
+    wanted = dict(source.files())
+    wanted[MANIFEST_FILENAME] = (source.manifest_sha256, -1)
+    key = source.evaluation.get("key")
+    if key:
+        wanted[EVALUATION_FILENAME] = (str(key), -1)
+    missing = _missing(layout, wanted)
+    if missing:
+        lines = "; ".join(m.describe() for m in missing)
+        raise RollbackRefused(
+            f"rollback to publication #{source.id} refused, nothing was changed: "
+            f"{len(missing)} archived file(s) missing: {lines} "
+            f"(only the last publish.keep_generations publications are kept)"
+        )
+    return RollbackPlan(source, live, s3_only)
+
+
+def _missing(layout: StateLayout, wanted: dict[str, tuple[str, int]]) -> list[Any]:
+    """Missing archived files; size -1 means 'any size' (files made in memory)."""
+    from brain_pipeline.publishing import archive
+
+    sized = {name: value for name, value in wanted.items() if value[1] >= 0}
+    problems = archive.missing_files(layout.published_archive, sized)
+    for name, (sha, size) in sorted(wanted.items()):
+        path = archive.object_path(layout.published_archive, sha, name)
+        if size < 0 and not path.exists():
+            problems.append(archive.Missing(name, sha, path, "is gone (pruned or deleted)"))
+    return problems
+
+
+def rollback(
+    cfg: BrainConfig,
+    layout: StateLayout,
+    *,
+    to: int | None,
+    run_id: str,
+    trigger: str,
+    log: StepLog,
+    upload: Upload | None,
+) -> StepResult:
+    """Make publication `to` (default: the previous one) live again everywhere; see the
+    module. `upload` is the S3 publisher (None: S3 is left alone)."""
+    from brain_pipeline.publishing import archive
+    from brain_pipeline.publishing.commit import PublicationError
+    from brain_pipeline.publishing.history import utc_now
+    from brain_pipeline.publishing.local import publish_local
+    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, PublishManifest
+    from brain_pipeline.publishing.s3_client import PublishError
+    from brain_pipeline.publishing.source import ArtifactSource
+
+    recover(cfg, log)
+    s3_wanted = upload is not None and bool(cfg.publish.s3.bucket)
+    plan = plan_rollback(layout, to, s3=s3_wanted)
+    target, replaced = plan.target, plan.replaces
+    root = layout.published_archive
+    sources = {
+        name: ArtifactSource.of_file(archive.object_path(root, sha, name), sha)
+        for name, (sha, _) in target.files().items()
+    }
+    manifest = PublishManifest.from_json(
+        archive.object_path(root, target.manifest_sha256, MANIFEST_FILENAME).read_bytes()
+    )
+    store = sources["knowledge-store.json"]
+    vectors = sources.get("embeddings.bin")
+    try:
+        report = publish_local(
+            store,
+            vectors,
+            cfg.publish_root(),
+            agent_query_model=cfg.publish.agent_query_model,
+            manifest=manifest,
+        )
+    except PublicationError as exc:
+        raise StepFailure(str(exc)) from None
+    for line in report.summary().splitlines():
+        log.info(line)
+
+    # Local first, then the record and the hold (one write): from here on no scheduled
+    # run publishes the replaced store again, whatever happens to the S3 step below.
+    publication = replaced
+    if not plan.s3_only:
+        _restore_baseline(cfg, layout, target, log)
+        _, corpus, fixture = build_identity(cfg, layout)
+        hold = {
+            "kind": "hold",
+            "publication": replaced.origin,
+            "store_sha256": replaced.store_sha256,
+            "corpus_digest": corpus,
+            "fixture_sha256": fixture,
+            "when": utc_now(),
+        }
+        publication = record_in_history(
+            cfg,
+            layout,
+            report,
+            _archived_evaluation(layout, target),
+            run_id=run_id,
+            trigger=trigger,
+            log=log,
+            kind="rollback",
+            restores=target.id,
+            then=lambda _: [hold],
+        )
+
+    s3_report = None
+    if s3_wanted and upload is not None:
+        try:
+            s3_report = upload(cfg, store, vectors, report.manifest, retained_s3_keys(cfg, layout))
+        except PublishError as exc:
+            done = (
+                f"publication #{target.id} is live locally"
+                if plan.s3_only
+                else f"publication #{target.id} is live again locally (as #{publication.id}) "
+                f"and #{replaced.origin} is held"
+            )
+            raise StepFailure(
+                f"{done}, but S3 still serves the replaced set: {exc}; "
+                f"finish it with `brain-pipeline rollback --to {publication.id}`"
+            ) from None
+        for line in s3_report.summary().splitlines():
+            log.info(line)
+        record_s3_upload(layout, s3_report, log)
+    s3_status = s3_report.status if s3_report is not None else "skipped: no bucket configured"
+    summary = (
+        f"publication #{publication.id} (restoring #{target.id}) was live locally; S3 now "
+        f"holds it too ({s3_status})"
+        if plan.s3_only
+        else f"publication #{target.id} is live again as #{publication.id}; "
+        f"#{replaced.origin} is held (S3: {s3_status})"
+    )
+    return StepResult(
+        f"{target.store_sha256[:16]}-rollback-{publication.id}",
+        {
+            "summary": summary,
+            "status": "rolled back",
+            "restored_publication": target.id,
+            "as_publication": publication.id,
+            "held_publication": replaced.origin,
+            "store_sha256": target.store_sha256,
+            "s3": s3_status,
+            "publications": publications_table(layout),
+        },
+    )
+
+
+def _archived_evaluation(layout: StateLayout, target: Any) -> dict[str, Any] | None:
+    from brain_pipeline.publishing import archive
+
+    key = target.evaluation.get("key")
+    if not key:
+        return None
+    path = archive.object_path(layout.published_archive, str(key), EVALUATION_FILENAME)
+    return dict(json.loads(path.read_bytes()))
+
+
+def _restore_baseline(cfg: BrainConfig, layout: StateLayout, target: Any, log: StepLog) -> None:
+    """The restored publication's evaluation becomes the regression baseline again."""
+    from brain_pipeline.evaluation.service import record_as_baseline
+
+    evaluation = _archived_evaluation(layout, target)
+    if evaluation is None:
+        log.warning(f"publication #{target.id} has no archived evaluation: baseline unchanged")
+        return
+    try:
+        record_as_baseline(
+            cfg, evaluation, kind="published", note=f"rollback to publication #{target.id}"
+        )
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        log.warning(f"the evaluation baseline was not set back: {exc}")
+
+
+def release_hold(layout: StateLayout) -> str:
+    """End the active hold (`rollback --release`); the sentence says what was released."""
+    from brain_pipeline.publishing.history import append_events, read_history, utc_now
+
+    hold = read_history(layout).hold()
+    if hold is None:
+        raise RollbackRefused("nothing to release: no publication is held")
+    append_events(layout, [{"kind": "release", "when": utc_now(), "reason": "released by hand"}])
+    return f"the hold on publication #{hold.publication} is released"

@@ -1,0 +1,171 @@
+"""The notification sensors on a real instance, with a real HTTP and a real SMTP peer.
+
+Five runs of the tiny project (a clean publication, a blocked publish, a failure before
+publishing, a WARN regression published, a recovery) are evaluated by the two
+run-status sensors the way the daemon does (their own cursors, tick after tick); each
+bad or recovered run's one message reaches the webhook and the mailbox exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+
+from brain_pipeline.definitions import build_definitions
+from brain_pipeline_tests.defs.conftest import Project, edit_corpus
+from brain_pipeline_tests.peers.notify_peers import SmtpServer, WebhookServer, free_port
+
+SENSORS = ("notify_on_failure", "notify_on_success")
+SMTP_USER, SMTP_PASSWORD = "pipeline-bot", "smtp-Pa55word-never-shown"
+HOOK_TOKEN = "T0KEN-hook-secret-xyz"
+
+
+class Ticker:
+    """Evaluates both sensors with their own cursors, as the sensor daemon does."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.cursors: dict[str, str | None] = dict.fromkeys(SENSORS)
+        self.skips: list[str] = []
+
+    def tick(self, rounds: int = 4) -> None:
+        defs = build_definitions(str(self.project.config_path))
+        for _ in range(rounds):
+            for name in SENSORS:
+                sensor = defs.resolve_sensor_def(name)
+                context = dg.build_sensor_context(
+                    instance=self.project.instance,
+                    cursor=self.cursors[name],
+                    definitions=defs,
+                    sensor_name=name,
+                )
+                data = sensor.evaluate_tick(context)
+                self.cursors[name] = data.cursor or self.cursors[name]
+                if data.skip_message:
+                    self.skips.append(data.skip_message)
+
+
+def _bury_gliders(project: Project) -> None:
+    guide = project.corpus / "beta" / "guide.md"
+    lines = [f"Patterns travel diagonally; diagonally travel patterns, {i}." for i in range(10)]
+    guide.write_text(guide.read_text() + "\n" + "\n\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _configure(project: Project, webhook: str, smtp_port: int, **more: Any) -> None:
+    project.settings["notify"] = {
+        "webhook_url": webhook,
+        "ui_base_url": "http://dagster.example:3000",
+        "max_attempts": 2,
+        "timeout_seconds": 2,
+        "email": {
+            "host": "127.0.0.1",
+            "port": smtp_port,
+            "starttls": False,
+            "sender": "pipeline@example.org",
+            "recipients": ["ops@example.org"],
+            "username_env": "BRAIN_SMTP_USER",
+            "password_env": "BRAIN_SMTP_PASSWORD",
+        },
+    }
+    project.write_config(**more)
+
+
+def test_each_event_reaches_both_channels_exactly_once(
+    tiny_project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BRAIN_SMTP_USER", SMTP_USER)
+    monkeypatch.setenv("BRAIN_SMTP_PASSWORD", SMTP_PASSWORD)
+    with WebhookServer.start() as hook, SmtpServer.start(SMTP_USER, SMTP_PASSWORD) as smtp:
+        _configure(tiny_project, f"{hook.url}/hooks/{HOOK_TOKEN}", smtp.port)
+        ticker = Ticker(tiny_project)
+        ticker.tick(1)  # the sensors start: their cursors begin at the newest event
+
+        runs: list[str] = []
+
+        def run(expect: bool, **config: Any) -> None:
+            if config:
+                tiny_project.write_config(**config)
+            outcome = tiny_project.materialize()
+            assert outcome.success is expect
+            runs.append(outcome.run_id)
+            ticker.tick()
+
+        run(True)  # 1: first publication, nothing to report
+        assert hook.bodies == [] and smtp.messages == []
+        _bury_gliders(tiny_project)
+        run(False)  # 2: blocked by the regression
+        corpus = tiny_project.corpus
+        corpus.rename(corpus.with_name("moved"))
+        run(False)  # 3: fails before publishing (no corpus)
+        corpus.with_name("moved").rename(corpus)
+        tiny_project.settings["evaluation"]["on_regression"] = "warn"
+        run(True, **{"evaluation.on_regression": "warn"})  # 4: the regression goes out
+        edit_corpus(tiny_project)
+        run(True)  # 5: a clean publication after the WARN one: recovered
+        ticker.tick()  # more ticks send nothing again
+
+    kinds = [body["event"] for body in hook.bodies]
+    assert kinds == ["blocked", "failed", "regression", "recovered"]
+    assert [body["run_id"] for body in hook.bodies] == runs[1:]
+    assert all(p == f"/hooks/{HOOK_TOKEN}" for p in hook.paths)
+    blocked, failed, warned, recovered = hook.bodies
+    assert blocked["cause"].startswith("embeddings:retrieval_eval: retrieval evaluation FAILED")
+    assert "'patterns that travel diagonally' (beta) became a miss" in blocked["text"]
+    assert "knowledge_chunks" in failed["cause"] or "corpus" in failed["cause"]
+    assert "became a miss" in warned["text"] and "IS live" in warned["text"]
+    assert "retrieval evaluation passed with warnings" in warned["cause"]  # Verdict.headline
+    assert "RECOVERED" in recovered["text"]
+    for body in hook.bodies:
+        assert f"http://dagster.example:3000/runs/{body['run_id']}" in body["text"]
+
+    subjects = [m["Subject"] for m in smtp.messages]
+    assert len(subjects) == 4 and "BLOCKED" in subjects[0] and "RECOVERED" in subjects[3]
+    assert smtp.logins == [SMTP_USER] * 4
+    bodies = [m.get_payload(decode=True).decode("utf-8") for m in smtp.messages]
+    assert [b.replace("\r\n", "\n").strip() for b in bodies] == [
+        b["text"].strip() for b in hook.bodies
+    ]
+
+    shown = json.dumps(hook.bodies) + "".join(map(str, bodies)) + "".join(ticker.skips)
+    assert SMTP_PASSWORD not in shown and HOOK_TOKEN not in "".join(ticker.skips)
+
+
+def test_a_dead_webhook_changes_no_run_and_the_tick_says_so(
+    tiny_project: Project, tmp_path: Path
+) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/hooks/{HOOK_TOKEN}"
+    tiny_project.settings["notify"] = {"webhook_url": dead, "max_attempts": 2}
+    tiny_project.write_config()
+    ticker = Ticker(tiny_project)
+    ticker.tick(1)
+    assert tiny_project.materialize().success
+    _bury_gliders(tiny_project)
+    outcome = tiny_project.materialize()
+    assert not outcome.success
+    ticker.tick()
+    run = tiny_project.instance.get_run_by_id(outcome.run_id)
+    assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
+    said = [s for s in ticker.skips if outcome.run_id[:8] in s]
+    assert len(said) == 1
+    assert "webhook http://127.0.0.1" in said[0] and "NOT sent after 2 attempt(s)" in said[0]
+    assert HOOK_TOKEN not in said[0]
+    # The next run is not held up either: it runs and publishes as before.
+    tiny_project.write_config(**{"evaluation.on_regression": "warn"})
+    assert tiny_project.materialize().success
+
+
+def test_the_sensors_run_by_default_only_when_a_channel_is_configured(
+    tiny_project: Project,
+) -> None:
+    def statuses() -> set[dg.DefaultSensorStatus]:
+        defs = build_definitions(str(tiny_project.config_path))
+        return {defs.resolve_sensor_def(name).default_status for name in SENSORS}
+
+    assert statuses() == {dg.DefaultSensorStatus.STOPPED}
+    tiny_project.settings["notify"] = {"webhook_url": "http://127.0.0.1:9/hook"}
+    tiny_project.write_config()
+    assert statuses() == {dg.DefaultSensorStatus.RUNNING}

@@ -1,0 +1,30 @@
+"""steps.publications on a real run: history, archive and stamps agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from brain_pipeline.publishing.history import read_history
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.records import read_record
+from brain_pipeline_tests.defs.conftest import make_project, tiny_fixture, write_tiny_corpus
+
+
+def test_archiving_keeps_the_live_stamps_valid_and_the_history_complete(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    assert project.materialize().success
+    layout = StateLayout.of(project.build)
+    # The archive links the live file; the stamps were taken after, so the next run can
+    # still prove the live files unchanged by their stat alone.
+    record = read_record(layout, "published_local")
+    assert record is not None and record.outputs_intact(layout)
+    (pub,) = read_history(layout).publications()
+    assert (pub.id, pub.kind, pub.trigger) == (1, "published", "launched by hand (CLI or UI)")
+    live = project.published() / "knowledge-store.json"
+    archived = layout.published_archive / "objects" / pub.store_sha256 / live.name
+    assert archived.read_bytes() == live.read_bytes()
+    assert pub.evaluation["passed"] is True and pub.evaluation["severity"] == "PASS"
+    assert pub.baseline == pub.evaluation["key"]
+    assert project.materialize().success  # nothing changed: no second publication
+    assert len(read_history(layout).publications()) == 1
