@@ -276,6 +276,21 @@ class NotifySettings(_Section):
     timeout_seconds: float = Field(default=5.0, gt=0, le=60)
     max_attempts: int = Field(default=3, ge=1, le=5)
 
+    @field_validator("webhook_url", "ui_base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        """Refused at load, not at the first failed run's tick: a URL without its scheme
+        would only fail later, where nobody reads it. The value is never echoed (a
+        webhook URL holds its token)."""
+        if value is None or not value.strip():
+            return None
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be an http:// or https:// URL with a host (value not shown)")
+        return value.strip()
+
     @property
     def configured(self) -> bool:
         return bool(self.webhook_url) or self.email is not None
@@ -473,13 +488,18 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(problem).split()) + where
 
 
+#: Keys whose value an error never repeats.
+_UNSHOWN_KEYS = frozenset({"notify.webhook_url", "notify.ui_base_url"})
+
+
 def _format_validation_error(exc: ValidationError, source: str) -> str:
     """One line: every offending key, what is wrong, and the value given."""
     parts = []
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"])
         value = err.get("input")
-        shown = "" if isinstance(value, dict) else f" (got {value!r})"
+        secret = key in _UNSHOWN_KEYS  # a webhook URL carries its token
+        shown = "" if isinstance(value, dict) or secret else f" (got {value!r})"
         message = str(err["msg"]).removeprefix("Value error, ")
         parts.append(f"{key}: {message}{shown}")
     return f"invalid configuration in {source}: " + "; ".join(parts)

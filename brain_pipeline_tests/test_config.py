@@ -275,3 +275,30 @@ def test_junk_limits_come_from_the_corpus_section(tmp_path: Path) -> None:
         bad = write(tmp_path / f"{key}.yaml", {"corpus": {key: 0}})
         with pytest.raises(ConfigError, match=f"corpus.{key}: Input should be greater than"):
             load_config(bad, env={})
+
+
+@pytest.mark.parametrize(
+    "url", ["hooks.example.com/services/T0K3N", "ftp://hooks.example.com/T0K3N", "https:///T0K3N"]
+)
+def test_a_webhook_url_that_is_not_http_is_refused_at_load_without_its_token(
+    tmp_path: Path, url: str
+) -> None:
+    """Found by a newcomer's walk-through: a URL without its scheme loaded fine and only
+    failed at the first notification, in a sensor tick nobody reads."""
+    config = write(tmp_path / "c.yaml", {"notify": {"webhook_url": url}})
+    with pytest.raises(ConfigError) as err:
+        load_config(config, env={})
+    assert "notify.webhook_url" in str(err.value) and "http" in str(err.value)
+    assert "T0K3N" not in str(err.value)
+    with pytest.raises(ConfigError) as from_env:
+        load_config(write(tmp_path / "d.yaml", {}), env={"BRAIN_NOTIFY_WEBHOOK_URL": url})
+    assert "T0K3N" not in str(from_env.value)
+
+
+def test_an_http_webhook_url_is_kept() -> None:
+    cfg = load_config(REPO / "corpus_config.yaml", env={
+        "BRAIN_NOTIFY_WEBHOOK_URL": " https://hooks.example.com/services/T0K3N ",
+        "BRAIN_UI_BASE_URL": "http://dagster.internal:3000",
+    })
+    assert cfg.notify.webhook_url == "https://hooks.example.com/services/T0K3N"
+    assert cfg.notify.ui_base_url == "http://dagster.internal:3000" and cfg.notify.configured
