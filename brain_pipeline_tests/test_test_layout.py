@@ -24,9 +24,7 @@ NOT_MIRRORED: dict[str, str] = {
     "lib/runner.py": "in-process materialisation: defs/test_materialize.py, defs/conftest.py",
     # Thin CLI commands: run end to end through `main()`.
     "cli/materialize.py": "`materialize`: locks/test_materialize_concurrency.py, defs tests",
-    "cli/publications.py": "`publications`: steps/test_rollback.py reads it through main()",
-    "cli/rollback.py": "`rollback`: steps/test_rollback.py runs it through main()",
-    "defs/rollback.py": "rollback_job: steps/test_rollback.py (the job runs the same core)",
+    "cli/publications.py": "`publications`: cli/test_rollback.py reads it through main()",
     # Halves of a tested whole.
     "publishing/s3_client.py": "moved out of s3.py (issue 24): publishing/test_s3_faults.py, "
     "publishing/test_s3.py",
