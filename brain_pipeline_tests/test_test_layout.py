@@ -24,7 +24,6 @@ NOT_MIRRORED: dict[str, str] = {
     "lib/runner.py": "in-process materialisation: defs/test_materialize.py, defs/conftest.py",
     # Thin CLI commands: run end to end through `main()`.
     "cli/materialize.py": "`materialize`: locks/test_materialize_concurrency.py, defs tests",
-    "cli/publications.py": "`publications`: cli/test_rollback.py reads it through main()",
     # Halves of a tested whole.
     "publishing/s3_client.py": "moved out of s3.py (issue 24): publishing/test_s3_faults.py, "
     "publishing/test_s3.py",
