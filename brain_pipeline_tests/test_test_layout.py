@@ -25,9 +25,6 @@ NOT_MIRRORED: dict[str, str] = {
     # Thin CLI commands: run end to end through `main()`.
     "cli/materialize.py": "`materialize`: locks/test_materialize_concurrency.py, defs tests",
     # Halves of a tested whole.
-    "embedding/factory.py": "provider -> embedder: defs/test_embed.py, embedding/test_local.py",
-    "embedding/protocol.py": "the Embedder protocol, errors and helpers both embedders use: "
-    "embedding/test_progress.py, embedding/test_gemini.py, embedding/test_local.py",
     "evaluation/baseline.py": "the evaluation baseline: cli/test_eval_regression.py",
 }
 
