@@ -24,8 +24,6 @@ NOT_MIRRORED: dict[str, str] = {
     "lib/runner.py": "in-process materialisation: defs/test_materialize.py, defs/conftest.py",
     # Thin CLI commands: run end to end through `main()`.
     "cli/materialize.py": "`materialize`: locks/test_materialize_concurrency.py, defs tests",
-    # Halves of a tested whole.
-    "evaluation/baseline.py": "the evaluation baseline: cli/test_eval_regression.py",
 }
 
 
