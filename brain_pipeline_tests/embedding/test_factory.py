@@ -27,8 +27,10 @@ from brain_pipeline_tests.peers.fake_gemini import FakeGemini
 
 def config(tmp_path: Path, provider: str, **embedding: Any) -> BrainConfig:
     path = tmp_path / "corpus_config.yaml"
-    settings = {"build_dir": str(tmp_path / "build"), "embedding": {**embedding}}
-    settings["embedding"]["provider"] = provider
+    settings = {
+        "build_dir": str(tmp_path / "build"),
+        "embedding": {**embedding, "provider": provider},
+    }
     path.write_text(json.dumps(settings))  # JSON is YAML
     return load_config(path, env={})
 

@@ -89,7 +89,7 @@ class _Reporting(_Plain):
 
 
 def test_progress_is_reported_through_providers_that_can_and_only_when_asked() -> None:
-    reporting, counts = _Reporting(), []
+    reporting, counts = _Reporting(), list[int]()
     assert isinstance(reporting, ReportsRows) and not isinstance(_Plain(), ReportsRows)
     answer = embed_with_progress(reporting, ["t"] * 6, counts.append)
     assert counts == [2, 4, 6] and answer.tolist() == [[0.0, 0.0]] * 6

@@ -131,7 +131,7 @@ def test_the_deadline_counts_down_on_the_injected_clock_and_then_refuses(
 def test_near_the_deadline_requests_get_a_client_whose_read_timeout_fits_it(
     s3: MotoS3Server,
 ) -> None:
-    clock, made = Clock(), []
+    clock, made = Clock(), list[S3Timeouts]()
     dest = destination(timeouts=S3Timeouts(connect=4, read=10, deadline=60), clock=clock, made=made)
     assert dest.client is dest.client and made == []  # plenty left: the one client
     clock.now += 50  # 10 s left for two attempts: 5 s each
