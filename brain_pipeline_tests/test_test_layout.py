@@ -24,19 +24,6 @@ NOT_MIRRORED: dict[str, str] = {
     "lib/runner.py": "in-process materialisation: defs/test_materialize.py, defs/conftest.py",
     # Thin CLI commands: run end to end through `main()`.
     "cli/materialize.py": "`materialize`: locks/test_materialize_concurrency.py, defs tests",
-    "cli/publications.py": "`publications`: steps/test_rollback.py reads it through main()",
-    "cli/rollback.py": "`rollback`: steps/test_rollback.py runs it through main()",
-    "defs/rollback.py": "rollback_job: steps/test_rollback.py (the job runs the same core)",
-    # Halves of a tested whole.
-    "publishing/s3_client.py": "moved out of s3.py (issue 24): publishing/test_s3_faults.py, "
-    "publishing/test_s3.py",
-    "publishing/s3_gc.py": "moved out of s3.py (issue 24): publishing/test_s3.py, "
-    "steps/test_rollback.py (generations kept)",
-    "publishing/s3_inspect.py": "moved out of s3.py (issue 24): cli/test_status.py (--s3)",
-    "embedding/factory.py": "provider -> embedder: defs/test_embed.py, embedding/test_local.py",
-    "embedding/protocol.py": "the Embedder protocol, errors and helpers both embedders use: "
-    "embedding/test_progress.py, embedding/test_gemini.py, embedding/test_local.py",
-    "evaluation/baseline.py": "the evaluation baseline: cli/test_eval_regression.py",
 }
 
 

@@ -8,8 +8,6 @@ import traceback
 import numpy as np
 import pytest
 
-from brain_pipeline.embedding.factory import make_embedder
-from brain_pipeline.embedding.gemini import GeminiEmbedder
 from brain_pipeline.embedding.pacing import RetryPolicy
 from brain_pipeline.embedding.protocol import EmbeddingRejected, EmbeddingUnavailable
 from brain_pipeline_tests.embedding.conftest import SDK_MODE_VARIABLES
@@ -162,20 +160,6 @@ def test_refusals_stop_at_once_with_a_key_free_message(
     _assert_key_free(caught.value, key)
     assert key not in repr(embedder)
     assert gemini_server.stats().requests == 1  # never retried
-
-
-def test_make_embedder_builds_gemini_and_requires_a_key(gemini_server: FakeGemini) -> None:
-    embedder = make_embedder("gemini", model="gemini-embedding-001", dimension=32,
-                             api_key=API_KEY, texts_per_minute=3000)
-    assert isinstance(embedder, GeminiEmbedder)
-    assert (embedder.name, embedder.dimension, embedder.max_batch) == (
-        "gemini-embedding-001", 32, 100)
-    assert embedder.embed_documents(["x"]).shape == (1, 32)
-    with pytest.raises(EmbeddingRejected):
-        make_embedder("gemini", api_key=None)
-    assert make_embedder("none") is None
-    with pytest.raises(ValueError):
-        make_embedder("auto")
 
 
 def test_v1beta_and_the_http_control_endpoints(gemini_server: FakeGemini) -> None:

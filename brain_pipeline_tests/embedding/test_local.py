@@ -88,11 +88,6 @@ def test_a_file_with_the_wrong_digest_is_refused(tmp_path: Path) -> None:
     assert local.tokenizer_file().name == "tokenizer.json"
 
 
-def test_unknown_local_model_names_are_refused() -> None:
-    with pytest.raises(ValueError, match="unknown local model"):
-        make_embedder("local", local_model="bge-large")
-
-
 def test_inference_batches_respect_the_token_budget() -> None:
     embedder = LocalEmbedder(inference_batch=8, max_batch_tokens=64)
     lengths = [5, 30, 2, 17, 17, 3, 40, 9, 1, 12, 6, 6, 6, 6, 6, 6, 6, 6, 6]

@@ -21,8 +21,7 @@ from brain_pipeline.embedding.progress import (
     step_progress,
 )
 from brain_pipeline.embedding.protocol import ReportsRows, embed_with_progress
-from brain_pipeline_tests.embedding.helpers import corpus, gemini
-from brain_pipeline_tests.peers.fake_gemini import FakeGemini
+from brain_pipeline_tests.embedding.helpers import corpus
 
 
 class FakeClock:
@@ -92,14 +91,6 @@ def test_one_large_local_call_speaks_every_few_seconds(local_model: LocalEmbedde
     assert said[0] == (0, 256) and said[-1] == (256, 256)
     assert len(said) >= 7  # 32 s in steps of 2 s at one line per >= 5 s, plus both ends
     assert [d for d, _ in said] == sorted(d for d, _ in said)
-
-
-def test_providers_without_sub_batches_are_called_plainly(gemini_server: FakeGemini) -> None:
-    embedder = gemini()
-    assert not isinstance(embedder, ReportsRows)
-    counts: list[int] = []
-    vectors = embed_with_progress(embedder, ["one", "two"], counts.append)
-    assert vectors.shape == (2, 16) and counts == []
 
 
 class _RecordingSink:

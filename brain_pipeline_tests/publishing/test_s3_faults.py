@@ -10,7 +10,6 @@ from urllib.parse import urlparse
 import boto3
 import pytest
 
-from brain_pipeline.config import S3Settings
 from brain_pipeline.publishing.manifest import build_manifest
 from brain_pipeline.publishing.s3 import PublishError, S3Timeouts, publish_s3
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
@@ -32,27 +31,6 @@ def upload(build: SampleBuild, endpoint_url: str | None, **overrides: Any) -> An
     }
     options.update(overrides)
     return publish_s3(build.store, build.embeddings, **options)
-
-
-def test_timeouts_come_from_the_configuration() -> None:
-    defaults = S3Timeouts.from_settings(S3Settings())
-    assert defaults == S3Timeouts(connect=5.0, read=20.0, deadline=60.0)
-    custom = S3Settings(connect_timeout_seconds=1, read_timeout_seconds=2.5, deadline_seconds=9)
-    assert S3Timeouts.from_settings(custom) == S3Timeouts(1.0, 2.5, 9.0)
-
-
-def test_a_silent_endpoint_fails_on_the_read_timeout_in_one_line(
-    s3: MotoS3Server, build: SampleBuild
-) -> None:
-    with SilentServer() as silent, pytest.raises(PublishError) as caught:
-        upload(build, silent.url, timeouts=S3Timeouts(connect=1, read=1, deadline=30))
-    message = str(caught.value)
-    assert "\n" not in message
-    assert silent.url in message and BUCKET in message
-    # The read timeout fired (named in the message), not the SDK's 60 s default and its
-    # retries: the cost is bounded by attempts, which a clock-free test can count.
-    assert "did not answer within 1 s" in message
-    assert 1 <= silent.accepted <= 5
 
 
 def test_the_total_deadline_bounds_a_silent_endpoint(s3: MotoS3Server, build: SampleBuild) -> None:

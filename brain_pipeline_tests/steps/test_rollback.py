@@ -1,150 +1,28 @@
-"""Rollback on a real pipeline: local copies (src and dist), moto S3, baseline, hold."""
+"""What the publishing run keeps for `steps.rollback`: the last keep_generations copies.
+
+The rollback itself is exercised through its two front doors, cli/test_rollback.py and
+defs/test_rollback.py, and under kill -9 in steps/test_rollback_crash.py.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import boto3
-import dagster as dg
 import pytest
 
-from brain_pipeline.cli import main
-from brain_pipeline_tests.defs.conftest import (
-    Project,
-    edit_corpus,
-    make_project,
-    tiny_fixture,
-    write_tiny_corpus,
+from brain_pipeline_tests.defs.conftest import Project, edit_corpus
+from brain_pipeline_tests.defs.rollback_project import (
+    BUCKET,
+    make_rollback_project,
+    publications,
 )
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
-from brain_pipeline_tests.peers.notify_peers import free_port
-
-BUCKET = "brain-rollback"
 
 
 @pytest.fixture
 def project(tmp_path: Path, s3: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> Project:
-    corpus = tmp_path / "corpus"
-    ids = write_tiny_corpus(corpus)
-    proj = make_project(tmp_path, corpus, tiny_fixture(ids))
-    (proj.publish_root / "dist").mkdir(parents=True)
-    boto3.client("s3").create_bucket(Bucket=BUCKET)
-    proj.settings["publish"]["s3"] = {"bucket": BUCKET, "prefix": "kb"}
-    proj.write_config()
-    monkeypatch.setenv("BRAIN_CONFIG", str(proj.config_path))
-    return proj
-
-
-def _bucket(key: str) -> bytes:
-    return bytes(boto3.client("s3").get_object(Bucket=BUCKET, Key=key)["Body"].read())
-
-
-def _publications(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    capsys.readouterr()
-    assert main(["publications", "--json"]) == 0
-    return dict(json.loads(capsys.readouterr().out))
-
-
-def _live_everywhere(project: Project) -> list[bytes]:
-    manifest = json.loads(_bucket("kb/manifest.json"))
-    return [
-        (project.published("src") / "knowledge-store.json").read_bytes(),
-        (project.published("dist") / "knowledge-store.json").read_bytes(),
-        _bucket("kb/knowledge-store.json"),
-        _bucket(manifest["objects"]["knowledge-store.json"]["key"]),
-    ]
-
-
-def test_rollback_restores_the_earlier_bytes_everywhere_and_holds_the_bad_one(
-    project: Project, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert project.materialize().success
-    first = project.store_file.read_bytes()
-    edit_corpus(project)
-    assert project.materialize().success
-    second = project.store_file.read_bytes()
-    assert first != second and set(_live_everywhere(project)) == {second}
-    listed = _publications(capsys)
-    assert [p["id"] for p in listed["publications"]] == [2, 1]
-    assert all(p["s3"] and p["trigger"] for p in listed["publications"])
-
-    capsys.readouterr()
-    assert main(["rollback"]) == 0
-    assert "publication #1 is live again as #3" in capsys.readouterr().out
-    assert set(_live_everywhere(project)) == {first}
-    chunks = json.loads((project.published("src") / "knowledge-store.json").read_bytes())
-    assert isinstance(chunks, list) and all({"id", "content", "area"} <= set(c) for c in chunks)
-    listed = _publications(capsys)
-    assert listed["live"] == 3 and listed["hold"] == 2
-    assert listed["publications"][0]["restores"] == 1
-    assert main(["publications"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("* #3") and "rollback to #1 +S3" in lines[0]
-    assert lines[-1].startswith("HELD: publication #2 is held since the rollback")
-
-    # The baseline is the restored publication's evaluation again.
-    baseline = json.loads((project.build / "state" / "eval-baseline.json").read_text())
-    assert baseline["baseline"]["record"]["key"] == listed["publications"][-1]["evaluation"]["key"]
-
-    capsys.readouterr()
-    assert main(["status", "--s3"]) == 2  # stale: the corpus moved on, held back
-    out = capsys.readouterr().out
-    assert "HELD: publication #2" in out and "Publication: #3, a rollback to #1" in out
-
-    # The schedule's run finds the same corpus: it publishes nothing, and says so.
-    assert project.materialize().success
-    assert set(_live_everywhere(project)) == {first}
-    assert _publications(capsys)["live"] == 3
-    event = project.instance.get_latest_materialization_event(dg.AssetKey("published_local"))
-    assert event is not None and event.asset_materialization is not None
-    assert event.asset_materialization.metadata["status"].value == "held"
-
-    # A corpus change ends the hold: the next run publishes it.
-    edit_corpus(project, "Internet gateways connect a VPC to the internet at large.")
-    assert project.materialize().success
-    third = project.store_file.read_bytes()
-    assert third not in (first, second) and set(_live_everywhere(project)) == {third}
-    listed = _publications(capsys)
-    assert listed["live"] == 4 and listed["hold"] is None
-
-
-def test_release_lets_the_held_build_go_out_again(
-    project: Project, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert project.materialize().success
-    edit_corpus(project)
-    assert project.materialize().success
-    second = project.store_file.read_bytes()
-    assert main(["rollback", "--to", "1"]) == 0
-    assert main(["rollback", "--release"]) == 0
-    assert main(["rollback", "--release"]) == 1  # nothing held any more
-    assert project.materialize().success
-    assert set(_live_everywhere(project)) == {second}
-
-
-def test_a_rollback_whose_files_are_gone_names_them_and_changes_nothing(
-    project: Project, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert project.materialize().success
-    listed = _publications(capsys)
-    gone = listed["publications"][0]["store_sha256"]
-    edit_corpus(project)
-    assert project.materialize().success
-    history = (project.build / "state" / "publications.json").read_bytes()
-    before = _live_everywhere(project)
-    archived = project.build / "state" / "published" / "objects" / gone / "knowledge-store.json"
-    archived.unlink()
-
-    capsys.readouterr()
-    assert main(["rollback"]) == 1
-    err = capsys.readouterr().err
-    assert "nothing was changed" in err and str(archived) in err
-    assert _live_everywhere(project) == before
-    assert (project.build / "state" / "publications.json").read_bytes() == history
-    assert main(["rollback", "--to", "9"]) == 1
-    assert "publication #9 is not in the history" in capsys.readouterr().err
+    return make_rollback_project(tmp_path, monkeypatch)
 
 
 def test_only_the_configured_generations_are_kept(
@@ -156,7 +34,7 @@ def test_only_the_configured_generations_are_kept(
     for i in range(3):
         edit_corpus(project, f"Paragraph number {i} about subnets and their route tables.")
         assert project.materialize().success
-        shas.append(_publications(capsys)["publications"][0]["store_sha256"])
+        shas.append(publications(capsys)["publications"][0]["store_sha256"])
     objects = project.build / "state" / "published" / "objects"
     assert not (objects / shas[0]).exists()
     assert (objects / shas[1]).is_dir() and (objects / shas[2]).is_dir()
@@ -168,61 +46,3 @@ def test_only_the_configured_generations_are_kept(
     }
     assert not any(shas[0] in k for k in keys)
     assert any(shas[1] in k for k in keys) and any(shas[2] in k for k in keys)
-
-
-def test_the_rollback_job_runs_the_same_core_from_dagster(
-    project: Project, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from brain_pipeline.definitions import build_definitions
-
-    assert project.materialize().success
-    first = project.store_file.read_bytes()
-    edit_corpus(project)
-    assert project.materialize().success
-    job = build_definitions(str(project.config_path)).resolve_job_def("rollback_job")
-    result = job.execute_in_process(
-        run_config={"ops": {"rollback_publication": {"config": {"to": 1}}}},
-        instance=project.instance,
-    )
-    assert result.success
-    assert set(_live_everywhere(project)) == {first}
-    listed = _publications(capsys)
-    assert listed["publications"][0]["restores"] == 1
-    assert listed["publications"][0]["trigger"].startswith("rollback_job")
-    refused = job.execute_in_process(
-        run_config={"ops": {"rollback_publication": {"config": {"to": 1}}}},
-        instance=project.instance,
-        raise_on_error=False,
-    )
-    assert not refused.success  # already live: refused, nothing changed
-    assert set(_live_everywhere(project)) == {first}
-
-
-def test_an_unreachable_bucket_holds_locally_and_a_second_call_finishes_s3(
-    project: Project,
-    capsys: pytest.CaptureFixture[str],
-    s3: MotoS3Server,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert project.materialize().success
-    first = project.store_file.read_bytes()
-    edit_corpus(project)
-    assert project.materialize().success
-    second = project.store_file.read_bytes()
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{free_port()}")
-    capsys.readouterr()
-    assert main(["rollback"]) == 3
-    err = capsys.readouterr().err
-    assert "S3 still serves the replaced set" in err and "rollback --to 3" in err
-    assert (project.published("src") / "knowledge-store.json").read_bytes() == first
-    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3.endpoint_url)
-    assert _bucket("kb/knowledge-store.json") == second
-    assert _publications(capsys)["hold"] == 2  # the schedule will not republish it
-
-    capsys.readouterr()
-    assert main(["rollback", "--to", "3"]) == 0
-    assert "S3 now holds it too" in capsys.readouterr().out
-    assert set(_live_everywhere(project)) == {first}
-    listed = _publications(capsys)
-    assert listed["live"] == 3 and listed["publications"][0]["s3"]
-    assert main(["rollback", "--to", "3"]) == 1  # now done everywhere: already live

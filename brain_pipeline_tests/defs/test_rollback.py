@@ -1,0 +1,76 @@
+"""`rollback_job`: a real in-process Dagster run on the project's ephemeral instance.
+
+Pins that the job runs the same core as `brain-pipeline rollback` (the earlier bytes
+live again in src, dist and the bucket, recorded as a restore with the job as its
+trigger), that a refused rollback fails the run and changes nothing, and that
+`release: true` ends the hold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brain_pipeline_tests.defs.conftest import Project, edit_corpus
+from brain_pipeline_tests.defs.rollback_project import (
+    live_everywhere,
+    make_rollback_project,
+    publications,
+)
+from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
+
+
+@pytest.fixture
+def project(tmp_path: Path, s3: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> Project:
+    return make_rollback_project(tmp_path, monkeypatch)
+
+
+def test_the_rollback_job_runs_the_same_core_from_dagster(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from brain_pipeline.definitions import build_definitions
+
+    assert project.materialize().success
+    first = project.store_file.read_bytes()
+    edit_corpus(project)
+    assert project.materialize().success
+    job = build_definitions(str(project.config_path)).resolve_job_def("rollback_job")
+    result = job.execute_in_process(
+        run_config={"ops": {"rollback_publication": {"config": {"to": 1}}}},
+        instance=project.instance,
+    )
+    assert result.success
+    assert set(live_everywhere(project)) == {first}
+    listed = publications(capsys)
+    assert listed["publications"][0]["restores"] == 1
+    assert listed["publications"][0]["trigger"].startswith("rollback_job")
+    refused = job.execute_in_process(
+        run_config={"ops": {"rollback_publication": {"config": {"to": 1}}}},
+        instance=project.instance,
+        raise_on_error=False,
+    )
+    assert not refused.success  # already live: refused, nothing changed
+    assert set(live_everywhere(project)) == {first}
+
+
+def test_release_in_the_job_ends_the_hold(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from brain_pipeline.definitions import build_definitions
+
+    assert project.materialize().success
+    edit_corpus(project)
+    assert project.materialize().success
+    job = build_definitions(str(project.config_path)).resolve_job_def("rollback_job")
+    rolled = job.execute_in_process(
+        run_config={"ops": {"rollback_publication": {"config": {}}}}, instance=project.instance
+    )
+    assert rolled.success and publications(capsys)["hold"] == 2
+    released = job.execute_in_process(
+        run_config={"ops": {"rollback_publication": {"config": {"release": True}}}},
+        instance=project.instance,
+    )
+    assert released.success
+    listed = publications(capsys)
+    assert listed["hold"] is None and listed["live"] == 3  # nothing was published by it

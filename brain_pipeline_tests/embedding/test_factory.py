@@ -1,0 +1,145 @@
+"""embedding.factory: which embedder a provider name and a configuration give.
+
+Pins `make_embedder` (each provider, the key Gemini needs, refused names),
+`embedder_for` (the configuration's model, dimension and batch size, `auto` resolved by
+the key), and `choose_query_embedder` (vectors of another model, no key or no provider
+mean lexical with a note, never a crash; a matching provider embeds queries). Gemini is
+the real google-genai SDK talking to the fake server on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.embedding.factory import choose_query_embedder, embedder_for, make_embedder
+from brain_pipeline.embedding.gemini import GeminiEmbedder
+from brain_pipeline.embedding.protocol import EmbeddingRejected
+from brain_pipeline.retrieval.vectors import EmbeddingStore
+from brain_pipeline_tests.embedding.helpers import API_KEY
+from brain_pipeline_tests.peers.fake_gemini import FakeGemini
+
+
+def config(tmp_path: Path, provider: str, **embedding: Any) -> BrainConfig:
+    path = tmp_path / "corpus_config.yaml"
+    settings = {
+        "build_dir": str(tmp_path / "build"),
+        "embedding": {**embedding, "provider": provider},
+    }
+    path.write_text(json.dumps(settings))  # JSON is YAML
+    return load_config(path, env={})
+
+
+def no_vectors(model: str, dimension: int) -> EmbeddingStore:
+    return EmbeddingStore(model, dimension, [], np.zeros((0, dimension), np.int8))
+
+
+@pytest.fixture
+def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+# -- make_embedder ---------------------------------------------------------------------------
+
+
+def test_make_embedder_builds_gemini_and_requires_a_key(gemini_server: FakeGemini) -> None:
+    embedder = make_embedder("gemini", model="gemini-embedding-001", dimension=32,
+                             api_key=API_KEY, texts_per_minute=3000)
+    assert isinstance(embedder, GeminiEmbedder)
+    assert (embedder.name, embedder.dimension, embedder.max_batch) == (
+        "gemini-embedding-001", 32, 100)
+    assert embedder.embed_documents(["x"]).shape == (1, 32)
+    with pytest.raises(EmbeddingRejected):
+        make_embedder("gemini", api_key=None)
+    assert make_embedder("none") is None
+    with pytest.raises(ValueError):
+        make_embedder("auto")
+
+
+def test_unknown_providers_and_local_models_are_refused_by_name() -> None:
+    with pytest.raises(ValueError) as caught:
+        make_embedder("openai")
+    assert str(caught.value) == (
+        "unknown embedding provider 'openai'; expected one of ('gemini', 'local', 'none')"
+    )
+    with pytest.raises(ValueError, match="unknown local model 'bge-large'"):
+        make_embedder("local", local_model="bge-large")
+
+
+# -- embedder_for ----------------------------------------------------------------------------
+
+
+def test_embedder_for_uses_the_configured_model_dimension_and_batch(
+    gemini_server: FakeGemini, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", API_KEY)
+    cfg = config(tmp_path, "gemini", model="gemini-embedding-001", dimension=48, batch_size=20)
+    embedder = embedder_for(cfg)
+    assert isinstance(embedder, GeminiEmbedder)
+    assert (embedder.name, embedder.dimension, embedder.max_batch) == (
+        "gemini-embedding-001", 48, 20)
+    assert embedder.embed_documents(["a", "b"]).shape == (2, 48)  # the key reached the server
+
+
+def test_auto_means_gemini_with_a_key_and_no_vectors_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_key: None
+) -> None:
+    assert embedder_for(config(tmp_path, "auto")) is None
+    monkeypatch.setenv("GOOGLE_API_KEY", API_KEY)
+    assert isinstance(embedder_for(config(tmp_path, "auto")), GeminiEmbedder)
+
+
+# -- choose_query_embedder -------------------------------------------------------------------
+
+
+def test_no_embedder_without_vectors_or_provider(tmp_path: Path) -> None:
+    vectors = no_vectors("all-MiniLM-L6-v2-int8", 384)
+    assert "no readable embeddings.bin" in str(
+        choose_query_embedder(config(tmp_path, "local"), None).note
+    )
+    none = choose_query_embedder(config(tmp_path, "none"), vectors)
+    assert none.embed is None and "'none'" in str(none.note)
+
+
+def test_model_mismatch_means_lexical_without_loading_anything(tmp_path: Path) -> None:
+    vectors = no_vectors("gemini-embedding-001", 256)
+    choice = choose_query_embedder(config(tmp_path, "local"), vectors)
+    assert choice.embed is None
+    assert "gemini-embedding-001" in str(choice.note) and "all-MiniLM-L6-v2-int8" in str(
+        choice.note
+    )
+
+
+def test_gemini_without_a_key_is_a_note_not_a_crash(tmp_path: Path, no_key: None) -> None:
+    vectors = no_vectors("gemini-embedding-001", 256)
+    choice = choose_query_embedder(config(tmp_path, "gemini"), vectors)
+    assert choice.embed is None and "no Gemini API key" in str(choice.note)
+
+
+def test_matching_gemini_vectors_embed_queries_through_the_service(
+    gemini_server: FakeGemini, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", API_KEY)
+    cfg = config(tmp_path, "gemini", dimension=64)
+    choice = choose_query_embedder(cfg, no_vectors("gemini-embedding-001", 64))
+    assert choice.note is None and choice.model == "gemini-embedding-001"
+    assert choice.embed is not None
+    vector = np.asarray(choice.embed("what is a vpc"))
+    assert vector.shape == (64,)
+    assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_matching_local_model_embeds_queries(tmp_path: Path) -> None:
+    vectors = no_vectors("all-MiniLM-L6-v2-int8", 384)
+    choice = choose_query_embedder(config(tmp_path, "local"), vectors)
+    assert choice.note is None and choice.model == "all-MiniLM-L6-v2-int8"
+    assert choice.embed is not None
+    vector = np.asarray(choice.embed("what is a vpc"))
+    assert vector.shape == (384,)
+    assert float(np.linalg.norm(vector)) == pytest.approx(1.0, abs=1e-3)

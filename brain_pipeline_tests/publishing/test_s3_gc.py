@@ -1,0 +1,124 @@
+"""publishing.s3_gc against moto's standalone server, with real boto3.
+
+Pins which keys a manifest names (none for an unreadable or old one), that garbage
+collection deletes exactly the `<prefix>objects/...` keys outside `keep` and nothing
+else, that a listing denied by policy is skipped (old objects stay, no error), and that
+removing an absent object is a no-op.
+"""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+
+from brain_pipeline.publishing.s3_client import (
+    JSON_CONTENT_TYPE,
+    S3Destination,
+    S3ObjectOutcome,
+    make_s3_client,
+)
+from brain_pipeline.publishing.s3_gc import collect_garbage, named_keys, remove_object
+from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
+from brain_pipeline_tests.publishing.conftest import TEST_REGION
+
+BUCKET = "brain-artifacts"
+PREFIX = "kb/"
+
+
+def destination() -> S3Destination:
+    return S3Destination(make_s3_client(TEST_REGION), BUCKET, PREFIX)
+
+
+def stored() -> set[str]:
+    listed = boto3.client("s3").list_objects_v2(Bucket=BUCKET).get("Contents", [])
+    return {str(o["Key"]) for o in listed}
+
+
+def fill(keys: list[str]) -> None:
+    client = boto3.client("s3")
+    client.create_bucket(Bucket=BUCKET)
+    for key in keys:
+        client.put_object(Bucket=BUCKET, Key=key, Body=key.encode())
+
+
+def test_named_keys_reads_the_objects_a_manifest_names() -> None:
+    manifest = {
+        "objects": {
+            "knowledge-store.json": {"key": "kb/objects/aa/knowledge-store.json", "size": 1},
+            "embeddings.bin": {"key": "kb/objects/bb/embeddings.bin", "size": 2},
+        }
+    }
+    assert named_keys(json.dumps(manifest).encode()) == {
+        "kb/objects/aa/knowledge-store.json",
+        "kb/objects/bb/embeddings.bin",
+    }
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [None, b"", b"not json", b"[]", b'{"store": {}}', b'{"objects": {"a": {"size": 1}}}'],
+    ids=["absent", "empty", "not-json", "a-list", "older-format", "entry-without-key"],
+)
+def test_named_keys_is_empty_for_a_manifest_it_cannot_read(raw: bytes | None) -> None:
+    assert named_keys(raw) == set()
+
+
+def test_collect_garbage_deletes_only_unkept_content_objects(s3: MotoS3Server) -> None:
+    keep = {"kb/objects/aa/knowledge-store.json"}
+    untouchable = [
+        "kb/manifest.json",
+        "kb/knowledge-store.json",
+        "other/objects/cc/knowledge-store.json",  # another prefix's objects
+        "kb/objectsish/dd/x",  # not under objects/
+    ]
+    stale = ["kb/objects/bb/knowledge-store.json", "kb/objects/bb/embeddings.bin"]
+    fill([*keep, *stale, *untouchable])
+
+    removed = collect_garbage(destination(), keep)
+
+    assert sorted(removed, key=lambda o: o.key) == [
+        S3ObjectOutcome("kb/objects/bb/embeddings.bin", "removed", None, None, ""),
+        S3ObjectOutcome("kb/objects/bb/knowledge-store.json", "removed", None, None, ""),
+    ]
+    assert stored() == keep | set(untouchable)
+    assert collect_garbage(destination(), keep) == []  # nothing left to collect
+
+
+def test_a_listing_denied_by_policy_leaves_the_old_objects_and_is_no_error(
+    s3: MotoS3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(["kb/objects/old/knowledge-store.json"])
+    s3.enable_auth(3)  # the three IAM calls below are free
+    iam = boto3.client("iam", endpoint_url=s3.endpoint_url, region_name=TEST_REGION)
+    iam.create_user(UserName="no-list")
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["s3:GetObject", "s3:DeleteObject"], "Resource": "*"}
+        ],
+    }
+    iam.put_user_policy(UserName="no-list", PolicyName="p", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName="no-list")["AccessKey"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+
+    assert collect_garbage(destination(), keep=set()) == []
+
+    s3.disable_auth()
+    assert stored() == {"kb/objects/old/knowledge-store.json"}
+
+
+def test_remove_object_deletes_a_present_object_and_ignores_an_absent_one(
+    s3: MotoS3Server,
+) -> None:
+    fill([])
+    dest = destination()
+    dest.put_verified("kb/embeddings.bin", b"vectors", JSON_CONTENT_TYPE)
+    assert remove_object(dest, "kb/absent") is None
+    assert remove_object(dest, "kb/embeddings.bin") == S3ObjectOutcome(
+        "kb/embeddings.bin", "removed", None, None, ""
+    )
+    assert stored() == set()
+    assert remove_object(dest, "kb/embeddings.bin") is None
