@@ -18,6 +18,7 @@ from brain_pipeline.evaluation.compare import (
     Comparison,
     QueryChange,
 )
+from brain_pipeline.evaluation.regression import BaselineComparison
 from brain_pipeline.evaluation.reports import (
     changes_frame,
     history_frame,
@@ -25,6 +26,7 @@ from brain_pipeline.evaluation.reports import (
     summary_lines,
 )
 from brain_pipeline.evaluation.runner import EvaluationReport, QueryResult
+from brain_pipeline.evaluation.verdict import Regression, Verdict
 
 
 def _result(query: str, rank: int | None, retriever: str = "bm25") -> QueryResult:
@@ -128,23 +130,13 @@ def test_history_rows_round_figures_and_show_intervals() -> None:
 
 
 @dataclass
-class _Regression:
-    """What summary_lines reads of service.RegressionOutcome."""
-
-    status: str
-    comparison: Comparison | None
-    retriever: str | None = "bm25"
-    failures: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-
-@dataclass
 class _Outcome:
-    """What summary_lines reads of service.EvaluationOutcome."""
+    """What summary_lines reads of service.EvaluationOutcome (report, comparison, verdict)."""
 
     report: EvaluationReport | None
-    regression: _Regression | None
+    regression: BaselineComparison | None
     intervals: dict[str, Interval] = field(default_factory=dict)
+    verdict: Verdict = field(default_factory=lambda: Verdict("PASS"))
 
 
 def _outcome(*, diff: Interval) -> _Outcome:
@@ -156,14 +148,18 @@ def _outcome(*, diff: Interval) -> _Outcome:
         differences={"bm25.ndcg_at_10": diff},
         notes=("bm25 answered in mode lexical now",),
     )
-    regression = _Regression(
-        "compared 2 queries with the baseline of 2026-03-01",
-        comparison,
-        failures=["regression: gone"],
-        warnings=["could not read the history"],
+    regression = BaselineComparison(
+        comparison, None, "compared 2 queries with the baseline of 2026-03-01", "bm25"
+    )
+    verdict = Verdict(
+        "ERROR",
+        failures=("regression: gone",),
+        warnings=("could not read the history",),
+        regressions=(Regression("bm25", "gone", "a", "regression: gone", blocking=True),),
     )
     intervals = {"bm25.ndcg_at_10": Interval(0.5, 0.4, 0.6)}
-    return _Outcome(_report(_result("gone", None), _result("down", 6)), regression, intervals)
+    report = _report(_result("gone", None), _result("down", 6))
+    return _Outcome(report, regression, intervals, verdict)
 
 
 def test_summary_for_the_terminal_names_warnings_other_changes_and_the_noise() -> None:
@@ -194,5 +190,5 @@ def test_summary_in_markdown_lists_failures_as_bullets_and_a_real_difference() -
 
 def test_no_summary_without_a_regression_outcome() -> None:
     assert summary_lines(_Outcome(None, None)) == []
-    no_report: Any = _Outcome(None, _Regression("no baseline", None))
+    no_report: Any = _Outcome(None, BaselineComparison(None, None, "no baseline"))
     assert summary_lines(no_report) == []
