@@ -19,7 +19,9 @@ from brain_pipeline.evaluation.compare import (
     QueryChange,
 )
 from brain_pipeline.evaluation.reports import (
+    CHANGES_COLUMNS,
     changes_frame,
+    changes_rows,
     history_frame,
     per_query_frame,
     summary_lines,
@@ -97,6 +99,31 @@ def test_changes_put_regressions_first_in_order_of_harm() -> None:
     assert frame["entered"].iloc[0] == (
         "dddddddddddd (new since the baseline, aws/new.md); eeeeeeeeeeee (older, aws/old.md)"
     )
+
+
+def test_change_rows_are_plain_values_in_the_frames_order() -> None:
+    comparison = Comparison(
+        shared=3,
+        only_now=0,
+        only_baseline=0,
+        changes=(
+            _change("up", BECAME_HIT, None, 1),
+            _change("gone", BECAME_MISS, 1, None),
+            _change("down", MOVED_DOWN, 1, 6),
+        ),
+        differences={},
+    )
+    rows = changes_rows(comparison)
+    names = [name for name, _ in CHANGES_COLUMNS]
+    assert [row[names.index("query")] for row in rows] == ["gone", "down", "up"]
+    assert rows[0][names.index("rank_after")] is None and rows[1][names.index("rank_after")] == 6
+    assert all(len(row) == len(names) for row in rows)
+    # the frame for `eval --csv` holds the same cells, under the same column types
+    frame = changes_frame(comparison)
+    assert frame.columns.tolist() == names
+    assert frame.astype(object).where(frame.notna(), None).values.tolist() == rows
+    kinds = {"Int64": "int", "int64": "int", "object": "string", "str": "string"}
+    assert [(n, kinds[str(t)]) for n, t in frame.dtypes.items()] == list(CHANGES_COLUMNS)
 
 
 def test_no_changes_is_an_empty_table_with_its_columns() -> None:
