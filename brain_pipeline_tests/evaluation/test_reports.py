@@ -3,7 +3,10 @@ lines; each is checked cell by cell from plain report values."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -124,6 +127,24 @@ def test_change_rows_are_plain_values_in_the_frames_order() -> None:
     assert frame.astype(object).where(frame.notna(), None).values.tolist() == rows
     kinds = {"Int64": "int", "int64": "int", "object": "string", "str": "string"}
     assert [(n, kinds[str(t)]) for n, t in frame.dtypes.items()] == list(CHANGES_COLUMNS)
+
+
+def test_change_rows_import_no_pandas() -> None:
+    # the evaluation check builds this table on every run: pandas (about a second to
+    # import) must stay off that path
+    program = (
+        "import sys\n"
+        "from brain_pipeline.evaluation.compare import Comparison\n"
+        "from brain_pipeline.evaluation.reports import changes_rows\n"
+        "import brain_pipeline.steps.evaluate\n"
+        "assert changes_rows(Comparison(3, 0, 0, (), {})) == []\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", program], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
 
 
 def test_no_changes_is_an_empty_table_with_its_columns() -> None:
