@@ -30,6 +30,7 @@ from brain_pipeline.evaluation.reports import (
     summary_lines,
 )
 from brain_pipeline.evaluation.runner import EvaluationReport, QueryResult
+from brain_pipeline.evaluation.verdict import Regression, Verdict
 
 
 def _result(query: str, rank: int | None, retriever: str = "bm25") -> QueryResult:
@@ -182,8 +183,6 @@ class _Regression:
     status: str
     comparison: Comparison | None
     retriever: str | None = "bm25"
-    failures: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -193,6 +192,7 @@ class _Outcome:
     report: EvaluationReport | None
     regression: _Regression | None
     intervals: dict[str, Interval] = field(default_factory=dict)
+    verdict: Verdict = field(default_factory=lambda: Verdict("PASS"))
 
 
 def _outcome(*, diff: Interval) -> _Outcome:
@@ -204,14 +204,17 @@ def _outcome(*, diff: Interval) -> _Outcome:
         differences={"bm25.ndcg_at_10": diff},
         notes=("bm25 answered in mode lexical now",),
     )
-    regression = _Regression(
-        "compared 2 queries with the baseline of 2026-03-01",
-        comparison,
-        failures=["regression: gone"],
-        warnings=["could not read the history"],
+    regression = _Regression("compared 2 queries with the baseline of 2026-03-01", comparison)
+    # the verdict judged "gone" a blocking regression and could not read the history
+    verdict = Verdict(
+        "ERROR",
+        failures=("regression: gone",),
+        warnings=("could not read the history",),
+        regressions=(Regression("bm25", "gone", "aws", "regression: gone", blocking=True),),
     )
     intervals = {"bm25.ndcg_at_10": Interval(0.5, 0.4, 0.6)}
-    return _Outcome(_report(_result("gone", None), _result("down", 6)), regression, intervals)
+    report = _report(_result("gone", None), _result("down", 6))
+    return _Outcome(report, regression, intervals, verdict)
 
 
 def test_summary_for_the_terminal_names_warnings_other_changes_and_the_noise() -> None:
