@@ -9,8 +9,10 @@ never of the product; a peer that is not installed is left out and named.
 Every run is a fresh process; its cost is the CPU time (user + system) of it and its
 children, from getrusage(RUSAGE_CHILDREN) around it. Per corpus size and run kind,
 each system runs `--repeat` times (default 5) and the table gives the median with the
-range. The systems take turns within each round, so a load change on the machine hits
-all of them alike:
+range (benchmarks/_figures.py), and our ratio to each peer taken round by round. The
+systems take turns within each round (the first one rotating), so a load change on the
+machine hits all of them alike; the reference unit is timed before, between the rounds
+and after, and printed with the command and the load average:
 
   full        an empty state (for brain-pipeline: build dir, DAGSTER_HOME, publish root)
   nothing     the same corpus again
@@ -33,13 +35,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import shutil
-import statistics
 import sys
 import tempfile
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
+from _figures import Figure, Session, ratio
 from bench_scale import child_env, generate_corpus, run_measured
 
 HERE = Path(__file__).resolve().parent
@@ -49,14 +51,12 @@ BEFORE = "before"
 KINDS = ("full", "nothing", "nothing (--force)", "one-edit")
 
 
-@dataclass
-class Cell:
-    cpu: list[float] = field(default_factory=list)
-
-    def text(self) -> str:
-        if not self.cpu:
-            return "-"
-        return f"{statistics.median(self.cpu):.2f} ({min(self.cpu):.2f}-{max(self.cpu):.2f})"
+def cell_text(samples: list[float], fmt: str = "{:.2f}") -> str:
+    """`median [min-max]` of a cell's runs, or a dash for a cell not measured."""
+    if not samples:
+        return "-"
+    figure = Figure.of(samples)
+    return f"{fmt.format(figure.median)} [{fmt.format(figure.low)}-{fmt.format(figure.high)}]"
 
 
 def installed_peers(wanted: list[str]) -> tuple[list[str], list[str]]:
@@ -124,8 +124,36 @@ def append_paragraph(corpus: object, round_number: int) -> Path:
     return path
 
 
+def take_turns(
+    session: Session,
+    systems: dict[str, System],
+    samples: dict[tuple[str, str], list[float]],
+    kind: str,
+    round_number: int,
+    run: Callable[[System], float],
+) -> None:
+    """One round of `kind`: every system once, the first one rotating, then one
+    reference unit."""
+    names = list(systems)
+    shift = round_number % len(names)
+    for name in names[shift:] + names[:shift]:
+        samples[(kind, name)].append(run(systems[name]))
+    session.note_reference()
+
+
+def fresh_run(system: System) -> float:
+    system.reset()
+    return system.run()
+
+
 def bench_size(
-    files: int, base: Path, seed: int, peers: list[str], repeat: int, before: Path | None
+    session: Session,
+    files: int,
+    base: Path,
+    seed: int,
+    peers: list[str],
+    repeat: int,
+    before: Path | None,
 ) -> dict:
     workdir = base / f"files-{files}"
     if workdir.exists():
@@ -137,40 +165,44 @@ def bench_size(
         n: System(n, workdir / n, corpus.root, corpus.fixture, before if n == BEFORE else None)
         for n in names
     }
-    cells = {(kind, n): Cell() for kind in KINDS for n in names}
+    samples: dict[tuple[str, str], list[float]] = {(k, n): [] for k in KINDS for n in names}
     for round_number in range(repeat):
-        for name, system in systems.items():
-            system.reset()
-            cells[("full", name)].cpu.append(system.run())
-        print(f"  {files} files, full round {round_number + 1}", flush=True)
-    for _ in range(repeat):
-        for name, system in systems.items():
-            cells[("nothing", name)].cpu.append(system.run())
-        cells[("nothing (--force)", OURS)].cpu.append(systems[OURS].run(force=True))
+        take_turns(session, systems, samples, "full", round_number, fresh_run)
+    print(f"  {files} files, full rounds done", flush=True)
+    for round_number in range(repeat):
+        take_turns(session, systems, samples, "nothing", round_number, System.run)
+        samples[("nothing (--force)", OURS)].append(systems[OURS].run(force=True))
     print(f"  {files} files, nothing-changed rounds done", flush=True)
     for round_number in range(repeat):
         append_paragraph(corpus, round_number)
-        for name, system in systems.items():
-            cells[("one-edit", name)].cpu.append(system.run())
+        take_turns(session, systems, samples, "one-edit", round_number, System.run)
     print(f"  {files} files, one-edit rounds done", flush=True)
     chunks = sum(len([p for p in f.read_text().split("\n\n") if p.strip()]) for f in corpus.files)
-    return {"files": files, "chunks": chunks, "names": names, "cells": cells}
+    return {"files": files, "chunks": chunks, "names": names, "samples": samples}
 
 
 def print_table(result: dict) -> None:
     names = result["names"]
-    print(f"\n{result['files']:,} files, ~{result['chunks']:,} chunks: CPU-s, median (range)")
+    samples = result["samples"]
+    print(
+        f"\n{result['files']:,} files, ~{result['chunks']:,} chunks: CPU-s, "
+        "median [min-max]; ours / peer taken per round"
+    )
     header = ["run", *names] + [f"ours / {n}" for n in names[1:]]
     print("| " + " | ".join(header) + " |")
     print("|" + "|".join("---" for _ in header) + "|")
     for kind in KINDS:
-        cells = [result["cells"][(kind, n)] for n in names]
-        ours = statistics.median(cells[0].cpu) if cells[0].cpu else None
+        ours = samples[(kind, names[0])]
         ratios = []
-        for cell in cells[1:]:
-            peer = statistics.median(cell.cpu) if cell.cpu else None
-            ratios.append(f"{ours / peer:.2f}x" if ours is not None and peer else "-")
-        print("| " + " | ".join([kind, *(c.text() for c in cells), *ratios]) + " |")
+        for name in names[1:]:
+            peer = samples[(kind, name)]
+            if ours and len(peer) == len(ours):
+                per_round = ratio(Figure.of(ours), Figure.of(peer))
+                ratios.append(cell_text(list(per_round.samples)) + "x")
+            else:
+                ratios.append("-")
+        cells = [cell_text(samples[(kind, n)]) for n in names]
+        print("| " + " | ".join([kind, *cells, *ratios]) + " |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,10 +228,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"not installed, left out: {', '.join(missing)} (pip install -e .[bench-peers])")
     base = args.workdir or Path(tempfile.mkdtemp(prefix="bench-peers-"))
     sizes = [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
+    session = Session(runs=args.repeat).start()
     try:
         for files in sizes:
             print(f"== {files} files", flush=True)
-            print_table(bench_size(files, base, args.seed, peers, args.repeat, args.before))
+            result = bench_size(session, files, base, args.seed, peers, args.repeat, args.before)
+            print_table(result)
+        session.finish()
     finally:
         if args.workdir is None:
             shutil.rmtree(base, ignore_errors=True)

@@ -11,7 +11,10 @@ in the file index), then measures in fresh processes, taking turns within each r
              `corpus` observation pay when nothing changed)
 
 Each figure is the CPU time (`time.process_time`) of the operation inside its process,
-imports excluded; the table gives the median of `--repeat` rounds with the range.
+imports excluded; the table gives the median of `--repeat` rounds with the range and
+each step's ratio to the floor taken round by round (benchmarks/_figures.py). The three
+take turns within each round (the first one rotating); the reference unit is timed
+before, between the rounds and after, and printed with the command and the load.
 
 Usage::
 
@@ -23,12 +26,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from _figures import Session, ratio
 from bench_scale import generate_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20240601)
     args = parser.parse_args(argv)
+    session = Session(runs=args.repeat).start()
     base = Path(tempfile.mkdtemp(prefix="bench-walk-"))
     try:
         corpus = generate_corpus(base / "corpus", args.files, args.seed).root
@@ -100,20 +104,22 @@ def main(argv: list[str] | None = None) -> int:
         # Two observations: the second one re-hashes what was too fresh for the first.
         observe_corpus(corpus, layout, window_ns=0)
         observe_corpus(corpus, layout, window_ns=0)
-        cpu: dict[str, list[float]] = {name: [] for name in PROGRAMS}
-        for _ in range(args.repeat):
-            for name, program in PROGRAMS.items():
-                cpu[name].append(measure(program, corpus, build))
-        floor = statistics.median(cpu["floor"])
-        print(f"\n{args.files:,} files, unchanged: CPU-s median of {args.repeat} (range)")
-        print("| step | CPU-s | x floor |")
+        actions = {
+            name: (lambda p=program: measure(p, corpus, build))
+            for name, program in PROGRAMS.items()
+        }
+        # Each action returns the CPU-s its process measured; that is the sample.
+        figures = session.rounds(actions, measure=lambda action: float(action()))  # type: ignore[arg-type]
+        print(f"\n{args.files:,} files, unchanged: CPU-s, median [min-max] of {args.repeat}")
+        print("| step | CPU-s | x floor (per round) |")
         print("|---|---|---|")
-        for name, values in cpu.items():
-            median = statistics.median(values)
+        for name, figure in figures.items():
+            times_floor = ratio(figure, figures["floor"])
             print(
-                f"| {name} | {median:.3f} ({min(values):.3f}-{max(values):.3f}) "
-                f"| {median / floor:.2f} |"
+                f"| {name} | {figure.median:.3f} [{figure.low:.3f}-{figure.high:.3f}] "
+                f"| {times_floor.median:.2f} [{times_floor.low:.2f}-{times_floor.high:.2f}] |"
             )
+        session.finish()
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return 0

@@ -3,7 +3,8 @@
 Each is a pandas DataFrame, rendered by the caller to the terminal (`to_string`), to CSV
 (`eval --csv`) or to Dagster table metadata (lib/tables.py). pandas takes about a second
 to import, so it is imported inside these functions only: an evaluation that prints no
-table never pays for it.
+table never pays for it. The changes table also comes as plain rows (`changes_rows`):
+the evaluation check shows it on every run, usually empty, without importing pandas.
 """
 
 from __future__ import annotations
@@ -50,22 +51,44 @@ def per_query_frame(report: EvaluationReport) -> pd.DataFrame:
     return frame
 
 
+#: The changes table's columns with their types (string, int), in order.
+CHANGES_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("retriever", "string"),
+    ("query", "string"),
+    ("area", "string"),
+    ("change", "string"),
+    ("rank_before", "int"),
+    ("rank_after", "int"),
+    ("lost", "string"),
+    ("gained", "string"),
+    ("entered", "string"),
+    ("entered_new", "int"),
+)
+_CHANGE_ORDER = {"became a miss": 0, "lost relevant hits": 1, "moved down": 2}
+
+
+def changes_rows(comparison: Comparison) -> list[list[Any]]:
+    """One row per changed query (regressions first, otherwise in the comparison's order),
+    values in `CHANGES_COLUMNS` order; a rank that does not exist is None. Plain lists,
+    so the evaluation check's table (usually empty) costs no pandas import."""
+    rows = sorted(
+        comparison.entered_rows(), key=lambda row: _CHANGE_ORDER.get(row["change"], 9)
+    )
+    return [[row[name] for name, _ in CHANGES_COLUMNS] for row in rows]
+
+
 def changes_frame(comparison: Comparison) -> pd.DataFrame:
-    """One row per changed query (regressions first), with the chunks that entered."""
+    """`changes_rows` as a DataFrame (for `eval --csv` and the terminal): ranks as
+    nullable integers."""
     import pandas as pd
 
-    rows = comparison.entered_rows()
-    columns = [
-        "retriever", "query", "area", "change", "rank_before", "rank_after",
-        "lost", "gained", "entered", "entered_new",
-    ]
-    frame = pd.DataFrame(rows, columns=columns)
+    frame = pd.DataFrame(
+        changes_rows(comparison), columns=[name for name, _ in CHANGES_COLUMNS]
+    )
     frame["rank_before"] = frame["rank_before"].astype("Int64")
     frame["rank_after"] = frame["rank_after"].astype("Int64")
     frame["entered_new"] = frame["entered_new"].astype("int64")
-    order = {"became a miss": 0, "lost relevant hits": 1, "moved down": 2}
-    key = frame["change"].map(lambda kind: order.get(kind, 9))
-    return frame.assign(_order=key).sort_values("_order", kind="stable").drop(columns="_order")
+    return frame
 
 
 def _count(value: Any) -> int | None:

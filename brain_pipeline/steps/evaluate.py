@@ -100,7 +100,7 @@ def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
     Counters that only mean something for a run that evaluated (not for a reused
     result) are left out of reused results, so plots are not flattened by repeats.
     """
-    from brain_pipeline.evaluation.reports import changes_frame, summary_lines
+    from brain_pipeline.evaluation.reports import CHANGES_COLUMNS, changes_rows, summary_lines
 
     regression = outcome.regression
     comparison = regression.comparison if regression is not None else None
@@ -123,7 +123,7 @@ def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
             values[f"{name}.delta"] = round(float(diff.value), 4)
             values[f"{name}.delta_low"] = round(float(diff.low), 4)
             values[f"{name}.delta_high"] = round(float(diff.high), 4)
-        values["changes"] = changes_frame(comparison)
+        values["changes"] = Table(list(CHANGES_COLUMNS), changes_rows(comparison))
         values["regressions"] = len(verdict.regressions)
     values["thresholds"] = _threshold_table(outcome, values)
     values["per_query"] = _per_query_table(outcome)

@@ -3,7 +3,10 @@ lines; each is checked cell by cell from plain report values."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -18,9 +21,10 @@ from brain_pipeline.evaluation.compare import (
     Comparison,
     QueryChange,
 )
-from brain_pipeline.evaluation.regression import BaselineComparison
 from brain_pipeline.evaluation.reports import (
+    CHANGES_COLUMNS,
     changes_frame,
+    changes_rows,
     history_frame,
     per_query_frame,
     summary_lines,
@@ -101,6 +105,49 @@ def test_changes_put_regressions_first_in_order_of_harm() -> None:
     )
 
 
+def test_change_rows_are_plain_values_in_the_frames_order() -> None:
+    comparison = Comparison(
+        shared=3,
+        only_now=0,
+        only_baseline=0,
+        changes=(
+            _change("up", BECAME_HIT, None, 1),
+            _change("gone", BECAME_MISS, 1, None),
+            _change("down", MOVED_DOWN, 1, 6),
+        ),
+        differences={},
+    )
+    rows = changes_rows(comparison)
+    names = [name for name, _ in CHANGES_COLUMNS]
+    assert [row[names.index("query")] for row in rows] == ["gone", "down", "up"]
+    assert rows[0][names.index("rank_after")] is None and rows[1][names.index("rank_after")] == 6
+    assert all(len(row) == len(names) for row in rows)
+    # the frame for `eval --csv` holds the same cells, under the same column types
+    frame = changes_frame(comparison)
+    assert frame.columns.tolist() == names
+    assert frame.astype(object).where(frame.notna(), None).values.tolist() == rows
+    kinds = {"Int64": "int", "int64": "int", "object": "string", "str": "string"}
+    assert [(n, kinds[str(t)]) for n, t in frame.dtypes.items()] == list(CHANGES_COLUMNS)
+
+
+def test_change_rows_import_no_pandas() -> None:
+    # the evaluation check builds this table on every run: pandas (about a second to
+    # import) must stay off that path
+    program = (
+        "import sys\n"
+        "from brain_pipeline.evaluation.compare import Comparison\n"
+        "from brain_pipeline.evaluation.reports import changes_rows\n"
+        "import brain_pipeline.steps.evaluate\n"
+        "assert changes_rows(Comparison(3, 0, 0, (), {})) == []\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    out = subprocess.run(
+        [sys.executable, "-c", program], cwd=repo, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
 def test_no_changes_is_an_empty_table_with_its_columns() -> None:
     frame = changes_frame(Comparison(3, 0, 0, (), {}))
     assert frame.empty and "entered_new" in frame.columns
@@ -130,11 +177,20 @@ def test_history_rows_round_figures_and_show_intervals() -> None:
 
 
 @dataclass
+class _Regression:
+    """What summary_lines reads of service.RegressionOutcome."""
+
+    status: str
+    comparison: Comparison | None
+    retriever: str | None = "bm25"
+
+
+@dataclass
 class _Outcome:
-    """What summary_lines reads of service.EvaluationOutcome (report, comparison, verdict)."""
+    """What summary_lines reads of service.EvaluationOutcome."""
 
     report: EvaluationReport | None
-    regression: BaselineComparison | None
+    regression: _Regression | None
     intervals: dict[str, Interval] = field(default_factory=dict)
     verdict: Verdict = field(default_factory=lambda: Verdict("PASS"))
 
@@ -148,14 +204,13 @@ def _outcome(*, diff: Interval) -> _Outcome:
         differences={"bm25.ndcg_at_10": diff},
         notes=("bm25 answered in mode lexical now",),
     )
-    regression = BaselineComparison(
-        comparison, None, "compared 2 queries with the baseline of 2026-03-01", "bm25"
-    )
+    regression = _Regression("compared 2 queries with the baseline of 2026-03-01", comparison)
+    # the verdict judged "gone" a blocking regression and could not read the history
     verdict = Verdict(
         "ERROR",
         failures=("regression: gone",),
         warnings=("could not read the history",),
-        regressions=(Regression("bm25", "gone", "a", "regression: gone", blocking=True),),
+        regressions=(Regression("bm25", "gone", "aws", "regression: gone", blocking=True),),
     )
     intervals = {"bm25.ndcg_at_10": Interval(0.5, 0.4, 0.6)}
     report = _report(_result("gone", None), _result("down", 6))
@@ -190,5 +245,5 @@ def test_summary_in_markdown_lists_failures_as_bullets_and_a_real_difference() -
 
 def test_no_summary_without_a_regression_outcome() -> None:
     assert summary_lines(_Outcome(None, None)) == []
-    no_report: Any = _Outcome(None, BaselineComparison(None, None, "no baseline"))
+    no_report: Any = _Outcome(None, _Regression("no baseline", None))
     assert summary_lines(no_report) == []
