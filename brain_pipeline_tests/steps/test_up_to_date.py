@@ -155,10 +155,10 @@ def test_an_embedding_provider_change_triggers_a_run(
 def test_a_key_change_triggers_a_run_and_the_key_is_never_recorded(
     built: Built, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("GEMINI_API_KEY", "AIza-test-key-never-stored")
+    monkeypatch.setenv("GEMINI_API_KEY", "fake-gemini-key-never-stored")
     assert built.verdict().reason == "the embedding key changed"
     assert main(["materialize"]) == 0
-    assert b"AIza-test-key-never-stored" not in record_path(built.layout).read_bytes()
+    assert b"fake-gemini-key-never-stored" not in record_path(built.layout).read_bytes()
     assert built.verdict().current
     monkeypatch.setenv("GEMINI_API_KEY", "AIza-another-key")
     assert built.verdict().reason == "the embedding key changed"
