@@ -26,6 +26,7 @@ import yaml
 
 from brain_pipeline.config import load_config
 from brain_pipeline.preflight import LABEL_COMMAND, Needs, check_inputs
+from brain_pipeline_tests.tiny_corpus import PARAGRAPHS, write_tiny_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "curated-content"
@@ -79,27 +80,13 @@ class Newcomer:
         )
 
 
-PARAGRAPHS = {
-    "networks": [
-        "# Networking basics",
-        "A virtual private cloud is an isolated network where your servers live.",
-        "Security groups are stateful firewalls attached to each network interface.",
-    ],
-    "databases": [
-        "# Databases",
-        "An index lets the database find rows without scanning the whole table.",
-        "Transactions group several writes so that either all or none of them happen.",
-    ],
-}
 
 
 @pytest.fixture
 def newcomer(tmp_path: Path) -> Newcomer:
     home = tmp_path / "elsewhere" / "my-config"
     corpus = tmp_path / "my-corpus"
-    for area, paragraphs in PARAGRAPHS.items():
-        (corpus / area).mkdir(parents=True)
-        (corpus / area / "notes.md").write_text("\n\n".join(paragraphs), encoding="utf-8")
+    write_tiny_corpus(corpus)
     home.mkdir(parents=True)
     person = Newcomer(home, corpus, home / "corpus_config.yaml", tmp_path / "dagster-home")
     person.write_config(

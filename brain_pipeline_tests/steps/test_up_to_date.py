@@ -23,19 +23,7 @@ from brain_pipeline.corpus.store import chunk_id
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps import up_to_date
 from brain_pipeline.steps.up_to_date import check, record_path, source_digest
-
-PARAGRAPHS = {
-    "networks": [
-        "# Networking basics",
-        "A virtual private cloud is an isolated network where your servers live.",
-        "Security groups are stateful firewalls attached to each network interface.",
-    ],
-    "databases": [
-        "# Databases",
-        "An index lets the database find rows without scanning the whole table.",
-        "Transactions group several writes so that either all or none of them happen.",
-    ],
-}
+from brain_pipeline_tests.tiny_corpus import PARAGRAPHS, write_tiny_corpus
 
 
 @dataclass
@@ -73,9 +61,7 @@ def _write_config(built_root: Path, corpus: Path, fixture: Path, **extra: object
 @pytest.fixture
 def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Built]:
     corpus = tmp_path / "corpus"
-    for area, paragraphs in PARAGRAPHS.items():
-        (corpus / area).mkdir(parents=True)
-        (corpus / area / "notes.md").write_text("\n\n".join(paragraphs), encoding="utf-8")
+    write_tiny_corpus(corpus)
     fixture = tmp_path / "fixture.json"
     fixture.write_text(
         json.dumps(
