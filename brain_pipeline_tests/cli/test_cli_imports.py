@@ -47,8 +47,11 @@ def _dagster_modules_after(args: list[str], cwd: Path) -> tuple[list[str], int, 
         (["search", "private network", "--area", "aws"], {0}),
         (["gc"], {0}),
         (["chunk", "corpus", "-o", "out.json"], {0}),
+        (["publications", "--json"], {0}),
+        (["rollback"], {1}),  # nothing published: refused in one line
+        (["rollback", "--release"], {1}),  # nothing held
     ],
-    ids=["status", "eval", "search", "gc", "chunk"],
+    ids=["status", "eval", "search", "gc", "chunk", "publications", "rollback", "release"],
 )
 def test_commands_other_than_materialize_and_ui_do_not_import_dagster(
     project: Project, command: list[str], codes: set[int]
