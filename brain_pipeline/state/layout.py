@@ -18,6 +18,7 @@
     locks/             one writer per build directory (OS locks, holder described)
     publications.json  every publication, rollback and hold, append-only (publishing.history)
     published/         the last K publications' files, content-addressed (rollback)
+    runs/              one journal per run made without Dagster (the UI learns of it later)
 ```
 
 Paths are only named here; each module that owns a file creates it.
@@ -105,3 +106,8 @@ class StateLayout:
     @property
     def published_archive(self) -> Path:
         return self.state_dir / "published"
+
+    @property
+    def run_journal_dir(self) -> Path:
+        """One JSON file per run made without Dagster (`steps.run_journal`)."""
+        return self.state_dir / "runs"
