@@ -17,6 +17,7 @@ from brain_pipeline.config import ConfigError
 from brain_pipeline.embedding.progress import is_progress_line, progress_sink
 from brain_pipeline.lib.instance import in_process_run_tags
 from brain_pipeline.lib.steps import CORPUS, EVAL_FIXTURE, PUBLISH_ASSETS
+from brain_pipeline.steps import run_summary as summary
 
 
 class _StepFormatter(logging.Formatter):
@@ -129,11 +130,8 @@ def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
     — found by walking the error's `.cause` chain (and `.context` past Dagster's own
     wrappers). A `dg.Failure` shows its description only: it was written for people,
     and what caused it may carry details (request bodies, keys) that must stay out.
-    Tracebacks stay in Dagster's own logs (`-v`).
-
-    A check that did not pass says `WARN` when its severity is WARN (it never blocks,
-    and the run may well succeed) and `FAILED` only for ERROR. With no vectors
-    (`lexical`), the evaluation's figure is BM25's and is called that.
+    Tracebacks stay in Dagster's own logs (`-v`). The lines' shapes are
+    `steps.run_summary`'s, shared with runs made without Dagster.
     """
 
     def first_line(error: Any) -> str:
@@ -168,7 +166,7 @@ def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
 
     kind = event.event_type_value
     if kind == "STEP_SUCCESS":
-        return f"  ok       {event.step_key}"
+        return summary.ok_line(str(event.step_key))
     if kind == "STEP_FAILURE":
         data = event.step_failure_data
         reason = cause_of(data.error) if data and data.error else "failed"
@@ -177,34 +175,24 @@ def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
                 "an upstream asset was never materialised in this instance; select it too, "
                 "e.g. --select '*" + str(event.step_key) + "'"
             )
-        return f"  FAILED   {event.step_key}: {reason}"
+        return summary.failed_line(str(event.step_key), reason)
     if kind == "STEP_SKIPPED":
         return f"  skipped  {event.step_key}"
     if kind == "RESOURCE_INIT_FAILURE":
         # Before any step: e.g. the build directory's lock cannot be created or taken.
         error = getattr(event.event_specific_data, "error", None)
-        return f"  FAILED   run start: {cause_of(error) if error else 'resources failed'}"
+        return summary.failed_line("run start", cause_of(error) if error else "resources failed")
     if kind == "ASSET_CHECK_EVALUATION":
         evaluation = event.event_specific_data
-        passed = getattr(evaluation, "passed", None)
         name = getattr(getattr(evaluation, "asset_check_key", None), "name", event.step_key)
-        description = getattr(evaluation, "description", None) or ""
-        metadata = getattr(evaluation, "metadata", None) or {}
-        shown = ("bm25.ndcg_at_10",) if lexical else ("bm25.ndcg_at_10", "hybrid.ndcg_at_10")
-        figures = ", ".join(
-            f"{'lexical BM25' if lexical else key.split('.')[0]} nDCG@10 "
-            f"{getattr(metadata[key], 'value', 0.0):.3f}"
-            for key in shown
-            if key in metadata
+        return summary.check_line(
+            str(name),
+            passed=getattr(evaluation, "passed", None),
+            severity=getattr(getattr(evaluation, "severity", None), "value", "ERROR"),
+            description=getattr(evaluation, "description", None) or "",
+            metadata=getattr(evaluation, "metadata", None) or {},
+            lexical=lexical,
         )
-        severity = getattr(getattr(evaluation, "severity", None), "value", "ERROR")
-        if passed:
-            verdict = "passed"
-        elif severity == "WARN":
-            verdict = f"WARN {description}"
-        else:
-            verdict = f"FAILED {description}"
-        return f"  check    {name}: {verdict}" + (f" ({figures})" if figures else "")
     return None
 
 
@@ -312,7 +300,7 @@ def materialize_selection(
     if outcome.interrupted is not None:
         echo = None  # Ctrl-C: the caller says what was saved, in one line
     if echo is not None:
-        echo(f"run summary (embedding: {provider_label}):" if provider_label else "run summary:")
+        echo(summary.header(provider_label))
     # A check's step succeeding says nothing its evaluation line did not: one line per check.
     check_steps = {
         e.step_key for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
@@ -332,7 +320,7 @@ def materialize_selection(
     for key in sorted(keys, key=lambda k: k.to_user_string()):
         step = key.to_python_identifier()
         if step not in finished:
-            line = f"  blocked  {step}: not run (an upstream step or blocking check failed)"
+            line = summary.blocked_line(step)
             outcome.lines.append(line)
             if echo is not None:
                 echo(line)

@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -80,8 +81,8 @@ class RunJournal:
 
     def file_name(self) -> str:
         """`<finished, compact UTC>-<run id>.json`: names sort in the order runs ended."""
-        stamp = re.sub(r"[^0-9]", "", self.finished_at)[:20].ljust(20, "0")
-        return f"{stamp[:8]}T{stamp[8:20]}Z-{self.run_id}.json"
+        finished = datetime.fromisoformat(self.finished_at).astimezone(UTC)
+        return f"{finished:%Y%m%dT%H%M%S%f}Z-{self.run_id}.json"
 
 
 def to_plain(value: Any) -> Any:

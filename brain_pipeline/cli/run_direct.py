@@ -1,0 +1,151 @@
+"""`brain-pipeline materialize` without --select: the whole plan in this process,
+without Dagster (`steps.direct_run`), under the same locks a Dagster run takes.
+
+Why not a Dagster run: at the user's scale (5-19k chunks) a re-run after one edit is
+well under a second of work, and a Dagster run adds about five CPU-seconds (importing
+it, opening the instance, storing each event). The run's journal goes to
+`state/runs/`; the code location's `direct_runs` sensor reports it to the instance,
+so the UI, lineage and automation learn of it at their next tick. `--select '*'` is
+the same run as a Dagster run, shown in the UI as it happens.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import argparse
+
+    from brain_pipeline.config import BrainConfig
+
+# The same exit statuses as a Dagster run's (cli/materialize.py).
+EXIT_BUSY = 75
+EXIT_INTERRUPTED = 130
+
+
+def _note(message: str) -> None:
+    print(f"brain-pipeline materialize: {message}", file=sys.stderr, flush=True)
+
+
+class ConsoleStepLog:
+    """`  step_name                  message`, as a Dagster run's concise console lines.
+
+    A periodic progress line is left out while a terminal's bar shows the same figures.
+    """
+
+    def __init__(self, step: str) -> None:
+        self.step = step
+
+    def _print(self, level: str, message: str) -> None:
+        from brain_pipeline.embedding.progress import is_progress_line, progress_sink
+
+        if progress_sink() is not None and is_progress_line(message):
+            return
+        print(f"  {self.step:<26} {level}{message}", file=sys.stderr, flush=True)
+
+    def info(self, msg: str) -> None:
+        self._print("", msg)
+
+    def warning(self, msg: str) -> None:
+        self._print("warning: ", msg)
+
+
+class _DamageToStderr(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"brain-pipeline: warning: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def damage_reports_on_stderr() -> Iterator[None]:
+    """The core's damage WARN lines (`utils.damage`) on stderr for the run's duration."""
+    from brain_pipeline.utils.damage import log
+
+    handler = _DamageToStderr(level=logging.WARNING)
+    log.addHandler(handler)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+
+
+def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
+    """Run the plan; print the run summary; the exit status of a Dagster run's."""
+    from brain_pipeline.embedding.factory import embedder_for
+    from brain_pipeline.preflight import describe_inputs
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
+    from brain_pipeline.steps.direct_run import RunContext, run_plan
+    from brain_pipeline.steps.publish import upload_to_s3
+    from brain_pipeline.steps.run_journal import write_journal
+    from brain_pipeline.steps.run_summary import header, journal_lines
+    from brain_pipeline.steps.trigger import describe_trigger
+    from brain_pipeline.steps.up_to_date import current_inputs, record_successful_run
+    from brain_pipeline.steps.up_to_date import forget as forget_last_run
+
+    run_id = str(uuid.uuid4())
+    layout = StateLayout.of(cfg.build_dir)
+    inputs_at_start = current_inputs(cfg, layout, run_id)
+    started = time.monotonic()
+    _note(describe_inputs(cfg))
+    context = RunContext(
+        cfg=cfg,
+        run_id=run_id,
+        log_for=ConsoleStepLog,
+        make_embedder=embedder_for,
+        upload=upload_to_s3,
+        force_publish=args.force_publish,
+        trigger=describe_trigger({}, ()),
+    )
+    try:
+        with hold_run_locks(
+            cfg.build_dir,
+            cfg.publish_root(),
+            wait_seconds=cfg.locks.wait_seconds,
+            holder=make_holder("brain-pipeline materialize", run_id),
+            on_wait=_note,
+        ):
+            forget_last_run(layout)  # proven again only by success
+            if args.retry_refused:
+                from brain_pipeline.cli.materialize import forget_refusals
+
+                forget_refusals(cfg.build_dir)
+            from brain_pipeline.cli.progress_bar import progress_for
+
+            with progress_for(sys.stderr), damage_reports_on_stderr():
+                journal = run_plan(context)
+            write_journal(layout, journal)
+            if journal.succeeded:
+                # Still under the run's locks: what is recorded is what this run left.
+                why_not = record_successful_run(cfg, run_id, inputs_at_start)
+                if why_not and args.verbose:
+                    _note(f"the next run cannot be skipped: {why_not}")
+    except LockBusyError as exc:
+        _note(str(exc))
+        return EXIT_BUSY
+    _notify(cfg, journal)
+    if journal.interrupted is not None:
+        _note(journal.interrupted)
+        return EXIT_INTERRUPTED
+    lexical = cfg.effective_provider() == "none"
+    print(header(cfg.provider_label()))
+    for line in journal_lines(journal, lexical=lexical):
+        print(line)
+    print(
+        f"{'succeeded' if journal.succeeded else 'FAILED'}: run {run_id} "
+        f"in {time.monotonic() - started:.1f}s (without Dagster; the UI shows it once its "
+        "direct_runs sensor has reported it: brain-pipeline ui)",
+        file=sys.stderr,
+    )
+    return 0 if journal.succeeded else 1
+
+
+def _notify(cfg: BrainConfig, journal: object) -> None:
+    """Tell the configured channel about a blocked or failed run (no Dagster sensor
+    sees a run made without Dagster)."""
+    del cfg, journal  # wired when steps/notify_run.py lands

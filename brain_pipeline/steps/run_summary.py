@@ -1,0 +1,84 @@
+"""The run summary's lines, one per step outcome and check, for every kind of run.
+
+A run through Dagster (`lib.runner`) and a run made without it (`steps.direct_run`)
+end with the same summary, so a person (or a script grepping for `FAILED`) reads one
+format whichever way the run went.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from brain_pipeline.steps.run_journal import RunJournal, StepEntry
+
+BLOCKED_REASON = "not run (an upstream step or blocking check failed)"
+
+
+def header(provider_label: str | None) -> str:
+    return f"run summary (embedding: {provider_label}):" if provider_label else "run summary:"
+
+
+def ok_line(step: str) -> str:
+    return f"  ok       {step}"
+
+
+def failed_line(step: str, reason: str) -> str:
+    return f"  FAILED   {step}: {reason}"
+
+
+def blocked_line(step: str) -> str:
+    return f"  blocked  {step}: {BLOCKED_REASON}"
+
+
+def check_line(
+    name: str,
+    *,
+    passed: bool | None,
+    severity: str | None,
+    description: str,
+    metadata: Mapping[str, Any],
+    lexical: bool,
+) -> str:
+    """`  check    name: passed|WARN why|FAILED why (nDCG@10 figures)`.
+
+    A check that did not pass says `WARN` when its severity is WARN (it never blocks,
+    and the run may well succeed) and `FAILED` only for ERROR. With no vectors
+    (`lexical`), the evaluation's figure is BM25's and is called that. Metadata values
+    may be plain or Dagster's (their `.value`).
+    """
+    shown = ("bm25.ndcg_at_10",) if lexical else ("bm25.ndcg_at_10", "hybrid.ndcg_at_10")
+    figures = ", ".join(
+        f"{'lexical BM25' if lexical else key.split('.')[0]} nDCG@10 "
+        f"{float(getattr(metadata[key], 'value', metadata[key]) or 0.0):.3f}"
+        for key in shown
+        if key in metadata
+    )
+    if passed:
+        verdict = "passed"
+    elif severity == "WARN":
+        verdict = f"WARN {description}"
+    else:
+        verdict = f"FAILED {description}"
+    return f"  check    {name}: {verdict}" + (f" ({figures})" if figures else "")
+
+
+def entry_line(entry: StepEntry, *, lexical: bool) -> str:
+    if entry.status == "blocked":
+        return blocked_line(entry.name)
+    if entry.status == "failed":
+        return failed_line(entry.name, entry.error or "failed")
+    if entry.kind == "check":
+        return check_line(
+            entry.name,
+            passed=entry.passed,
+            severity=entry.severity,
+            description=entry.description or "",
+            metadata=entry.metadata,
+            lexical=lexical,
+        )
+    return ok_line(entry.name)
+
+
+def journal_lines(journal: RunJournal, *, lexical: bool) -> list[str]:
+    return [entry_line(entry, lexical=lexical) for entry in journal.steps]
