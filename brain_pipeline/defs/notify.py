@@ -23,13 +23,14 @@ from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.lib.code_location import location_config, location_config_path
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
 from brain_pipeline.publishing.notify import (
-    BAD_EVENTS,
     CheckOutcome,
+    Previous,
     RunFacts,
     build_message,
     classify,
     deliver,
     known_secrets,
+    previous_outcome,
     run_link,
 )
 from brain_pipeline.steps.trigger import describe_trigger
@@ -104,10 +105,12 @@ def _text(value: Any) -> str | None:
     return str(getattr(value, "value", value)) or None
 
 
-def previous_event(instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig) -> Any:
-    """What the run before this one reported (a bad event), 'good' after a clean
-    publication, or None when no earlier run published or failed. Read from the
-    instance, so the two sensors need no shared state and may tick in any order."""
+def previous_event(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig
+) -> Previous | None:
+    """What the runs before this one reported (`publishing.notify.previous_outcome` over
+    the last LOOKBACK_RUNS finished runs of ours, newest first). Read from the instance,
+    so the two sensors need no shared state and may tick in any order."""
     record = instance.get_run_record_by_id(run.run_id)
     if record is None:
         return None
@@ -118,17 +121,11 @@ def previous_event(instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainC
         ),
         limit=LOOKBACK_RUNS,
     )
-    for other in earlier:
-        before = other.dagster_run
-        if before.run_id == run.run_id or not _ours(before, cfg):
-            continue
-        facts = run_facts(instance, before)
-        event = classify(facts, None)
-        if event is not None and event.kind in BAD_EVENTS:
-            return event.kind
-        if facts.succeeded and facts.published and facts.publish_status != "held":
-            return "good"
-    return None
+    return previous_outcome(
+        run_facts(instance, other.dagster_run)
+        for other in earlier
+        if other.dagster_run.run_id != run.run_id and _ours(other.dagster_run, cfg)
+    )
 
 
 def notify_for_run(

@@ -36,6 +36,8 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 EventKind = Literal["blocked", "failed", "regression", "recovered"]
+Previous = Literal["blocked", "failed", "regression", "recovered", "good"]
+"""What the runs before one said: a run's event, or `good` (a clean publication)."""
 BAD_EVENTS = frozenset({"blocked", "failed", "regression"})
 PUBLISH_STEPS = ("published_local", "published_s3")
 USER_AGENT = "brain-pipeline-notify/1"
@@ -95,7 +97,7 @@ def first_line(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def classify(facts: RunFacts, previous: EventKind | None, link: str | None = None) -> Event | None:
+def classify(facts: RunFacts, previous: Previous | None, link: str | None = None) -> Event | None:
     """Which event `facts` is (see the module); `previous` is the previous run's event."""
 
     def event(kind: EventKind, cause: str) -> Event:
@@ -124,6 +126,21 @@ def classify(facts: RunFacts, previous: EventKind | None, link: str | None = Non
         return event("regression", warned[0].cause())
     if previous in BAD_EVENTS:
         return event("recovered", f"published after the {previous} run; the live store is current")
+    return None
+
+
+def previous_outcome(earlier: Iterable[RunFacts]) -> Previous | None:
+    """What the finished runs before one said, given newest first: the kind of the last
+    bad event (blocked, failed, regression), `good` when a clean publication (not held)
+    came after it, None when none of them published or failed. `earlier` may be lazy:
+    it is read only as far as the answer. The sensors (runs of the instance) and a run
+    made without Dagster (its journals, `steps.notify_run`) share this one rule."""
+    for facts in earlier:
+        event = classify(facts, None)
+        if event is not None and event.kind in BAD_EVENTS:
+            return event.kind
+        if facts.succeeded and facts.published and facts.publish_status != "held":
+            return "good"
     return None
 
 

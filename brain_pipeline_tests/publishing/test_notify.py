@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from brain_pipeline.config import EmailSettings, NotifySettings
 from brain_pipeline.publishing.notify import (
     CheckOutcome,
@@ -10,6 +12,7 @@ from brain_pipeline.publishing.notify import (
     classify,
     deliver,
     known_secrets,
+    previous_outcome,
 )
 from brain_pipeline_tests.peers.notify_peers import WebhookServer, free_port
 
@@ -63,6 +66,27 @@ def test_warn_regression_recovery_and_silence() -> None:
     held = {"published": True, "publish_status": "held"}
     assert classify(facts(**held), "failed") is None  # held back: not a recovery
     assert classify(facts(), "failed") is None  # nothing published
+
+
+def test_the_previous_outcome_is_the_newest_bad_event_or_a_clean_publication() -> None:
+    published = facts(published=True, publish_status="updated")
+    held = facts(published=True, publish_status="held")
+    blocked = facts(succeeded=False, checks=[CheckOutcome(EVAL, False, "ERROR", MISS, True)])
+    broken = facts(succeeded=False, failed_steps=[("embeddings", "quota exhausted")])
+    assert previous_outcome([facts(), held, blocked, published]) == "blocked"
+    assert previous_outcome([published, broken]) == "good"
+    assert previous_outcome([facts(), held]) is None
+    assert previous_outcome([]) is None
+
+    read: list[RunFacts] = []
+
+    def newest_first() -> Iterator[RunFacts]:
+        for each in (facts(), broken, published, published):
+            read.append(each)
+            yield each
+
+    assert previous_outcome(newest_first()) == "failed"
+    assert len(read) == 2  # read only as far as the answer: the look-back stays cheap
 
 
 def test_the_message_links_the_run_and_hides_secrets() -> None:
