@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import argparse
 
     from brain_pipeline.config import BrainConfig
+    from brain_pipeline.steps.run_journal import RunJournal
 
 # The same exit statuses as a Dagster run's (cli/materialize.py).
 EXIT_BUSY = 75
@@ -145,7 +146,13 @@ def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
     return 0 if journal.succeeded else 1
 
 
-def _notify(cfg: BrainConfig, journal: object) -> None:
-    """Tell the configured channel about a blocked or failed run (no Dagster sensor
-    sees a run made without Dagster)."""
-    del cfg, journal  # wired when steps/notify_run.py lands
+def _notify(cfg: BrainConfig, journal: RunJournal) -> None:
+    """Tell the configured channel about a blocked, failed or recovered run: no Dagster
+    run-status sensor sees a run made without Dagster. A channel that is down is one
+    line here; it never changes the run's exit status."""
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.steps.notify_run import notify_direct_run
+
+    line = notify_direct_run(cfg, StateLayout.of(cfg.build_dir), journal)
+    if line:
+        _note(line)

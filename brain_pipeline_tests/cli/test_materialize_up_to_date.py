@@ -81,9 +81,10 @@ def test_nothing_changed_skips_the_run_without_importing_dagster(tmp_path: Path)
     env = _project(tmp_path)
     first = _materialize(env, tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "dagster imported: True" in first.stdout
-    home = tmp_path / "dagster_home"
-    runs = _runs(home)
+    assert "dagster imported: False" in first.stdout  # a full run without --select
+    assert "succeeded: run" in first.stderr
+    journals = sorted((tmp_path / "build" / "state" / "runs").glob("*.json"))
+    assert len(journals) == 1
 
     again = _materialize(env, tmp_path)
     assert again.returncode == 0, again.stderr
@@ -91,14 +92,20 @@ def test_nothing_changed_skips_the_run_without_importing_dagster(tmp_path: Path)
     assert line.startswith("up to date: nothing changed since run ")
     assert "(published 20" in line
     assert "dagster imported: False" in again.stdout
-    assert _runs(home) == runs  # no run was started
+    assert len(list((tmp_path / "build" / "state" / "runs").glob("*.json"))) == 1  # no run
 
     forced = _materialize(env, tmp_path, "--force")
     assert forced.returncode == 0, forced.stderr
-    assert "dagster imported: True" in forced.stdout and "succeeded: run" in forced.stderr
-    assert _runs(home) == runs + 1
+    assert "dagster imported: False" in forced.stdout and "succeeded: run" in forced.stderr
+    assert len(list((tmp_path / "build" / "state" / "runs").glob("*.json"))) == 2
 
+    home = tmp_path / "dagster_home"
+    everything = _materialize(env, tmp_path, "--select", "*")
+    assert everything.returncode == 0, everything.stderr
+    assert "dagster imported: True" in everything.stdout
+    runs = _runs(home)
+    assert runs == 1
     selected = _materialize(env, tmp_path, "--select", "knowledge_store")
     assert selected.returncode == 0, selected.stderr
     assert "dagster imported: True" in selected.stdout
-    assert _runs(home) == runs + 2
+    assert _runs(home) == runs + 1

@@ -20,7 +20,9 @@ import yaml
 
 from brain_pipeline.corpus.store import parse_store
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, HOST_TAG, PID_TAG
+from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.lock import build_dir_lock, make_holder, publish_root_lock
+from brain_pipeline.steps.run_journal import RunJournal, journal_paths, read_journal
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,12 +97,24 @@ def _wait_for_line(proc: subprocess.Popen[str], marker: str) -> str:
     pytest.fail(f"exit {proc.returncode} without {marker!r}:\n{''.join(seen)[-3000:]}")
 
 
-def test_a_run_that_cannot_wait_fails_naming_the_holder(cli: Cli) -> None:
+KINDS = pytest.mark.parametrize(
+    "kind", [(), ("--select", "*")], ids=["without-dagster", "dagster-run"]
+)
+
+
+def _journals(cli: Cli) -> list[RunJournal]:
+    """The runs made without Dagster, oldest first."""
+    layout = StateLayout.of(cli.build)
+    return [j for j in map(read_journal, journal_paths(layout)) if j is not None]
+
+
+@KINDS
+def test_a_run_that_cannot_wait_fails_naming_the_holder(cli: Cli, kind: tuple[str, ...]) -> None:
     cli.env["BRAIN_LOCK_WAIT_SECONDS"] = "0"
     with build_dir_lock(
         cli.build, wait_seconds=0, holder=make_holder("brain-pipeline materialize", "run-7f3e")
     ):
-        proc = cli.start()
+        proc = cli.start(*kind)
         out, err = proc.communicate()
     assert proc.returncode == 75, err
     # The first line shows the resolved inputs (preflight); the refusal is one more line.
@@ -111,14 +125,17 @@ def test_a_run_that_cannot_wait_fails_naming_the_holder(cli: Cli) -> None:
     assert f"held by pid {os.getpid()} on host {socket.gethostname()}" in lines[0]
     assert "run run-7f3e" in lines[0] and "since 20" in lines[0]
     assert not (cli.build / "knowledge-store.json").exists()  # nothing ran
-    assert not dg.DagsterInstance.from_config(str(cli.home)).get_runs()
+    assert not _journals(cli)
+    if kind:
+        assert not dg.DagsterInstance.from_config(str(cli.home)).get_runs()
 
 
+@KINDS
 def test_two_runs_on_one_build_dir_take_turns_and_embed_nothing_twice(
-    cli: Cli, gemini: FakeGemini
+    cli: Cli, gemini: FakeGemini, kind: tuple[str, ...]
 ) -> None:
     with build_dir_lock(cli.build, wait_seconds=0, holder=make_holder("test", "run-gate")):
-        first, second = cli.start(), cli.start()
+        first, second = cli.start(*kind), cli.start(*kind)
         for proc in (first, second):
             line = _wait_for_line(proc, "waiting up to 600s for build directory")
             assert f"pid {os.getpid()}" in line and "run run-gate" in line
@@ -129,6 +146,12 @@ def test_two_runs_on_one_build_dir_take_turns_and_embed_nothing_twice(
     chunks = parse_store((cli.build / "knowledge-store.json").read_bytes())
     # Each chunk's vector was paid for once: the run that went second found them built.
     assert gemini.stats().task_types.get("RETRIEVAL_DOCUMENT") == len(chunks)
+    if not kind:
+        journals = _journals(cli)
+        assert [j.succeeded for j in journals] == [True, True]
+        # The runs did not overlap: one ended before the other started.
+        assert journals[0].finished_at <= journals[1].started_at
+        return
     runs = dg.DagsterInstance.from_config(str(cli.home)).get_runs()
     assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS] * 2
     for run in runs:
