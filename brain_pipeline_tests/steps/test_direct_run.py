@@ -20,7 +20,7 @@ from brain_pipeline.state.records import read_record
 from brain_pipeline.steps.direct_run import _RUNNERS, RunContext, run_plan
 from brain_pipeline.steps.plan import ASSETS, PLAN
 from brain_pipeline.steps.publish import upload_to_s3
-from brain_pipeline.steps.run_journal import RunJournal
+from brain_pipeline.steps.run_journal import RunJournal, StepEntry
 from brain_pipeline.steps.run_summary import journal_lines
 from brain_pipeline_tests.defs.conftest import (
     Project,
@@ -64,6 +64,12 @@ def _direct(project: Project, **overrides: Any) -> RunJournal:
     return run_plan(RunContext(**settings))
 
 
+def _step(journal: RunJournal, name: str) -> StepEntry:
+    entry = journal.step(name)
+    assert entry is not None, name
+    return entry
+
+
 def _twin_projects(tmp_path: Path) -> tuple[Project, Project]:
     """Two projects over one corpus and fixture: `dagster/` and `direct/`."""
     corpus = tmp_path / "corpus"
@@ -105,7 +111,7 @@ def test_a_direct_run_builds_and_publishes_what_a_dagster_run_does(tmp_path: Pat
     ]
     assert manifests[0]["corpus_digest"] == manifests[1]["corpus_digest"]
     assert [e.name for e in journal.steps] == [n.name for n in PLAN]
-    assert journal.step("published_s3").status == "nothing"  # no bucket configured
+    assert _step(journal, "published_s3").status == "nothing"  # no bucket configured
 
 
 def test_an_edit_is_picked_up_incrementally_as_in_a_dagster_run(tmp_path: Path) -> None:
@@ -116,11 +122,11 @@ def test_an_edit_is_picked_up_incrementally_as_in_a_dagster_run(tmp_path: Path) 
     assert dagster.materialize("*").success
     journal = _direct(direct)
     assert journal.succeeded
-    chunks = journal.step("knowledge_chunks")
+    chunks = _step(journal, "knowledge_chunks")
     assert chunks is not None and chunks.metadata["files_chunked"] == 1
     assert direct.store_file.read_bytes() == dagster.store_file.read_bytes()
     assert _records(direct) == _records(dagster)
-    assert journal.step("published_local").metadata["status"] == "updated"
+    assert _step(journal, "published_local").metadata["status"] == "updated"
 
 
 def test_a_failed_blocking_check_blocks_publishing_but_not_the_other_checks(
@@ -132,11 +138,11 @@ def test_a_failed_blocking_check_blocks_publishing_but_not_the_other_checks(
     outcome = dagster.materialize("*", lexical=True)
     journal = _direct(direct)
     assert not outcome.success and not journal.succeeded
-    evaluation = journal.step("retrieval_eval")
+    evaluation = _step(journal, "retrieval_eval")
     assert evaluation is not None
     assert (evaluation.status, evaluation.passed, evaluation.severity) == ("ok", False, "ERROR")
-    assert {journal.step(n).status for n in ("published_local", "published_s3")} == {"blocked"}
-    assert journal.step("embedding_coverage").status == "ok"  # a sibling check still runs
+    assert {_step(journal, n).status for n in ("published_local", "published_s3")} == {"blocked"}
+    assert _step(journal, "embedding_coverage").status == "ok"  # a sibling check still runs
     assert not (direct.published() / "knowledge-store.json").exists()
     # The same lines as the Dagster run's summary (its order follows Dagster's events).
     assert set(journal_lines(journal, lexical=True)) >= {
@@ -155,14 +161,14 @@ def test_a_step_that_raises_fails_the_run_and_blocks_what_is_downstream(
 
     journal = _direct(project, make_embedder=broken)
     assert not journal.succeeded
-    failed = journal.step("embeddings")
+    failed = _step(journal, "embeddings")
     assert failed is not None and failed.status == "failed"
     assert failed.error == (
         "ConnectionError: the embedding service is unreachable (caused by OSError: refused)"
     )
     downstream = ("retrieval_eval", "embedding_coverage", "published_local", "published_s3")
-    assert {journal.step(n).status for n in downstream} == {"blocked"}
-    assert journal.step("knowledge_store").status == "ok"
+    assert {_step(journal, n).status for n in downstream} == {"blocked"}
+    assert _step(journal, "knowledge_store").status == "ok"
     assert project.store_file.exists()  # what finished before the failure stays
 
 
@@ -184,9 +190,9 @@ def test_the_currency_check_compares_with_this_runs_observation(tmp_path: Path) 
     corpus = tmp_path / "corpus"
     project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
     journal = _direct(project)
-    current = journal.step("published_store_is_current")
+    current = _step(journal, "published_store_is_current")
     assert current is not None and current.passed is True
-    observed = journal.step("corpus")
+    observed = _step(journal, "corpus")
     assert observed is not None
     digests = current.metadata["digests"].rows
     assert ["observed", observed.data_version] in digests
@@ -201,6 +207,6 @@ def test_a_direct_run_after_a_dagster_run_changes_nothing(tmp_path: Path) -> Non
     before = project.store_file.read_bytes()
     journal = _direct(project)
     assert journal.succeeded
-    assert journal.step("knowledge_chunks").metadata["files_chunked"] == 0
-    assert journal.step("published_local").metadata["status"] in {"unchanged", "live"}
+    assert _step(journal, "knowledge_chunks").metadata["files_chunked"] == 0
+    assert _step(journal, "published_local").metadata["status"] in {"unchanged", "live"}
     assert project.store_file.read_bytes() == before

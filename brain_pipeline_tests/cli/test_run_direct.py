@@ -1,0 +1,84 @@
+"""`brain-pipeline materialize` without --select: a run made without Dagster, through the
+real command (in-process `main`), with what a person or a cron job sees and gets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from brain_pipeline.cli import main
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.steps.plan import PLAN
+from brain_pipeline.steps.run_journal import journal_paths, latest_journal
+from brain_pipeline.steps.up_to_date import record_path
+from brain_pipeline_tests.defs.conftest import (
+    Project,
+    make_project,
+    tiny_fixture,
+    write_tiny_corpus,
+)
+from brain_pipeline_tests.peers.notify_peers import WebhookServer
+
+IMPOSSIBLE = {"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0, "max_misses": 0}}}
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
+    corpus = tmp_path / "corpus"
+    made = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    monkeypatch.setenv("BRAIN_CONFIG", str(made.config_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    monkeypatch.chdir(tmp_path)
+    return made
+
+
+def test_a_full_run_prints_the_summary_and_keeps_its_journal(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["materialize"]) == 0
+    out, err = capsys.readouterr()
+    journal = latest_journal(StateLayout.of(project.build))
+    assert journal is not None and journal.succeeded
+    assert out.splitlines()[0] == "run summary (embedding: none, lexical only):"
+    assert "  ok       published_local" in out.splitlines()
+    assert f"succeeded: run {journal.run_id} in " in err
+    assert [step.name for step in journal.steps] == [node.name for node in PLAN]
+    # The run that proved the build current is the journal's run.
+    assert json.loads(record_path(StateLayout.of(project.build)).read_bytes())["run_id"] == (
+        journal.run_id
+    )
+    assert (project.published() / "knowledge-store.json").exists()
+
+
+def test_a_blocked_run_exits_1_publishes_nothing_and_notifies_once(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with WebhookServer.start() as webhook:
+        project.write_config(**IMPOSSIBLE, notify={"webhook_url": webhook.url + "/hook"})
+        assert main(["materialize"]) == 1
+        out, err = capsys.readouterr()
+        assert "  blocked  published_local: not run" in out
+        assert "  check    retrieval_eval: FAILED bm25: nDCG@10" in out
+        assert "FAILED: run " in err
+        assert "notification: blocked message: " in err
+        assert not (project.published() / "knowledge-store.json").exists()
+        assert len(webhook.bodies) == 1
+        assert "retrieval_eval" in json.dumps(webhook.bodies[0])
+        # A failed run proves nothing: the next one runs, is blocked again, and says so.
+        assert main(["materialize"]) == 1
+        assert len(webhook.bodies) == 2
+        # Thresholds it can meet: it publishes, and the channel hears it recovered.
+        project.write_config(notify={"webhook_url": webhook.url + "/hook"})
+        assert main(["materialize"]) == 0
+        assert len(webhook.bodies) == 3
+        assert "recovered" in json.dumps(webhook.bodies[2])
+        assert len(journal_paths(StateLayout.of(project.build))) == 3
+
+
+def test_a_run_made_without_dagster_leaves_the_dagster_instance_alone(
+    project: Project, tmp_path: Path
+) -> None:
+    assert main(["materialize"]) == 0
+    assert not (tmp_path / "dagster-home").exists()

@@ -1,0 +1,59 @@
+"""The run summary's lines: one format for a Dagster run and a run made without it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from brain_pipeline.steps.run_journal import StepEntry
+from brain_pipeline.steps.run_summary import check_line, entry_line
+
+
+@dataclass
+class Wrapped:
+    """A metadata value the way Dagster hands it over (the figure in `.value`)."""
+
+    value: float
+
+
+FIGURES = {"bm25.ndcg_at_10": 0.61234, "hybrid.ndcg_at_10": 0.7}
+
+
+def _check(passed: bool | None, severity: str, metadata: dict, lexical: bool = False) -> str:
+    return check_line(
+        "retrieval_eval", passed=passed, severity=severity, description="why",
+        metadata=metadata, lexical=lexical,
+    )
+
+
+def test_a_check_line_says_passed_warn_or_failed_by_severity() -> None:
+    assert _check(True, "ERROR", {}) == "  check    retrieval_eval: passed"
+    assert _check(False, "WARN", {}) == "  check    retrieval_eval: WARN why"
+    assert _check(False, "ERROR", {}) == "  check    retrieval_eval: FAILED why"
+
+
+def test_the_figures_are_bm25s_alone_and_named_so_without_vectors() -> None:
+    assert _check(True, "ERROR", FIGURES).endswith("(bm25 nDCG@10 0.612, hybrid nDCG@10 0.700)")
+    assert _check(True, "ERROR", FIGURES, lexical=True).endswith("(lexical BM25 nDCG@10 0.612)")
+
+
+def test_dagster_metadata_values_give_the_same_line_as_plain_ones() -> None:
+    wrapped = {key: Wrapped(value) for key, value in FIGURES.items()}
+    assert _check(False, "ERROR", wrapped) == _check(False, "ERROR", FIGURES)
+
+
+def test_entry_lines_name_the_outcome() -> None:
+    def line(**kw: object) -> str:
+        return entry_line(StepEntry(**kw), lexical=True)  # type: ignore[arg-type]
+
+    assert line(name="embeddings", kind="asset", status="ok") == "  ok       embeddings"
+    assert line(name="published_s3", kind="asset", status="nothing") == "  ok       published_s3"
+    assert line(name="embeddings", kind="asset", status="failed", error="E: x") == (
+        "  FAILED   embeddings: E: x"
+    )
+    assert line(name="published_local", kind="asset", status="blocked") == (
+        "  blocked  published_local: not run (an upstream step or blocking check failed)"
+    )
+    assert line(
+        name="no_empty_area", kind="check", status="ok", passed=False, severity="WARN",
+        description="area x is empty",
+    ) == "  check    no_empty_area: WARN area x is empty"
