@@ -108,6 +108,9 @@ _DROPPED_ENV = (
     "BRAIN_BUILD_DIR",
     "BRAIN_PUBLISH_ROOT",
     "BRAIN_EVAL_FIXTURE",
+    # A user's install caches bytecode; without it every run would compile the project's
+    # modules again (the peers' installed packages have theirs), a cost no user pays.
+    "PYTHONDONTWRITEBYTECODE",
 )
 
 _CONSONANTS = tuple("bcdfghjklmnprstvwz") + ("br", "ch", "cr", "dr", "gr", "kl", "pl", "sh", "st")
