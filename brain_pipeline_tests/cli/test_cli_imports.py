@@ -1,4 +1,5 @@
-"""The README: "Only `materialize` and `ui` import Dagster, so the others start fast."
+"""The README: "Only `ui` and `materialize --select ...` (or `--rebind`) import Dagster, so the
+others start fast." (`materialize` without --select: cli/test_materialize_up_to_date.py.)
 
 Each other command runs for real in a fresh interpreter (on the CLI tests' small
 project) and then lists the Dagster modules it loaded; what is imported is checked, not
