@@ -149,11 +149,19 @@ def _linkable(values: dict[str, Any], instance: dg.DagsterInstance) -> dict[str,
     }
 
 
-def describe(name: str, journal: RunJournal) -> str:
-    """One run as the tick's line says it: id, outcome, and what did not happen."""
-    missing = [f"{e.name} {e.status}" for e in journal.steps if e.status in ("failed", "blocked")]
+def describe(journal: RunJournal) -> str:
+    """One run as the tick's line says it: id, outcome, each failed step with its one
+    line, and how many steps were blocked."""
+    notes = [
+        f"{e.name} failed: {e.error or 'no message'}" for e in journal.steps if e.status == "failed"
+    ]
+    blocked = sum(1 for e in journal.steps if e.status == "blocked")
+    if blocked:
+        notes.append(f"{blocked} blocked")
     outcome = "succeeded" if journal.succeeded else "failed"
-    detail = f" ({', '.join(missing)})" if missing else ""
+    if journal.interrupted:
+        outcome = f"interrupted ({journal.interrupted})"
+    detail = f" ({'; '.join(notes)})" if notes else ""
     return f"{journal.run_id[:8]} {outcome}{detail}"
 
 
@@ -170,7 +178,7 @@ def report_direct_runs(
     except BuildDirMismatch as exc:
         return dg.SkipReason(f"not reported: {exc.description}")
     events = [event for _, journal in batch for event in journal_events(journal, context.instance)]
-    runs = "; ".join(describe(name, journal) for name, journal in batch)
+    runs = " | ".join(describe(journal) for _, journal in batch)
     line = f"reported {len(batch)} direct run(s), {len(events)} event(s): {runs}"
     context.log.info(line)
     return dg.SensorResult(asset_events=events, cursor=batch[-1][0], skip_reason=line)

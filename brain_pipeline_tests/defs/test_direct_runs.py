@@ -212,7 +212,7 @@ def test_a_failed_asset_and_what_it_blocked_record_no_materialisation(
     failed = full_journal(location, RUN_B, "2026-12-02T09:05:00", failed="embeddings")
     write_journal(location.layout, failed)
     data = location.tick(cursor)
-    assert "embeddings failed" in data.skip_message
+    assert "failed (embeddings failed: boom; 7 blocked)" in data.skip_message
     assert location.materialization("knowledge_store").metadata["direct_run"].value == RUN_B
     # embeddings and published_local still show RUN_A's: RUN_B materialised neither.
     assert location.materialization("embeddings").metadata["direct_run"].value == RUN_A
