@@ -134,8 +134,10 @@ def _scalar(value: Any) -> Any:
 def write_journal(layout: StateLayout, journal: RunJournal) -> Path:
     """Write `journal` atomically and drop the oldest past KEEP_JOURNALS."""
     data = asdict(journal)
-    for entry in data["steps"]:
-        entry["metadata"] = to_plain(entry["metadata"])
+    # From the entries themselves: `asdict` has already flattened a Table, Markdown or
+    # RunLink (dataclasses) into an untagged dict that would come back as a plain dict.
+    for entry, plain in zip(journal.steps, data["steps"], strict=True):
+        plain["metadata"] = to_plain(entry.metadata)
     path = layout.run_journal_dir / journal.file_name()
     atomic_write_bytes(path, json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
     for old in journal_paths(layout)[:-KEEP_JOURNALS]:
