@@ -210,3 +210,35 @@ def test_a_direct_run_after_a_dagster_run_changes_nothing(tmp_path: Path) -> Non
     assert _step(journal, "knowledge_chunks").metadata["files_chunked"] == 0
     assert _step(journal, "published_local").metadata["status"] in {"unchanged", "live"}
     assert project.store_file.read_bytes() == before
+
+
+def test_a_direct_run_uploads_to_s3_what_it_published(tmp_path: Path, s3: object) -> None:
+    import boto3
+
+    corpus = tmp_path / "corpus"
+    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    client = boto3.client("s3")
+    client.create_bucket(Bucket="direct-store")
+    project.write_config(**{"publish.s3": {"bucket": "direct-store", "prefix": "kb"}})
+    journal = _direct(project)
+    assert journal.succeeded, journal_lines(journal, lexical=True)
+    assert _step(journal, "published_s3").status == "ok"
+    body = client.get_object(Bucket="direct-store", Key="kb/knowledge-store.json")["Body"]
+    assert body.read() == project.store_file.read_bytes()
+    remote = json.loads(client.get_object(Bucket="direct-store", Key="kb/manifest.json")["Body"]
+                        .read())
+    assert remote["run_id"] == journal.run_id
+
+
+def test_an_s3_failure_fails_the_run_and_keeps_the_local_publish(
+    tmp_path: Path, s3: object
+) -> None:
+    corpus = tmp_path / "corpus"
+    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    project.write_config(**{"publish.s3": {"bucket": "no-such-bucket"}})
+    journal = _direct(project)
+    assert not journal.succeeded
+    failed = _step(journal, "published_s3")
+    assert failed.status == "failed" and "no-such-bucket" in (failed.error or "")
+    published = project.published() / "knowledge-store.json"
+    assert published.read_bytes() == project.store_file.read_bytes()
