@@ -84,7 +84,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "not re-sent until their text, the model, the dimension or embedding.too_long "
         "changes",
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="show Dagster's own step logs")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="say why the next run cannot be skipped; in a Dagster run (--select), show "
+        "Dagster's own step logs too",
+    )
 
 
 def _note(message: str) -> None:
