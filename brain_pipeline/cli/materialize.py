@@ -6,7 +6,6 @@ import argparse
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -95,16 +94,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _note(message: str) -> None:
     print(f"brain-pipeline materialize: {message}", file=sys.stderr, flush=True)
-
-
-def forget_refusals(build_dir: Path) -> None:
-    """`--retry-refused`: drop the remembered refusals (under the build directory's
-    lock), so this run's embedding step sends those texts again."""
-    from brain_pipeline.embedding.gaps import forget_refusals
-    from brain_pipeline.state.layout import StateLayout
-
-    forgotten = forget_refusals(StateLayout.of(build_dir).embedding_gaps)
-    _note(f"--retry-refused: {forgotten} refused text(s) will be sent again")
 
 
 def _selects_publishing(selection: str, definitions: Definitions) -> bool:
@@ -224,6 +213,8 @@ def run(args: argparse.Namespace) -> int:
             for dead in reap_dead_runs(instance):
                 _note(reaped_message(dead))
             if args.retry_refused:
+                from brain_pipeline.cli.run_direct import forget_refusals
+
                 forget_refusals(cfg.build_dir)
             from brain_pipeline.cli.progress_bar import progress_for
 

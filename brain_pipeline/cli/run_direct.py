@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
     from brain_pipeline.config import BrainConfig
     from brain_pipeline.steps.run_journal import RunJournal
@@ -75,6 +76,16 @@ def damage_reports_on_stderr() -> Iterator[None]:
         log.removeHandler(handler)
 
 
+def forget_refusals(build_dir: Path) -> None:
+    """`--retry-refused` (either kind of run): drop the remembered refusals, under the
+    build directory's lock, so this run's embedding step sends those texts again."""
+    from brain_pipeline.embedding.gaps import forget_refusals as forget
+    from brain_pipeline.state.layout import StateLayout
+
+    forgotten = forget(StateLayout.of(build_dir).embedding_gaps)
+    _note(f"--retry-refused: {forgotten} refused text(s) will be sent again")
+
+
 def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
     """Run the plan; print the run summary; the exit status of a Dagster run's."""
     from brain_pipeline.embedding.factory import embedder_for
@@ -113,8 +124,6 @@ def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
         ):
             forget_last_run(layout)  # proven again only by success
             if args.retry_refused:
-                from brain_pipeline.cli.materialize import forget_refusals
-
                 forget_refusals(cfg.build_dir)
             from brain_pipeline.cli.progress_bar import progress_for
 
