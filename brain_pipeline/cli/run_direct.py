@@ -2,7 +2,7 @@
 without Dagster (`steps.direct_run`), under the same locks a Dagster run takes.
 
 Why not a Dagster run: at the user's scale (5-19k chunks) a re-run after one edit is
-well under a second of work, and a Dagster run adds about five CPU-seconds (importing
+well under a second of work, and a Dagster run adds 3-4 CPU-seconds (importing
 it, opening the instance, storing each event). The run's journal goes to
 `state/runs/`; the code location's `direct_runs` sensor reports it to the instance,
 so the UI, lineage and automation learn of it at their next tick. `--select '*'` is

@@ -1,7 +1,7 @@
 """A run of the whole plan in this process, without Dagster: what `materialize` does.
 
 Importing Dagster, opening its instance and storing a run's events one by one cost
-about five CPU-seconds on a 2-core machine, while a re-run after one edit of a 19,000-
+3-4 CPU-seconds on a 2-core machine, while a re-run after one edit of a 19,000-
 chunk corpus is well under one second of actual work. So `brain-pipeline materialize`
 (no --select) walks `steps.plan.PLAN` here, calling exactly the step and check
 functions the Dagster assets call, with Dagster's semantics:
