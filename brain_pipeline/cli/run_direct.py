@@ -129,7 +129,10 @@ def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
 
             with progress_for(sys.stderr), damage_reports_on_stderr():
                 journal = run_plan(context)
-            write_journal(layout, journal)
+            try:
+                write_journal(layout, journal)
+            except OSError as exc:  # e.g. a full disk: the run's work stands, say so
+                _note(f"could not keep this run's journal ({exc}); the UI will not show it")
             if journal.succeeded:
                 # Still under the run's locks: what is recorded is what this run left.
                 why_not = record_successful_run(cfg, run_id, inputs_at_start)

@@ -82,3 +82,16 @@ def test_a_run_made_without_dagster_leaves_the_dagster_instance_alone(
 ) -> None:
     assert main(["materialize"]) == 0
     assert not (tmp_path / "dagster-home").exists()
+
+
+def test_a_journal_that_cannot_be_written_costs_the_ui_not_the_run(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = StateLayout.of(project.build).run_journal_dir
+    runs.parent.mkdir(parents=True)
+    runs.write_text("a file where the journal folder should be")
+    assert main(["materialize"]) == 0
+    _out, err = capsys.readouterr()
+    assert "could not keep this run's journal" in err and "the UI will not show it" in err
+    assert (project.published() / "knowledge-store.json").exists()
+    assert runs.read_text() == "a file where the journal folder should be"
