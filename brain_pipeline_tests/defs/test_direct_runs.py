@@ -320,3 +320,55 @@ def test_the_sensor_runs_by_default_and_launches_nothing(location: Location) -> 
     assert sensor.minimum_interval_seconds == 30
     write_journal(location.layout, full_journal(location, RUN_A, "2026-12-02T09:00:00"))
     assert not location.tick(None).run_requests
+
+
+def test_a_real_direct_run_is_reported_as_it_built_and_reads_fresh(
+    tmp_path: Path, instance: dg.DagsterInstance
+) -> None:
+    """End to end: the journal `run_plan` itself writes (not a hand-made one) becomes
+    materialisations carrying the data versions in the build's records, and every
+    asset reads FRESH, as after a Dagster run of the same code."""
+    import uuid
+
+    from brain_pipeline.config import load_config
+    from brain_pipeline.embedding.factory import embedder_for
+    from brain_pipeline.state.records import read_record
+    from brain_pipeline.steps.direct_run import RunContext, run_plan
+    from brain_pipeline.steps.publish import upload_to_s3
+    from brain_pipeline_tests.defs.conftest import make_tiny_project
+
+    class Quiet:
+        def info(self, msg: str) -> None: ...
+
+        def warning(self, msg: str) -> None: ...
+
+    project = make_tiny_project(tmp_path)
+    cfg = load_config(str(project.config_path))
+    journal = run_plan(
+        RunContext(
+            cfg=cfg, run_id=str(uuid.uuid4()), log_for=lambda _: Quiet(),
+            make_embedder=embedder_for, upload=upload_to_s3,
+        )
+    )  # fmt: skip
+    assert journal.succeeded
+    layout = StateLayout.of(project.build)
+    write_journal(layout, journal)
+    defs = build_definitions(str(project.config_path))
+    context = dg.build_sensor_context(instance=instance, cursor=None, definitions=defs)
+    data: Any = dg.deserialize_value(
+        dg.serialize_value(defs.resolve_sensor_def(SENSOR_NAME).evaluate_tick(context))
+    )
+    for event in data.asset_events:
+        instance.report_runless_asset_event(event)
+    built = ("knowledge_chunks", "knowledge_store", "embeddings", "published_local")
+    for name in built:
+        entry = instance.get_latest_materialization_event(dg.AssetKey(name))
+        record = read_record(layout, name)
+        materialization: Any = entry.asset_materialization if entry is not None else None
+        assert materialization is not None and record is not None, name
+        assert materialization.tags["dagster/data_version"] == record.data_version
+    assert instance.get_latest_materialization_event(dg.AssetKey("published_s3")) is None
+    resolver = get_stale_status_resolver(instance, list(defs.assets or []))  # type: ignore[arg-type]
+    assert {name: resolver.get_status(dg.AssetKey(name)).value for name in built} == {
+        name: "FRESH" for name in built
+    }
