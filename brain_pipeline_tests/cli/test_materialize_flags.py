@@ -12,24 +12,21 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline_tests.defs.conftest import (
+    IMPOSSIBLE,
     TINY_PARAGRAPHS,
     Project,
+    cli_sees,
     make_project,
+    make_tiny_project,
     tiny_fixture,
-    write_tiny_corpus,
 )
-
-IMPOSSIBLE = {"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0, "max_misses": 0}}}
 
 
 @pytest.fixture
 def failed_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     """A tiny project whose full run built everything and failed the evaluation."""
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    project = cli_sees(make_tiny_project(tmp_path), monkeypatch)
     project.write_config(**IMPOSSIBLE)
-    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
     assert main(["materialize"]) == 1
     assert not (project.published() / "knowledge-store.json").exists()
     return project
@@ -68,10 +65,7 @@ def test_another_build_directory_is_refused_until_rebind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     """An instance serves one build directory; `--rebind` moves it (README, scenarios)."""
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
-    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    project = cli_sees(make_tiny_project(tmp_path), monkeypatch)
     assert main(["materialize", "--select", "group:ingest"]) == 0
     moved = tmp_path / "build-2"
     project.write_config(build_dir=str(moved))
@@ -110,10 +104,7 @@ def test_force_never_publishes_an_empty_store(
 def test_a_bad_selection_is_usage_exit_2_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
-    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    project = cli_sees(make_tiny_project(tmp_path), monkeypatch)
     capfd.readouterr()
     assert main(["materialize", "--select", "no_such_asset"]) == 2
     _, err = capfd.readouterr()

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from brain_pipeline.corpus.store import chunk_id
+from brain_pipeline_tests.tiny_corpus import PARAGRAPHS, write_tiny_corpus
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = (
@@ -21,19 +22,13 @@ PROBE = (
     "print('dagster imported:', 'dagster' in sys.modules)\n"
     "sys.exit(code)\n"
 )
-TEXT = [
-    "# Networking basics",
-    "A virtual private cloud is an isolated network where your servers live.",
-    "Security groups are stateful firewalls attached to each network interface.",
-]
 
 
 def _project(tmp_path: Path) -> dict[str, str]:
-    corpus = tmp_path / "corpus" / "networks"
-    corpus.mkdir(parents=True)
-    (corpus / "notes.md").write_text("\n\n".join(TEXT), encoding="utf-8")
+    write_tiny_corpus(tmp_path / "corpus")
     fixture = tmp_path / "fixture.json"
-    query = {"query": "stateful firewalls", "area": "networks", "relevant": [chunk_id(TEXT[2])]}
+    relevant = [chunk_id(PARAGRAPHS["networks"][2])]
+    query = {"query": "stateful firewalls", "area": "networks", "relevant": relevant}
     fixture.write_text(json.dumps({"queries": [query]}), encoding="utf-8")
     config = tmp_path / "corpus_config.yaml"
     config.write_text(

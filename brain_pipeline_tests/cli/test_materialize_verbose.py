@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline_tests.defs.conftest import make_project, tiny_fixture, write_tiny_corpus
+from brain_pipeline_tests.defs.conftest import cli_sees, make_tiny_project
 
 DAGSTER_EVENT = "STEP_START"  # Dagster's own console line for a step starting
 
@@ -19,10 +19,7 @@ def test_dagsters_own_logs_only_with_v(
     verbose: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
-    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    cli_sees(make_tiny_project(tmp_path), monkeypatch)
     args = ["materialize", "--select", "group:ingest", *(["-v"] if verbose else [])]
     assert main(args) == 0
     out, err = capfd.readouterr()

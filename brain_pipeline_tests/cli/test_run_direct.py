@@ -13,25 +13,14 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.plan import PLAN
 from brain_pipeline.steps.run_journal import journal_paths, latest_journal
 from brain_pipeline.steps.up_to_date import record_path
-from brain_pipeline_tests.defs.conftest import (
-    Project,
-    make_project,
-    tiny_fixture,
-    write_tiny_corpus,
-)
+from brain_pipeline_tests.defs.conftest import IMPOSSIBLE, Project, cli_sees, make_tiny_project
 from brain_pipeline_tests.peers.notify_peers import WebhookServer
-
-IMPOSSIBLE = {"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0, "max_misses": 0}}}
 
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
-    corpus = tmp_path / "corpus"
-    made = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
-    monkeypatch.setenv("BRAIN_CONFIG", str(made.config_path))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
     monkeypatch.chdir(tmp_path)
-    return made
+    return cli_sees(make_tiny_project(tmp_path), monkeypatch)
 
 
 def test_a_full_run_prints_the_summary_and_keeps_its_journal(

@@ -140,11 +140,26 @@ def make_project(tmp_path: Path, corpus: Path, fixture: Path | dict[str, Any]) -
     return project
 
 
+IMPOSSIBLE = {"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0, "max_misses": 0}}}
+"""Thresholds no build meets: the blocking evaluation fails and nothing is published."""
+
+
+def make_tiny_project(tmp_path: Path) -> Project:
+    """The tiny corpus and its fixture, as a project under `tmp_path`."""
+    corpus = tmp_path / "corpus"
+    return make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+
+
+def cli_sees(project: Project, monkeypatch: pytest.MonkeyPatch) -> Project:
+    """Point the command line at `project` (its config, its own Dagster home)."""
+    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
+    monkeypatch.setenv("DAGSTER_HOME", str(project.root / "dagster-home"))
+    return project
+
+
 @pytest.fixture
 def tiny_project(tmp_path: Path) -> Project:
-    corpus = tmp_path / "corpus"
-    ids = write_tiny_corpus(corpus)
-    return make_project(tmp_path, corpus, tiny_fixture(ids))
+    return make_tiny_project(tmp_path)
 
 
 @pytest.fixture

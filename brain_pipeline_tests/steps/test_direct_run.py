@@ -23,14 +23,14 @@ from brain_pipeline.steps.publish import upload_to_s3
 from brain_pipeline.steps.run_journal import RunJournal, StepEntry
 from brain_pipeline.steps.run_summary import journal_lines
 from brain_pipeline_tests.defs.conftest import (
+    IMPOSSIBLE,
     Project,
     edit_corpus,
     make_project,
+    make_tiny_project,
     tiny_fixture,
     write_tiny_corpus,
 )
-
-IMPOSSIBLE = {"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0, "max_misses": 0}}}
 
 
 class Lines:
@@ -153,8 +153,7 @@ def test_a_failed_blocking_check_blocks_publishing_but_not_the_other_checks(
 def test_a_step_that_raises_fails_the_run_and_blocks_what_is_downstream(
     tmp_path: Path,
 ) -> None:
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    project = make_tiny_project(tmp_path)
 
     def broken(cfg: Any) -> Any:
         raise ConnectionError("the embedding service is unreachable") from OSError("refused")
@@ -173,8 +172,7 @@ def test_a_step_that_raises_fails_the_run_and_blocks_what_is_downstream(
 
 
 def test_ctrl_c_ends_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    project = make_tiny_project(tmp_path)
 
     def interrupted(cfg: Any) -> Any:
         raise KeyboardInterrupt
@@ -187,8 +185,7 @@ def test_ctrl_c_ends_the_run_and_keeps_what_finished(tmp_path: Path) -> None:
 
 
 def test_the_currency_check_compares_with_this_runs_observation(tmp_path: Path) -> None:
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    project = make_tiny_project(tmp_path)
     journal = _direct(project)
     current = _step(journal, "published_store_is_current")
     assert current is not None and current.passed is True
@@ -201,22 +198,20 @@ def test_the_currency_check_compares_with_this_runs_observation(tmp_path: Path) 
 def test_a_direct_run_after_a_dagster_run_changes_nothing(tmp_path: Path) -> None:
     """Builds are interchangeable: a direct run over a Dagster run's build directory
     finds every asset current and the publication live."""
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    project = make_tiny_project(tmp_path)
     assert project.materialize("*").success
     before = project.store_file.read_bytes()
     journal = _direct(project)
     assert journal.succeeded
     assert _step(journal, "knowledge_chunks").metadata["files_chunked"] == 0
-    assert _step(journal, "published_local").metadata["status"] in {"unchanged", "live"}
+    assert _step(journal, "published_local").metadata["status"] == "unchanged"
     assert project.store_file.read_bytes() == before
 
 
 def test_a_direct_run_uploads_to_s3_what_it_published(tmp_path: Path, s3: object) -> None:
     import boto3
 
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    project = make_tiny_project(tmp_path)
     client = boto3.client("s3")
     client.create_bucket(Bucket="direct-store")
     project.write_config(**{"publish.s3": {"bucket": "direct-store", "prefix": "kb"}})
@@ -233,8 +228,7 @@ def test_a_direct_run_uploads_to_s3_what_it_published(tmp_path: Path, s3: object
 def test_an_s3_failure_fails_the_run_and_keeps_the_local_publish(
     tmp_path: Path, s3: object
 ) -> None:
-    corpus = tmp_path / "corpus"
-    project = make_project(tmp_path, corpus, tiny_fixture(write_tiny_corpus(corpus)))
+    project = make_tiny_project(tmp_path)
     project.write_config(**{"publish.s3": {"bucket": "no-such-bucket"}})
     journal = _direct(project)
     assert not journal.succeeded
