@@ -20,6 +20,7 @@ from brain_pipeline_tests.defs.rollback_project import (
     live_everywhere,
     make_rollback_project,
     publications,
+    publish_twice,
 )
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.peers.notify_peers import free_port
@@ -33,11 +34,7 @@ def project(tmp_path: Path, s3: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -
 def test_rollback_restores_the_earlier_bytes_everywhere_and_holds_the_bad_one(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert project.materialize().success
-    first = project.store_file.read_bytes()
-    edit_corpus(project)
-    assert project.materialize().success
-    second = project.store_file.read_bytes()
+    first, second = publish_twice(project)
     assert first != second and set(live_everywhere(project)) == {second}
     listed = publications(capsys)
     assert [p["id"] for p in listed["publications"]] == [2, 1]
@@ -86,10 +83,7 @@ def test_rollback_restores_the_earlier_bytes_everywhere_and_holds_the_bad_one(
 def test_release_lets_the_held_build_go_out_again(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert project.materialize().success
-    edit_corpus(project)
-    assert project.materialize().success
-    second = project.store_file.read_bytes()
+    _, second = publish_twice(project)
     assert main(["rollback", "--to", "1"]) == 0
     assert main(["rollback", "--release"]) == 0
     assert main(["rollback", "--release"]) == 1  # nothing held any more
@@ -126,11 +120,7 @@ def test_an_unreachable_bucket_holds_locally_and_a_second_call_finishes_s3(
     s3: MotoS3Server,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert project.materialize().success
-    first = project.store_file.read_bytes()
-    edit_corpus(project)
-    assert project.materialize().success
-    second = project.store_file.read_bytes()
+    first, second = publish_twice(project)
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{free_port()}")
     capsys.readouterr()
     assert main(["rollback"]) == 3

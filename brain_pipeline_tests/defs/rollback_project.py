@@ -11,12 +11,7 @@ import boto3
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline_tests.defs.conftest import (
-    Project,
-    make_project,
-    tiny_fixture,
-    write_tiny_corpus,
-)
+from brain_pipeline_tests.defs.conftest import Project, edit_corpus, make_tiny_project
 
 BUCKET = "brain-rollback"
 
@@ -24,15 +19,22 @@ BUCKET = "brain-rollback"
 def make_rollback_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     """A tiny project publishing to src, dist and `BUCKET` under `kb/` (needs the `s3`
     fixture active), selected by BRAIN_CONFIG so `main()` finds it."""
-    corpus = tmp_path / "corpus"
-    ids = write_tiny_corpus(corpus)
-    proj = make_project(tmp_path, corpus, tiny_fixture(ids))
+    proj = make_tiny_project(tmp_path)
     (proj.publish_root / "dist").mkdir(parents=True)
     boto3.client("s3").create_bucket(Bucket=BUCKET)
     proj.settings["publish"]["s3"] = {"bucket": BUCKET, "prefix": "kb"}
     proj.write_config()
     monkeypatch.setenv("BRAIN_CONFIG", str(proj.config_path))
     return proj
+
+
+def publish_twice(project: Project) -> tuple[bytes, bytes]:
+    """Publications #1 and, after an edit of the corpus, #2: each one's store bytes."""
+    assert project.materialize().success
+    first = project.store_file.read_bytes()
+    edit_corpus(project)
+    assert project.materialize().success
+    return first, project.store_file.read_bytes()
 
 
 def bucket_object(key: str) -> bytes:

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from brain_pipeline_tests.defs.conftest import Project, edit_corpus
+from brain_pipeline_tests.defs.conftest import Project
 from brain_pipeline_tests.defs.rollback_project import (
     live_everywhere,
     make_rollback_project,
     publications,
+    publish_twice,
 )
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 
@@ -31,10 +32,7 @@ def test_the_rollback_job_runs_the_same_core_from_dagster(
 ) -> None:
     from brain_pipeline.definitions import build_definitions
 
-    assert project.materialize().success
-    first = project.store_file.read_bytes()
-    edit_corpus(project)
-    assert project.materialize().success
+    first, _ = publish_twice(project)
     job = build_definitions(str(project.config_path)).resolve_job_def("rollback_job")
     result = job.execute_in_process(
         run_config={"ops": {"rollback_publication": {"config": {"to": 1}}}},
@@ -59,9 +57,7 @@ def test_release_in_the_job_ends_the_hold(
 ) -> None:
     from brain_pipeline.definitions import build_definitions
 
-    assert project.materialize().success
-    edit_corpus(project)
-    assert project.materialize().success
+    publish_twice(project)
     job = build_definitions(str(project.config_path)).resolve_job_def("rollback_job")
     rolled = job.execute_in_process(
         run_config={"ops": {"rollback_publication": {"config": {}}}}, instance=project.instance
