@@ -84,3 +84,28 @@ def test_a_journal_that_cannot_be_written_costs_the_ui_not_the_run(
     assert "could not keep this run's journal" in err and "the UI will not show it" in err
     assert (project.published() / "knowledge-store.json").exists()
     assert runs.read_text() == "a file where the journal folder should be"
+
+
+def test_damage_found_during_a_run_is_one_warning_on_stderr(project: Project) -> None:
+    """In a process of its own, as a person runs it: no Dagster layer is loaded there,
+    so the command's own handler is what prints the line."""
+    import os
+    import subprocess
+    import sys
+
+    from brain_pipeline_tests.defs.conftest import edit_corpus
+
+    assert main(["materialize"]) == 0
+    target = sorted(project.build.glob("state/index/tokens-v1/*.npz"))[0]
+    target.write_bytes(b"not an npz archive")
+    edit_corpus(project)
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "brain_pipeline.cli", "materialize"],
+        env={**os.environ, "PYTHONPATH": str(repo)}, cwd=project.root,
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    warned = [line for line in done.stderr.splitlines() if str(target) in line]
+    assert len(warned) == 1, done.stderr
+    assert warned[0].startswith("brain-pipeline: warning: damaged BM25 token counts")
