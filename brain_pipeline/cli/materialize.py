@@ -8,16 +8,13 @@ import time
 import uuid
 from typing import TYPE_CHECKING
 
+from brain_pipeline.cli.run_direct import EXIT_BUSY, EXIT_INTERRUPTED, note
+
 if TYPE_CHECKING:
     from dagster import Definitions
 
     from brain_pipeline.config import BrainConfig
 
-# Exit status when another run holds the build directory or publish root (sysexits'
-# EX_TEMPFAIL: try again later).
-EXIT_BUSY = 75
-# Ctrl-C: the shell's convention for a process ended by SIGINT (128 + 2).
-EXIT_INTERRUPTED = 130
 
 HELP = "materialise assets (default: everything) with their checks, in-process"
 DESCRIPTION = """\
@@ -92,10 +89,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _note(message: str) -> None:
-    print(f"brain-pipeline materialize: {message}", file=sys.stderr, flush=True)
-
-
 def _selects_publishing(selection: str, definitions: Definitions) -> bool:
     """Whether `selection` includes a publish asset (then the publish root is locked too).
 
@@ -135,7 +128,7 @@ def _nothing_to_do(cfg: BrainConfig) -> bool:
     if verdict.current:
         print(verdict.message(), flush=True)
     elif verdict.reason:
-        _note(verdict.message())
+        note(verdict.message())
     return verdict.current
 
 
@@ -193,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         problems = check_inputs(cfg, Needs.for_assets(names))
         if problems:
             return _refuse(list(problems))
-    _note(describe_inputs(cfg))
+    note(describe_inputs(cfg))
     publishes = _selects_publishing(args.select, definitions)
     try:
         with hold_run_locks(
@@ -201,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             cfg.publish_root() if publishes else None,
             wait_seconds=cfg.locks.wait_seconds,
             holder=holder,
-            on_wait=_note,
+            on_wait=note,
         ):
             forget_last_run(StateLayout.of(cfg.build_dir))  # proven again only by success
             instance = open_instance()
@@ -209,9 +202,9 @@ def run(args: argparse.Namespace) -> int:
                 from brain_pipeline.lib.steps import rebind_build_dir
 
                 before = rebind_build_dir(instance, cfg.build_dir)
-                _note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
+                note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
             for dead in reap_dead_runs(instance):
-                _note(reaped_message(dead))
+                note(reaped_message(dead))
             if args.retry_refused:
                 from brain_pipeline.cli.run_direct import forget_refusals
 
@@ -236,15 +229,15 @@ def run(args: argparse.Namespace) -> int:
                 # Still under the run's locks: what is recorded is what this run left.
                 why_not = record_successful_run(cfg, outcome.run_id, inputs_at_start)
                 if why_not and args.verbose:
-                    _note(f"the next run cannot be skipped: {why_not}")
+                    note(f"the next run cannot be skipped: {why_not}")
     except LockBusyError as exc:
-        _note(str(exc))
+        note(str(exc))
         return EXIT_BUSY
     except SelectionError as exc:
         print(f"brain-pipeline materialize: bad --select: {exc}", file=sys.stderr)
         return 2
     if outcome.interrupted is not None:
-        _note(outcome.interrupted)
+        note(outcome.interrupted)
         return EXIT_INTERRUPTED
     print(
         f"{'succeeded' if outcome.success else 'FAILED'}: run {outcome.run_id} "

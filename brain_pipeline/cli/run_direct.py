@@ -26,12 +26,15 @@ if TYPE_CHECKING:
     from brain_pipeline.config import BrainConfig
     from brain_pipeline.steps.run_journal import RunJournal
 
-# The same exit statuses as a Dagster run's (cli/materialize.py).
+# Exit status when another run holds the build directory or publish root (sysexits'
+# EX_TEMPFAIL: try again later); materialize's, whichever kind of run it makes.
 EXIT_BUSY = 75
+# Ctrl-C: the shell's convention for a process ended by SIGINT (128 + 2).
 EXIT_INTERRUPTED = 130
 
 
-def _note(message: str) -> None:
+def note(message: str) -> None:
+    """One line of `materialize`'s own (either kind of run) on stderr."""
     print(f"brain-pipeline materialize: {message}", file=sys.stderr, flush=True)
 
 
@@ -45,35 +48,41 @@ class ConsoleStepLog:
         self.step = step
 
     def _print(self, level: str, message: str) -> None:
-        from brain_pipeline.embedding.progress import is_progress_line, progress_sink
+        from brain_pipeline.embedding.progress import shown_by_sink
+        from brain_pipeline.steps.run_summary import step_line
 
-        if progress_sink() is not None and is_progress_line(message):
-            return
-        print(f"  {self.step:<26} {level}{message}", file=sys.stderr, flush=True)
+        if not shown_by_sink(message):
+            print(step_line(self.step, message, level), file=sys.stderr, flush=True)
 
     def info(self, msg: str) -> None:
         self._print("", msg)
 
     def warning(self, msg: str) -> None:
-        self._print("warning: ", msg)
+        self._print("warning", msg)
 
 
 class _DamageToStderr(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
-        print(f"brain-pipeline: warning: {record.getMessage()}", file=sys.stderr, flush=True)
+        from brain_pipeline.utils.damage import print_report
+
+        print_report(record.getMessage())
 
 
 @contextmanager
 def damage_reports_on_stderr() -> Iterator[None]:
-    """The core's damage WARN lines (`utils.damage`) on stderr for the run's duration."""
+    """The core's damage WARN lines (`utils.damage`) on stderr for the run's duration,
+    once: a process that loaded the Dagster layer has its handler already (it prints
+    on stderr outside a Dagster step)."""
     from brain_pipeline.utils.damage import log
 
-    handler = _DamageToStderr(level=logging.WARNING)
-    log.addHandler(handler)
+    handler = None if log.handlers else _DamageToStderr(level=logging.WARNING)
+    if handler is not None:
+        log.addHandler(handler)
     try:
         yield
     finally:
-        log.removeHandler(handler)
+        if handler is not None:
+            log.removeHandler(handler)
 
 
 def forget_refusals(build_dir: Path) -> None:
@@ -83,7 +92,7 @@ def forget_refusals(build_dir: Path) -> None:
     from brain_pipeline.state.layout import StateLayout
 
     forgotten = forget(StateLayout.of(build_dir).embedding_gaps)
-    _note(f"--retry-refused: {forgotten} refused text(s) will be sent again")
+    note(f"--retry-refused: {forgotten} refused text(s) will be sent again")
 
 
 def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
@@ -104,7 +113,7 @@ def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
     layout = StateLayout.of(cfg.build_dir)
     inputs_at_start = current_inputs(cfg, layout, run_id)
     started = time.monotonic()
-    _note(describe_inputs(cfg))
+    note(describe_inputs(cfg))
     context = RunContext(
         cfg=cfg,
         run_id=run_id,
@@ -120,7 +129,7 @@ def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
             cfg.publish_root(),
             wait_seconds=cfg.locks.wait_seconds,
             holder=make_holder("brain-pipeline materialize", run_id),
-            on_wait=_note,
+            on_wait=note,
         ):
             forget_last_run(layout)  # proven again only by success
             if args.retry_refused:
@@ -132,18 +141,18 @@ def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
             try:
                 write_journal(layout, journal)
             except OSError as exc:  # e.g. a full disk: the run's work stands, say so
-                _note(f"could not keep this run's journal ({exc}); the UI will not show it")
+                note(f"could not keep this run's journal ({exc}); the UI will not show it")
             if journal.succeeded:
                 # Still under the run's locks: what is recorded is what this run left.
                 why_not = record_successful_run(cfg, run_id, inputs_at_start)
                 if why_not and args.verbose:
-                    _note(f"the next run cannot be skipped: {why_not}")
+                    note(f"the next run cannot be skipped: {why_not}")
     except LockBusyError as exc:
-        _note(str(exc))
+        note(str(exc))
         return EXIT_BUSY
     _notify(cfg, journal)
     if journal.interrupted is not None:
-        _note(journal.interrupted)
+        note(journal.interrupted)
         return EXIT_INTERRUPTED
     lexical = cfg.effective_provider() == "none"
     print(header(cfg.provider_label()))
@@ -167,4 +176,4 @@ def _notify(cfg: BrainConfig, journal: RunJournal) -> None:
 
     line = notify_direct_run(cfg, StateLayout.of(cfg.build_dir), journal)
     if line:
-        _note(line)
+        note(line)

@@ -123,6 +123,12 @@ def progress_sink() -> ProgressSink | None:
     return _SINKS[-1] if _SINKS else None
 
 
+def shown_by_sink(message: str) -> bool:
+    """A progress line while a sink shows the same figures: the console leaves it out
+    (a run's stored log keeps it). One rule for both kinds of run's console."""
+    return progress_sink() is not None and is_progress_line(message)
+
+
 def step_progress(
     say: Callable[[str], None],
     *,

@@ -14,7 +14,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import ConfigError
-from brain_pipeline.embedding.progress import is_progress_line, progress_sink
+from brain_pipeline.embedding.progress import shown_by_sink
 from brain_pipeline.lib.instance import in_process_run_tags
 from brain_pipeline.lib.steps import CORPUS, EVAL_FIXTURE, PUBLISH_ASSETS
 from brain_pipeline.steps import run_summary as summary
@@ -27,8 +27,8 @@ class _StepFormatter(logging.Formatter):
         meta = getattr(record, "dagster_meta", None) or {}
         step = meta.get("step_key") or ""
         message = meta.get("orig_message") or record.getMessage()
-        level = "" if record.levelno < logging.WARNING else f"{record.levelname.lower()}: "
-        return f"  {step:<26} {level}{message}"
+        level = "" if record.levelno < logging.WARNING else record.levelname.lower()
+        return summary.step_line(str(step), str(message), level)
 
 
 #: Dagster events the run summary states in one line each (with the root cause), so
@@ -55,10 +55,8 @@ class _ShownByTheBar(logging.Filter):
     (the run's event log keeps the lines; only the console skips them)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if progress_sink() is None:
-            return True
         meta = getattr(record, "dagster_meta", None) or {}
-        return not is_progress_line(str(meta.get("orig_message") or record.getMessage()))
+        return not shown_by_sink(str(meta.get("orig_message") or record.getMessage()))
 
 
 @dg.logger(

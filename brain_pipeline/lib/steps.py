@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.provenance import StepFailure
 from brain_pipeline.steps.report import CheckVerdict, Markdown, RunLink, StepResult, Table
 from brain_pipeline.utils.damage import log as _damage_log
+from brain_pipeline.utils.damage import print_report
 
 # Run storage key-value entry naming the build directory this instance serves.
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
@@ -190,7 +190,7 @@ class _DamageToRunLog(logging.Handler):
         if context is not None:
             context.log.warning(message)
         else:
-            print(f"brain-pipeline: warning: {message}", file=sys.stderr)
+            print_report(message)
 
 
 def _forward_damage_reports() -> None:

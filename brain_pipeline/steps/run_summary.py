@@ -15,6 +15,13 @@ from brain_pipeline.steps.run_journal import RunJournal, StepEntry
 BLOCKED_REASON = "not run (an upstream step or blocking check failed)"
 
 
+def step_line(step: str, message: str, level: str = "") -> str:
+    """`  step_name                  level: message`: a step's log line on the console
+    (`level` empty for INFO, else e.g. `warning`)."""
+    prefix = f"{level}: " if level else ""
+    return f"  {step:<26} {prefix}{message}"
+
+
 def header(provider_label: str | None) -> str:
     return f"run summary (embedding: {provider_label}):" if provider_label else "run summary:"
 

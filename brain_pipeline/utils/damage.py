@@ -26,6 +26,13 @@ from typing import TypeVar
 
 log = logging.getLogger("brain_pipeline.damage")
 
+
+def print_report(message: str) -> None:
+    """A damage report where no run log takes it: one line on stderr."""
+    import sys
+
+    print(f"brain-pipeline: warning: {message}", file=sys.stderr, flush=True)
+
 T = TypeVar("T")
 
 DAMAGED_SUFFIX = ".damaged"
