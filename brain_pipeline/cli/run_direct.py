@@ -105,7 +105,6 @@ def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
     from brain_pipeline.steps.publish import upload_to_s3
     from brain_pipeline.steps.run_journal import write_journal
     from brain_pipeline.steps.run_summary import header, journal_lines
-    from brain_pipeline.steps.trigger import describe_trigger
     from brain_pipeline.steps.up_to_date import current_inputs, record_successful_run
     from brain_pipeline.steps.up_to_date import forget as forget_last_run
 
@@ -121,7 +120,6 @@ def run_direct(cfg: BrainConfig, args: argparse.Namespace) -> int:
         make_embedder=embedder_for,
         upload=upload_to_s3,
         force_publish=args.force_publish,
-        trigger=describe_trigger({}, ()),
     )
     try:
         with hold_run_locks(

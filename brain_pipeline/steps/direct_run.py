@@ -29,6 +29,7 @@ from brain_pipeline.steps.plan import PLAN, Node
 from brain_pipeline.steps.provenance import StepFailure, StepLog
 from brain_pipeline.steps.report import CheckVerdict, StepResult
 from brain_pipeline.steps.run_journal import RunJournal, StepEntry
+from brain_pipeline.steps.trigger import BY_HAND
 
 LAUNCHED_BY = "brain-pipeline materialize"
 
@@ -50,7 +51,8 @@ class RunContext:
     make_embedder: Callable[[BrainConfig], Any]
     upload: Callable[..., Any]
     force_publish: bool = False
-    trigger: str = "a person"
+    trigger: str = BY_HAND
+    """Why the run exists (`steps.trigger`): a command is run by hand."""
     clock: Clock = _utc_now
     observed: dict[str, str] = field(default_factory=dict)
     """Data versions of this run's observations (the currency check compares with them)."""

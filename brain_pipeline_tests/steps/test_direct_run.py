@@ -13,6 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
+
 from brain_pipeline.config import load_config
 from brain_pipeline.embedding.factory import embedder_for
 from brain_pipeline.state.layout import StateLayout
@@ -22,6 +24,7 @@ from brain_pipeline.steps.plan import ASSETS, PLAN
 from brain_pipeline.steps.publish import upload_to_s3
 from brain_pipeline.steps.run_journal import RunJournal, StepEntry
 from brain_pipeline.steps.run_summary import journal_lines
+from brain_pipeline.steps.trigger import BY_HAND, TRIGGERED_BY
 from brain_pipeline_tests.defs.conftest import (
     IMPOSSIBLE,
     Project,
@@ -112,6 +115,11 @@ def test_a_direct_run_builds_and_publishes_what_a_dagster_run_does(tmp_path: Pat
     assert manifests[0]["corpus_digest"] == manifests[1]["corpus_digest"]
     assert [e.name for e in journal.steps] == [n.name for n in PLAN]
     assert _step(journal, "published_s3").status == "nothing"  # no bucket configured
+    # Why the run exists, as the Dagster run's chunks say it (a person, by hand).
+    event = dagster.instance.get_latest_materialization_event(dg.AssetKey("knowledge_chunks"))
+    assert event is not None and event.asset_materialization is not None
+    said = event.asset_materialization.metadata[TRIGGERED_BY].value
+    assert _step(journal, "knowledge_chunks").metadata[TRIGGERED_BY] == said == BY_HAND
 
 
 def test_an_edit_is_picked_up_incrementally_as_in_a_dagster_run(tmp_path: Path) -> None:
