@@ -1,14 +1,25 @@
-"""`brain-pipeline materialize`: run the asset graph in-process, checks included."""
+"""`brain-pipeline materialize`: a Dagster run of the asset graph, checks included.
+
+Every run that builds is a Dagster run: this command launches the selection (default:
+every asset and its checks) in this process against the shared instance, so the run is
+in the UI's Runs list as it happens, with its logs, failure events and re-execution, a
+raising or failing blocking check blocks what is downstream exactly as in a run the UI,
+the schedule or automation launches, and the run holds its place in the run queue and
+the `gemini_embedding` pool.
+
+In front of it sits the up-to-date skip: when nothing could change since the last
+successful full run, no run starts and Dagster is not even imported.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING
-
-from brain_pipeline.cli.run_direct import EXIT_BUSY, EXIT_INTERRUPTED, note
 
 if TYPE_CHECKING:
     from dagster import Definitions
@@ -16,36 +27,42 @@ if TYPE_CHECKING:
     from brain_pipeline.config import BrainConfig
 
 
-HELP = "materialise assets (default: everything) with their checks, in-process"
+HELP = "materialise assets (default: everything) with their checks, as a Dagster run"
 DESCRIPTION = """\
-Materialise the asset graph in this process, including the checks of the selected assets
-(so a failing retrieval_eval blocks publishing). Exits non-zero when any step fails or
-is blocked.
-
-Without --select, everything runs without Dagster: the same steps and checks, in the
-graph's order, with a blocking check stopping what is downstream, but no Dagster
-import, instance or event storage (3-4 CPU-seconds less per run on a 2-core machine).
-The run's journal is kept in the build directory (state/runs/); the code location's
-direct_runs sensor reports it to the Dagster instance, so the UI shows it at the
-sensor's next tick. With --select (e.g. '*' for everything) the run is a Dagster run in
-the instance the web UI uses, shown as it happens; so is --rebind.
+Launch a Dagster run of the selected assets (default: every asset) in this process,
+including the checks of the selected assets, so a failing or raising blocking check
+(retrieval_eval, fits_agent_string_limit) blocks publishing. The run uses the instance
+the web UI uses (brain-pipeline ui) and is shown in its Runs list as it happens. Exits
+non-zero when any step fails or is blocked.
 
 Without --select, the run is skipped when nothing could change: the corpus, fixture,
 configuration, code and embedding provider are those of the last successful full run,
 and its build and live publication are untouched (same stat signatures). It then prints
-"up to date: nothing changed since run <id> (published <when>)" and exits 0.
---force runs anyway; any --select always runs.
+"up to date: nothing changed since run <id> (published <when>)" and exits 0 without
+starting a run. --force runs anyway; any --select always runs.
 
 One writer at a time: the run holds the build directory's lock (and the publish root's
 when it publishes) for its whole duration. A second run waits up to locks.wait_seconds
 (BRAIN_LOCK_WAIT_SECONDS) and then exits 75 naming the holder (pid, run id, host).
 
+When no Dagster daemon is running (no `brain-pipeline ui`), the command sends the run's
+notification itself, read from the finished run in the instance; with a daemon, the
+notification sensors do, once either way.
+
 Selection uses Dagster's asset selection syntax, e.g.:
-  brain-pipeline materialize                          everything, without Dagster
-  brain-pipeline materialize --select '*'             everything, as a Dagster run
+  brain-pipeline materialize                          everything
   brain-pipeline materialize --select '*embeddings'   embeddings and everything upstream
   brain-pipeline materialize --select 'group:ingest'  discovery, chunks and the store
 """
+
+# Exit status when another run holds the build directory or publish root (sysexits'
+# EX_TEMPFAIL: try again later).
+EXIT_BUSY = 75
+# Ctrl-C: the shell's convention for a process ended by SIGINT (128 + 2).
+EXIT_INTERRUPTED = 130
+EVERYTHING = "*"
+TRIGGER_VARIABLE = "BRAIN_TRIGGER"
+"""Names who launched the command (a cron line sets it); default: by hand, or a script."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,8 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--select",
         default=None,
         metavar="SELECTION",
-        help="asset selection (Dagster syntax), run as a Dagster run; default: every asset, "
-        "run without Dagster ('*' runs every asset as a Dagster run)",
+        help="asset selection (Dagster syntax); default: every asset, skipped when "
+        "nothing changed since the last successful full run",
     )
     parser.add_argument(
         "--force",
@@ -84,23 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "-v",
         "--verbose",
         action="store_true",
-        help="say why the next run cannot be skipped; in a Dagster run (--select), show "
-        "Dagster's own step logs too",
+        help="say why the next run cannot be skipped, and show Dagster's own step logs",
     )
 
 
-def _selects_publishing(selection: str, definitions: Definitions) -> bool:
-    """Whether `selection` includes a publish asset (then the publish root is locked too).
-
-    A selection that does not parse answers False: materialize_selection then reports it
-    before anything runs.
-    """
-    from brain_pipeline.lib.runner import SelectionError, resolve_selection, selects_publishing
-
-    try:
-        return selects_publishing(resolve_selection(selection, definitions))
-    except SelectionError:
-        return False
+def note(message: str) -> None:
+    """One line of the command's own on stderr."""
+    print(f"brain-pipeline materialize: {message}", file=sys.stderr, flush=True)
 
 
 def _refuse(problems: list[object]) -> int:
@@ -132,9 +139,44 @@ def _nothing_to_do(cfg: BrainConfig) -> bool:
     return verdict.current
 
 
+def _selects_publishing(selection: str, definitions: Definitions) -> bool:
+    """Whether `selection` includes a publish asset (then the publish root is locked too).
+
+    A selection that does not parse answers False: materialize_selection then reports it
+    before anything runs.
+    """
+    from brain_pipeline.lib.runner import SelectionError, resolve_selection, selects_publishing
+
+    try:
+        return selects_publishing(resolve_selection(selection, definitions))
+    except SelectionError:
+        return False
+
+
+def forget_refusals(build_dir: Path) -> None:
+    """`--retry-refused`: drop the remembered refusals, under the build directory's lock,
+    so this run's embedding step sends those texts again."""
+    from brain_pipeline.embedding.gaps import forget_refusals as forget
+    from brain_pipeline.state.layout import StateLayout
+
+    forgotten = forget(StateLayout.of(build_dir).embedding_gaps)
+    note(f"--retry-refused: {forgotten} refused text(s) will be sent again")
+
+
+def launched_by() -> str:
+    """Who started this command, for the run's trigger: BRAIN_TRIGGER (e.g. set in a cron
+    line) when set, else by hand at a terminal, else a script without one."""
+    named = os.environ.get(TRIGGER_VARIABLE, "").strip()
+    if named:
+        return named
+    if sys.stdin is not None and sys.stdin.isatty():
+        return "brain-pipeline materialize, by hand at a terminal"
+    return "brain-pipeline materialize, from a script or cron (no terminal)"
+
+
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError, load_config
-    from brain_pipeline.preflight import Needs, check_inputs, describe_inputs
+    from brain_pipeline.preflight import Needs, check_inputs
 
     # Preflight before Dagster is even imported: a missing corpus or fixture, a missing
     # key or an unwritable publish root is one line in well under a second, never a run
@@ -150,34 +192,42 @@ def run(args: argparse.Namespace) -> int:
             return _refuse(list(problems))
         if not args.force and not args.rebind and _nothing_to_do(cfg):
             return 0
-        if not args.rebind:  # --rebind is about the Dagster instance: a Dagster run
-            from brain_pipeline.cli.run_direct import run_direct
+        args.select = EVERYTHING
+    return _launch(cfg, args)
 
-            return run_direct(cfg, args)
-        args.select = "*"
-    from brain_pipeline.cli.instance_setup import configured_instance
 
-    if configured_instance("materialize") is None:
-        return 2
-    from brain_pipeline.lib.instance import open_instance, reap_dead_runs, reaped_message
-    from brain_pipeline.lib.runner import (
-        SelectionError,
-        materialize_selection,
-        selected_asset_names,
-    )
+def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
+    from brain_pipeline.preflight import Needs, check_inputs, describe_inputs
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
     from brain_pipeline.steps.up_to_date import current_inputs, record_successful_run
     from brain_pipeline.steps.up_to_date import forget as forget_last_run
+    from brain_pipeline.utils.startup import imports_without_collection
 
     run_id = str(uuid.uuid4())
+    full = args.select == EVERYTHING
     inputs_at_start = current_inputs(cfg, StateLayout.of(cfg.build_dir), run_id)
     holder = make_holder(f"brain-pipeline materialize --select {args.select}", run_id)
     started = time.monotonic()
-    from brain_pipeline.definitions import build_definitions
+    # Dagster, its storage and the code location load here (see utils.startup).
+    with imports_without_collection():
+        from brain_pipeline.definitions import build_definitions
+        from brain_pipeline.lib.instance import (
+            ensure_instance_home,
+            open_instance,
+            reap_dead_runs,
+            reaped_message,
+        )
+        from brain_pipeline.lib.runner import (
+            SelectionError,
+            materialize_selection,
+            selected_asset_names,
+        )
 
-    definitions = build_definitions(config=cfg)
-    if args.select != "*":
+        definitions = build_definitions(config=cfg)
+        ensure_instance_home(cfg.instance_home())
+        instance = open_instance(cli_run=True)
+    if not full:
         try:
             names = selected_asset_names(args.select, definitions)
         except SelectionError as exc:
@@ -196,8 +246,8 @@ def run(args: argparse.Namespace) -> int:
             holder=holder,
             on_wait=note,
         ):
-            forget_last_run(StateLayout.of(cfg.build_dir))  # proven again only by success
-            instance = open_instance()
+            if full:
+                forget_last_run(StateLayout.of(cfg.build_dir))  # proven again by success
             if args.rebind:
                 from brain_pipeline.lib.steps import rebind_build_dir
 
@@ -206,8 +256,6 @@ def run(args: argparse.Namespace) -> int:
             for dead in reap_dead_runs(instance):
                 note(reaped_message(dead))
             if args.retry_refused:
-                from brain_pipeline.cli.run_direct import forget_refusals
-
                 forget_refusals(cfg.build_dir)
             from brain_pipeline.cli.progress_bar import progress_for
 
@@ -224,8 +272,9 @@ def run(args: argparse.Namespace) -> int:
                     provider_label=cfg.provider_label(),
                     lexical=cfg.effective_provider() == "none",
                     build_dir=cfg.build_dir,
+                    trigger=launched_by(),
                 )
-            if outcome.success and outcome.interrupted is None and args.select == "*":
+            if outcome.success and outcome.interrupted is None and full:
                 # Still under the run's locks: what is recorded is what this run left.
                 why_not = record_successful_run(cfg, outcome.run_id, inputs_at_start)
                 if why_not and args.verbose:
@@ -236,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
     except SelectionError as exc:
         print(f"brain-pipeline materialize: bad --select: {exc}", file=sys.stderr)
         return 2
+    _notify(instance, outcome.run_id, cfg)
     if outcome.interrupted is not None:
         note(outcome.interrupted)
         return EXIT_INTERRUPTED
@@ -245,3 +295,15 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0 if outcome.success else 1
+
+
+def _notify(instance: object, run_id: str, cfg: BrainConfig) -> None:
+    """The run's one notification, when no daemon's sensors will send it (`defs.notify`).
+    A channel that is down is one line here; it never changes the exit status."""
+    if not cfg.notify.configured:
+        return
+    from brain_pipeline.defs.notify import notify_finished_run
+
+    line = notify_finished_run(instance, run_id, cfg)  # type: ignore[arg-type]
+    if line:
+        note(line)

@@ -4,6 +4,7 @@
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
+from brain_pipeline.defs.health import step_check_results, step_check_specs
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import downstream_condition
@@ -27,6 +28,7 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         code_version=code_version,
         pool=GEMINI_POOL if provider == "gemini" else None,
         automation_condition=downstream_condition(),
+        check_specs=step_check_specs("embeddings"),
         owners=["team:knowledge"],
         tags={"domain": "embed"},
         description=(
@@ -50,7 +52,7 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
                 run_id=context.run.run_id,
                 log=context.log,
             )
-        return materialize_result(result)
+        return materialize_result(result, step_check_results("embeddings", cfg, context.log))
 
     return embeddings
 

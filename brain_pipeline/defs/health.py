@@ -1,7 +1,19 @@
 """The health checks (their verdicts: `steps.health`): WARN unless the agent would break;
-`fits_agent_string_limit` blocks a store the agent's loader could not read."""
+`fits_agent_string_limit` blocks a store the agent's loader could not read.
 
+The checks that read what their asset's step just wrote are declared on the asset
+(`check_specs`) and evaluated at the end of its step (`step_check_results`): the same
+checks in the UI, the same blocking (Dagster fails the step after storing the asset, so
+nothing downstream runs), without a step of their own each (six steps, and their start,
+output and success events, fewer per run). A check that raises is reported as a failed
+evaluation at its own severity, so a raising blocking check blocks and a raising WARN
+check does not. `published_store_is_current` stays a check of its own: it compares with
+the corpus as observed since, and is worth running alone.
+"""
+
+import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,52 +27,68 @@ from brain_pipeline.steps import health
 from brain_pipeline.steps.report import CheckVerdict
 
 
-def _record_check(
-    asset: str,
-    name: str,
-    description: str,
-    verdict: Callable[[BrainConfig], CheckVerdict],
-    *,
-    blocking: bool = False,
-) -> dg.AssetChecksDefinition:
-    @dg.asset_check(asset=asset, name=name, blocking=blocking, description=description)
-    def _check(settings: BrainSettings) -> dg.AssetCheckResult:
-        return check_result(verdict(settings.load()))
+@dataclass(frozen=True)
+class StepCheck:
+    """A check evaluated at the end of its asset's step; its verdict is the function of
+    `steps.health` named like the check."""
 
-    return _check
+    asset: str
+    name: str
+    description: str
+    blocking: bool = False
+
+    @property
+    def verdict(self) -> Callable[[BrainConfig], CheckVerdict]:
+        verdict: Callable[[BrainConfig], CheckVerdict] = getattr(health, self.name)
+        return verdict
+
+    @property
+    def spec(self) -> dg.AssetCheckSpec:
+        return dg.AssetCheckSpec(
+            name=self.name, asset=self.asset, description=self.description, blocking=self.blocking
+        )
+
+    def evaluate(self, cfg: BrainConfig, log: Any = None) -> CheckVerdict:
+        """The verdict; one that raises is a failed verdict at the check's severity."""
+        try:
+            return self.verdict(cfg)
+        except Exception as exc:
+            if log is not None:
+                log.error(f"{self.name} could not run:\n{traceback.format_exc()}")
+            return CheckVerdict(
+                False,
+                "ERROR" if self.blocking else "WARN",
+                f"the check could not run: {type(exc).__name__}: {exc}",
+            )
 
 
-HEALTH_CHECKS = [
-    _record_check(
+STEP_CHECKS = (
+    StepCheck(
         "knowledge_chunks",
         "corpus_problems",
         "WARN when files were skipped for a cause (binary, too large, unreadable) or are "
         "malformed (roadmap JSON that does not parse, over-long paragraphs): they are "
         "reported, never published silently.",
-        health.corpus_problems,
     ),
-    _record_check(
+    StepCheck(
         "knowledge_store",
         "no_empty_area",
         "WARN when an area of the corpus produced no chunks (the agent knows nothing there).",
-        health.no_empty_area,
     ),
-    _record_check(
+    StepCheck(
         "knowledge_store",
         "fits_agent_string_limit",
         "Counts knowledge-store.json in UTF-16 code units, as V8 does when the agent reads it "
         "into one string: WARN past 80 % of Node's 536,870,888 limit, ERROR (blocking "
         "publishing) past it.",
-        health.fits_agent_string_limit,
         blocking=True,
     ),
-    _record_check(
+    StepCheck(
         "embeddings",
         "embedding_coverage",
         "WARN when some live chunks have no vector (hybrid retrieval misses them).",
-        health.embedding_coverage,
     ),
-    _record_check(
+    StepCheck(
         "embeddings",
         "embedding_gaps",
         "WARN listing every live chunk without a vector (refused by the service, too long "
@@ -68,16 +96,28 @@ HEALTH_CHECKS = [
         "head: source file, heading, chunk id, reason. Such chunks stay lexical; refusals "
         "are not re-sent until the text, model, dimension or too_long policy changes "
         "(`brain-pipeline materialize --retry-refused` sends them again).",
-        health.embedding_gaps,
     ),
-    _record_check(
+    StepCheck(
         "published_local",
         "vectors_reach_agent",
         "WARN when embeddings.bin is withheld from the agent (its model is not "
         "publish.agent_query_model): the agent then ranks lexically only.",
-        health.vectors_reach_agent,
     ),
-]
+)
+
+
+def step_check_specs(asset: str) -> list[dg.AssetCheckSpec]:
+    """The checks `asset`'s step evaluates (for its decorator's `check_specs`)."""
+    return [check.spec for check in STEP_CHECKS if check.asset == asset]
+
+
+def step_check_results(asset: str, cfg: BrainConfig, log: Any = None) -> list[dg.AssetCheckResult]:
+    """Every check of `asset`, evaluated now (after its step wrote its outputs)."""
+    return [
+        check_result(check.evaluate(cfg, log), check_name=check.name)
+        for check in STEP_CHECKS
+        if check.asset == asset
+    ]
 
 
 def build_freshness_check(cfg: BrainConfig, clock: Any = None) -> dg.AssetChecksDefinition:
@@ -109,7 +149,5 @@ def build_freshness_check(cfg: BrainConfig, clock: Any = None) -> dg.AssetChecks
 
 @dg.definitions
 def health_definitions() -> dg.Definitions:
-    """The WARN checks: corpus problems, coverage, limits, and the publication's currency."""
-    return dg.Definitions(
-        asset_checks=[build_freshness_check(location_config()), *HEALTH_CHECKS]
-    )
+    """The publication's currency (the other health checks are their assets' specs)."""
+    return dg.Definitions(asset_checks=[build_freshness_check(location_config())])

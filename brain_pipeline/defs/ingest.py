@@ -11,6 +11,7 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.observation import CorpusSnapshot
+from brain_pipeline.defs.health import step_check_results, step_check_specs
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import chunks_condition, downstream_condition, run_trigger
@@ -111,6 +112,7 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         kinds={"python"},
         code_version=chunks_code_version(cfg),
         automation_condition=chunks_condition(),
+        check_specs=step_check_specs("knowledge_chunks"),
         owners=["team:knowledge"],
         tags={"domain": "ingest"},
         description=(
@@ -129,7 +131,10 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
         snapshot = _snapshot_for_run(context, cfg)
         with step_failures():
             result = chunk_corpus(cfg, layout, snapshot, run_id=context.run.run_id, log=context.log)
-        return materialize_result(with_trigger(result, triggered_by))
+        return materialize_result(
+            with_trigger(result, triggered_by),
+            step_check_results("knowledge_chunks", cfg, context.log),
+        )
 
     return knowledge_chunks
 
@@ -142,6 +147,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
         kinds={"python", "json"},
         code_version=STORE_CODE_VERSION,
         automation_condition=downstream_condition(),
+        check_specs=step_check_specs("knowledge_store"),
         owners=["team:knowledge"],
         tags={"domain": "ingest"},
         description=(
@@ -159,7 +165,7 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
             result = assemble_knowledge_store(
                 cfg, layout, run_id=context.run.run_id, log=context.log
             )
-        return materialize_result(result)
+        return materialize_result(result, step_check_results("knowledge_store", cfg, context.log))
 
     return knowledge_store
 

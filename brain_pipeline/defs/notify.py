@@ -128,17 +128,30 @@ def previous_event(
     )
 
 
-def notify_for_run(
-    context: dg.RunStatusSensorContext, config_path: str | None
-) -> dg.SkipReason | None:
-    """Report `context.dagster_run` once; None (go on to the next run) when it is not
-    ours or has nothing to report, else the tick's one-line account of the delivery.
-    The configuration is read at each tick (a new channel needs no reload)."""
-    cfg = load_config(config_path)
+def notify_finished_run(
+    instance: dg.DagsterInstance,
+    run_id: str,
+    cfg: BrainConfig,
+    log: Any = None,
+    *,
+    by_command: bool = True,
+) -> str | None:
+    """Report the finished run `run_id` once; the one-line account of the delivery, or
+    None when it is not ours, has nothing to report, was reported already, or (for the
+    command, `by_command`) a running daemon's sensors will report it.
+
+    One path for every run: the notification sensors call it at their tick, and
+    `brain-pipeline materialize` right after its run when no daemon runs. Whoever comes
+    first records the run as notified in the instance, so the other sends nothing.
+    """
     settings = cfg.notify
-    run = context.dagster_run
-    instance = context.instance
-    if not settings.configured or not _ours(run, cfg):
+    record = instance.get_run_record_by_id(run_id)
+    if record is None or not settings.configured:
+        return None
+    run = record.dagster_run
+    if not run.is_finished or not _ours(run, cfg):
+        return None
+    if by_command and sensors_will_notify(instance):
         return None
     key = NOTIFIED_KEY + run.run_id
     storage = instance.run_storage
@@ -153,11 +166,43 @@ def notify_for_run(
     delivery = deliver(settings, message)
     storage.set_cursor_values({key: event.kind})
     line = f"run {run.run_id[:8]}: {event.kind} message: {delivery.describe()}"
-    if delivery.ok:
-        context.log.info(line)
-    else:
-        context.log.warning(line)
-    return dg.SkipReason(line)
+    if log is not None:
+        (log.info if delivery.ok else log.warning)(line)
+    return line
+
+
+#: A sensor daemon whose last heartbeat is older than this is taken for gone (it beats
+#: every 30 s or so; one missed beat is not a dead daemon).
+DAEMON_HEARTBEAT_TOLERANCE_SECONDS = 120.0
+
+
+def sensors_will_notify(instance: dg.DagsterInstance, now: float | None = None) -> bool:
+    """Whether a live sensor daemon serves this instance (`brain-pipeline ui`, `dagster
+    dev` or `dagster-daemon run`), so the notification sensors will see the run."""
+    import time
+
+    heartbeats = instance.get_daemon_heartbeats()
+    beat = heartbeats.get("SENSOR")
+    if beat is None:
+        return False
+    return (now if now is not None else time.time()) - beat.timestamp < (
+        DAEMON_HEARTBEAT_TOLERANCE_SECONDS
+    )
+
+
+def notify_for_run(
+    context: dg.RunStatusSensorContext, config_path: str | None
+) -> dg.SkipReason | None:
+    """A notification sensor's tick for `context.dagster_run` (the configuration is read
+    at each tick: a new channel needs no reload)."""
+    line = notify_finished_run(
+        context.instance,
+        context.dagster_run.run_id,
+        load_config(config_path),
+        context.log,
+        by_command=False,
+    )
+    return dg.SkipReason(line) if line else None
 
 
 def _environment() -> dict[str, str]:

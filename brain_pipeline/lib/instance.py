@@ -180,12 +180,24 @@ def ensure_instance_home(home: Path) -> Path:
     return home
 
 
-def open_instance(home: Path | None = None) -> dg.DagsterInstance:
+#: What a run executed by the command line does without: its step logs are events in
+#: the run's event log (the UI shows them) and its console lines go to the terminal, so
+#: capturing the process's stdout/stderr into files as well only costs time.
+CLI_RUN_OVERRIDES: dict[str, Any] = {
+    "compute_logs": {
+        "module": "dagster._core.storage.noop_compute_log_manager",
+        "class": "NoOpComputeLogManager",
+    }
+}
+
+
+def open_instance(home: Path | None = None, *, cli_run: bool = False) -> dg.DagsterInstance:
     """`DagsterInstance.get()` for `home` (default: DAGSTER_HOME), created race-free.
 
     The first `get()` on a fresh folder creates the SQLite storages; done by two
     processes at once, one crashes with `table alembic_version already exists`. The
     instance lock makes the second wait for the first, then find the tables made.
+    `cli_run`: the same storages, without `CLI_RUN_OVERRIDES`' compute-log capture.
     """
     import dagster as dg
 
@@ -194,8 +206,14 @@ def open_instance(home: Path | None = None) -> dg.DagsterInstance:
     raw = os.environ.get("DAGSTER_HOME", "").strip()
     if not raw:
         return dg.DagsterInstance.get()  # Dagster's own error names what is missing
-    with _instance_lock(Path(raw).expanduser().resolve(), "brain-pipeline: opening instance"):
-        return dg.DagsterInstance.get()
+    folder = Path(raw).expanduser().resolve()
+    with _instance_lock(folder, "brain-pipeline: opening instance"):
+        if not cli_run:
+            return dg.DagsterInstance.get()
+        from dagster._core.instance.ref import InstanceRef
+
+        ref = InstanceRef.from_dir(str(folder), overrides=CLI_RUN_OVERRIDES)
+        return dg.DagsterInstance.from_ref(ref)
 
 
 # ---- run tags ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from brain_pipeline.embedding.progress import shown_by_sink
 from brain_pipeline.lib.instance import in_process_run_tags
 from brain_pipeline.lib.steps import CORPUS, EVAL_FIXTURE, PUBLISH_ASSETS
 from brain_pipeline.steps import run_summary as summary
+from brain_pipeline.steps.trigger import TRIGGER_TAG
 
 
 class _StepFormatter(logging.Formatter):
@@ -250,13 +251,15 @@ def materialize_selection(
     provider_label: str | None = None,
     lexical: bool = False,
     build_dir: Path | None = None,
+    trigger: str | None = None,
 ) -> MaterializeOutcome:
     """Run the implicit asset job over `selection`, checks of the selected assets included.
 
     Dagster includes the checks of selected assets, so a failing blocking check stops the
     publish steps of the same run exactly as a UI launch or the schedule would.
     `build_dir` (for the run's queue tag) comes from the caller's configuration when it
-    has read it already; otherwise the settings resource reads it.
+    has read it already; otherwise the settings resource reads it. `trigger` says who
+    launched the run (`steps.trigger.TRIGGER_TAG`; default: by hand).
     """
     defs = definitions
     keys = resolve_selection(selection, defs)
@@ -289,6 +292,7 @@ def materialize_selection(
         tags={
             "launched_by": "brain-pipeline materialize",
             "selection": selection,
+            **({TRIGGER_TAG: trigger} if trigger else {}),
             # pid/host: tells a dead run from a live one; build dir: the queue's limit.
             **in_process_run_tags(build_dir),
         },
@@ -299,14 +303,24 @@ def materialize_selection(
         echo = None  # Ctrl-C: the caller says what was saved, in one line
     if echo is not None:
         echo(summary.header(provider_label))
-    # A check's step succeeding says nothing its evaluation line did not: one line per check.
-    check_steps = {
+    # A check's own step succeeding says nothing its evaluation line did not: one line per
+    # check. An asset's step that evaluates its checks too stored the asset even when a
+    # blocking one failed (Dagster then fails the step): it is `ok`, the check line says
+    # what blocked the rest.
+    evaluated = {
         e.step_key for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
     }
+    materialised = {
+        e.step_key for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"
+    }
+    check_steps = evaluated - materialised
     for event in result.all_events:
         if event.step_key in check_steps and _is_check_step_verdict(event):
             continue
-        line = _describe(event, lexical=lexical)
+        if event.step_key in materialised and _is_check_step_verdict(event):
+            line: str | None = summary.ok_line(str(event.step_key))
+        else:
+            line = _describe(event, lexical=lexical)
         if line is None:
             continue
         outcome.lines.append(line)
@@ -323,3 +337,62 @@ def materialize_selection(
             if echo is not None:
                 echo(line)
     return outcome
+
+
+@dataclass
+class OperationOutcome:
+    """How a one-op job run by the command line ended (`run_operation`)."""
+
+    success: bool
+    run_id: str
+    output: str = ""
+    """The op's output (what it says it did) when it succeeded."""
+    error: str = ""
+    """Its failure's description (written for people) when it failed."""
+    refused: bool = False
+    """The failure said nothing was changed (its `refused` metadata)."""
+
+
+def run_operation(
+    job_name: str,
+    *,
+    definitions: dg.Definitions,
+    instance: dg.DagsterInstance,
+    run_config: dict[str, Any],
+    run_id: str,
+    build_dir: Path,
+    trigger: str,
+) -> OperationOutcome:
+    """Run the one-op job `job_name` in this process as a Dagster run of `instance`, with
+    the concise console logger; its output or its failure's one line, for the caller."""
+    job = definitions.resolve_job_def(job_name).with_logger_defs(
+        {"concise": concise_console_logger}
+    )
+    result = job.execute_in_process(
+        instance=instance,
+        run_config={**run_config, "loggers": {"concise": {"config": {"log_level": "INFO"}}}},
+        raise_on_error=False,
+        run_id=run_id,
+        tags={TRIGGER_TAG: trigger, **in_process_run_tags(build_dir)},
+    )
+    if result.success:
+        (node,) = job.graph.node_names()
+        return OperationOutcome(True, result.run_id, output=str(result.output_for_node(node)))
+    for event in result.all_events:
+        if event.event_type_value == "STEP_FAILURE" and event.step_failure_data is not None:
+            user = event.step_failure_data.user_failure_data
+            if user is not None:
+                refused = user.metadata.get("refused")
+                return OperationOutcome(
+                    False,
+                    result.run_id,
+                    error=str(user.description or "failed"),
+                    refused=bool(getattr(refused, "value", refused)),
+                )
+            error = event.step_failure_data.error
+            return OperationOutcome(
+                False, result.run_id, error=str(error.message if error else "failed").strip()
+            )
+        if event.event_type_value == "RESOURCE_INIT_FAILURE":
+            return OperationOutcome(False, result.run_id, error=_describe(event) or "failed")
+    return OperationOutcome(False, result.run_id, error="the run failed")

@@ -154,9 +154,14 @@ def table(
     return dg.MetadataValue.table(records, schema=schema)
 
 
-def materialize_result(result: StepResult) -> dg.MaterializeResult:
+def materialize_result(
+    result: StepResult, checks: list[dg.AssetCheckResult] | None = None
+) -> dg.MaterializeResult:
+    """The step's materialisation, with the results of the checks its step evaluates."""
     return dg.MaterializeResult(
-        metadata=to_metadata(result.metadata), data_version=dg.DataVersion(result.data_version)
+        metadata=to_metadata(result.metadata),
+        data_version=dg.DataVersion(result.data_version),
+        check_results=checks or None,
     )
 
 
@@ -170,8 +175,10 @@ def latest_corpus_observation(instance: dg.DagsterInstance) -> tuple[str | None,
     return tags.get(DATA_VERSION_TAG), record.run_id
 
 
-def check_result(verdict: CheckVerdict) -> dg.AssetCheckResult:
+def check_result(verdict: CheckVerdict, check_name: str | None = None) -> dg.AssetCheckResult:
+    """`verdict` as Dagster's result (`check_name` for a check evaluated in its asset's step)."""
     return dg.AssetCheckResult(
+        check_name=check_name,
         passed=verdict.passed,
         severity=dg.AssetCheckSeverity[verdict.severity],
         description=verdict.description,

@@ -133,8 +133,7 @@ def previous_outcome(earlier: Iterable[RunFacts]) -> Previous | None:
     """What the finished runs before one said, given newest first: the kind of the last
     bad event (blocked, failed, regression), `good` when a clean publication (not held)
     came after it, None when none of them published or failed. `earlier` may be lazy:
-    it is read only as far as the answer. The sensors (runs of the instance) and a run
-    made without Dagster (its journals, `steps.notify_run`) share this one rule."""
+    it is read only as far as the answer (`defs.notify` reads the instance's runs)."""
     for facts in earlier:
         event = classify(facts, None)
         if event is not None and event.kind in BAD_EVENTS:

@@ -18,8 +18,6 @@
     locks/             one writer per build directory (OS locks, holder described)
     publications.json  every publication, rollback and hold, append-only (publishing.history)
     published/         the last K publications' files, content-addressed (rollback)
-    runs/              one journal per run made without Dagster (the UI learns of it later)
-    notified-runs.json the runs made without Dagster whose notification went out (once)
 ```
 
 Paths are only named here; each module that owns a file creates it.
@@ -107,13 +105,3 @@ class StateLayout:
     @property
     def published_archive(self) -> Path:
         return self.state_dir / "published"
-
-    @property
-    def run_journal_dir(self) -> Path:
-        """One JSON file per run made without Dagster (`steps.run_journal`)."""
-        return self.state_dir / "runs"
-
-    @property
-    def notified_runs(self) -> Path:
-        """Runs made without Dagster already notified (`steps.notify_run`): never twice."""
-        return self.state_dir / "notified-runs.json"

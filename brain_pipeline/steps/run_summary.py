@@ -1,16 +1,13 @@
-"""The run summary's lines, one per step outcome and check, for every kind of run.
+"""The run summary's lines, one per step outcome and check (`lib.runner` prints them).
 
-A run through Dagster (`lib.runner`) and a run made without it (`steps.direct_run`)
-end with the same summary, so a person (or a script grepping for `FAILED`) reads one
-format whichever way the run went.
+Plain functions of plain values, so the format a person (or a script grepping for
+`FAILED`) reads is decided and tested without Dagster.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-
-from brain_pipeline.steps.run_journal import RunJournal, StepEntry
 
 BLOCKED_REASON = "not run (an upstream step or blocking check failed)"
 
@@ -68,24 +65,3 @@ def check_line(
     else:
         verdict = f"FAILED {description}"
     return f"  check    {name}: {verdict}" + (f" ({figures})" if figures else "")
-
-
-def entry_line(entry: StepEntry, *, lexical: bool) -> str:
-    if entry.status == "blocked":
-        return blocked_line(entry.name)
-    if entry.status == "failed":
-        return failed_line(entry.name, entry.error or "failed")
-    if entry.kind == "check":
-        return check_line(
-            entry.name,
-            passed=entry.passed,
-            severity=entry.severity,
-            description=entry.description or "",
-            metadata=entry.metadata,
-            lexical=lexical,
-        )
-    return ok_line(entry.name)
-
-
-def journal_lines(journal: RunJournal, *, lexical: bool) -> list[str]:
-    return [entry_line(entry, lexical=lexical) for entry in journal.steps]

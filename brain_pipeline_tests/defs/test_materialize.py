@@ -286,16 +286,9 @@ def test_cli_materialize_exits_non_zero_when_the_check_fails(
     sample_project.write_config(**{"evaluation.thresholds": {"bm25": {"min_ndcg_at_10": 1.0}}})
     monkeypatch.setenv("BRAIN_CONFIG", str(sample_project.config_path))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
-    assert main(["materialize"]) == 1  # without Dagster: the run's journal says why
+    assert main(["materialize"]) == 1
     _assert_nothing_published(sample_project)
-    from brain_pipeline.state.layout import StateLayout
-    from brain_pipeline.steps.run_journal import latest_journal
-
-    journal = latest_journal(StateLayout.of(sample_project.build))
-    assert journal is not None and not journal.succeeded
-    evaluation = journal.step("retrieval_eval")
-    assert evaluation is not None and (evaluation.passed, evaluation.severity) == (False, "ERROR")
-    assert main(["materialize", "--select", "*"]) == 1  # the same run as a Dagster run
+    assert main(["materialize", "--select", "*"]) == 1  # the same with a selection
     _assert_nothing_published(sample_project)
     # The CLI used the shared, persistent instance: the failed check is on record there.
     instance = dg.DagsterInstance.get()

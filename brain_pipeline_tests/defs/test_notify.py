@@ -9,6 +9,7 @@ bad or recovered run's one message reaches the webhook and the mailbox exactly o
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +170,60 @@ def test_the_sensors_run_by_default_only_when_a_channel_is_configured(
     tiny_project.settings["notify"] = {"webhook_url": "http://127.0.0.1:9/hook"}
     tiny_project.write_config()
     assert statuses() == {dg.DefaultSensorStatus.RUNNING}
+
+
+def test_the_command_notifies_once_when_no_daemon_runs_and_leaves_it_to_a_live_one(
+    tiny_project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One path for every run: `brain-pipeline materialize` sends the finished run's one
+    message itself when no sensor daemon serves the instance; a later sensor tick sends
+    nothing more. With a daemon's recent heartbeat, the command leaves it to the sensors."""
+    from dagster._daemon.types import DaemonHeartbeat
+
+    from brain_pipeline.cli import main
+    from brain_pipeline_tests.defs.conftest import cli_sees
+
+    cli_sees(tiny_project, monkeypatch)
+    with WebhookServer.start() as hook:
+        tiny_project.settings["notify"] = {"webhook_url": f"{hook.url}/hooks/{HOOK_TOKEN}"}
+        tiny_project.write_config()
+        assert main(["materialize"]) == 0
+        _bury_gliders(tiny_project)
+        assert main(["materialize"]) == 1  # blocked: no daemon, the command sends it
+        assert [b["event"] for b in hook.bodies] == ["blocked"]
+        assert "notification" not in capsys.readouterr().out
+        instance = dg.DagsterInstance.get()
+        try:
+            blocked_run = hook.bodies[0]["run_id"]
+            run = instance.get_run_by_id(blocked_run)
+            assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
+            # The daemon's sensors, ticking later, find it sent.
+            project = Project(**{**tiny_project.__dict__, "instance": instance})
+            ticker = Ticker(project)
+            ticker.cursors = {name: None for name in SENSORS}
+            defs = build_definitions(str(tiny_project.config_path))
+            for name in SENSORS:  # ticks over the finished run, as a daemon started now
+                context = dg.build_run_status_sensor_context(
+                    sensor_name=name,
+                    dagster_instance=instance,
+                    dagster_run=run,
+                    dagster_event=dg.DagsterEvent(
+                        event_type_value="PIPELINE_FAILURE", job_name=run.job_name
+                    ),
+                    context=None,
+                )
+                defs.resolve_sensor_def(name)(context)  # type: ignore[operator]
+            assert len(hook.bodies) == 1
+
+            # A live sensor daemon: the command leaves the message to its sensors.
+            ticker.tick(1)
+            instance.add_daemon_heartbeat(
+                DaemonHeartbeat(time.time(), "SENSOR", "test-daemon", errors=[])
+            )
+            assert main(["materialize", "--force"]) == 1
+            assert len(hook.bodies) == 1
+            ticker.tick()
+            assert len(hook.bodies) == 2 and hook.bodies[1]["event"] == "blocked"
+            assert hook.bodies[1]["run_id"] != blocked_run
+        finally:
+            instance.dispose()

@@ -1,11 +1,10 @@
-"""The run summary's lines: one format for a Dagster run and a run made without it."""
+"""The run summary's lines, decided as plain values (lib.runner prints them for a run)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from brain_pipeline.steps.run_journal import StepEntry
-from brain_pipeline.steps.run_summary import check_line, entry_line
+from brain_pipeline.steps.run_summary import blocked_line, check_line, failed_line, ok_line
 
 
 @dataclass
@@ -41,19 +40,9 @@ def test_dagster_metadata_values_give_the_same_line_as_plain_ones() -> None:
     assert _check(False, "ERROR", wrapped) == _check(False, "ERROR", FIGURES)
 
 
-def test_entry_lines_name_the_outcome() -> None:
-    def line(**kw: object) -> str:
-        return entry_line(StepEntry(**kw), lexical=True)  # type: ignore[arg-type]
-
-    assert line(name="embeddings", kind="asset", status="ok") == "  ok       embeddings"
-    assert line(name="published_s3", kind="asset", status="nothing") == "  ok       published_s3"
-    assert line(name="embeddings", kind="asset", status="failed", error="E: x") == (
-        "  FAILED   embeddings: E: x"
-    )
-    assert line(name="published_local", kind="asset", status="blocked") == (
+def test_step_lines_name_the_outcome() -> None:
+    assert ok_line("embeddings") == "  ok       embeddings"
+    assert failed_line("embeddings", "E: x") == "  FAILED   embeddings: E: x"
+    assert blocked_line("published_local") == (
         "  blocked  published_local: not run (an upstream step or blocking check failed)"
     )
-    assert line(
-        name="no_empty_area", kind="check", status="ok", passed=False, severity="WARN",
-        description="area x is empty",
-    ) == "  check    no_empty_area: WARN area x is empty"
