@@ -5,14 +5,13 @@
   and a nightly run is also what refreshes the evaluation and the publication.
 - `corpus_observation_sensor` observes the corpus and the fixture and records an
   `AssetObservation` with a data-version tag only when a digest changed (its cursor is
-  the two digests, never per-file state, so each tick stores a few bytes). When the new
-  corpus version is not the one the chunks were last built from, the same tick requests
-  the rebuild run (tagged with the trigger and the version), so the tick that saw a
-  change is a SUCCESS that names its run, not a SKIPPED no-op.
-- `automation_sensor` evaluates the assets' automation conditions (`lib.conditions`:
-  `knowledge_chunks` on `eager()` or a corpus version it has not read, and why `eager()`
-  alone would lose edits). The store and the vectors follow eagerly; the publish steps
-  follow only once every blocking check upstream has passed.
+  the two digests, never per-file state, so each tick stores a few bytes). It launches
+  nothing: one launcher per change.
+- `automation_sensor` is that launcher. It evaluates the assets' automation conditions
+  (`lib.conditions`: `knowledge_chunks` on `eager()` or a corpus version it has not
+  read, and why `eager()` alone would lose edits), so one edit makes one run: the chunks,
+  then the store and the vectors in the same run; the publish steps only once every
+  blocking check upstream has passed.
 """
 
 from __future__ import annotations
@@ -23,23 +22,8 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.lib.code_location import location_config
-from brain_pipeline.lib.conditions import (
-    CORPUS_VERSION_TAG,
-    consumed_corpus_version,
-    corpus_version_unconsumed,
-)
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
 from brain_pipeline.steps.trigger import TRIGGER_TAG
-
-REBUILD_ASSETS = (
-    "knowledge_chunks",
-    "knowledge_store",
-    "embeddings",
-    "published_local",
-    "published_s3",
-)
-"""What a corpus change makes stale, in order: the run the observation sensor requests."""
-
 
 reingest_job = dg.define_asset_job(
     name="reingest_job",
@@ -77,12 +61,11 @@ def build_observation_sensor(cfg: BrainConfig) -> dg.SensorDefinition:
         name="corpus_observation_sensor",
         minimum_interval_seconds=cfg.schedule.sensor_min_interval_seconds,
         default_status=_status(cfg.schedule.sensor_enabled),
-        target=dg.AssetSelection.assets(*REBUILD_ASSETS),
         description=(
             "Observes the corpus and the fixture (a stat per file; only changed files are "
             "hashed); records an observation with the new data version when either digest "
-            "changed, and requests the rebuild when the new corpus version is not the one "
-            "the chunks were built from. automation_sensor is the safety net."
+            "changed. It launches nothing: automation_sensor sees the new version and "
+            "launches the one rebuild run."
         ),
     )
     def corpus_observation_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
@@ -117,28 +100,11 @@ def build_observation_sensor(cfg: BrainConfig) -> dg.SensorDefinition:
             for name in changed
         )
         context.log.info(f"recorded observations: {summary}")
-        requests = []
-        consumed = consumed_corpus_version(context.instance)
-        if "corpus" in changed and corpus_version_unconsumed(snapshot.digest, consumed):
-            requests.append(
-                dg.RunRequest(
-                    asset_selection=[dg.AssetKey(name) for name in REBUILD_ASSETS],
-                    tags={
-                        BUILD_DIR_TAG: build_dir_tag_value(live.build_dir),
-                        TRIGGER_TAG: "corpus_observation_sensor: new corpus data version",
-                        CORPUS_VERSION_TAG: snapshot.digest,
-                    },
-                )
-            )
-            context.log.info(
-                f"requested the rebuild: the chunks were built from corpus {(consumed or '—')[:12]}"
-            )
         return dg.SensorResult(
             asset_events=events,
-            run_requests=requests,
             cursor=cursor,
             # Dagster marks a tick without a run SKIPPED; say what it recorded.
-            skip_reason=None if requests else f"recorded {summary}; nothing to rebuild",
+            skip_reason=f"recorded {summary}; automation_sensor launches the rebuild",
         )
 
     return corpus_observation_sensor

@@ -24,7 +24,6 @@ from brain_pipeline.steps.trigger import describe_trigger
 CHUNKS = dg.AssetKey("knowledge_chunks")
 CONSUMED_DIGEST_METADATA = "corpus_digest"
 """Metadata of a `knowledge_chunks` materialisation: the corpus digest that run chunked."""
-CORPUS_VERSION_TAG = "brain_pipeline/corpus_version"
 EVALUATION_ID_TAG = "dagster/asset_evaluation_id"  # set by Dagster on automation runs
 UNCONSUMED_LABEL = "corpus_version_unconsumed"
 UPSTREAM_LABEL = "upstream_requested"

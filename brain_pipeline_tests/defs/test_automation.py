@@ -9,14 +9,11 @@ import dagster as dg
 
 from brain_pipeline.definitions import build_definitions
 from brain_pipeline.lib.conditions import (
-    CORPUS_VERSION_TAG,
     UNCONSUMED_LABEL,
     consumed_corpus_version,
     true_labels,
 )
-from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
 from brain_pipeline.lib.steps import latest_corpus_observation
-from brain_pipeline.steps.trigger import TRIGGER_TAG
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus, observe_with_sensor
 
 MATERIALIZED = ["knowledge_chunks", "knowledge_store", "embeddings", "published_local"]
@@ -109,27 +106,28 @@ def test_sensor_records_observations_only_when_a_digest_changes(tiny_project: Pr
     assert not after.asset_events
 
 
-def test_a_changed_tick_requests_the_rebuild_it_names(tiny_project: Project) -> None:
-    """The tick that saw a new corpus version launches the run (so Dagster records it as a
-    SUCCESS with its run, not SKIPPED), tagged with the trigger and the version."""
+def test_one_edit_makes_one_run_launched_by_automation(tiny_project: Project) -> None:
+    """The observation sensor only observes; automation is the one launcher, so an edit
+    seen by the sensor and then by automation makes exactly one run, not two."""
     assert tiny_project.materialize().success
     defs = _defs(tiny_project)
-    baseline = _tick(defs, tiny_project.instance, None)
-    # Nothing new for the chunks: the first tick records the versions, requests nothing,
-    # and says so instead of Dagster's "empty result".
-    assert not baseline.run_requests
-    assert baseline.skip_reason is not None
-    assert "nothing to rebuild" in str(baseline.skip_reason.skip_message)
+    instance = tiny_project.instance
+    baseline = _tick(defs, instance, None)
+    quiet = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    assert quiet.total_requested == 0
 
     edit_corpus(tiny_project)
-    changed = _tick(defs, tiny_project.instance, baseline.cursor)
-    (request,) = changed.run_requests or []
-    assert changed.skip_reason is None
-    assert request.asset_selection is not None
-    assert {k.to_user_string() for k in request.asset_selection} >= set(MATERIALIZED)
-    assert request.tags[CORPUS_VERSION_TAG] == _observed(changed)["corpus"]
-    assert request.tags[TRIGGER_TAG].startswith("corpus_observation_sensor")
-    assert request.tags[BUILD_DIR_TAG] == build_dir_tag_value(tiny_project.build)
+    changed = _tick(defs, instance, baseline.cursor)
+    assert set(_observed(changed)) == {"corpus"}
+    assert not changed.run_requests  # the sensor launches nothing...
+    assert changed.skip_reason is not None
+    assert "automation_sensor launches" in str(changed.skip_reason.skip_message)
+    # ...the tick's observation is stored as the daemon stores it...
+    for event in changed.asset_events or []:
+        instance.report_runless_asset_event(event)
+    # ...and automation requests the one rebuild: every asset the edit affects, one run.
+    result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=quiet.cursor)
+    assert _requested(result) == set(MATERIALIZED)
 
 
 def test_sensor_ignores_touches_and_files_the_pipeline_does_not_read(

@@ -246,11 +246,19 @@ def test_schedule_sensor_and_automation_runs_say_what_started_them(
     assert automation.startswith(AUTOMATION_PREFIX)
     assert UNCONSUMED_LABEL in automation.removeprefix(AUTOMATION_PREFIX).split(", ")
 
-    by_sensor = _phase(
-        daemon,
-        instance,
-        ["sensor", "corpus_observation_sensor"],
-        lambda tags: tags.get("dagster/sensor_name") == "corpus_observation_sensor",
-        before=lambda: edit_corpus(project, "The sensor requests the rebuild itself."),
-    )
-    assert set(by_sensor.values()) == {"corpus_observation_sensor: new corpus data version"}
+    # One launcher: the observation sensor records the edit, automation runs it, once.
+    daemon.dagster("sensor", "start", "corpus_observation_sensor")
+    try:
+        by_observation = _phase(
+            daemon,
+            instance,
+            ["sensor", "automation_sensor"],
+            lambda tags: True,
+            before=lambda: edit_corpus(project, "The sensor observes; automation rebuilds."),
+        )
+    finally:
+        daemon.dagster("sensor", "stop", "corpus_observation_sensor")
+    (observed,) = by_observation.values()  # one run rebuilt the edit
+    assert observed.startswith(AUTOMATION_PREFIX)
+    (run_id,) = by_observation
+    assert _tags(instance, run_id).get("dagster/from_automation_condition") == "true"
