@@ -5,12 +5,17 @@ meet their resources and their results become metadata.
 """
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import dagster as dg
 
+from brain_pipeline.config import BrainConfig
+from brain_pipeline.defs.health import step_check_results, step_check_specs
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
+from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import publish_condition, run_trigger
 from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
+from brain_pipeline.steps.health import FRESHNESS_MARGIN, freshness_allowance
 from brain_pipeline.steps.publish import (
     PUBLISH_CODE_VERSION,
     publish_to_agent,
@@ -25,41 +30,58 @@ class PublishConfig(dg.Config):
     """Publish even though no passing evaluation of this data is recorded (logged)."""
 
 
-@dg.asset(
-    name="published_local",
-    group_name="publish",
-    deps=["embeddings"],
-    kinds={"python", "json"},
-    code_version=PUBLISH_CODE_VERSION,
-    automation_condition=PUBLISH_CONDITION,
-    owners=["team:knowledge"],
-    tags={"domain": "publish"},
-    description=(
-        "Writes knowledge-store.json (and embeddings.bin when its model is the agent's query "
-        "model) plus manifest.json to the agent's src/storage, and to dist/storage when the "
-        "agent has a dist/ build. Refuses unless retrieval_eval passed for these exact inputs."
-    ),
-)
-def published_local(
-    context: dg.AssetExecutionContext, settings: BrainSettings, config: PublishConfig
-) -> dg.MaterializeResult:
-    cfg, layout = start_step(context.instance, settings, context.run)
-    with step_failures():
-        publication = publish_to_agent(
-            cfg,
-            layout,
-            force=config.force,
-            run_id=context.run.run_id,
-            log=context.log,
-            trigger=run_trigger(context.instance, context.run.tags, context.asset_key),
+def publication_freshness(cfg: BrainConfig) -> dg.FreshnessPolicy:
+    """How old the live publication may grow: WARN once a scheduled run is overdue (the
+    schedule's longest gap), FAIL past it plus `steps.health.FRESHNESS_MARGIN`. Dagster's
+    freshness daemon evaluates it (every 30 s under `brain-pipeline ui`), between runs
+    too; `published_store_is_current` adds what a time window cannot see: a newer
+    corpus than the one the agent serves."""
+    fail = freshness_allowance(cfg, datetime.now(UTC))
+    return dg.FreshnessPolicy.time_window(fail_window=fail, warn_window=fail - FRESHNESS_MARGIN)
+
+
+def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
+    @dg.asset(
+        name="published_local",
+        group_name="publish",
+        deps=["embeddings"],
+        kinds={"python", "json"},
+        code_version=PUBLISH_CODE_VERSION,
+        automation_condition=PUBLISH_CONDITION,
+        freshness_policy=publication_freshness(cfg),
+        check_specs=step_check_specs("published_local"),
+        owners=["team:knowledge"],
+        tags={"domain": "publish"},
+        description=(
+            "Writes knowledge-store.json (and embeddings.bin when its model is the agent's query "
+            "model) plus manifest.json to the agent's src/storage, and to dist/storage when the "
+            "agent has a dist/ build. Refuses unless retrieval_eval passed for these exact inputs."
+        ),
+    )
+    def published_local(
+        context: dg.AssetExecutionContext, settings: BrainSettings, config: PublishConfig
+    ) -> dg.MaterializeResult:
+        cfg, layout = start_step(context.instance, settings, context.run)
+        with step_failures():
+            publication = publish_to_agent(
+                cfg,
+                layout,
+                force=config.force,
+                run_id=context.run.run_id,
+                log=context.log,
+                trigger=run_trigger(context.instance, context.run.tags, context.asset_key),
+            )
+        return materialize_result(
+            publication, step_check_results("published_local", cfg, context.log)
         )
-    return materialize_result(publication)
+
+    return published_local
 
 
 @dg.asset(
     name="published_s3",
     group_name="publish",
-    deps=[published_local],
+    deps=["published_local"],
     kinds={"s3"},
     code_version=PUBLISH_CODE_VERSION,
     automation_condition=PUBLISH_CONDITION,
@@ -96,4 +118,4 @@ def published_s3(
 
 @dg.definitions
 def publish_definitions() -> dg.Definitions:
-    return dg.Definitions(assets=[published_local, published_s3])
+    return dg.Definitions(assets=[build_published_local(location_config()), published_s3])

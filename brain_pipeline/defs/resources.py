@@ -10,13 +10,20 @@ intervals) changes when it reloads.
 - `RunLocks` reads that snapshot and holds the build directory's lock (and the publish
   root's when the run publishes) for the whole run, whoever launched it.
 - `BrainSettings` hands the snapshot to every step (`load()`).
-- `EmbeddingClient` builds the document embedder; its `api_key` is a `dg.EnvVar`, so the
-  key is resolved in the run's process and never appears in the UI or a run's config.
-  The field is only set when a key variable is set at load: an unset EnvVar fails the
-  run, and the default needs no key at all.
-- `S3Publisher` uploads with boto3 to the bucket, prefix, region, endpoint and timeouts of
-  the run's configuration (`publish.s3` and its variables); credentials come from the
+- `EmbeddingClient` builds the document embedder. Its fields show the provider, model,
+  dimension and too_long policy the vectors are made with; its `api_key` is a
+  `dg.EnvVar`, so the key is resolved in the run's process and never appears in the UI
+  or a run's config. The key field is only set when a key variable is set at load: an
+  unset EnvVar fails the run, and the default needs no key at all.
+- `S3Publisher` uploads with boto3; its fields show the bucket, prefix, region, endpoint
+  and whether vectors go too (`publish.s3` and its variables); credentials come from the
   usual AWS chain.
+
+Both outside clients' fields are read from the configuration when the code location
+loads, so the UI shows them; a run whose own snapshot disagrees (the file was edited
+and the location not reloaded) refuses at the step that would use them, naming the
+setting. A run launched by the CLI, the schedule or automation loads the location
+afresh, so they agree.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig, load_config
-from brain_pipeline.lib.code_location import location_config_path
+from brain_pipeline.lib.code_location import location_config, location_config_path
 from brain_pipeline.lib.steps import PUBLISH_ASSETS
 
 if TYPE_CHECKING:
@@ -90,26 +97,94 @@ class BrainSettings(dg.ConfigurableResource):
 class EmbeddingClient(dg.ConfigurableResource):
     """The document embedder the configuration selects: Gemini (google-genai) or local.
 
-    `api_key` and `base_url` configure the Gemini client; model, dimension and pacing are
-    the configuration's (they decide the vectors' bytes, so they are code versions).
+    `provider`, `model`, `dimension` and `too_long` are the settings that decide the
+    vectors' bytes, as the code location read them from the configuration: the UI shows
+    them on the resource's page. A run embeds with its own snapshot of the configuration;
+    when that says otherwise (the file was edited after the location loaded) the step
+    refuses, naming the setting, rather than record vectors under the wrong settings.
+    `api_key` and `base_url` configure the Gemini client.
     """
 
+    provider: str = "none"
+    model: str = ""
+    dimension: int = 0
+    too_long: str = "truncate"
     api_key: str | None = None
     base_url: str | None = None
+
+    @classmethod
+    def for_config(cls, cfg: BrainConfig, **client: Any) -> EmbeddingClient:
+        return cls(
+            provider=cfg.effective_provider(),
+            model=cfg.embedding.model,
+            dimension=cfg.embedding.dimension,
+            too_long=cfg.embedding.too_long,
+            **client,
+        )
+
+    def shown(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "dimension": self.dimension,
+            "too_long": self.too_long,
+        }
 
     def embedder(self, cfg: BrainConfig) -> Any:
         from brain_pipeline.embedding.factory import embedder_for
 
+        refuse_if_moved("embedding", self.shown(), EmbeddingClient.for_config(cfg).shown())
         return embedder_for(cfg, api_key=self.api_key, base_url=self.base_url)
 
 
-class S3Publisher(dg.ConfigurableResource):
-    """Uploads a publication with boto3 where the run's configuration says (`publish.s3`).
+def refuse_if_moved(section: str, loaded: dict[str, Any], now: dict[str, Any]) -> None:
+    """Fail the step when the run's configuration differs from the resource's fields."""
+    moved = [f"{section}.{k}: {loaded[k]!r} -> {now[k]!r}" for k in loaded if loaded[k] != now[k]]
+    if moved:
+        raise dg.Failure(
+            description=(
+                f"the configuration changed after the code location loaded ({'; '.join(moved)}): "
+                "reload the code location (the UI's Reload button, or restart "
+                "`brain-pipeline ui`) so the run and the resource agree"
+            )
+        )
 
-    It has no settings of its own: fields fixed when the code location loads would be a
-    second source beside the configuration the run read, and an edit between two runs
-    would send the upload to one bucket while the run's metadata named another.
+
+class S3Publisher(dg.ConfigurableResource):
+    """Uploads a publication with boto3 where `publish.s3` says.
+
+    Its fields are the configuration's, as the code location read it (the UI shows where
+    uploads go); the run's own snapshot must agree, or the step refuses, naming the
+    setting (see `EmbeddingClient`). Dagster-aws's `S3Resource` is not used: importing
+    it imports boto3 in every run (0.6 CPU-s measured here), bucket or none; the client
+    is built only when an upload happens.
     """
+
+    bucket: str | None = None
+    prefix: str = ""
+    region: str | None = None
+    endpoint_url: str | None = None
+    include_embeddings: bool = False
+
+    @classmethod
+    def for_config(cls, cfg: BrainConfig) -> S3Publisher:
+        s3 = cfg.publish.s3
+        return cls(
+            bucket=s3.bucket,
+            prefix=s3.prefix,
+            region=s3.region,
+            endpoint_url=s3.endpoint_url,
+            include_embeddings=s3.include_embeddings,
+        )
+
+    def shown(self) -> dict[str, Any]:
+        return {
+            "bucket": self.bucket,
+            "prefix": self.prefix,
+            "region": self.region,
+            "endpoint_url": self.endpoint_url,
+            "include_embeddings": self.include_embeddings,
+        }
 
     def publish(
         self,
@@ -123,6 +198,7 @@ class S3Publisher(dg.ConfigurableResource):
         keeping the objects in `retain` (the generations a rollback can reach)."""
         from brain_pipeline.steps.publish import upload_to_s3
 
+        refuse_if_moved("publish.s3", self.shown(), S3Publisher.for_config(cfg).shown())
         return upload_to_s3(cfg, store, embeddings, manifest, retain)
 
 
@@ -139,15 +215,18 @@ def resource_definitions() -> dg.Definitions:
     """The resources every asset takes, and the in-process executor (a step per process
     would cost seconds per run on a graph this small)."""
     config_path = location_config_path()
+    cfg = location_config()
     return dg.Definitions(
         resources={
             "settings": BrainSettings(
                 config_path=config_path, locks=RunLocks(config_path=config_path)
             ),
-            "embedding_client": EmbeddingClient(
-                api_key=_gemini_key(), base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL") or None
+            "embedding_client": EmbeddingClient.for_config(
+                cfg,
+                api_key=_gemini_key(),
+                base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL") or None,
             ),
-            "s3_publisher": S3Publisher(),
+            "s3_publisher": S3Publisher.for_config(cfg),
         },
         executor=dg.in_process_executor,
     )

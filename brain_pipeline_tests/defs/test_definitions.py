@@ -92,6 +92,30 @@ def test_schedule_follows_the_configuration(tmp_path: Path) -> None:
     assert default.default_status == dg.DefaultScheduleStatus.RUNNING
 
 
+def test_the_publication_has_a_freshness_policy_from_the_schedule(tmp_path: Path) -> None:
+    """A weekly schedule gives the live publication a week (plus the margin) before the
+    freshness daemon calls it stale; the nightly default, a day."""
+
+    def window(definitions: dg.Definitions) -> tuple[float, float]:
+        spec = definitions.resolve_assets_def("published_local").specs_by_key[
+            dg.AssetKey("published_local")
+        ]
+        policy = spec.freshness_policy
+        assert policy is not None
+        warn = getattr(policy, "warn_window", None)
+        return (
+            policy.fail_window.to_timedelta().total_seconds(),  # type: ignore[attr-defined]
+            warn.to_timedelta().total_seconds() if warn is not None else 0.0,
+        )
+
+    config = tmp_path / "corpus_config.yaml"
+    config.write_text(yaml.safe_dump({"schedule": {"cron": "15 4 * * 1", "enabled": False}}))
+    weekly = build_definitions(str(config))
+    hour = 3600.0
+    assert window(weekly) == (7 * 24 * hour + 2 * hour, 7 * 24 * hour)
+    assert window(defs) == (26 * hour, 24 * hour)
+
+
 def test_workspace_and_dg_point_at_the_same_module() -> None:
     workspace = yaml.safe_load((REPO / "workspace.yaml").read_text())
     module = workspace["load_from"][0]["python_module"]["module_name"]
@@ -115,15 +139,21 @@ def test_in_process_executor_by_default() -> None:
     assert job.executor_def.name == "in_process"
 
 
-def test_the_gemini_key_is_an_env_var_and_s3_follows_the_runs_configuration(
+def test_the_gemini_key_is_an_env_var_and_the_clients_show_their_settings(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("GEMINI_API_KEY", "sekret-key-for-the-resource-test")
     resources = build_definitions().resources or {}
     embedding = resources["embedding_client"]
-    # No bucket fixed at load: the upload goes where the run's configuration says
-    # (defs/test_resources.py shows it across an edit).
-    assert not hasattr(resources["s3_publisher"], "bucket")
+    # The settings that decide the vectors' bytes and where uploads go are real fields,
+    # read from the configuration (defs/test_resources.py: a run that disagrees refuses).
+    assert embedding.shown() == {  # type: ignore[attr-defined]
+        "provider": "gemini",
+        "model": "gemini-embedding-001",
+        "dimension": 256,
+        "too_long": "truncate",
+    }
+    assert resources["s3_publisher"].bucket is None  # type: ignore[attr-defined]
     # The key is named, never held: Dagster resolves it in the run's own process.
     assert isinstance(embedding.api_key, dg.EnvVar)  # type: ignore[attr-defined]
     assert embedding.api_key.env_var_name == "GEMINI_API_KEY"  # type: ignore[attr-defined]

@@ -1,5 +1,6 @@
 """One source per setting: a run reads the configuration once, at its start, and its
-steps, checks and resources (the S3 upload included) all use that one snapshot."""
+steps, checks and resources (the S3 upload included) all use that one snapshot; the
+resources' fields show what the location loaded, and a run that disagrees refuses."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from brain_pipeline.lib.runner import MaterializeOutcome, materialize_selection
 from brain_pipeline_tests.defs.conftest import Project
 
 
-def _run(project: Project, definitions: dg.Definitions) -> MaterializeOutcome:
+def _run(
+    project: Project, definitions: dg.Definitions, *, succeeds: bool = True
+) -> MaterializeOutcome:
     outcome = materialize_selection(
         "*", definitions=definitions, instance=project.instance, build_dir=project.build
     )
-    assert outcome.success, outcome.lines
+    assert outcome.success is succeeds, outcome.lines
     return outcome
 
 
@@ -39,7 +42,7 @@ def _keys(bucket: str) -> set[str]:
     return {item["Key"] for item in listed.get("Contents", [])}
 
 
-def test_an_edit_between_two_runs_of_one_loaded_location_moves_upload_and_metadata(
+def test_an_edit_the_loaded_location_has_not_seen_refuses_the_upload_until_reloaded(
     tiny_project: Project, s3: object
 ) -> None:
     client = boto3.client("s3")
@@ -47,20 +50,26 @@ def test_an_edit_between_two_runs_of_one_loaded_location_moves_upload_and_metada
         client.create_bucket(Bucket=bucket)
     tiny_project.write_config(**{"publish.s3": {"bucket": "first-bucket", "prefix": "one/"}})
     definitions = build_definitions(str(tiny_project.config_path))  # loaded once
+    publisher = (definitions.resources or {})["s3_publisher"]
+    assert (publisher.bucket, publisher.prefix) == ("first-bucket", "one/")  # type: ignore[attr-defined]
 
     first = _run(tiny_project, definitions)
     said_first = _s3_metadata(tiny_project, first)
-    tiny_project.write_config(**{"publish.s3": {"bucket": "second-bucket", "prefix": "two/"}})
-    second = _run(tiny_project, definitions)
-    said_second = _s3_metadata(tiny_project, second)
-
     assert (said_first["bucket"], said_first["prefix"]) == ("first-bucket", "one/")
+    assert "one/manifest.json" in _keys("first-bucket")
+
+    tiny_project.write_config(**{"publish.s3": {"bucket": "second-bucket", "prefix": "two/"}})
+    refused = _run(tiny_project, definitions, succeeds=False)  # the same loaded location
+    (line,) = [line for line in refused.lines if "FAILED   published_s3" in line]
+    assert "publish.s3.bucket: 'first-bucket' -> 'second-bucket'" in line
+    assert "reload the code location" in line
+    assert not _keys("second-bucket")
+    assert not any(key.startswith("two/") for key in _keys("first-bucket"))
+
+    reloaded = _run(tiny_project, build_definitions(str(tiny_project.config_path)))
+    said_second = _s3_metadata(tiny_project, reloaded)
     assert (said_second["bucket"], said_second["prefix"]) == ("second-bucket", "two/")
-    first_keys, second_keys = _keys("first-bucket"), _keys("second-bucket")
-    assert "one/manifest.json" in first_keys and "two/manifest.json" in second_keys
-    # Each run wrote only where its own metadata says.
-    assert not any(key.startswith("two/") for key in first_keys)
-    assert not any(key.startswith("one/") for key in second_keys)
+    assert "two/manifest.json" in _keys("second-bucket")
 
 
 def test_a_run_reads_the_configuration_once(
