@@ -13,7 +13,9 @@ copies kept for the last publish.keep_generations publications, and set the regr
 baseline back to its evaluation. The publication it replaces is then held: scheduled
 and automatic runs do not publish it again until the corpus or the fixture changes.
 --release ends the hold at once. Takes the build directory's and the publish root's
-locks, like a run. The same core runs as the `rollback_job` Dagster job.
+locks, like a run. It launches the `rollback_job` Dagster job in this process (the run is
+in the UI's Runs list), which reports the restored publication as the latest
+materialisation of published_local (and published_s3), so the catalog shows what is live.
 
 Exit status: 0 done; 1 refused, nothing changed (unknown id, already live, archived
 files gone: each named); 3 failed part-way (the message says what is live);
@@ -24,67 +26,59 @@ files gone: each named); 3 failed part-way (the message says what is live);
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--to", type=int, metavar="ID", help="the publication to restore")
-    group.add_argument(
-        "--release", action="store_true", help="release the hold left by a rollback"
-    )
-
-
-class _PrintLog:
-    def info(self, message: str) -> None:
-        print(message)
-
-    def warning(self, message: str) -> None:
-        print(f"warning: {message}", file=sys.stderr)
+    group.add_argument("--release", action="store_true", help="release the hold left by a rollback")
 
 
 def run(args: argparse.Namespace) -> int:
     import uuid
 
     from brain_pipeline.config import ConfigError, load_config
-    from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
-    from brain_pipeline.steps.provenance import StepFailure
-    from brain_pipeline.steps.publish import upload_to_s3
-    from brain_pipeline.steps.rollback import (
-        RollbackRefused,
-        release_hold,
-        rollback,
-    )
 
     try:
         cfg = load_config()
     except ConfigError as exc:
         print(f"brain-pipeline rollback: {exc}", file=sys.stderr)
         return 2
-    layout = StateLayout.of(cfg.build_dir)
-    run_id = f"cli-{uuid.uuid4().hex[:12]}"
+    run_id = str(uuid.uuid4())
     try:
+        # Taken here first (the run's own `RunLocks` re-enters them): a busy build
+        # directory is exit 75 before any run is created.
         with hold_run_locks(
             cfg.build_dir,
             cfg.publish_root(),
             wait_seconds=cfg.locks.wait_seconds,
             holder=make_holder("brain-pipeline rollback", run_id),
         ):
-            if args.release:
-                print(release_hold(layout))
-                return 0
-            result = rollback(
-                cfg,
-                layout,
-                to=args.to,
-                run_id=run_id,
-                trigger="cli rollback",
-                log=_PrintLog(),
-                upload=upload_to_s3,
-            )
+            return _launch(cfg, args, run_id)
     except LockBusyError as exc:
         print(f"brain-pipeline rollback: {exc}", file=sys.stderr)
         return 75
-    except RollbackRefused as exc:
-        print(f"brain-pipeline rollback: {exc}", file=sys.stderr)
-        return 1
-    except StepFailure as exc:
-        print(f"brain-pipeline rollback: {exc}", file=sys.stderr)
-        return 3
-    print(result.metadata["summary"])
-    return 0
+
+
+def _launch(cfg: object, args: argparse.Namespace, run_id: str) -> int:
+    from brain_pipeline.utils.startup import imports_without_collection
+
+    with imports_without_collection():
+        from brain_pipeline.definitions import build_definitions
+        from brain_pipeline.lib.instance import ensure_instance_home, open_instance
+        from brain_pipeline.lib.runner import run_operation
+
+        definitions = build_definitions(config=cfg)  # type: ignore[arg-type]
+        ensure_instance_home(cfg.instance_home())  # type: ignore[attr-defined]
+        instance = open_instance(cli_run=True)
+    op_config = {"to": args.to, "release": bool(args.release)}
+    outcome = run_operation(
+        "rollback_job",
+        definitions=definitions,
+        instance=instance,
+        run_config={"ops": {"rollback_publication": {"config": op_config}}},
+        run_id=run_id,
+        build_dir=cfg.build_dir,  # type: ignore[attr-defined]
+        trigger="brain-pipeline rollback",
+    )
+    if outcome.success:
+        print(outcome.output)
+        return 0
+    print(f"brain-pipeline rollback: {outcome.error}", file=sys.stderr)
+    return 1 if outcome.refused else 3

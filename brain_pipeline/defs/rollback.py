@@ -1,20 +1,23 @@
-"""`rollback_job`: undo a publication from the UI (Launchpad: the publication id as config).
+"""`rollback_job`: undo a publication (the Launchpad or `brain-pipeline rollback`).
 
-Thin wiring over `steps.rollback`, the same function `brain-pipeline rollback` runs. A
-job, not an asset: a rollback is an operation on what is live, not a new build of
-anything, and must not make Dagster think the assets upstream were re-materialised.
-The run holds the build directory's and the publish root's locks (`RunLocks`), so it
-never overlaps a publishing run. It records no asset event (an observation of
-`published_local` would look like an update to automation); the publications table on
-the publish assets and `brain-pipeline publications` show the rollback.
+Thin wiring over `steps.rollback`. A job, not an asset: a rollback rebuilds nothing, so
+nothing upstream is re-materialised. What it changes is what the agent serves, and the
+catalog must say so: the op reports a materialisation of `published_local` (and of
+`published_s3` when it uploaded) whose data version is the restored publication's own,
+so the UI never shows the replaced store as live. The run holds the build directory's
+and the publish root's locks (`RunLocks`), so it never overlaps a publishing run.
 """
 
 import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
-from brain_pipeline.lib.steps import start_step, step_failures
-from brain_pipeline.steps.rollback import release_hold, rollback
+from brain_pipeline.lib.steps import DATA_VERSION_TAG, start_step, to_metadata
+from brain_pipeline.steps.provenance import StepFailure
+from brain_pipeline.steps.rollback import RollbackRefused, release_hold, rollback
 from brain_pipeline.steps.trigger import describe_trigger
+
+REFUSED_METADATA = "refused"
+"""Metadata of the op's failure: True when nothing was changed (the CLI exits 1)."""
 
 
 class RollbackConfig(dg.Config):
@@ -29,20 +32,24 @@ class RollbackConfig(dg.Config):
     name="rollback_publication",
     description=(
         "Makes an earlier publication live again in src/storage, dist/storage and S3 from "
-        "the kept copies, sets the regression baseline back, and holds the replaced one."
+        "the kept copies, sets the regression baseline back, holds the replaced one, and "
+        "reports the restored publication as the latest materialisation of the publish "
+        "assets."
     ),
+    out=dg.Out(str, description="What is live now, in one sentence."),
 )
 def rollback_publication(
     context: dg.OpExecutionContext,
     config: RollbackConfig,
     settings: BrainSettings,
     s3_publisher: S3Publisher,
-) -> None:
+) -> str:
     cfg, layout = start_step(context.instance, settings)
-    with step_failures():
+    try:
         if config.release:
-            context.log.info(release_hold(layout))
-            return
+            released = release_hold(layout)
+            context.log.info(released)
+            return released
         result = rollback(
             cfg,
             layout,
@@ -52,14 +59,27 @@ def rollback_publication(
             log=context.log,
             upload=s3_publisher.publish,
         )
-    context.log.info(str(result.metadata["summary"]))
+    except StepFailure as exc:
+        refused = isinstance(exc, RollbackRefused)
+        raise dg.Failure(
+            description=str(exc),
+            metadata={REFUSED_METADATA: refused, **to_metadata(exc.metadata)},
+        ) from None
+    metadata = to_metadata(result.metadata)
+    tags = {DATA_VERSION_TAG: result.data_version}
+    published = ["published_local"] + (["published_s3"] if result.metadata["s3_uploaded"] else [])
+    for asset in published:
+        context.log_event(dg.AssetMaterialization(asset_key=asset, metadata=metadata, tags=tags))
+    summary = str(result.metadata["summary"])
+    context.log.info(summary)
+    return summary
 
 
 @dg.job(
     name="rollback_job",
     description=(
         "Undo a publication: make publication `to` (default: the previous one) live again "
-        "everywhere. Same core as `brain-pipeline rollback`."
+        "everywhere. `brain-pipeline rollback` launches this job."
     ),
     tags={"brain_pipeline/operation": "rollback"},
 )

@@ -42,7 +42,7 @@ from brain_pipeline.steps.publications import (
     record_s3_upload,
     retained_s3_keys,
 )
-from brain_pipeline.steps.publish import Upload, recover
+from brain_pipeline.steps.publish import Upload, publish_version, recover
 from brain_pipeline.steps.report import StepResult
 
 
@@ -224,11 +224,13 @@ def rollback(
         else f"publication #{target.id} is live again as #{publication.id}; "
         f"#{replaced.origin} is held (S3: {s3_status})"
     )
+    # The restored manifest's own version: the catalog shows the restored bytes as live.
     return StepResult(
-        f"{target.store_sha256[:16]}-rollback-{publication.id}",
+        publish_version(report.manifest),
         {
             "summary": summary,
             "status": "rolled back",
+            "s3_uploaded": s3_report is not None,
             "restored_publication": target.id,
             "as_publication": publication.id,
             "held_publication": replaced.origin,
