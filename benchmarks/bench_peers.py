@@ -19,10 +19,9 @@ and after, and printed with the command and the load average:
   one-edit    one paragraph appended to one file (another file each round)
 
 brain-pipeline runs `materialize` with embedding provider `none` (the peers use a fake
-embedder), as its README says to: without --select, a run made without Dagster, and
-with nothing changed its up-to-date path. `nothing (--force)` is the no-change run
-forced to happen; `one-edit (Dagster run)` is one more edit run as a Dagster run
-(`--select '*'`, what the UI, the schedule and automation launch), for comparison.
+embedder), as its README says to: a Dagster run of every asset, and with nothing
+changed its up-to-date path (no run). `nothing (--force)` is the no-change run forced
+to happen. Where a run's CPU goes, part by part: bench_run_cost.py.
 The children may write bytecode (PYTHONDONTWRITEBYTECODE is dropped), as an installed
 project does; the first full round compiles it.
 
@@ -52,8 +51,7 @@ HERE = Path(__file__).resolve().parent
 PEERS = {"cocoindex": "cocoindex", "llamaindex": "llama_index.core", "langchain": "langchain_core"}
 OURS = "brain-pipeline"
 BEFORE = "before"
-DAGSTER_EDIT = "one-edit (Dagster run)"
-KINDS = ("full", "nothing", "nothing (--force)", "one-edit", DAGSTER_EDIT)
+KINDS = ("full", "nothing", "nothing (--force)", "one-edit")
 
 
 def cell_text(samples: list[float], fmt: str = "{:.2f}") -> str:
@@ -182,9 +180,6 @@ def bench_size(
         append_paragraph(corpus, round_number)
         take_turns(session, systems, samples, "one-edit", round_number, System.run)
     print(f"  {files} files, one-edit rounds done", flush=True)
-    for round_number in range(repeat):  # after the peers' rounds: they never see these edits
-        append_paragraph(corpus, repeat + round_number)
-        samples[(DAGSTER_EDIT, OURS)].append(systems[OURS].run("--select", "*"))
     chunks = sum(len([p for p in f.read_text().split("\n\n") if p.strip()]) for f in corpus.files)
     return {"files": files, "chunks": chunks, "names": names, "samples": samples}
 

@@ -1,0 +1,232 @@
+"""What one `brain-pipeline materialize` after one edit costs, part by part: a Dagster run.
+
+Generates bench_scale.py's synthetic corpus (or takes the bundled sample corpus with
+`--sample`), builds it once, then `--repeat` times appends one paragraph to one file
+and runs the command in a fresh process. The process's own CPU (`time.process_time`)
+is marked at each boundary by an import hook that wraps the functions below, without
+importing anything itself (so it changes no import order):
+
+  start-up         the interpreter until the command's module runs
+  before Dagster   the CLI, configuration, preflight, the up-to-date check, the inputs
+  import Dagster   `import dagster` and what it pulls in
+  definitions      the code location: our defs modules and their Definitions
+  instance         opening the instance (its storage layer loads here)
+  before the run   locks, dead-run reaping
+  the run          `execute_in_process`: every step and check, every stored event
+  after            the last-run record, the notification, the summary
+
+and the whole command's CPU (user + system, interpreter exit included) is taken from
+getrusage(RUSAGE_CHILDREN) around it.
+
+With `--before DIR` (a copy of older code, e.g. `git archive 44142d0 | tar -x -C DIR`)
+the same edit runs as that code's Dagster run (`--select '*'`; its plain `materialize`
+ran without Dagster) in the same rounds, taking turns; each row is then the median
+[min-max] of both (benchmarks/_figures.py), with the reference unit timed between.
+
+Usage::
+
+    python benchmarks/bench_run_cost.py --files 1200 --before /tmp/before
+    python benchmarks/bench_run_cost.py --sample --before /tmp/before
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+from _figures import Figure, Session
+from bench_scale import child_env, generate_corpus
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROBE = r"""
+import importlib.abc, importlib.util, json, sys, time
+marks = [("start-up", time.process_time())]
+def mark(name):
+    marks.append((name, time.process_time()))
+WRAP = {
+    "brain_pipeline.definitions": ("build_definitions", "definitions"),
+    "brain_pipeline.lib.instance": ("open_instance", "instance"),
+    "brain_pipeline.lib.runner": ("materialize_selection", "the run"),
+}
+class Hook(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "dagster" and name not in WRAP:
+            return None
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        run_module = spec.loader.exec_module
+        def exec_module(module):
+            if name == "dagster":
+                mark("before Dagster")
+                run_module(module)
+                mark("import Dagster")
+                return
+            run_module(module)
+            function, label = WRAP[name]
+            real = getattr(module, function)
+            def timed(*args, **kwargs):
+                if label == "the run":
+                    mark("before the run")
+                result = real(*args, **kwargs)
+                mark(label)
+                return result
+            setattr(module, function, timed)
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, Hook())
+from brain_pipeline.cli import main
+code = main(sys.argv[1:])
+mark("after")
+durations = {"start-up": marks[0][1]}
+for (_, before), (name, now) in zip(marks, marks[1:]):
+    durations[name] = durations.get(name, 0.0) + now - before
+durations["in process"] = marks[-1][1]
+print("PARTS " + json.dumps({"code": code, "durations": durations}), file=sys.stderr)
+"""
+
+PARTS = (
+    "start-up",
+    "before Dagster",
+    "import Dagster",
+    "definitions",
+    "instance",
+    "before the run",
+    "the run",
+    "after",
+    "in process",
+    "whole command",
+)
+
+
+def measure(env: dict[str, str], cwd: Path, argv: list[str]) -> dict[str, float]:
+    """One command in a fresh process: its parts, and its whole CPU from rusage."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "materialize", *argv],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    lines = [line for line in done.stderr.splitlines() if line.startswith("PARTS ")]
+    if not lines:
+        raise SystemExit(f"probe failed:\n{done.stderr[-3000:]}")
+    result = json.loads(lines[-1].removeprefix("PARTS "))
+    if result["code"] != 0:
+        raise SystemExit(f"materialize exited {result['code']}:\n{done.stderr[-3000:]}")
+    parts = {k: float(v) for k, v in result["durations"].items()}
+    parts["whole command"] = (after.ru_utime - before.ru_utime) + (
+        after.ru_stime - before.ru_stime
+    )
+    return parts
+
+
+def write_config(workdir: Path, corpus: Path, fixture: Path) -> Path:
+    config = workdir / "corpus_config.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "corpus": {"path": str(corpus), "candidates": []},
+                "build_dir": str(workdir / "build"),
+                "embedding": {"provider": "none"},
+                "evaluation": {"fixture": str(fixture), "thresholds": {}},
+                "publish": {"root": str(workdir / "agent")},
+                "schedule": {"enabled": False, "sensor_enabled": False},
+            }
+        ),
+        encoding="utf-8",
+    )
+    return config
+
+
+def sample_corpus(base: Path) -> tuple[Path, Path, list[Path]]:
+    """A copy of the bundled sample corpus and its fixture; the files to edit."""
+    corpus = base / "corpus"
+    shutil.copytree(REPO / "examples" / "curated-content", corpus)
+    fixture = base / "fixture.json"
+    shutil.copy(REPO / "examples" / "retrieval-eval.json", fixture)
+    files = sorted(p for p in corpus.rglob("*.md") if p.is_file())
+    return corpus, fixture, files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=1200, help="synthetic corpus size")
+    parser.add_argument("--sample", action="store_true", help="the bundled sample corpus")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--before", type=Path, help="a copy of older code, run in turns")
+    args = parser.parse_args(argv)
+    session = Session(runs=args.repeat).start()
+    base = Path(tempfile.mkdtemp(prefix="bench-run-cost-"))
+    systems = ["now", *(["before"] if args.before else [])]
+    try:
+        if args.sample:
+            corpus_root, fixture, files = sample_corpus(base)
+            label = "the bundled sample corpus"
+        else:
+            corpus = generate_corpus(base / "corpus", args.files, args.seed)
+            corpus_root, fixture = corpus.root, corpus.fixture
+            files = [f for f in corpus.files if f not in corpus.fixture_files]
+            label = f"{args.files:,} synthetic files"
+        envs: dict[str, dict[str, str]] = {}
+        argvs = {"now": [], "before": ["--select", "*"]}
+        for name in systems:
+            workdir = base / name
+            workdir.mkdir()
+            env = child_env(write_config(workdir, corpus_root, fixture), workdir / "home")
+            if name == "before":
+                env["PYTHONPATH"] = str(args.before)
+            env.pop("PYTHONDONTWRITEBYTECODE", None)  # as an install: bytecode cached
+            envs[name] = env
+            measure(env, workdir, argvs[name])  # the full build (and bytecode)
+        samples: dict[str, dict[str, list[float]]] = {n: {} for n in systems}
+        for round_number in range(args.repeat):
+            target = files[round_number % len(files)]
+            with target.open("a", encoding="utf-8") as handle:
+                handle.write(f"\n\nAn appended paragraph, round {round_number}, about caches.\n")
+            order = systems if round_number % 2 == 0 else systems[::-1]
+            for name in order:
+                for part, value in measure(envs[name], base / name, argvs[name]).items():
+                    samples[name].setdefault(part, []).append(value)
+            session.note_reference()
+        chunks = json.loads((base / "now" / "build" / "knowledge-store.json").read_bytes())
+        print(
+            f"\n{label}, {len(chunks):,} chunks, one paragraph appended per run: CPU-s, "
+            f"median [min-max] of {args.repeat}"
+        )
+        print("| part | " + " | ".join(systems) + " |")
+        print("|---|" + "---|" * len(systems))
+        for part in PARTS:
+            cells = []
+            for name in systems:
+                values = samples[name].get(part)
+                figure = Figure.of(values) if values else None
+                cells.append(
+                    f"{figure.median:.3f} [{figure.low:.3f}-{figure.high:.3f}]" if figure else "-"
+                )
+            print(f"| {part} | " + " | ".join(cells) + " |")
+        session.finish()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.exit(main())
