@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
 from brain_pipeline_tests.defs.conftest import Project
@@ -70,3 +71,30 @@ def test_release_in_the_job_ends_the_hold(
     assert released.success
     listed = publications(capsys)
     assert listed["hold"] is None and listed["live"] == 3  # nothing was published by it
+
+
+def test_the_catalog_shows_the_restored_publication_as_live(project: Project) -> None:
+    """The rollback run materialises published_local (and published_s3) with the restored
+    publication's own data version: the UI never shows the replaced store as live."""
+    from brain_pipeline.definitions import build_definitions
+    from brain_pipeline.lib.steps import DATA_VERSION_TAG
+
+    instance = project.instance
+
+    def latest(asset: str) -> tuple[str | None, str | None]:
+        event = instance.get_latest_materialization_event(dg.AssetKey(asset))
+        assert event is not None and event.asset_materialization is not None
+        return event.run_id, event.asset_materialization.tags.get(DATA_VERSION_TAG)
+
+    project.materialize()
+    first_version = {asset: latest(asset)[1] for asset in ("published_local", "published_s3")}
+    publish_twice(project)
+    assert latest("published_local")[1] != first_version["published_local"]
+    job = build_definitions(str(project.config_path)).resolve_job_def("rollback_job")
+    result = job.execute_in_process(
+        run_config={"ops": {"rollback_publication": {"config": {"to": 1}}}},
+        instance=instance,
+    )
+    assert result.success
+    for asset in ("published_local", "published_s3"):
+        assert latest(asset) == (result.run_id, first_version[asset])
