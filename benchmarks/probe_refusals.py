@@ -3,9 +3,10 @@ twice by `brain-pipeline materialize` against our fake Gemini server.
 
 Usage: python benchmarks/probe_refusals.py [--refuse] [--skip]
 
-`--refuse`: the fake refuses every request holding the paragraph (400 INVALID_ARGUMENT
-naming it), whatever its length; without it, the fake refuses only texts over 2,048 of
-its tokens (one per 4 UTF-8 bytes), as the service does by length. `--skip` sets
+`--refuse`: the fake also refuses every request holding the paragraph (400
+INVALID_ARGUMENT naming it, "not supported"), whatever its length; without it, the fake
+refuses only texts over 2,048 of its tokens (`fake_token_count`, shaped like a subword
+tokenizer's), as the service does by length. `--skip` sets
 `embedding.too_long: skip`. Prints each run's `embedding_gaps` summary line, what the
 fake saw (requests, texts sent, refused requests), the extra requests the refusal cost,
 and the check's rows. Evaluation thresholds are dropped: the fake's vectors are hashes,

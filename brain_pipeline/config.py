@@ -166,8 +166,9 @@ class EmbeddingSettings(_Section):
     max_attempts: int = Field(default=6, ge=1, le=50)
     local_model: str = "all-MiniLM-L6-v2-int8"
     too_long: Literal["truncate", "skip"] = "truncate"
-    """A text over the model's input limit (embedding.limits): embed its longest head
-    that fits (`truncate`), or give it no vector so it stays lexical (`skip`)."""
+    """A text the service refuses as over its input limit (every text is sent whole
+    first; embedding.limits): embed a head cut in proportion to the service's own token
+    count (`truncate`), or give it no vector so it stays lexical (`skip`)."""
 
 
 class RetrievalSettings(_Section):

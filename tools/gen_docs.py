@@ -59,8 +59,9 @@ MEANINGS: dict[str, str] = {
     "embedding.batch_size": "texts per request (the service takes at most 100)",
     "embedding.max_attempts": "tries per batch before the run stops",
     "embedding.local_model": "the name recorded in files the local model made",
-    "embedding.too_long": "a text over the model's input limit: embed its longest head that "
-    "fits (`truncate`) or give it no vector (`skip`)",
+    "embedding.too_long": "a text the service refuses as over its input limit (texts are "
+    "sent whole): embed a head cut in proportion to the service's count (`truncate`) or "
+    "give it no vector (`skip`)",
     "retrieval.mode": "what `search` does by default",
     "evaluation.fixture": "the labelled queries the blocking check scores",
     "evaluation.thresholds.<retriever>.min_ndcg_at_10": "floor for nDCG@10; "

@@ -6,6 +6,11 @@ The build therefore reuses vectors by id from the previous embeddings.bin and fr
 interrupted run's checkpoint, embeds only what is missing, drops the vectors of chunks
 that are gone, and writes one vector per live chunk in store order.
 
+Every text is sent whole: what the agent's own ingest stores for a text is the
+service's vector of the whole text, and only the service knows whether a text is over
+its input limit (see `limits`). A text it refuses as too long is cut in proportion to
+its own count and sent again (`truncate`), or gets no vector (`skip`).
+
 One bad text or one bad answer never stops the build: a text the service refuses is
 taken out of its batch (directly when the error names it, by splitting the batch in
 halves when it does not), an invalid vector is asked for once more and then refused,
@@ -36,11 +41,7 @@ from brain_pipeline.embedding.checkpoint import (
     read_checkpoint,
 )
 from brain_pipeline.embedding.gaps import Gap, GapKind, read_gaps, write_gaps
-from brain_pipeline.embedding.limits import (
-    TooLongPolicy,
-    limits_for,
-    prepare,
-)
+from brain_pipeline.embedding.limits import TooLongPolicy
 from brain_pipeline.embedding.protocol import (
     Embedder,
     EmbeddingError,
@@ -234,7 +235,9 @@ class _Run:
     gap_of: Callable[[Chunk, GapKind, str, int | None], Gap]
     policy: TooLongPolicy = "truncate"
     truncations: dict[str, Gap] = field(default_factory=dict)
-    """Chunks sent as a head only (cut before sending, or after the service's count)."""
+    """Chunks sent as a head only, cut after the service counted them over its limit."""
+    cuts: dict[str, int] = field(default_factory=dict)
+    """How many times each chunk was cut in this run (almost always once)."""
     gaps: dict[str, Gap] = field(default_factory=dict)
     log: Log = field(default=lambda _message: None)
 
@@ -291,11 +294,9 @@ def _embed_isolating(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool
             _bisect(batch, run, retried=retried)
             return
         rest = batch[:named] + batch[named + 1 :]
-        shorter = _cut_to_service_count(batch[named], str(exc), run)
+        shorter = _after_refusal(batch[named], str(exc), run)
         if shorter is not None:
             rest.insert(named, shorter)  # goes again with the rest: no extra request
-        else:
-            _refuse(batch[named][0], "refused", str(exc), run)
         if rest:
             _embed_isolating(rest, run, retried=retried)
         return
@@ -321,31 +322,50 @@ def _embed_isolating(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool
 
 
 _SERVICE_COUNT = re.compile(
-    r"input token count \((\d+)\) exceeds the maximum number of tokens allowed \((\d+)\)"
+    r"input token count \((\d+)\) exceeds the maximum number of tokens allowed \((\d+)\)",
+    re.IGNORECASE,
 )
 SERVICE_CUT_MARGIN = 0.9
 """A head cut after the service's own count keeps this share of `allowed / counted`."""
+MAX_SERVICE_CUTS = 3
+"""Cuts of one text before its refusal stands. One is the rule: a head of 90 % of the
+allowed share fits unless the text's tokens crowd at its start (a digit table above
+prose); each further cut is again in proportion to the service's count of the head."""
 
 
-def _cut_to_service_count(
-    item: tuple[Chunk, str], message: str, run: _Run
-) -> tuple[Chunk, str] | None:
-    """Under `truncate`, a text our estimate let through whole but the service counts
-    over its limit is cut in proportion to the service's own count and sent once more.
-    A text already cut (by the estimate or by this) is refused instead."""
+def _after_refusal(item: tuple[Chunk, str], message: str, run: _Run) -> tuple[Chunk, str] | None:
+    """What becomes of a text the service refused (any gap is recorded here).
+
+    A refusal that gives the service's token count (`the input token count (N) exceeds
+    the maximum number of tokens allowed (M)`) is the service's verdict that the text
+    is too long: under `skip` the chunk gets no vector (`too_long`); under `truncate`
+    the text is cut to `M / N` of its length (less a margin) and returned, to go again
+    with the rest of its batch. Any other refusal, or a text cut `MAX_SERVICE_CUTS`
+    times and still refused, is refused.
+    """
     chunk, text = item
     match = _SERVICE_COUNT.search(message)
-    if run.policy != "truncate" or chunk.id in run.truncations or match is None:
+    counted, allowed = (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+    cuts = run.cuts.get(chunk.id, 0)
+    if match is not None and run.policy == "skip":
+        _refuse(chunk, "too_long", f"the service counts {counted} tokens, over its limit "
+                f"of {allowed}", run, tokens=counted)
         return None
-    counted, allowed = int(match.group(1)), int(match.group(2))
     keep = int(len(text) * allowed / counted * SERVICE_CUT_MARGIN) if counted > allowed else 0
-    if keep <= 0:
+    if keep <= 0 or cuts >= MAX_SERVICE_CUTS:
+        run.truncations.pop(chunk.id, None)
+        _refuse(chunk, "refused", f"still refused after {cuts} cut(s): {message}" if cuts
+                else message, run)
         return None
+    first = run.truncations.get(chunk.id)
+    whole = counted if first is None or first.tokens is None else first.tokens
+    run.cuts[chunk.id] = cuts + 1
     run.truncations[chunk.id] = run.gap_of(
         chunk, "truncated", f"cut to about {allowed} tokens of the service's count of "
-        f"{counted}", counted)
+        f"{whole}", whole)
     run.log(f"warning: chunk {chunk.id} ({chunk.source}) is over the service's limit "
-            f"({counted} > {allowed} tokens); sending its head")
+            f"({counted} > {allowed} tokens); sending its first {keep} of "
+            f"{len(chunk.content)} characters")
     return chunk, text[:keep]
 
 
@@ -377,8 +397,9 @@ def _accept(chunks: list[Chunk], rows: npt.NDArray[np.float64], run: _Run) -> No
         run.progress(run.report.embedded, run.total)
 
 
-def _refuse(chunk: Chunk, kind: GapKind, reason: str, run: _Run) -> None:
-    gap = run.gap_of(chunk, kind, reason, None)
+def _refuse(chunk: Chunk, kind: GapKind, reason: str, run: _Run, *,
+            tokens: int | None = None) -> None:
+    gap = run.gap_of(chunk, kind, reason, tokens)
     run.gaps[chunk.id] = gap
     run.log(f"warning: chunk {chunk.id} ({chunk.source}) gets no vector: {gap.describe()}")
 
@@ -437,9 +458,10 @@ def build_embeddings(
     unavailable (quota exhausted, service down) instead yields a file covering the
     chunks embedded so far (`complete` False, `coverage` below 100).
 
-    Texts over the model's limit (`limits`) are cut to the longest head that fits or
-    skipped (`too_long`); refused, skipped and truncated chunks are remembered in
-    `gaps_path` and refused ones not sent again unless `retry_refused`.
+    Every text is sent whole. One the service counts over its input limit is cut in
+    proportion to the service's count and sent again, or skipped (`too_long`); refused,
+    skipped and truncated chunks are remembered in `gaps_path` and refused or skipped
+    ones not sent again unless `retry_refused`.
     """
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
@@ -490,24 +512,7 @@ def build_embeddings(
         return Gap(chunk.id, kind, reason, embedder.name, embedder.dimension, too_long,
                    chunk.source, heading_text(chunk.heading), tokens)
 
-    limits = limits_for(embedder.name)
-    sending: list[tuple[Chunk, str]] = []
-    found: dict[str, Gap] = {}
-    truncations: dict[str, Gap] = {}
-    for chunk in todo:
-        prepared = prepare(chunk.content, limits, too_long)
-        tokens = prepared.estimated_tokens
-        if prepared.text is None:
-            found[chunk.id] = gap_of(
-                chunk, "too_long",
-                f"about {tokens} estimated tokens, over the limit of {limits.max_tokens}",
-                tokens)
-            continue
-        if prepared.truncated:
-            truncations[chunk.id] = gap_of(
-                chunk, "truncated",
-                f"{limits.max_tokens} estimated tokens kept of about {tokens}", tokens)
-        sending.append((chunk, prepared.text))
+    sending = [(chunk, chunk.content) for chunk in todo]  # whole: the service decides
 
     failure: EmbeddingError | None = None
     run: _Run | None = None
@@ -517,7 +522,7 @@ def build_embeddings(
         journal = CheckpointWriter(journal_path, embedder.name, embedder.dimension,
                                    resume_at=resume_at)
         run = _Run(embedder, journal, known, report, progress, len(sending), gap_of,
-                   policy=too_long, truncations=truncations, log=say)
+                   policy=too_long, log=say)
         try:
             _embed_missing(sending, run)
         except EmbeddingError as exc:
@@ -527,7 +532,7 @@ def build_embeddings(
             # BaseException for it; either way the journal holds every finished batch.
             if isinstance(exc, Exception | GeneratorExit | SystemExit):
                 raise
-            _remember(gaps_file, refusals, notes, found, truncations, run, known)
+            _remember(gaps_file, refusals, notes, run, known)
             raise EmbeddingCancelled(report.resumed + report.embedded) from None
         finally:
             journal.close()
@@ -538,7 +543,7 @@ def build_embeddings(
             report.retries = after[2] - before[2]
             report.waited_seconds = after[3] - before[3]
 
-    gaps = _remember(gaps_file, refusals, notes, found, truncations, run, known)
+    gaps = _remember(gaps_file, refusals, notes, run, known)
     report.refused = sum(1 for g in gaps.values() if not g.has_vector)
     report.refused_now = report.refused - len(refusals)
     report.truncated = sum(1 for g in gaps.values() if g.has_vector)
@@ -567,16 +572,14 @@ def _remember(
     path: Path,
     refusals: dict[str, Gap],
     notes: dict[str, Gap],
-    found: dict[str, Gap],
-    truncations: dict[str, Gap],
     run: _Run | None,
     known: dict[str, Int8Row],
 ) -> dict[str, Gap]:
     """Write the gaps of the live chunks: earlier refusals still valid, this run's
     refusals, and truncation notes of the vectors that exist."""
-    gaps = {**refusals, **notes, **found}
-    gaps.update((i, g) for i, g in truncations.items() if i in known)
+    gaps = {**refusals, **notes}
     if run is not None:
+        gaps.update((i, g) for i, g in run.truncations.items() if i in known)
         gaps.update(run.gaps)
     write_gaps(path, gaps.values())
     return gaps

@@ -1,11 +1,17 @@
 """The build state's memory of chunks without a vector, or with a truncated one.
 
-Why remember: a text the service refused (or that is too long under `skip`, or kept
-getting an invalid answer) would be refused again, so it is not sent again until the
-text (its chunk id), the model, the dimension or the `too_long` policy changes; a
+Why remember: a text the service refused (or counted over its limit under `skip`, or
+kept getting an invalid answer) would be refused again, so it is not sent again until
+the text (its chunk id), the model, the dimension or the `too_long` policy changes; a
 person retries them on purpose with `brain-pipeline materialize --retry-refused`. A
 truncated chunk has a vector, but of its head only, so it is noted too: the WARN check
 on `embeddings` lists both, with source file, heading and reason.
+
+Schema 1 files were written by a version that decided length by a local estimate
+before sending. Their length decisions (`too_long`, `truncated`) are read back marked
+`by_estimate`: they still describe the vectors that exist, but no longer apply, so the
+next build sends those texts whole and lets the service decide. Their refusals and
+invalid answers were the service's own and stay as they are.
 
 Stored as JSON with ASCII escapes, so any text the store can hold (lone surrogates in
 a roadmap heading included) is written and read back losslessly.
@@ -22,7 +28,8 @@ from typing import Any, Literal
 from brain_pipeline.utils.atomic import atomic_write_bytes
 
 GapKind = Literal["refused", "too_long", "invalid", "truncated"]
-SCHEMA = 1
+SCHEMA = 2
+LENGTH_KINDS = ("too_long", "truncated")
 GAPS_FILENAME = "embedding-gaps.json"
 
 
@@ -38,7 +45,11 @@ class Gap:
     policy: str
     source: str = ""
     heading: str = ""
-    estimated_tokens: int | None = None
+    tokens: int | None = None
+    """For a length decision, the service's own count of the whole text."""
+    by_estimate: bool = False
+    """A length decision of a schema-1 file, made by a local estimate: it applies to no
+    build (see the module docstring)."""
 
     @property
     def has_vector(self) -> bool:
@@ -46,7 +57,8 @@ class Gap:
 
     def applies_to(self, model: str, dimension: int, policy: str) -> bool:
         """Still valid for a build of `model` at `dimension` under `policy`."""
-        return (self.model, self.dimension, self.policy) == (model, dimension, policy)
+        return not self.by_estimate and (
+            (self.model, self.dimension, self.policy) == (model, dimension, policy))
 
     def describe(self) -> str:
         """The reason as a person reads it in the check and the CLI."""
@@ -65,16 +77,23 @@ def read_gaps(path: Path) -> dict[str, Gap]:
         data = json.loads(Path(path).read_text(encoding="ascii"))
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+    if not isinstance(data, dict) or data.get("schema") not in (1, SCHEMA):
         return {}
     gaps: dict[str, Gap] = {}
     for item in data.get("gaps") or []:
         try:
-            gap = Gap(**item)
-        except TypeError:
+            gap = _from_schema_1(item) if data["schema"] == 1 else Gap(**item)
+        except (TypeError, AttributeError):
             continue
         gaps[gap.chunk_id] = gap
     return gaps
+
+
+def _from_schema_1(item: dict[str, Any]) -> Gap:
+    """A schema-1 row: its `estimated_tokens` was a guess, not a count, so it is dropped,
+    and a length decision is marked as made by the estimate."""
+    fields = {k: v for k, v in item.items() if k != "estimated_tokens"}
+    return Gap(**fields, by_estimate=fields.get("kind") in LENGTH_KINDS)
 
 
 def write_gaps(path: Path, gaps: Iterable[Gap]) -> None:

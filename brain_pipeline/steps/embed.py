@@ -23,7 +23,9 @@ from brain_pipeline.steps.provenance import StepFailure, StepLog, recheck_input,
 from brain_pipeline.steps.report import StepResult
 from brain_pipeline.utils.digest import file_sha256
 
-EMBEDDINGS_CODE_VERSION = "embeddings-1"
+EMBEDDINGS_CODE_VERSION = "embeddings-2"
+"""embeddings-2: texts are sent whole and only the service's refusal cuts one (-1 cut by
+a local estimate), so a build recorded by -1 runs once more to redo those texts."""
 MIN_RATE_SAMPLE = 200
 REMOTE_ONLY = ("requests", "rate_limited", "retries", "waited_seconds")
 

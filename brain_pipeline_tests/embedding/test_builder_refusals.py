@@ -18,7 +18,7 @@ from brain_pipeline.embedding.checkpoint import checkpoint_path
 from brain_pipeline.embedding.gaps import read_gaps
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
 from brain_pipeline_tests.embedding.helpers import API_KEY, gemini
-from brain_pipeline_tests.peers.fake_gemini import FakeGemini, fake_vector
+from brain_pipeline_tests.peers.fake_gemini import FakeGemini, fake_token_count, fake_vector
 
 DIM = 16
 
@@ -114,14 +114,14 @@ def test_the_worst_case_bound_is_reached_by_the_fake(
 def test_an_over_long_text_is_truncated_and_noted_by_default(
     gemini_server: FakeGemini, tmp_path: Path
 ) -> None:
-    chunks = _chunks(100, long_at=5)
-    gemini_server.configure(max_input_tokens=2048)
+    chunks = _chunks(100, long_at=5)  # the fake's default limit: 2,048 tokens
     report = build_embeddings(chunks, tmp_path / "e.bin", gemini(),
                               gaps_path=tmp_path / "g.json")
     assert (report.embedded, report.truncated, report.missing) == (100, 1, 0)
-    assert gemini_server.stats().refused == 0  # the head sent fits the service's count
+    stats = gemini_server.stats()
+    assert (stats.refused, stats.requests) == (1, 2)  # sent whole, refused, the head fits
     note = read_gaps(tmp_path / "g.json")[chunks[5].id]
-    assert note.kind == "truncated" and note.estimated_tokens and note.estimated_tokens > 2048
+    assert note.kind == "truncated" and note.tokens == fake_token_count(chunks[5].content)
 
 
 def test_skip_policy_then_policy_change_sends_the_text_again(
@@ -131,13 +131,15 @@ def test_skip_policy_then_policy_change_sends_the_text_again(
     out, gaps = tmp_path / "e.bin", tmp_path / "g.json"
     report = build_embeddings(chunks, out, gemini(), gaps_path=gaps, too_long="skip")
     assert (report.refused, report.missing) == (1, 1)
-    assert chunks[3].content not in gemini_server.stats().sent_texts
+    assert gemini_server.stats().sent_texts.count(chunks[3].content) == 1  # the service's say
+    assert read_gaps(gaps)[chunks[3].id].kind == "too_long"
     _reset(gemini_server)
     build_embeddings(chunks, out, gemini(), gaps_path=gaps, too_long="skip")
     assert gemini_server.stats().sent_texts == []
     report = build_embeddings(chunks, out, gemini(), gaps_path=gaps, too_long="truncate")
     sent = gemini_server.stats().sent_texts
-    assert len(sent) == 1 and chunks[3].content.startswith(sent[0])
+    assert sent[0] == chunks[3].content  # whole first: the verdict was under another policy
+    assert len(sent) == 2 and chunks[3].content.startswith(sent[1]) and sent[1] != sent[0]
     assert (report.missing, report.truncated) == (0, 1)
 
 
@@ -262,16 +264,18 @@ def test_zero_rows_in_an_interrupted_runs_checkpoint_are_healed(
     np.testing.assert_array_equal(vectors, _expected(chunks))
 
 
-def test_a_truncated_text_the_service_still_refuses_is_refused(
+def test_a_head_the_service_refuses_for_another_reason_is_refused(
     gemini_server: FakeGemini, tmp_path: Path
 ) -> None:
-    chunks = _chunks(10, long_at=2)
-    gemini_server.configure(max_input_tokens=500)  # stricter than the table says
+    chunks = _chunks(10)
+    text = "BADTEXT " + "| cell | value |\n" * 1500  # over the limit, and unsupported
+    chunks[2] = Chunk(chunk_id(text), text, "area", "area/bad.md", "")
+    gemini_server.configure(refuse_substrings=["BADTEXT"])
     report = build_embeddings(chunks, tmp_path / "e.bin", gemini(),
                               gaps_path=tmp_path / "g.json")
     assert (report.embedded, report.refused, report.truncated) == (9, 1, 0)
     gap = read_gaps(tmp_path / "g.json")[chunks[2].id]
-    assert gap.kind == "refused" and "exceeds the maximum number of tokens" in gap.reason
+    assert gap.kind == "refused" and "not supported" in gap.reason
 
 
 def test_a_dimension_change_sends_a_refused_text_again(
@@ -327,11 +331,11 @@ def test_any_providers_bad_rows_and_short_answers_are_handled(tmp_path: Path) ->
     assert [len(c) for c in provider.calls] == [8, 8, 4, 4]
 
 
-def test_a_text_the_estimate_let_through_is_cut_to_the_services_count(
+def test_a_text_over_the_services_count_is_cut_in_its_proportion_once(
     gemini_server: FakeGemini, tmp_path: Path
 ) -> None:
     chunks = _chunks(10)
-    spaced = "a " * 3000  # estimated 1,000 tokens; the fake counts 1,500
+    spaced = "a " * 3000  # the fake counts 3,000 tokens
     chunks[4] = Chunk(chunk_id(spaced), spaced, "area", "area/spaced.md", "")
     gemini_server.configure(max_input_tokens=1200)
     out, gaps = tmp_path / "e.bin", tmp_path / "g.json"
@@ -339,7 +343,7 @@ def test_a_text_the_estimate_let_through_is_cut_to_the_services_count(
     assert (report.embedded, report.refused, report.truncated) == (10, 0, 1)
     assert gemini_server.stats().requests == 2  # the head went again with the other nine
     note = read_gaps(gaps)[chunks[4].id]
-    assert note.kind == "truncated" and "service's count of 1500" in note.reason
+    assert note.kind == "truncated" and "service's count of 3000" in note.reason
     head = gemini_server.stats().sent_texts[-10:][4]
     assert spaced.startswith(head) and len(head) < len(spaced)
     _reset(gemini_server)
@@ -356,3 +360,5 @@ def test_under_skip_a_service_length_refusal_is_a_refusal(
     report = build_embeddings(chunks, tmp_path / "e.bin", gemini(),
                               gaps_path=tmp_path / "g.json", too_long="skip")
     assert (report.embedded, report.refused, report.truncated) == (3, 1, 0)
+    gap = read_gaps(tmp_path / "g.json")[chunks[3].id]
+    assert (gap.kind, gap.tokens) == ("too_long", 3000)

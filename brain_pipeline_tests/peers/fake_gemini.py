@@ -17,8 +17,10 @@ benchmarks need to stage trouble:
   "answer normally", so a failure can be placed mid-run), a per-request
   `delay_seconds`, 400 beyond 100 texts, 400 INVALID_ARGUMENT for a wrong key, 403 for
   keys listed in `forbidden_keys`, 404 for models outside `models`;
-* per-text refusals as the service words them: a request holding a text over
-  `max_input_tokens` (counted by `fake_token_count`) is answered 400 INVALID_ARGUMENT
+* per-text refusals as the service words them: a request holding a text over the
+  model's input limit (`max_input_tokens`; by default the model's documented limit,
+  `MODEL_MAX_TOKENS`: 2,048 for gemini-embedding-001, 8,192 for gemini-embedding-2; 0
+  lifts it) counted by `fake_token_count` is answered 400 INVALID_ARGUMENT
   `* BatchEmbedContentsRequest.requests[i].content: the input token count (N) exceeds
   the maximum number of tokens allowed (2048).`, one holding a text that contains one of
   `refuse_substrings` 400 INVALID_ARGUMENT `* ...requests[i].content: the input is not
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -57,10 +60,53 @@ PART_SEPARATOR = "\n"
 vector, different from each part's."""
 
 
+MODEL_MAX_TOKENS = {"gemini-embedding-001": 2048, "text-embedding-004": 2048,
+                    "gemini-embedding-2": 8192}
+"""Input tokens per text the fake takes by default, per model (the documented limits)."""
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_PIECES = re.compile(
+    rf"(?P<cjk>[{_CJK}])"
+    r"|(?P<digits>[0-9]+)"
+    rf"|(?P<word>(?:(?![{_CJK}])[^\W\d_])+)"
+    r"|(?P<space>\s+)"
+    r"|(?P<astral>[\U00010000-\U0010ffff])"
+    r"|(?P<other>(?P<char>.)(?P=char){0,3})",
+    re.DOTALL,
+)
+
+
 def fake_token_count(text: str) -> int:
-    """The fake's stand-in for the service's tokenizer: one token per 4 UTF-8 bytes,
-    rounded up (real English text averages about 4 characters per token)."""
-    return -(-len(text.encode("utf-8", "surrogatepass")) // 4)
+    """The fake's stand-in for the service's tokenizer, shaped like a subword tokenizer
+    rather than one token per character, so that a local guess can be wrong in both
+    directions and the tests see what trusting the service's count means.
+
+    * a run of letters (any script but CJK): one token per 4 ASCII letters, rounded up
+      (`the` 1, `pipeline` 2), or per 3 letters when it holds non-ASCII ones
+      (accented Latin, Cyrillic, Greek: `Кириллица` 3);
+    * a run of ASCII digits: one token per 3 digits (`2048` 2, `3.14159` 1 + 1 + 2);
+    * each CJK character (kana, Han, Hangul): one token;
+    * a single space: nothing (it joins the next word); any other run of whitespace
+      (line breaks, indentation): one token per 4 characters;
+    * an astral character (emoji): two tokens;
+    * punctuation and symbols: one token per run of up to 4 equal characters (`|` 1,
+      `----` 1).
+    """
+    tokens = 0
+    for match in _PIECES.finditer(text):
+        kind = match.lastgroup
+        piece = match.group()
+        if kind == "digits":
+            tokens += -(-len(piece) // 3)
+        elif kind == "word":
+            tokens += -(-len(piece) // (4 if piece.isascii() else 3))
+        elif kind == "space":
+            tokens += 0 if piece == " " else -(-len(piece) // 4)
+        elif kind == "astral":
+            tokens += 2
+        else:
+            tokens += 1
+    return tokens
 
 
 def _bad_vector(kind: str, dimension: int) -> list[float]:
@@ -97,6 +143,7 @@ class Settings:
     # Requests after this many are held unanswered until the setting is cleared (None):
     # lets a test kill a client at a known point instead of racing it with sleeps.
     hold_after_requests: int | None = None
+    # None: the model's documented limit (MODEL_MAX_TOKENS); 0: no limit
     max_input_tokens: int | None = None
     refuse_substrings: list[str] = field(default_factory=list)
     name_refused_index: bool = True
@@ -265,7 +312,7 @@ class FakeGemini:
         texts = [PART_SEPARATOR.join(part.get("text", "") for part in item["content"]["parts"])
                  for item in requests]
         self._stats.sent_texts.extend(texts)
-        refused = self._refuse_text(texts)
+        refused = self._refuse_text(model, texts)
         if refused is not None:
             self._stats.refused += 1
             return refused
@@ -288,13 +335,20 @@ class FakeGemini:
         self._stats.accepted_at.append(self._clock())
         return 200, {"embeddings": vectors}
 
-    def _refuse_text(self, texts: list[str]) -> tuple[int, dict[str, Any]] | None:
+    def input_limit(self, model: str) -> int | None:
+        """Tokens per text `model` takes here (None: no limit)."""
+        limit = self.settings.max_input_tokens
+        if limit is None:
+            return MODEL_MAX_TOKENS.get(model)
+        return limit or None
+
+    def _refuse_text(self, model: str, texts: list[str]) -> tuple[int, dict[str, Any]] | None:
         """400 INVALID_ARGUMENT for the first text over the token limit or marked refused."""
         s = self.settings
+        limit = self.input_limit(model)
         for index, text in enumerate(texts):
-            tokens = fake_token_count(text)
-            limit = s.max_input_tokens
             marked = any(marker in text for marker in s.refuse_substrings)
+            tokens = fake_token_count(text) if limit is not None else 0
             over = limit is not None and tokens > limit
             if not (marked or over):
                 continue
