@@ -162,6 +162,21 @@ def _instance_lock(home: Path, what: str) -> Any:
     )
 
 
+def _write_cli_run_settings(home: Path, settings_text: str) -> None:
+    """Keep CLI_RUN_YAML in step with dagster.yaml (rewritten only when it differs)."""
+    path = home / CLI_RUN_YAML
+    wanted = cli_run_instance_yaml(settings_text)
+    if wanted is None:
+        path.unlink(missing_ok=True)
+        return
+    try:
+        if path.read_text(encoding="utf-8") == wanted:
+            return
+    except FileNotFoundError:
+        pass
+    atomic_write_bytes(path, wanted.encode("utf-8"))
+
+
 def ensure_instance_home(home: Path) -> Path:
     """Create or upgrade `home`/dagster.yaml (atomically, one process at a time), and
     point DAGSTER_HOME at `home`."""
@@ -176,19 +191,39 @@ def ensure_instance_home(home: Path) -> Path:
         wanted = upgraded_instance_yaml(current)
         if wanted is not None:
             atomic_write_bytes(settings, wanted.encode("utf-8"))
+        _write_cli_run_settings(home, wanted if wanted is not None else current or "")
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
 
 #: What a run executed by the command line does without: its step logs are events in
 #: the run's event log (the UI shows them) and its console lines go to the terminal, so
-#: capturing the process's stdout/stderr into files as well only costs time.
+#: capturing the process's stdout/stderr into files as well only costs time. Dagster's
+#: documented setting for "no compute-log capture".
 CLI_RUN_OVERRIDES: dict[str, Any] = {
     "compute_logs": {
         "module": "dagster._core.storage.noop_compute_log_manager",
         "class": "NoOpComputeLogManager",
     }
 }
+CLI_RUN_YAML = "dagster-cli-run.yaml"
+"""The instance settings of command-line runs: dagster.yaml plus CLI_RUN_OVERRIDES,
+written beside it by `ensure_instance_home` (same storages, so the same instance)."""
+
+
+def cli_run_instance_yaml(settings_text: str) -> str | None:
+    """What CLI_RUN_YAML holds for a dagster.yaml holding `settings_text` (None for a file
+    that is not a mapping: command-line runs then open dagster.yaml, and Dagster names
+    what is wrong with it)."""
+    try:
+        data = yaml.safe_load(settings_text) or {}
+    except yaml.YAMLError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    data.update(CLI_RUN_OVERRIDES)
+    header = "# Written by brain-pipeline from dagster.yaml for command-line runs; do not edit.\n"
+    return header + _dump(data)
 
 
 def open_instance(home: Path | None = None, *, cli_run: bool = False) -> dg.DagsterInstance:
@@ -197,7 +232,7 @@ def open_instance(home: Path | None = None, *, cli_run: bool = False) -> dg.Dags
     The first `get()` on a fresh folder creates the SQLite storages; done by two
     processes at once, one crashes with `table alembic_version already exists`. The
     instance lock makes the second wait for the first, then find the tables made.
-    `cli_run`: the same storages, without `CLI_RUN_OVERRIDES`' compute-log capture.
+    `cli_run`: the same storages through CLI_RUN_YAML (no compute-log capture).
     """
     import dagster as dg
 
@@ -208,12 +243,9 @@ def open_instance(home: Path | None = None, *, cli_run: bool = False) -> dg.Dags
         return dg.DagsterInstance.get()  # Dagster's own error names what is missing
     folder = Path(raw).expanduser().resolve()
     with _instance_lock(folder, "brain-pipeline: opening instance"):
-        if not cli_run:
-            return dg.DagsterInstance.get()
-        from dagster._core.instance.ref import InstanceRef
-
-        ref = InstanceRef.from_dir(str(folder), overrides=CLI_RUN_OVERRIDES)
-        return dg.DagsterInstance.from_ref(ref)
+        if cli_run and (folder / CLI_RUN_YAML).is_file():
+            return dg.DagsterInstance.from_config(str(folder), config_filename=CLI_RUN_YAML)
+        return dg.DagsterInstance.get()
 
 
 # ---- run tags ---------------------------------------------------------------------------

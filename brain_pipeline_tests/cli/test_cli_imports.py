@@ -1,5 +1,6 @@
-"""The README: "Only `ui` and `materialize --select ...` (or `--rebind`) import Dagster, so the
-others start fast." (`materialize` without --select: cli/test_materialize_up_to_date.py.)
+"""The docs (cli.md): "Only the commands that launch Dagster runs (`materialize` when it
+runs, `rollback`) and `ui` import Dagster, so the others start fast." (`materialize` with
+nothing to do: cli/test_materialize_up_to_date.py.)
 
 Each other command runs for real in a fresh interpreter (on the CLI tests' small
 project) and then lists the Dagster modules it loaded; what is imported is checked, not
@@ -49,12 +50,10 @@ def _dagster_modules_after(args: list[str], cwd: Path) -> tuple[list[str], int, 
         (["gc"], {0}),
         (["chunk", "corpus", "-o", "out.json"], {0}),
         (["publications", "--json"], {0}),
-        (["rollback"], {1}),  # nothing published: refused in one line
-        (["rollback", "--release"], {1}),  # nothing held
     ],
-    ids=["status", "eval", "search", "gc", "chunk", "publications", "rollback", "release"],
+    ids=["status", "eval", "search", "gc", "chunk", "publications"],
 )
-def test_commands_other_than_materialize_and_ui_do_not_import_dagster(
+def test_commands_that_launch_no_run_do_not_import_dagster(
     project: Project, command: list[str], codes: set[int]
 ) -> None:
     (project.root / "corpus" / "aws").mkdir(parents=True)
@@ -62,3 +61,29 @@ def test_commands_other_than_materialize_and_ui_do_not_import_dagster(
     loaded, code, err = _dagster_modules_after(command, project.root)
     assert code in codes, err
     assert loaded == []
+
+
+@pytest.mark.parametrize(
+    "command", [["rollback"], ["rollback", "--release"]], ids=["rollback", "release"]
+)
+def test_a_refused_rollback_is_one_line_and_a_failed_dagster_run(
+    project: Project, command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing published, nothing held: refused in one line, exit 1, and the refusal is a
+    FAILURE run of rollback_job in the instance the UI reads."""
+    import dagster as dg
+
+    home = project.root / "dagster_home"
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    loaded, code, err = _dagster_modules_after(command, project.root)
+    assert code == 1, err
+    lines = [line for line in err.splitlines() if line.startswith("brain-pipeline rollback: ")]
+    assert len(lines) == 1, err
+    assert "refused" in lines[0] or "nothing" in lines[0]
+    assert "dagster" in loaded
+    instance = dg.DagsterInstance.from_config(str(home))
+    try:
+        (run,) = instance.get_runs()
+        assert run.job_name == "rollback_job" and run.status == dg.DagsterRunStatus.FAILURE
+    finally:
+        instance.dispose()
