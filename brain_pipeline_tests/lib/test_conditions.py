@@ -91,6 +91,7 @@ class DaemonProject:
             BRAIN_CONFIG=str(project.config_path),
             PYTHONPATH=os.pathsep.join([str(REPO), self.env.get("PYTHONPATH", "")]),
             PYTHONUNBUFFERED="1",
+            FRESHNESS_DAEMON_INTERVAL_SECONDS="5",  # Dagster's own knob (default 30)
         )
 
     def dagster(self, *args: str) -> None:
@@ -197,6 +198,22 @@ def _observe_in_process(daemon: DaemonProject, instance: dg.DagsterInstance) -> 
         instance.report_runless_asset_event(event)
 
 
+def _freshness(daemon: DaemonProject, instance: dg.DagsterInstance, asset: str) -> str:
+    """PASS once the daemon has recorded `asset` as fresh (it may have recorded it FAIL
+    before the first publication); else the last state it recorded."""
+    key = dg.AssetKey(asset)
+    deadline = time.monotonic() + PHASE_TIMEOUT
+    state = "none recorded"
+    while time.monotonic() < deadline:
+        record = instance.get_freshness_state_records([key]).get(key)
+        if record is not None:
+            state = str(record.freshness_state.value)
+            if state == "PASS":
+                return state
+        time.sleep(1.0)
+    return f"{state} (daemon log: {daemon.log_tail(10)})"
+
+
 def _phase(
     daemon: DaemonProject,
     instance: dg.DagsterInstance,
@@ -230,6 +247,8 @@ def test_schedule_sensor_and_automation_runs_say_what_started_them(
         lambda tags: tags.get("dagster/schedule_name") == "reingest_schedule",
     )
     assert set(by_schedule.values()) == {"schedule reingest_schedule"}
+    # The daemon evaluates the publication's freshness policy by itself, between runs.
+    assert _freshness(daemon, instance, "published_local") == "PASS"
 
     def observed_edit() -> None:
         edit_corpus(project, "Automation rebuilds what an observed edit changed.")
