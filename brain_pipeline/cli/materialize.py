@@ -255,6 +255,7 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
                 note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
             for dead in reap_dead_runs(instance):
                 note(reaped_message(dead))
+                _notify(instance, dead.run_id, cfg)  # a killed run is a failed run
             if args.retry_refused:
                 forget_refusals(cfg.build_dir)
             from brain_pipeline.cli.progress_bar import progress_for

@@ -117,3 +117,34 @@ def test_a_raising_warn_check_is_reported_and_blocks_nothing(
         "the check itself broke" in out
     ), out
     assert (project.published() / "knowledge-store.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("variable", "expected"),
+    [
+        (None, "brain-pipeline materialize, from a script or cron (no terminal)"),
+        ("nightly crontab on build-host", "nightly crontab on build-host"),
+    ],
+)
+def test_a_command_line_run_says_who_started_it(
+    tiny_project: Project,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str | None,
+    expected: str,
+) -> None:
+    """Not "by hand" for a run cron started: without a terminal the command says so, and
+    BRAIN_TRIGGER (set in the crontab line) names the caller."""
+    project = cli_sees(tiny_project, monkeypatch)
+    if variable is None:
+        monkeypatch.delenv("BRAIN_TRIGGER", raising=False)
+    else:
+        monkeypatch.setenv("BRAIN_TRIGGER", variable)
+    assert main(["materialize"]) == 0
+    instance = _instance()
+    try:
+        event = instance.get_latest_materialization_event(CHUNKS)
+        assert event is not None and event.asset_materialization is not None
+        assert event.asset_materialization.metadata["triggered_by"].value == expected  # type: ignore[attr-defined]
+    finally:
+        instance.dispose()
+    assert project.build.exists()
