@@ -156,8 +156,8 @@ class S3Publisher(dg.ConfigurableResource):
     Its fields are the configuration's, as the code location read it (the UI shows where
     uploads go); the run's own snapshot must agree, or the step refuses, naming the
     setting (see `EmbeddingClient`). Dagster-aws's `S3Resource` is not used: importing
-    it imports boto3 in every run (0.6 CPU-s measured here), bucket or none; the client
-    is built only when an upload happens.
+    it imports boto3 in every run (0.56 CPU-s, docs/ui.md), bucket or none; the
+    client is built only when an upload happens.
     """
 
     bucket: str | None = None
