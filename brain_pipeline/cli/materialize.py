@@ -202,31 +202,22 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
     from brain_pipeline.steps.up_to_date import current_inputs, record_successful_run
     from brain_pipeline.steps.up_to_date import forget as forget_last_run
-    from brain_pipeline.utils.startup import imports_without_collection
 
     run_id = str(uuid.uuid4())
     full = args.select == EVERYTHING
     inputs_at_start = current_inputs(cfg, StateLayout.of(cfg.build_dir), run_id)
     holder = make_holder(f"brain-pipeline materialize --select {args.select}", run_id)
     started = time.monotonic()
-    # Dagster, its storage and the code location load here (see utils.startup).
-    with imports_without_collection():
-        from brain_pipeline.definitions import build_definitions
-        from brain_pipeline.lib.instance import (
-            ensure_instance_home,
-            open_instance,
-            reap_dead_runs,
-            reaped_message,
-        )
-        from brain_pipeline.lib.runner import (
-            SelectionError,
-            materialize_selection,
-            selected_asset_names,
-        )
+    from brain_pipeline.cli.instance_setup import location_and_instance
 
-        definitions = build_definitions(config=cfg)
-        ensure_instance_home(cfg.instance_home())
-        instance = open_instance(cli_run=True)
+    definitions, instance = location_and_instance(cfg)
+    from brain_pipeline.lib.instance import reap_dead_runs, reaped_message
+    from brain_pipeline.lib.runner import (
+        SelectionError,
+        materialize_selection,
+        selected_asset_names,
+    )
+
     if not full:
         try:
             names = selected_asset_names(args.select, definitions)

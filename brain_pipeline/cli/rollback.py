@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from brain_pipeline.config import BrainConfig
 
 HELP = "make an earlier publication live again (src, dist and S3), or release a hold"
 DESCRIPTION = """\
@@ -56,17 +60,11 @@ def run(args: argparse.Namespace) -> int:
         return 75
 
 
-def _launch(cfg: object, args: argparse.Namespace, run_id: str) -> int:
-    from brain_pipeline.utils.startup import imports_without_collection
+def _launch(cfg: BrainConfig, args: argparse.Namespace, run_id: str) -> int:
+    from brain_pipeline.cli.instance_setup import location_and_instance
+    from brain_pipeline.lib.runner import run_operation
 
-    with imports_without_collection():
-        from brain_pipeline.definitions import build_definitions
-        from brain_pipeline.lib.instance import ensure_instance_home, open_instance
-        from brain_pipeline.lib.runner import run_operation
-
-        definitions = build_definitions(config=cfg)  # type: ignore[arg-type]
-        ensure_instance_home(cfg.instance_home())  # type: ignore[attr-defined]
-        instance = open_instance(cli_run=True)
+    definitions, instance = location_and_instance(cfg)
     op_config = {"to": args.to, "release": bool(args.release)}
     outcome = run_operation(
         "rollback_job",
@@ -74,7 +72,7 @@ def _launch(cfg: object, args: argparse.Namespace, run_id: str) -> int:
         instance=instance,
         run_config={"ops": {"rollback_publication": {"config": op_config}}},
         run_id=run_id,
-        build_dir=cfg.build_dir,  # type: ignore[attr-defined]
+        build_dir=cfg.build_dir,
         trigger="brain-pipeline rollback",
     )
     if outcome.success:
