@@ -220,9 +220,8 @@ def resolve_selection(selection: str, definitions: dg.Definitions) -> set[dg.Ass
         try:
             keys = set(dg.AssetSelection.from_string(selection).resolve(graph))
         except dg.DagsterError as exc:
-            raise SelectionError(
-                f"{selection!r}: {str(exc).rstrip('.')}. Assets: {known}"
-            ) from None
+            said = " ".join(str(exc).split()).rstrip(".")  # Dagster's is several lines
+            raise SelectionError(f"{selection!r}: {said}. Assets: {known}") from None
     if not keys:
         raise SelectionError(f"the selection {selection!r} matches no asset. Assets: {known}")
     return keys

@@ -111,3 +111,17 @@ def test_a_bad_selection_is_usage_exit_2_in_one_line(
     refusals = [line for line in err.splitlines() if "bad --select" in line]
     assert len(refusals) == 1 and "knowledge_store" in refusals[0], err
     assert not project.store_file.exists()
+
+
+def test_a_misspelt_selection_is_one_line_with_dagsters_suggestion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    cli_sees(make_tiny_project(tmp_path), monkeypatch)
+    capfd.readouterr()
+    assert main(["materialize", "--select", "knowlege_store"]) == 2
+    _, err = capfd.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    refusal = lines[-1]
+    assert refusal.startswith("brain-pipeline materialize: bad --select: 'knowlege_store'"), err
+    assert 'did you mean one of the following? ["knowledge_store"]' in refusal, err
+    assert all(line.startswith("brain-pipeline materialize: ") for line in lines), err
