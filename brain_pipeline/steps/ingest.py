@@ -25,7 +25,7 @@ from brain_pipeline.state.records import (
     stamp_outputs,
     write_record,
 )
-from brain_pipeline.steps.provenance import StepLog, recheck_input, upstream_record
+from brain_pipeline.steps.contract import StepLog, recheck_input, upstream_record
 from brain_pipeline.steps.report import StepResult, Table
 from brain_pipeline.utils.digest import file_sha256_or
 

@@ -15,7 +15,7 @@ from typing import Any
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
-from brain_pipeline.steps.provenance import StepFailure, StepLog
+from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.report import StepResult, Table
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, FileStamp, read_record, write_record
-from brain_pipeline.steps.provenance import StepFailure, StepLog
+from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.publications import (
     held_by_rollback,
     publications_table,

@@ -16,7 +16,7 @@ from brain_pipeline.corpus.store import STORE_FILENAME
 from brain_pipeline.evaluation.service import evaluate_build
 from brain_pipeline.evaluation.verdict import Verdict
 from brain_pipeline.publishing.local import storage_dirs
-from brain_pipeline.steps.provenance import StepFailure
+from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.publish import publish_to_agent, publish_to_s3, upload_to_s3
 from brain_pipeline_tests.peers.moto_s3 import TEST_REGION, MotoS3Server
 from brain_pipeline_tests.steps.built import build, configure, plant_verdict, write_fixture

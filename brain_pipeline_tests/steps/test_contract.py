@@ -8,7 +8,7 @@ import pytest
 
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, write_record
-from brain_pipeline.steps.provenance import StepFailure, recheck_input, upstream_record
+from brain_pipeline.steps.contract import StepFailure, recheck_input, upstream_record
 
 
 def _record(layout: StateLayout, version: str) -> None:
