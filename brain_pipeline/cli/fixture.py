@@ -494,7 +494,7 @@ def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
 def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
-    from brain_pipeline.corpus.history import lookup_many
+    from brain_pipeline.corpus.chunk_history import lookup_many
     from brain_pipeline.corpus.store import heading_text
 
     live: dict[str, list[Chunk]] = {}

@@ -332,7 +332,7 @@ def propose_repair(
 ) -> RepairProposal:
     """A verdict for every stale label of `fixture` against the live `chunks`.
 
-    `old_chunks` maps old ids to what they were: history entries (corpus.history
+    `old_chunks` maps old ids to what they were: history entries (corpus.chunk_history
     `lookup_many`), chunks of an older store, or OldChunk. `area_search` finds
     candidates across an area; by default BM25 over the live chunks (lexical Retriever).
     A query whose labels all live in one other area follows them (`area_moves`); its

@@ -2,7 +2,7 @@
 
 A label is *stale* when its chunk id is not among the live chunks of its query's area
 (an edited paragraph gets a new id; a file moved to another area takes its ids out of
-the query's reach). The chunk history (`corpus.history`) says what the old id's text
+the query's reach). The chunk history (`corpus.chunk_history`) says what the old id's text
 and source file were; `old_chunks_for` looks them up (falling back to older store
 files), and `old_chunk_of` reads one history entry or store chunk as an OldChunk.
 """
@@ -79,7 +79,7 @@ def old_chunks_for(
     `fallback_stores` are knowledge-store.json paths read (in order) only for ids the
     history does not know, e.g. the live published store before the history is seeded.
     """
-    from brain_pipeline.corpus.history import lookup_many
+    from brain_pipeline.corpus.chunk_history import lookup_many
     from brain_pipeline.corpus.store import load_store
 
     wanted = list(dict.fromkeys(ids))

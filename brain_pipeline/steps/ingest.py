@@ -164,7 +164,7 @@ def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
 def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> None:
     """Add the store's chunks to the history (seeded first from the live published store,
     which still holds the texts an edit replaced), so a stale label can be explained."""
-    from brain_pipeline.corpus.history import remember_store
+    from brain_pipeline.corpus.chunk_history import remember_store
     from brain_pipeline.publishing.local import live_store_file
 
     remember_store(

@@ -248,7 +248,7 @@ def publish_to_agent(
 ) -> StepResult:
     """Publish the evaluated build to the agent's storage folders (or find it live).
 
-    After a rollback the rolled-back build is held (`publishing.history.Hold`): this
+    After a rollback the rolled-back build is held (`publishing.publication_log.Hold`): this
     step then changes nothing and says so, unless `force` is set.
     """
     from brain_pipeline.evaluation.service import stored_verdict

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from brain_pipeline.corpus.history import remember_store
+from brain_pipeline.corpus.chunk_history import remember_store
 from brain_pipeline.corpus.store import serialize_store
 from brain_pipeline.evaluation.fixture import Fixture, LabelledQuery
 from brain_pipeline.evaluation.stale import StaleLabel, find_stale, old_chunks_for

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from brain_pipeline.corpus import history
+from brain_pipeline.corpus import chunk_history
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.evaluation.helpers import make_chunk
@@ -28,36 +28,36 @@ def _store() -> list[Chunk]:
 
 
 def test_an_unknown_id_and_an_empty_history(layout: StateLayout) -> None:
-    assert history.is_empty(layout)
-    assert history.lookup(layout, "0123456789ab") is None
-    history.record_store(layout, _store(), T0)
-    assert not history.is_empty(layout)
-    assert history.lookup(layout, "0123456789ab") is None
+    assert chunk_history.is_empty(layout)
+    assert chunk_history.lookup(layout, "0123456789ab") is None
+    chunk_history.record_store(layout, _store(), T0)
+    assert not chunk_history.is_empty(layout)
+    assert chunk_history.lookup(layout, "0123456789ab") is None
 
 
 def test_text_provenance_and_times_are_kept(layout: StateLayout) -> None:
     first = _store()
-    outcome = history.record_store(layout, first, T0)
+    outcome = chunk_history.record_store(layout, first, T0)
     assert (outcome.chunks, outcome.new) == (3, 3)
     # Next build: the NACL paragraph was edited (new id), the SG file moved to area "net".
     edited = make_chunk("NACLs are stateless; rules are evaluated in order.", source="aws/sg.md")
     moved = Chunk(first[0].id, first[0].content, "net", "net/sg.md", "SG")
-    outcome = history.record_store(layout, [moved, edited, first[2]], T0 + timedelta(days=1))
+    outcome = chunk_history.record_store(layout, [moved, edited, first[2]], T0 + timedelta(days=1))
     assert (outcome.chunks, outcome.new) == (3, 1)
 
-    gone = history.lookup(layout, first[1].id)
+    gone = chunk_history.lookup(layout, first[1].id)
     assert gone is not None
     assert gone.text == first[1].content
     assert (gone.area, gone.source, gone.heading) == ("aws", "aws/sg.md", NO_HEADING)
     assert (gone.first_seen, gone.last_seen) == ("2026-03-01T12:00:00Z", "2026-03-01T12:00:00Z")
     assert not gone.live_in_latest
 
-    kept = history.lookup(layout, first[0].id)
+    kept = chunk_history.lookup(layout, first[0].id)
     assert kept is not None and kept.live_in_latest
     assert kept.area == "net"  # the area follows a move
     assert kept.source == "aws/sg.md"  # source and heading: those of when it appeared
     assert (kept.first_seen, kept.last_seen) == ("2026-03-01T12:00:00Z", "2026-03-02T12:00:00Z")
-    numeric = history.lookup(layout, first[2].id)
+    numeric = chunk_history.lookup(layout, first[2].id)
     assert numeric is not None and numeric.heading == 30 and numeric.heading_text == "30"
 
 
@@ -81,33 +81,33 @@ class _Lazy:
 
 def test_only_new_texts_are_read(layout: StateLayout) -> None:
     store = _store()
-    history.record_store(layout, store, T0)
+    chunk_history.record_store(layout, store, T0)
     fresh = make_chunk("Elastic IPs are static public addresses.", source="aws/ip.md")
     lazy = [_Lazy(c.id, c.area, c.source, c.heading, c.content, False) for c in store]
     lazy.append(_Lazy(fresh.id, fresh.area, fresh.source, fresh.heading, fresh.content, True))
-    outcome = history.record_store(layout, lazy, T0 + timedelta(hours=1))
+    outcome = chunk_history.record_store(layout, lazy, T0 + timedelta(hours=1))
     assert outcome.new == 1
-    entry = history.lookup(layout, fresh.id)
+    entry = chunk_history.lookup(layout, fresh.id)
     assert entry is not None and entry.text == fresh.content
 
 
 def test_recording_the_same_store_twice_adds_nothing(layout: StateLayout) -> None:
-    history.record_store(layout, _store(), T0)
-    size = history.stats(layout)
-    outcome = history.record_store(layout, _store(), T0 + timedelta(hours=1))
+    chunk_history.record_store(layout, _store(), T0)
+    size = chunk_history.stats(layout)
+    outcome = chunk_history.record_store(layout, _store(), T0 + timedelta(hours=1))
     assert outcome.new == 0
-    assert history.stats(layout)["ids"] == size["ids"] == 3
-    assert history.stats(layout)["stores"] == 2
+    assert chunk_history.stats(layout)["ids"] == size["ids"] == 3
+    assert chunk_history.stats(layout)["stores"] == 2
 
 
 def test_seed_from_a_published_store(layout: StateLayout, tmp_path: Path) -> None:
     published = tmp_path / "agent" / "src" / "storage" / "knowledge-store.json"
     published.parent.mkdir(parents=True)
     published.write_bytes(serialize_store(_store()))
-    assert history.seed_from_store(layout, tmp_path / "missing.json") is None
-    outcome = history.seed_from_store(layout, published, when=T0)
+    assert chunk_history.seed_from_store(layout, tmp_path / "missing.json") is None
+    outcome = chunk_history.seed_from_store(layout, published, when=T0)
     assert outcome is not None and outcome.new == 3
-    entry = history.lookup(layout, _store()[1].id)
+    entry = chunk_history.lookup(layout, _store()[1].id)
     assert entry is not None and entry.first_seen == "2026-03-01T12:00:00Z"
 
 
@@ -115,16 +115,16 @@ def test_naive_times_are_refused_and_a_foreign_file_is_set_aside(
     layout: StateLayout, caplog: pytest.LogCaptureFixture
 ) -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
-        history.record_store(layout, _store(), datetime(2026, 3, 1))
-    target = history.history_file(layout)
+        chunk_history.record_store(layout, _store(), datetime(2026, 3, 1))
+    target = chunk_history.history_file(layout)
     target.parent.mkdir(parents=True)
     foreign = b"not a database at all" * 100
     target.write_bytes(foreign)
     with caplog.at_level("WARNING", logger="brain_pipeline.damage"):
-        assert history.lookup(layout, _store()[0].id) is None  # a new, empty history
+        assert chunk_history.lookup(layout, _store()[0].id) is None  # a new, empty history
     aside = target.with_name(target.name + ".damaged")
     assert aside.read_bytes() == foreign
-    assert history.is_empty(layout)
+    assert chunk_history.is_empty(layout)
     (line,) = [r.getMessage() for r in caplog.records if r.name == "brain_pipeline.damage"]
     assert str(target) in line and "seeded from the live published store" in line
 
@@ -137,10 +137,10 @@ def test_recording_through_a_store_view_decodes_only_new_chunks(
     first = _store()
     store = tmp_path / "store-1.json"
     store.write_bytes(serialize_store(first))
-    outcome = history.record_store_view(layout, open_store_view(store), T0)
+    outcome = chunk_history.record_store_view(layout, open_store_view(store), T0)
     assert (outcome.chunks, outcome.new) == (3, 3)
     for chunk in first:  # exactly what record_store keeps for a new id
-        entry = history.lookup(layout, chunk.id)
+        entry = chunk_history.lookup(layout, chunk.id)
         assert entry is not None and entry.text == chunk.content
         assert (entry.area, entry.source, entry.heading) == (
             chunk.area,
@@ -151,16 +151,16 @@ def test_recording_through_a_store_view_decodes_only_new_chunks(
     second = tmp_path / "store-2.json"
     second.write_bytes(serialize_store([first[0], edited, first[2]]))
     later = T0 + timedelta(days=1)
-    outcome = history.record_store_view(layout, open_store_view(second), later)
+    outcome = chunk_history.record_store_view(layout, open_store_view(second), later)
     assert (outcome.chunks, outcome.new) == (3, 1)
-    kept = history.lookup(layout, first[0].id)
-    gone = history.lookup(layout, first[1].id)
+    kept = chunk_history.lookup(layout, first[0].id)
+    gone = chunk_history.lookup(layout, first[1].id)
     assert kept is not None and kept.live_in_latest and kept.last_seen == "2026-03-02T12:00:00Z"
     assert gone is not None and not gone.live_in_latest and gone.text == first[1].content
 
 
 def _all_entries(layout: StateLayout, ids: list[str]) -> dict[str, dict[str, Any]]:
-    return {key: entry.to_dict() for key, entry in history.lookup_many(layout, ids).items()}
+    return {key: entry.to_dict() for key, entry in chunk_history.lookup_many(layout, ids).items()}
 
 
 def _four_stores() -> list[list[Chunk]]:
@@ -173,16 +173,16 @@ def _four_stores() -> list[list[Chunk]]:
 def test_an_id_that_vanishes_and_returns(layout: StateLayout) -> None:
     stores = _four_stores()
     for day, store in enumerate(stores):
-        history.record_store(layout, store, T0 + timedelta(days=day))
+        chunk_history.record_store(layout, store, T0 + timedelta(days=day))
         if day == 1:
-            gone = history.lookup(layout, stores[0][1].id)
+            gone = chunk_history.lookup(layout, stores[0][1].id)
             assert gone is not None and not gone.live_in_latest
             assert gone.last_seen == "2026-03-01T12:00:00Z"  # the last store that held it
-    back = history.lookup(layout, stores[0][1].id)
+    back = chunk_history.lookup(layout, stores[0][1].id)
     assert back is not None and back.live_in_latest
     assert (back.source, back.heading) == ("aws/nacl.md", "NACL")
     assert (back.first_seen, back.last_seen) == ("2026-03-01T12:00:00Z", "2026-03-04T12:00:00Z")
-    dropped = history.lookup(layout, stores[0][2].id)
+    dropped = chunk_history.lookup(layout, stores[0][2].id)
     assert dropped is not None and not dropped.live_in_latest
     assert dropped.last_seen == "2026-03-02T12:00:00Z"
 
@@ -197,9 +197,9 @@ def test_a_lost_or_stale_live_set_file_changes_nothing(tmp_path: Path, damage: s
     older = b""
     for day, store in enumerate(stores):
         when = T0 + timedelta(days=day)
-        history.record_store(intact, store, when)
-        history.record_store(damaged, store, when)
-        live_file = damaged.history_dir / history.LIVE_FILENAME
+        chunk_history.record_store(intact, store, when)
+        chunk_history.record_store(damaged, store, when)
+        live_file = damaged.history_dir / chunk_history.LIVE_FILENAME
         current = live_file.read_bytes()
         if damage == "deleted":
             live_file.unlink()
@@ -218,7 +218,7 @@ def test_a_schema_1_history_is_upgraded_in_place(layout: StateLayout) -> None:
     import zlib
 
     a, b, c = _store()
-    path = history.history_file(layout)
+    path = chunk_history.history_file(layout)
     path.parent.mkdir(parents=True)
     conn = sqlite3.connect(path)
     conn.executescript(
@@ -244,13 +244,13 @@ def test_a_schema_1_history_is_upgraded_in_place(layout: StateLayout) -> None:
     conn.commit()
     conn.close()
 
-    entries = history.lookup_many(layout, [a.id, b.id, c.id])
+    entries = chunk_history.lookup_many(layout, [a.id, b.id, c.id])
     assert [entries[k].live_in_latest for k in (a.id, b.id, c.id)] == [True, False, True]
     assert entries[b.id].last_seen == old and entries[a.id].last_seen == new
     # The next store is diffed against the upgraded live flags: c vanishes, b returns.
-    outcome = history.record_store(layout, [a, b], T0 + timedelta(days=2))
+    outcome = chunk_history.record_store(layout, [a, b], T0 + timedelta(days=2))
     assert outcome.new == 0
-    after = history.lookup_many(layout, [a.id, b.id, c.id])
+    after = chunk_history.lookup_many(layout, [a.id, b.id, c.id])
     assert after[b.id].live_in_latest and not after[c.id].live_in_latest
     assert after[c.id].last_seen == new
 
@@ -264,11 +264,11 @@ def test_a_full_disk_loses_no_recorded_store(tmp_path: Path) -> None:
     ids = sorted({c.id for store in stores for c in store})
     reference = StateLayout.of(tmp_path / "reference")
     for day in (0, 1, 3):  # what the full-disk history must end up equal to
-        history.record_store(reference, stores[day], T0 + timedelta(days=day))
+        chunk_history.record_store(reference, stores[day], T0 + timedelta(days=day))
     with small_tmpfs(tmp_path / "disk", "512k") as disk:
         layout = StateLayout.of(disk / "build")
-        history.record_store(layout, stores[0], T0)
-        history.record_store(layout, stores[1], T0 + timedelta(days=1))
+        chunk_history.record_store(layout, stores[0], T0)
+        chunk_history.record_store(layout, stores[1], T0 + timedelta(days=1))
         after_two = _all_entries(layout, ids)
         filler = disk / "filler"
         with contextlib.suppress(OSError), filler.open("wb", buffering=0) as handle:
@@ -276,9 +276,9 @@ def test_a_full_disk_loses_no_recorded_store(tmp_path: Path) -> None:
                 handle.write(b"\0" * 4096)
         bulky = [make_chunk(f"{n} " + "filler text " * 400, source="big.md") for n in range(60)]
         with pytest.raises((OSError, sqlite3.Error)) as full:
-            history.record_store(layout, stores[2] + bulky, T0 + timedelta(days=2))
+            chunk_history.record_store(layout, stores[2] + bulky, T0 + timedelta(days=2))
         assert "full" in str(full.value) or "No space left" in str(full.value)
         assert _all_entries(layout, ids) == after_two
         filler.unlink()
-        history.record_store(layout, stores[3], T0 + timedelta(days=3))
+        chunk_history.record_store(layout, stores[3], T0 + timedelta(days=3))
         assert _all_entries(layout, ids) == _all_entries(reference, ids)

@@ -1,4 +1,4 @@
-"""publishing.history: what is live, what a rollback restores, holds, generations."""
+"""publishing.publication_log: what is live, what a rollback restores, holds, generations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from brain_pipeline.publishing.history import HistoryError, append_events, read_history
+from brain_pipeline.publishing.publication_log import HistoryError, append_events, read_history
 from brain_pipeline.state.layout import StateLayout
 
 
