@@ -14,7 +14,7 @@ keyed by (size, mtime_ns, inode, ctime_ns), so an unchanged 800 MB embeddings.bi
 not re-hashed on every check.
 
 An outcome holds `report` (runner.EvaluationReport.to_dict), `figures`, `markdown`,
-`inputs`, `run_id` and `verdict` (verdict.Verdict.to_dict, the whole judgement the
+`inputs`, `run_id` and `verdict` (verdict.EvaluationVerdict.to_dict, the whole judgement the
 publish gate reads). Outcomes written before verdicts were stored (with `passed` and
 `failures` instead) still lend their report for reuse; the next check judges it and
 rewrites the outcome with a verdict, and until then a publish gate finds no verdict.

@@ -2,7 +2,7 @@
 
 `evaluate_store_dir` is the one code path behind both: measure the store against the
 fixture (or reuse the recorded report for identical inputs), compare it with the
-baseline, judge it once (`verdict.judge`) and keep the report and the whole `Verdict`
+baseline, judge it once (`verdict.judge`) and keep the report and the whole `EvaluationVerdict`
 in the evaluation record, where the publish steps read it. Which embedder embeds the
 queries is `embedding.factory`'s business; what the baseline comparison finds is
 `regression`'s; what it means is `verdict`'s.
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from brain_pipeline.evaluation.record import EvalInputs
     from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
-    from brain_pipeline.evaluation.verdict import ThresholdRow, Verdict
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
     from brain_pipeline.state.layout import StateLayout
 
 
@@ -32,7 +32,7 @@ class EvaluationOutcome:
     """What the blocking check and `brain-pipeline eval` show: the verdict, and the
     report and comparison it was judged on (None when nothing could be evaluated)."""
 
-    verdict: Verdict
+    verdict: EvaluationVerdict
     report: EvaluationReport | None = None
     flat_metrics: dict[str, float] = field(default_factory=dict)
     markdown: str = ""
@@ -98,12 +98,12 @@ def evaluate_store_dir(
     from brain_pipeline.evaluation.bootstrap import figure_intervals
     from brain_pipeline.evaluation.regression import compare_with_baseline
     from brain_pipeline.evaluation.render import report_markdown
-    from brain_pipeline.evaluation.verdict import Verdict, judge
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict, judge
     from brain_pipeline.state.layout import StateLayout
 
     measured = _measure(cfg, store_dir, fixture, warn, progress, reuse=reuse)
     if isinstance(measured, str):
-        return EvaluationOutcome(Verdict.unusable(measured))
+        return EvaluationOutcome(EvaluationVerdict.unusable(measured))
     report = measured.report
     regression = compare_with_baseline(report, StateLayout.of(cfg.build_dir))
     verdict = judge(
@@ -155,16 +155,16 @@ def evaluate_store_dir(
     return outcome
 
 
-def stored_verdict(record: Mapping[str, Any] | None) -> Verdict | None:
+def stored_verdict(record: Mapping[str, Any] | None) -> EvaluationVerdict | None:
     """The verdict kept in an evaluation record; None when there is none or it cannot be
     read (a record written before verdicts were stored, or by another verdict format)."""
-    from brain_pipeline.evaluation.verdict import Verdict
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict
 
     data = (record or {}).get("verdict")
     if not isinstance(data, Mapping):
         return None
     try:
-        return Verdict.from_dict(data)
+        return EvaluationVerdict.from_dict(data)
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -192,9 +192,9 @@ def record_as_baseline(
 
 def accept_evaluation(
     cfg: BrainConfig, layout: StateLayout, key: str, note: str
-) -> Verdict | None:
+) -> EvaluationVerdict | None:
     """`eval --accept`: the recorded evaluation `key` becomes the baseline, and its stored
-    verdict no longer fails on the regressions it accepted (`Verdict.accepting`), so a
+    verdict no longer fails on the regressions it accepted (`EvaluationVerdict.accepting`), so a
     publish of these bytes reads the accepted verdict. None when `key` is not recorded."""
     from brain_pipeline.evaluation import record as eval_record
 

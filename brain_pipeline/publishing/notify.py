@@ -54,8 +54,8 @@ class CheckOutcome:
     description: str
     blocking: bool = True
     headline: str | None = None
-    """`Verdict.headline()` when the check is the evaluation (its metadata carries it): the
-    one line that decided the verdict, preferred over the description's first line."""
+    """`EvaluationVerdict.headline()` when the check is the evaluation (its metadata carries
+    it): the one line that decided the verdict, preferred over the description's first line."""
 
     def cause(self) -> str:
         return f"{self.name}: {first_line(self.headline or self.description)}"

@@ -2,7 +2,7 @@
 for identical inputs) and show its verdict, as plain values.
 
 `evaluation.service.evaluate_build` is the one code path, shared with `brain-pipeline
-eval`, and `evaluation.verdict.Verdict` the one judgement; this module only maps the
+eval`, and `evaluation.verdict.EvaluationVerdict` the one judgement; this module only maps the
 verdict's severity onto the check's and lays out what the check shows.
 """
 

@@ -30,7 +30,7 @@ from brain_pipeline.steps.publications import (
 from brain_pipeline.steps.report import Markdown, RunLink, StepResult
 
 if TYPE_CHECKING:
-    from brain_pipeline.evaluation.verdict import Verdict
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict
     from brain_pipeline.publishing.gate import Decision
     from brain_pipeline.publishing.source import ArtifactSource
 
@@ -51,7 +51,7 @@ class BuildArtifacts:
     evaluation: dict[str, float]
     evaluation_run_id: str | None
     corpus_digest: str | None
-    verdict: Verdict | None
+    verdict: EvaluationVerdict | None
     """The evaluation's verdict on these bytes, as it was recorded."""
     decision: Decision
     """What `publishing.gate.decide` made of it."""
