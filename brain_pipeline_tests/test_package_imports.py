@@ -15,7 +15,12 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-HEAVY = ("numpy", "dagster", "brain_pipeline.evaluation.runner", "brain_pipeline.corpus.ingest")
+HEAVY = (
+    "numpy",
+    "dagster",
+    "brain_pipeline.evaluation.runner",
+    "brain_pipeline.corpus.file_chunks",
+)
 
 
 def test_a_missing_fixture_is_refused_without_the_heavy_modules(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
-from brain_pipeline.corpus.ingest import ingest_file
+from brain_pipeline.corpus.file_chunks import ingest_file
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import (

@@ -173,7 +173,7 @@ class SampleProject:
     def build_store(self, when: datetime, record: bool = True) -> list[Chunk]:
         """Ingest the corpus into the build dir (as the pipeline does) and record history."""
         from brain_pipeline.corpus.chunk_history import record_store
-        from brain_pipeline.corpus.ingest import ingest_corpus
+        from brain_pipeline.corpus.file_chunks import ingest_corpus
         from brain_pipeline.state.layout import StateLayout
 
         result = ingest_corpus(self.corpus)

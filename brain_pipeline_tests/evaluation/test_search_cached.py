@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.corpus.store import load_store, serialize_store
 from brain_pipeline.embedding.store_file import read_embeddings
 from brain_pipeline.evaluation.search import open_store

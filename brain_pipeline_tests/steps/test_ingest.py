@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.state.records import read_record
 from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.ingest import (

@@ -10,7 +10,7 @@ import pytest
 
 from brain_pipeline.corpus.chunking import REASON_INVALID_JSON, REASON_NO_TITLE_TOPICS
 from brain_pipeline.corpus.discovery import REASON_IGNORED, REASON_RAW, CorpusNotFoundError
-from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, ingest_corpus
+from brain_pipeline.corpus.file_chunks import EMPTY_CORPUS_WARNING, ingest_corpus
 from brain_pipeline_tests.corpus.conftest import Writer
 
 SHARED = "A paragraph shared by several files in several areas."

@@ -1,4 +1,10 @@
-"""Corpus in, knowledge store out: the single ingest used by the CLI and the Dagster asset."""
+"""Reading and chunking corpus files: one file's manifest line and chunks, or the whole corpus.
+
+`ingest_file` screens, hashes and chunks one file; the Dagster asset calls it through the
+per-file chunk cache (`corpus.chunk_cache`), for changed files only. `ingest_corpus`
+chunks and de-duplicates a whole corpus in memory, with no cache (`brain-pipeline chunk`);
+the cached path must stay byte-identical to it.
+"""
 
 from __future__ import annotations
 
