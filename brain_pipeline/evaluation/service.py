@@ -20,7 +20,7 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
-    from brain_pipeline.evaluation.record import EvalInputs
+    from brain_pipeline.evaluation.eval_record import EvalInputs
     from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
@@ -41,7 +41,7 @@ class EvaluationOutcome:
     evaluated_at: str | None = None
     """ISO-8601 UTC time the evaluation actually ran (the earlier run when `reused`)."""
     record_key: str | None = None
-    """Digest of the inputs (evaluation/record.py); None when nothing could be evaluated."""
+    """Digest of the inputs (evaluation/eval_record.py); None when nothing could be evaluated."""
     inputs: dict[str, Any] = field(default_factory=dict)
     """The digests the key covers: store, embeddings, fixture, thresholds, code, provider."""
     intervals: dict[str, Any] = field(default_factory=dict)
@@ -94,7 +94,7 @@ def evaluate_store_dir(
     the record is rewritten only when that verdict differs from the stored one.
     `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
     """
-    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation import eval_record
     from brain_pipeline.evaluation.bootstrap import figure_intervals
     from brain_pipeline.evaluation.regression import compare_with_baseline
     from brain_pipeline.evaluation.render import report_markdown
@@ -196,7 +196,7 @@ def accept_evaluation(
     """`eval --accept`: the recorded evaluation `key` becomes the baseline, and its stored
     verdict no longer fails on the regressions it accepted (`EvaluationVerdict.accepting`), so a
     publish of these bytes reads the accepted verdict. None when `key` is not recorded."""
-    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation import eval_record
 
     record = eval_record.lookup(layout, key)
     verdict = stored_verdict(record)
@@ -229,7 +229,7 @@ def _measure(
     from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
-    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation import eval_record
     from brain_pipeline.evaluation.fixture import FixtureError, parse_fixture
     from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
     from brain_pipeline.retrieval.view_source import ViewSource
@@ -315,7 +315,7 @@ def _inputs(
     embeddings_file: Path,
     fixture_bytes: bytes,
 ) -> EvalInputs:
-    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation import eval_record
 
     provider = cfg.effective_provider()
     return eval_record.EvalInputs(

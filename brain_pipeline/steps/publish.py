@@ -77,7 +77,7 @@ def evaluation_of_build(
     cfg: BrainConfig, layout: StateLayout
 ) -> tuple[str | None, dict[str, Any] | None]:
     """(key, record) of the evaluation of exactly the build's inputs; record None if none."""
-    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation import eval_record
     from brain_pipeline.evaluation.service import evaluation_inputs
 
     if not layout.store_file.exists():
@@ -102,7 +102,7 @@ def gate(
     """Refuse (raise) unless `publishing.gate.decide` allows publishing these bytes on
     their recorded verdict; a forced publication is logged here, once."""
     from brain_pipeline.corpus.store_reader import open_store_view
-    from brain_pipeline.evaluation.record import known_sha256
+    from brain_pipeline.evaluation.eval_record import known_sha256
     from brain_pipeline.evaluation.service import stored_verdict
     from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.source import ArtifactSource

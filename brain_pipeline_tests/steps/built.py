@@ -14,7 +14,7 @@ import yaml
 
 from brain_pipeline.config import load_config
 from brain_pipeline.corpus.store_reader import open_store_view
-from brain_pipeline.evaluation import record as eval_record
+from brain_pipeline.evaluation import eval_record
 from brain_pipeline.evaluation.service import evaluation_inputs
 from brain_pipeline.evaluation.verdict import EvaluationVerdict
 from brain_pipeline.steps.embed import embed_store
