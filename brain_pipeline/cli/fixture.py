@@ -226,7 +226,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     """
     from brain_pipeline.config import load_config
     from brain_pipeline.evaluation.fixture import load_fixture_if_any
-    from brain_pipeline.evaluation.search import open_store
+    from brain_pipeline.evaluation.store_search import open_store
     from brain_pipeline.publishing.local import live_store_file
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.steps.refresh_store import BUILT, UPDATED, refresh_build_store

@@ -13,7 +13,7 @@ from brain_pipeline.cli import main
 from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.corpus.store import load_store, serialize_store
 from brain_pipeline.embedding.store_file import read_embeddings
-from brain_pipeline.evaluation.search import open_store
+from brain_pipeline.evaluation.store_search import open_store
 from brain_pipeline.retrieval.hybrid import Retriever
 from brain_pipeline.retrieval.vectors import decode_embeddings, encode_embeddings, quantize
 from brain_pipeline_tests.corpus.corpora import build_random_corpus

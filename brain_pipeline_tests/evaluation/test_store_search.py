@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.evaluation.search import (
+from brain_pipeline.evaluation.store_search import (
     BatchFormatError,
     BatchQuery,
     hits_as_json,

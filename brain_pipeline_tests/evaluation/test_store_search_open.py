@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from brain_pipeline.corpus.store import Chunk, serialize_store
-from brain_pipeline.evaluation.search import (
+from brain_pipeline.evaluation.store_search import (
     StoreNotFoundError,
     open_store,
 )
