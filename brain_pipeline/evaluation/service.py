@@ -230,7 +230,7 @@ def _measure(
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation import eval_record
-    from brain_pipeline.evaluation.fixture import FixtureError, parse_fixture
+    from brain_pipeline.evaluation.fixture.model import FixtureError, parse_fixture
     from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
     from brain_pipeline.retrieval.view_source import ViewSource
 

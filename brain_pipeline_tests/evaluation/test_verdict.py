@@ -10,7 +10,7 @@ import pytest
 from brain_pipeline.config import Thresholds
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation.compare import Comparison, compare
-from brain_pipeline.evaluation.fixture import Fixture, LabelledQuery
+from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
 from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
 from brain_pipeline.evaluation.verdict import HEADLINE_CHARS, EvaluationVerdict, judge
 from brain_pipeline_tests.evaluation.helpers import make_chunk
