@@ -1,11 +1,11 @@
-"""publishing.notify without Dagster: which event a run is, its message, its delivery."""
+"""publishing.run_alerts without Dagster: which event a run is, its message, its delivery."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from brain_pipeline.config import EmailSettings, NotifySettings
-from brain_pipeline.publishing.notify import (
+from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
     RunFacts,
     build_message,
