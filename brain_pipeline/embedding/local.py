@@ -151,11 +151,6 @@ class LocalEmbedder:
         self._tokenizer = tokenizer
         self._session = session
 
-    def token_count(self, text: str) -> int:
-        """Tokens the model sees for `text` (after truncation), for tests and diagnostics."""
-        self._load()
-        return int(sum(self._tokenizer.encode(text).attention_mask))
-
     def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
         return self.embed_documents_reporting(texts, None)
 

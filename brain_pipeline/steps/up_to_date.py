@@ -38,7 +38,6 @@ from brain_pipeline.utils.digest import file_sha256_or, value_digest
 from brain_pipeline.utils.file_signature import FileSignature
 
 RECORD_FORMAT = 1
-PACKAGE = "brain_pipeline"
 _SOURCE_ROOT = Path(__file__).resolve().parents[1]
 
 
