@@ -62,14 +62,12 @@ def test_make_embedder_builds_gemini_and_requires_a_key(gemini_server: FakeGemin
         make_embedder("auto")
 
 
-def test_unknown_providers_and_local_models_are_refused_by_name() -> None:
+def test_unknown_providers_are_refused_by_name() -> None:
     with pytest.raises(ValueError) as caught:
         make_embedder("openai")
     assert str(caught.value) == (
         "unknown embedding provider 'openai'; expected one of ('gemini', 'local', 'none')"
     )
-    with pytest.raises(ValueError, match="unknown local model 'bge-large'"):
-        make_embedder("local", local_model="bge-large")
 
 
 # -- embedder_for ----------------------------------------------------------------------------

@@ -20,8 +20,7 @@ from brain_pipeline_tests.embedding.helpers import corpus
 
 @pytest.fixture(scope="module")
 def embedder() -> LocalEmbedder:
-    made = make_embedder("local", model="gemini-embedding-001", dimension=256,
-                         local_model="all-MiniLM-L6-v2-int8")
+    made = make_embedder("local", model="gemini-embedding-001", dimension=256)
     assert isinstance(made, LocalEmbedder)
     return made
 
