@@ -85,6 +85,19 @@ def test_embedder_for_uses_the_configured_model_dimension_and_batch(
     assert embedder.embed_documents(["a", "b"]).shape == (2, 48)  # the key reached the server
 
 
+def test_the_configured_request_quota_reaches_the_pacer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """embedding.requests_per_minute is the pacer's second bucket (its limiting, under a
+    fake clock: embedding/test_pacing.py), below what the text quota alone would allow."""
+    monkeypatch.setenv("GEMINI_API_KEY", API_KEY)
+    cfg = config(tmp_path, "gemini", texts_per_minute=3000, requests_per_minute=12)
+    embedder = embedder_for(cfg)
+    assert isinstance(embedder, GeminiEmbedder)
+    rate = embedder.pacer.requests_rate_per_minute
+    assert rate is not None and 0.9 * 12 <= rate <= 12
+
+
 def test_auto_means_gemini_with_a_key_and_no_vectors_without(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_key: None
 ) -> None:
