@@ -122,7 +122,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20240601)
     args = parser.parse_args()
 
-    from brain_pipeline.corpus.ingest import ingest_corpus
+    from brain_pipeline.corpus.file_chunks import ingest_corpus
 
     session = Session(runs=args.runs).start()
 

@@ -61,7 +61,7 @@ class FakeChunk:
 
 
 def comparison_cost(n_chunks: int, session: Session) -> None:
-    from brain_pipeline.corpus.history import record_store
+    from brain_pipeline.corpus.chunk_history import record_store
 
     with tempfile.TemporaryDirectory() as tmp:
         layout = StateLayout.of(tmp)
@@ -88,7 +88,7 @@ def comparison_cost(n_chunks: int, session: Session) -> None:
                            first_relevant_rank=None, rr=0.0, ndcg=0.0, recall=0.0, miss=True,
                            relevant_ranks=dict.fromkeys(r.relevant_ranks))
                    for r in rows]
-        from brain_pipeline.corpus.history import lookup_many
+        from brain_pipeline.corpus.chunk_history import lookup_many
         from brain_pipeline.evaluation.compare import ChunkOrigin
 
         def origins(ids: list[str]) -> dict[str, ChunkOrigin]:

@@ -9,7 +9,7 @@ same words reordered) to distinct labelled paragraphs chosen by the seed, re-ing
 run `propose_for_build` (what `brain-pipeline fixture repair` runs). Reports, per seed:
 light edits mapped to exactly the right new id / light, heavy edits wrongly auto-applied
 (goal 0), and the time of the proposal. The edits themselves are
-brain_pipeline_tests/evaluation/repair_scenarios.py, the same ones the tests use.
+brain_pipeline_tests/evaluation/fixture/repair_scenarios.py, the same ones the tests use.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from brain_pipeline.evaluation.fixture import load_fixture  # noqa: E402
-from brain_pipeline.evaluation.repair import propose_for_build  # noqa: E402
+from brain_pipeline.evaluation.fixture.model import load_fixture  # noqa: E402
+from brain_pipeline.evaluation.fixture.repair import propose_for_build  # noqa: E402
 from brain_pipeline.state.layout import StateLayout  # noqa: E402
-from brain_pipeline_tests.evaluation.repair_scenarios import (  # noqa: E402
+from brain_pipeline_tests.evaluation.fixture.repair_scenarios import (  # noqa: E402
     HEAVY_KINDS,
     SampleProject,
     seeded_edits,

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _figures import DEFAULT_RUNS, Figure, Session  # noqa: E402
 
-from brain_pipeline.corpus import history  # noqa: E402
+from brain_pipeline.corpus import chunk_history  # noqa: E402
 from brain_pipeline.corpus.store import Chunk, chunk_id  # noqa: E402
 from brain_pipeline.state.layout import StateLayout  # noqa: E402
 
@@ -75,14 +75,14 @@ def main() -> int:
             layout = StateLayout.of(tmp)
             for label, store, when in steps:
                 start = time.perf_counter()
-                outcome = history.record_store(layout, store, when)
+                outcome = chunk_history.record_store(layout, store, when)
                 seconds[label].append(time.perf_counter() - start)
                 print(f"{label:<24} {outcome.chunks} chunks, {outcome.new:>6} new: "
                       f"{seconds[label][-1]:6.2f} s", flush=True)
-            size = history.stats(layout)["bytes"]
-            ids = history.stats(layout)["ids"]
+            size = chunk_history.stats(layout)["bytes"]
+            ids = chunk_history.stats(layout)["ids"]
             start = time.perf_counter()
-            entry = history.lookup(layout, chunks[7].id)
+            entry = chunk_history.lookup(layout, chunks[7].id)
             lookups.append((time.perf_counter() - start) * 1000)
             assert entry is not None
         session.note_reference()

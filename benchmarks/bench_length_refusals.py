@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from bench_scale import generate_corpus  # noqa: E402
 
-from brain_pipeline.corpus.ingest import ingest_corpus  # noqa: E402
+from brain_pipeline.corpus.file_chunks import ingest_corpus  # noqa: E402
 from brain_pipeline.corpus.store import Chunk  # noqa: E402
 from brain_pipeline.embedding.builder import build_embeddings  # noqa: E402
 from brain_pipeline.embedding.gaps import read_gaps  # noqa: E402

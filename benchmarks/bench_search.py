@@ -124,7 +124,7 @@ print("\\n".join(f"{h.chunk.id} {h.score!r}" for h in hits))
 
 NEW = """
 import sys
-from brain_pipeline.evaluation.search import open_store
+from brain_pipeline.evaluation.store_search import open_store
 from brain_pipeline.retrieval.hybrid import Retriever
 opened = open_store(sys.argv[1])
 hits = Retriever(opened.source()).search(sys.argv[2], sys.argv[3], limit=10, mode="lexical").hits

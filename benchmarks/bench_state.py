@@ -49,7 +49,7 @@ from _figures import DEFAULT_RUNS, Figure, Session
 
 from brain_pipeline.corpus.assembly import assemble_store
 from brain_pipeline.corpus.chunk_cache import chunk_snapshot
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.corpus.observation import observe_corpus
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.digest import sha256_hex

@@ -18,13 +18,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 if TYPE_CHECKING:
     from brain_pipeline.corpus.junk import IngestLimits
 
 DEFAULT_CONFIG_NAME = "corpus_config.yaml"
 DEFAULT_CANDIDATES = ("../patb-rag-curated-content", "../agent-project/patb-rag-curated-content")
+#: The local provider's one model (the `[local]` extra ships it): the name its vectors carry.
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 
 
 class ConfigError(ValueError):
@@ -164,11 +173,27 @@ class EmbeddingSettings(_Section):
     requests_per_minute: int = Field(default=3000, ge=1)
     batch_size: int = Field(default=100, ge=1, le=100)
     max_attempts: int = Field(default=6, ge=1, le=50)
-    local_model: str = "all-MiniLM-L6-v2-int8"
     too_long: Literal["truncate", "skip"] = "truncate"
     """A text the service refuses as over its input limit (every text is sent whole
     first; embedding.limits): embed a head cut in proportion to the service's own token
     count (`truncate`), or give it no vector so it stays lexical (`skip`)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_local_model(cls, data: Any) -> Any:
+        """`local_model` is gone: the local provider has one model, so the key could only
+        relabel what it made. A file that still names that model reads as before; any
+        other name never worked (the factory refused it) and is refused here, by name."""
+        if not isinstance(data, dict) or "local_model" not in data:
+            return data
+        data = dict(data)
+        name = data.pop("local_model")
+        if name != LOCAL_MODEL_NAME:
+            raise ValueError(
+                f"local_model was removed (the local provider has one model, "
+                f"{LOCAL_MODEL_NAME}); delete the line (got {name!r})"
+            )
+        return data
 
 
 class RetrievalSettings(_Section):
@@ -381,7 +406,7 @@ class BrainConfig(_Section):
         if provider == "gemini":
             return f"gemini {self.embedding.model}"
         if provider == "local":
-            return f"local {self.embedding.local_model} (offline; its vectors are not published)"
+            return f"local {LOCAL_MODEL_NAME} (offline; its vectors are not published)"
         return "none, lexical only"
 
     def effective_model(self) -> str:
@@ -390,7 +415,7 @@ class BrainConfig(_Section):
         if provider == "gemini":
             return self.embedding.model
         if provider == "local":
-            return self.embedding.local_model
+            return LOCAL_MODEL_NAME
         return ""
 
     def publish_root(self) -> Path:

@@ -146,7 +146,7 @@ def check_corpus(cfg: BrainConfig, env: Mapping[str, str]) -> Problem | None:
 
 def check_fixture(cfg: BrainConfig, env: Mapping[str, str]) -> Problem | None:
     """The fixture exists and parses; when it does not exist, how to create one."""
-    from brain_pipeline.evaluation.fixture import FixtureError, load_fixture
+    from brain_pipeline.evaluation.fixture.model import FixtureError, load_fixture
 
     path = cfg.evaluation.fixture
     where = _origin(cfg, "BRAIN_EVAL_FIXTURE", env)

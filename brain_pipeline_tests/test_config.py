@@ -46,6 +46,24 @@ def test_an_unknown_key_is_refused(tmp_path: Path) -> None:
         load_config(config, env={})
 
 
+def test_the_removed_local_model_key_reads_as_before_when_it_names_the_one_model(
+    tmp_path: Path,
+) -> None:
+    """Files written before `embedding.local_model` was removed still load; a name of a
+    model that never existed is refused in one line that says to delete it."""
+    kept = write(tmp_path / "a.yaml", {"embedding": {"provider": "local",
+                                                    "local_model": "all-MiniLM-L6-v2-int8"}})
+    cfg = load_config(kept, env={})
+    assert cfg.effective_model() == "all-MiniLM-L6-v2-int8"
+    assert not hasattr(cfg.embedding, "local_model")
+    other = write(tmp_path / "b.yaml", {"embedding": {"local_model": "bge-large"}})
+    with pytest.raises(ConfigError) as err:
+        load_config(other, env={})
+    message = str(err.value)
+    assert "\n" not in message and "local_model was removed" in message
+    assert "delete the line" in message and "'bge-large'" in message
+
+
 def test_an_environment_override_is_validated_and_named(tmp_path: Path) -> None:
     config = write(tmp_path / "c.yaml", {})
     with pytest.raises(ConfigError) as err:

@@ -58,7 +58,6 @@ MEANINGS: dict[str, str] = {
     "embedding.requests_per_minute": "a second bucket, for request quotas",
     "embedding.batch_size": "texts per request (the service takes at most 100)",
     "embedding.max_attempts": "tries per batch before the run stops",
-    "embedding.local_model": "the name recorded in files the local model made",
     "embedding.too_long": "a text the service refuses as over its input limit (texts are "
     "sent whole): embed a head cut in proportion to the service's count (`truncate`) or "
     "give it no vector (`skip`)",

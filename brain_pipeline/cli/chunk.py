@@ -76,7 +76,7 @@ def _limits(args: argparse.Namespace, configured: IngestLimits) -> IngestLimits:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     from brain_pipeline.corpus.discovery import CorpusNotFoundError
-    from brain_pipeline.corpus.ingest import ingest_corpus
+    from brain_pipeline.corpus.file_chunks import ingest_corpus
     from brain_pipeline.corpus.junk import DEFAULT_LIMITS
     from brain_pipeline.utils.atomic import write_if_changed
 

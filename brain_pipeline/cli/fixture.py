@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # annotations only: the core is imported inside run()
     from brain_pipeline.config import BrainConfig
     from brain_pipeline.corpus.store import Chunk
-    from brain_pipeline.evaluation.fixture import Fixture
+    from brain_pipeline.evaluation.fixture.model import Fixture
     from brain_pipeline.state.layout import StateLayout
 
 HELP = "start, check, repair and extend the labelled retrieval fixture"
@@ -52,8 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The full `brain-pipeline fixture` parser (imports the repair defaults for its help)."""
-    from brain_pipeline.evaluation.repair import MARGIN, MIN_SIMILARITY, SPLIT_GAIN
-    from brain_pipeline.evaluation.similarity import SCORE_HELP
+    from brain_pipeline.evaluation.fixture.repair import MARGIN, MIN_SIMILARITY, SPLIT_GAIN
+    from brain_pipeline.evaluation.fixture.similarity import SCORE_HELP
 
     parser = argparse.ArgumentParser(
         prog="brain-pipeline fixture",
@@ -225,8 +225,8 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     store is first brought up to date with the corpus, so no `materialize` is needed.
     """
     from brain_pipeline.config import load_config
-    from brain_pipeline.evaluation.fixture import load_fixture_if_any
-    from brain_pipeline.evaluation.search import open_store
+    from brain_pipeline.evaluation.fixture.model import load_fixture_if_any
+    from brain_pipeline.evaluation.store_search import open_store
     from brain_pipeline.publishing.local import live_store_file
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.steps.refresh_store import BUILT, UPDATED, refresh_build_store
@@ -262,7 +262,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
 
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError
-    from brain_pipeline.evaluation.fixture import FixtureError
+    from brain_pipeline.evaluation.fixture.model import FixtureError
     from brain_pipeline.steps.refresh_store import StoreRefreshError
 
     args = build_parser().parse_args(args.rest)
@@ -277,9 +277,9 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
     from brain_pipeline.corpus.store import heading_text
-    from brain_pipeline.evaluation.repair import propose_for_build
-    from brain_pipeline.evaluation.repair_render import proposal_dict
-    from brain_pipeline.evaluation.stale import find_stale, old_chunk_of, old_chunks_for
+    from brain_pipeline.evaluation.fixture.repair import propose_for_build
+    from brain_pipeline.evaluation.fixture.repair_render import proposal_dict
+    from brain_pipeline.evaluation.fixture.stale import find_stale, old_chunk_of, old_chunks_for
 
     proposal = propose_for_build(
         inputs.layout, inputs.chunks, inputs.fixture, fallback_stores=inputs.fallback_stores
@@ -348,10 +348,10 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
 def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
     from datetime import UTC, datetime
 
-    from brain_pipeline.evaluation.fixture_edit import FixtureEditError
-    from brain_pipeline.evaluation.repair import propose_for_build
-    from brain_pipeline.evaluation.repair_render import proposal_json, proposal_text
-    from brain_pipeline.evaluation.repair_write import write_repair
+    from brain_pipeline.evaluation.fixture.edit import FixtureEditError
+    from brain_pipeline.evaluation.fixture.repair import propose_for_build
+    from brain_pipeline.evaluation.fixture.repair_render import proposal_json, proposal_text
+    from brain_pipeline.evaluation.fixture.repair_write import write_repair
 
     if not 0.0 < args.min_similarity <= 1.0:
         return _fail("--min-similarity must be in (0, 1]")
@@ -402,8 +402,8 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
 
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
-    from brain_pipeline.evaluation.fixture_edit import FixtureEditError
-    from brain_pipeline.evaluation.labeling import LabelError, edit_labels, label_candidates
+    from brain_pipeline.evaluation.fixture.edit import FixtureEditError
+    from brain_pipeline.evaluation.fixture.labeling import LabelError, edit_labels, label_candidates
     from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
     if args.add or args.remove:
@@ -463,7 +463,7 @@ def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
     from dataclasses import asdict
 
-    from brain_pipeline.evaluation.labeling import LabelError, find_by_text
+    from brain_pipeline.evaluation.fixture.labeling import LabelError, find_by_text
 
     if args.limit < 1:
         return _fail("--limit must be at least 1")
@@ -494,7 +494,7 @@ def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
 def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
-    from brain_pipeline.corpus.history import lookup_many
+    from brain_pipeline.corpus.chunk_history import lookup_many
     from brain_pipeline.corpus.store import heading_text
 
     live: dict[str, list[Chunk]] = {}

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from brain_pipeline.corpus.history import HistoryError, lookup, stats
+    from brain_pipeline.corpus.chunk_history import HistoryError, lookup, stats
     from brain_pipeline.state.layout import StateLayout
 
     try:

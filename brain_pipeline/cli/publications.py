@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from brain_pipeline.config import ConfigError, load_config
-    from brain_pipeline.publishing.history import HistoryError, read_history
+    from brain_pipeline.publishing.publication_log import HistoryError, read_history
     from brain_pipeline.state.layout import StateLayout
 
     try:

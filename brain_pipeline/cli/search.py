@@ -42,7 +42,7 @@ def _note(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.embedding.factory import choose_query_embedder
-    from brain_pipeline.evaluation.search import (
+    from brain_pipeline.evaluation.store_search import (
         BatchFormatError,
         StoreNotFoundError,
         open_store,
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 def _single(retriever: Retriever, args: argparse.Namespace, mode: str) -> int:
     import json
 
-    from brain_pipeline.evaluation.search import hits_as_json, render_passages
+    from brain_pipeline.evaluation.store_search import hits_as_json, render_passages
 
     if args.area not in retriever.areas():
         known = ", ".join(retriever.areas()) or "(none: the store is empty)"
@@ -120,7 +120,7 @@ def _batch(retriever: Retriever, args: argparse.Namespace, mode: str) -> int:
     from collections import Counter
     from pathlib import Path
 
-    from brain_pipeline.evaluation.search import parse_batch, run_batch
+    from brain_pipeline.evaluation.store_search import parse_batch, run_batch
 
     if args.queries == "-":
         queries = parse_batch(sys.stdin, "<stdin>", args.area)

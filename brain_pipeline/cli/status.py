@@ -198,7 +198,7 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
 def _history(cfg: Any) -> dict[str, Any]:
     """The live publication's id and the rollback hold, from the build's history."""
-    from brain_pipeline.publishing.history import HistoryError, read_history
+    from brain_pipeline.publishing.publication_log import HistoryError, read_history
     from brain_pipeline.state.layout import StateLayout
 
     try:

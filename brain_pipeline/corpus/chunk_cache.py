@@ -32,7 +32,7 @@ from brain_pipeline.corpus.discovery import (
     CorpusFile,
     ManifestEntry,
 )
-from brain_pipeline.corpus.ingest import (
+from brain_pipeline.corpus.file_chunks import (
     EMPTY_CORPUS_WARNING,
     FileOutcome,
     describe_entry,

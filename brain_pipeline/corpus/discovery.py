@@ -98,17 +98,6 @@ class ManifestEntry:
     mtime_ns: int | None = None
 
 
-@dataclass
-class Manifest:
-    root: Path
-    areas: list[str]
-    entries: list[ManifestEntry]
-
-    @property
-    def files(self) -> list[ManifestEntry]:
-        return [e for e in self.entries if e.status != STATUS_SKIPPED]
-
-
 @dataclass(frozen=True, slots=True)
 class _Refusal:
     """Why an entry cannot be followed (a dangling link, a link leaving the root, ...)."""

@@ -29,8 +29,6 @@ JS_WHITESPACE = (
 )
 #: The same set as a regular-expression character class body.
 JS_WS_CLASS = r"\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-#: JavaScript line terminators: where `^`/`$` match in multi-line mode, what `.` refuses.
-JS_LINE_TERMINATORS = "\n\r\u2028\u2029"
 
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")

@@ -2,7 +2,7 @@
 
 `notify_on_failure` (`@dg.run_failure_sensor`) and `notify_on_success`
 (`@dg.run_status_sensor(SUCCESS)`) read the run's events (its failed steps, its asset
-check evaluations, whether `published_local` materialised) into `publishing.notify`'s
+check evaluations, whether `published_local` materialised) into `publishing.run_alerts`'s
 `RunFacts`, ask it which event the run is, and send that one message. They watch every
 run of the instance (`monitor_all_code_locations`): a run launched from the CLI into the
 same instance has no code-location origin, and must count too. Runs of another build
@@ -10,7 +10,7 @@ directory are left alone.
 
 A channel that is down never touches the run (the run has already finished when the
 sensor sees it); the tick says what was sent and what was not, after the bounded retries
-of `publishing.notify.deliver`. Both sensors run by default when a channel is configured.
+of `publishing.run_alerts.deliver`. Both sensors run by default when a channel is configured.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.lib.code_location import location_config, location_config_path
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
-from brain_pipeline.publishing.notify import (
+from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
     Previous,
     RunFacts,
@@ -108,7 +108,7 @@ def _text(value: Any) -> str | None:
 def previous_event(
     instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig
 ) -> Previous | None:
-    """What the runs before this one reported (`publishing.notify.previous_outcome` over
+    """What the runs before this one reported (`publishing.run_alerts.previous_outcome` over
     the last LOOKBACK_RUNS finished runs of ours, newest first). Read from the instance,
     so the two sensors need no shared state and may tick in any order."""
     record = instance.get_run_record_by_id(run.run_id)

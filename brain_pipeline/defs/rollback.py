@@ -12,7 +12,7 @@ import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
 from brain_pipeline.lib.steps import DATA_VERSION_TAG, start_step, to_metadata
-from brain_pipeline.steps.provenance import StepFailure
+from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.rollback import RollbackRefused, release_hold, rollback
 from brain_pipeline.steps.trigger import describe_trigger
 

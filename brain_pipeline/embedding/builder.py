@@ -375,18 +375,6 @@ def _bisect(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool) -> None
     _embed_isolating(batch[middle:], run, retried=retried)
 
 
-def worst_case_extra_requests(batch_size: int) -> int:
-    """Requests beyond the first that one refused text costs when the refusal names no
-    text: the batch is halved (larger half first) until the text is alone, and each
-    halving sends both halves. With the text named it is always 1 (the rest, resent)."""
-    extra = 0
-    size = batch_size
-    while size > 1:
-        extra += 2
-        size = (size + 1) // 2
-    return extra
-
-
 def _accept(chunks: list[Chunk], rows: npt.NDArray[np.float64], run: _Run) -> None:
     vectors = quantize(rows)
     ids = [c.id for c in chunks]

@@ -35,7 +35,6 @@ def make_embedder(
     requests_per_minute: float | None = None,
     max_attempts: int = 6,
     batch_size: int = 100,
-    local_model: str | None = None,
     base_url: str | None = None,
 ) -> Embedder | None:
     """Build the provider named by `provider` ("gemini" | "local" | "none").
@@ -43,9 +42,8 @@ def make_embedder(
     "auto" must be resolved by the caller (config.effective_provider()). For "gemini",
     `model`/`dimension` default to gemini-embedding-001 at 256 and `api_key` is required;
     `base_url` defaults to the SDK's own resolution (GOOGLE_GEMINI_BASE_URL, then
-    Google's). For "local", `local_model` names the bundled model (only
-    all-MiniLM-L6-v2-int8 exists); `model` and `dimension` are Gemini settings and are
-    ignored (the local model's dimension is fixed at 384).
+    Google's). "local" is the bundled model (all-MiniLM-L6-v2-int8, the only one);
+    `model` and `dimension` are Gemini settings and are ignored (its dimension is 384).
     """
     if provider == "none":
         return None
@@ -65,11 +63,8 @@ def make_embedder(
             base_url=base_url,
         )
     if provider == "local":
-        from brain_pipeline.embedding.local import LOCAL_MODEL_NAME, LocalEmbedder
+        from brain_pipeline.embedding.local import LocalEmbedder
 
-        name = local_model or LOCAL_MODEL_NAME
-        if name != LOCAL_MODEL_NAME:
-            raise ValueError(f"unknown local model {name!r}; the bundled one is {LOCAL_MODEL_NAME}")
         return LocalEmbedder()
     raise ValueError(f"unknown embedding provider {provider!r}; expected one of {PROVIDERS}")
 
@@ -94,7 +89,6 @@ def embedder_for(
         requests_per_minute=emb.requests_per_minute,
         max_attempts=emb.max_attempts,
         batch_size=emb.batch_size,
-        local_model=emb.local_model,
     )
 
 

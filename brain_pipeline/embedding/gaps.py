@@ -30,7 +30,6 @@ from brain_pipeline.utils.atomic import atomic_write_bytes
 GapKind = Literal["refused", "too_long", "invalid", "truncated"]
 SCHEMA = 2
 LENGTH_KINDS = ("too_long", "truncated")
-GAPS_FILENAME = "embedding-gaps.json"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from brain_pipeline.config import LOCAL_MODEL_NAME
 from brain_pipeline.embedding.protocol import (
     FloatMatrix,
     FloatVector,
@@ -32,7 +33,6 @@ from brain_pipeline.embedding.protocol import (
 )
 from brain_pipeline.utils.digest import sha256_hex
 
-LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 LOCAL_DIMENSION = 384
 MAX_TOKENS = 256
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -150,11 +150,6 @@ class LocalEmbedder:
         self._input_names = {i.name for i in session.get_inputs()}
         self._tokenizer = tokenizer
         self._session = session
-
-    def token_count(self, text: str) -> int:
-        """Tokens the model sees for `text` (after truncation), for tests and diagnostics."""
-        self._load()
-        return int(sum(self._tokenizer.encode(text).attention_mask))
 
     def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
         return self.embed_documents_reporting(texts, None)

@@ -143,6 +143,11 @@ class QuotaPacer:
         """The sustained rate the text bucket allows (for reports and benchmarks)."""
         return self._texts.rate * 60.0
 
+    @property
+    def requests_rate_per_minute(self) -> float | None:
+        """The sustained rate the request bucket allows; None without one."""
+        return None if self._requests is None else self._requests.rate * 60.0
+
     def acquire(self, n_texts: int) -> float:
         """Block until one request carrying `n_texts` texts may go; return seconds waited."""
         if n_texts > self.batch_limit:

@@ -29,7 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.evaluation.record import EVALUATION_VERSION
+from brain_pipeline.evaluation.eval_record import EVALUATION_VERSION
 from brain_pipeline.evaluation.runner import EvaluationReport
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes

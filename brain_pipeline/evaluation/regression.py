@@ -65,7 +65,7 @@ def compare_with_baseline(report: EvaluationReport, layout: StateLayout) -> Base
 def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
     """Where entered chunks come from, per the chunk history; "new" = first seen after
     the baseline was evaluated. A history that cannot be read leaves origins unknown."""
-    from brain_pipeline.corpus.history import HistoryError, lookup_many
+    from brain_pipeline.corpus.chunk_history import HistoryError, lookup_many
 
     def parse(text: str) -> datetime | None:
         try:

@@ -1,7 +1,7 @@
 """An evaluation report for people: the terminal's text, the check's markdown, rank rows.
 
 Rendering only: what the retrievers did is `runner.EvaluationReport`, what is judged of
-it is `verdict.Verdict`. Pure, and free of pandas (see `reports` for the DataFrames).
+it is `verdict.EvaluationVerdict`. Pure, and free of pandas (see `reports` for the DataFrames).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.evaluation.fixture import Fixture, load_fixture, unknown_areas
+from brain_pipeline.evaluation.fixture.model import Fixture, load_fixture, unknown_areas
 from brain_pipeline.evaluation.legacy import LegacyBaseline, legacy_terms
 from brain_pipeline.evaluation.metrics import fixture_metrics
 from brain_pipeline.retrieval.hybrid import ChunkSource, QueryEmbedder, Retriever, as_source
@@ -284,7 +284,7 @@ def evaluate(
         rows.extend(own_rows)
         summaries.append(_summarise(name, own_rows))
     # A label is stale when its id is not live in its query's area (a moved file counts).
-    from brain_pipeline.evaluation.stale import find_stale
+    from brain_pipeline.evaluation.fixture.stale import find_stale
 
     labelled = {label for q in fixture.queries for label in q.relevant}
     stale_labels = find_stale(fixture, source.with_ids(labelled))

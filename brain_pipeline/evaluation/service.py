@@ -2,7 +2,7 @@
 
 `evaluate_store_dir` is the one code path behind both: measure the store against the
 fixture (or reuse the recorded report for identical inputs), compare it with the
-baseline, judge it once (`verdict.judge`) and keep the report and the whole `Verdict`
+baseline, judge it once (`verdict.judge`) and keep the report and the whole `EvaluationVerdict`
 in the evaluation record, where the publish steps read it. Which embedder embeds the
 queries is `embedding.factory`'s business; what the baseline comparison finds is
 `regression`'s; what it means is `verdict`'s.
@@ -20,10 +20,10 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
-    from brain_pipeline.evaluation.record import EvalInputs
+    from brain_pipeline.evaluation.eval_record import EvalInputs
     from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
-    from brain_pipeline.evaluation.verdict import ThresholdRow, Verdict
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
     from brain_pipeline.state.layout import StateLayout
 
 
@@ -32,7 +32,7 @@ class EvaluationOutcome:
     """What the blocking check and `brain-pipeline eval` show: the verdict, and the
     report and comparison it was judged on (None when nothing could be evaluated)."""
 
-    verdict: Verdict
+    verdict: EvaluationVerdict
     report: EvaluationReport | None = None
     flat_metrics: dict[str, float] = field(default_factory=dict)
     markdown: str = ""
@@ -41,7 +41,7 @@ class EvaluationOutcome:
     evaluated_at: str | None = None
     """ISO-8601 UTC time the evaluation actually ran (the earlier run when `reused`)."""
     record_key: str | None = None
-    """Digest of the inputs (evaluation/record.py); None when nothing could be evaluated."""
+    """Digest of the inputs (evaluation/eval_record.py); None when nothing could be evaluated."""
     inputs: dict[str, Any] = field(default_factory=dict)
     """The digests the key covers: store, embeddings, fixture, thresholds, code, provider."""
     intervals: dict[str, Any] = field(default_factory=dict)
@@ -94,16 +94,16 @@ def evaluate_store_dir(
     the record is rewritten only when that verdict differs from the stored one.
     `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
     """
-    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation import eval_record
     from brain_pipeline.evaluation.bootstrap import figure_intervals
     from brain_pipeline.evaluation.regression import compare_with_baseline
     from brain_pipeline.evaluation.render import report_markdown
-    from brain_pipeline.evaluation.verdict import Verdict, judge
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict, judge
     from brain_pipeline.state.layout import StateLayout
 
     measured = _measure(cfg, store_dir, fixture, warn, progress, reuse=reuse)
     if isinstance(measured, str):
-        return EvaluationOutcome(Verdict.unusable(measured))
+        return EvaluationOutcome(EvaluationVerdict.unusable(measured))
     report = measured.report
     regression = compare_with_baseline(report, StateLayout.of(cfg.build_dir))
     verdict = judge(
@@ -155,16 +155,16 @@ def evaluate_store_dir(
     return outcome
 
 
-def stored_verdict(record: Mapping[str, Any] | None) -> Verdict | None:
+def stored_verdict(record: Mapping[str, Any] | None) -> EvaluationVerdict | None:
     """The verdict kept in an evaluation record; None when there is none or it cannot be
     read (a record written before verdicts were stored, or by another verdict format)."""
-    from brain_pipeline.evaluation.verdict import Verdict
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict
 
     data = (record or {}).get("verdict")
     if not isinstance(data, Mapping):
         return None
     try:
-        return Verdict.from_dict(data)
+        return EvaluationVerdict.from_dict(data)
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -192,11 +192,11 @@ def record_as_baseline(
 
 def accept_evaluation(
     cfg: BrainConfig, layout: StateLayout, key: str, note: str
-) -> Verdict | None:
+) -> EvaluationVerdict | None:
     """`eval --accept`: the recorded evaluation `key` becomes the baseline, and its stored
-    verdict no longer fails on the regressions it accepted (`Verdict.accepting`), so a
+    verdict no longer fails on the regressions it accepted (`EvaluationVerdict.accepting`), so a
     publish of these bytes reads the accepted verdict. None when `key` is not recorded."""
-    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation import eval_record
 
     record = eval_record.lookup(layout, key)
     verdict = stored_verdict(record)
@@ -229,8 +229,8 @@ def _measure(
     from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
-    from brain_pipeline.evaluation import record as eval_record
-    from brain_pipeline.evaluation.fixture import FixtureError, parse_fixture
+    from brain_pipeline.evaluation import eval_record
+    from brain_pipeline.evaluation.fixture.model import FixtureError, parse_fixture
     from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
     from brain_pipeline.retrieval.view_source import ViewSource
 
@@ -315,7 +315,7 @@ def _inputs(
     embeddings_file: Path,
     fixture_bytes: bytes,
 ) -> EvalInputs:
-    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation import eval_record
 
     provider = cfg.effective_provider()
     return eval_record.EvalInputs(
@@ -361,7 +361,7 @@ def _plain(bounds: Any) -> Any:
 
 def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
     """id -> the source file the chunk history last saw it in (unknown ids left out)."""
-    from brain_pipeline.corpus.history import HistoryError, lookup_many
+    from brain_pipeline.corpus.chunk_history import HistoryError, lookup_many
     from brain_pipeline.state.layout import StateLayout
 
     try:

@@ -1,7 +1,7 @@
 """The evaluation's verdict: every judgement about one evaluation, made once, as one value.
 
 `judge` turns an `EvaluationReport` (what the retrievers did), the configured thresholds
-and the comparison with the baseline into a `Verdict`: each bound next to its figure and
+and the comparison with the baseline into an `EvaluationVerdict`: each bound next to its figure and
 margin, the stale labels, the new misses of the agent's retriever, and from them the
 failures, the warnings and one severity. Nothing else judges: the blocking check shows the
 verdict, `brain-pipeline eval` prints it, the evaluation record stores it whole
@@ -94,7 +94,7 @@ class Regression:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class EvaluationVerdict:
     """Everything judged about one evaluation; see the module docstring."""
 
     severity: Severity
@@ -151,7 +151,7 @@ class Verdict:
             return "FAILED: " + "; ".join(self.failures)
         return "PASSED: " + self.bounds_summary()
 
-    def accepting(self, note: str) -> Verdict:
+    def accepting(self, note: str) -> EvaluationVerdict:
         """This verdict once its regressions are accepted as the new baseline: they no
         longer fail it (they stay listed, non-blocking). Other failures stay."""
         blocking = {r.message for r in self.regressions if r.blocking}
@@ -169,7 +169,7 @@ class Verdict:
         return {"format": VERDICT_FORMAT, **asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Verdict:
+    def from_dict(cls, data: Mapping[str, Any]) -> EvaluationVerdict:
         """The inverse of `to_dict`; ValueError for another format or a bad severity."""
         if data.get("format") != VERDICT_FORMAT:
             raise ValueError(f"verdict format {data.get('format')!r}, expected {VERDICT_FORMAT}")
@@ -190,7 +190,7 @@ class Verdict:
         )
 
     @classmethod
-    def unusable(cls, reason: str) -> Verdict:
+    def unusable(cls, reason: str) -> EvaluationVerdict:
         """Nothing could be evaluated (no store, an unreadable fixture): an ERROR."""
         return cls(severity="ERROR", failures=(reason,))
 
@@ -258,7 +258,7 @@ def judge(
     baseline: str | None = None,
     on_regression: str = "block",
     evaluation_key: str | None = None,
-) -> Verdict:
+) -> EvaluationVerdict:
     """The verdict on `report`: the one place thresholds, staleness and regressions are
     judged.
 
@@ -301,7 +301,7 @@ def judge(
                 regressions.append(
                     Regression(change.retriever, change.query, change.area, message, block)
                 )
-    return Verdict(
+    return EvaluationVerdict(
         severity=_severity(failures, warnings),
         failures=tuple(failures),
         warnings=tuple(warnings),

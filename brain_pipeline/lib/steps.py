@@ -12,7 +12,7 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.steps.provenance import StepFailure
+from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.report import CheckVerdict, Markdown, RunLink, StepResult, Table
 from brain_pipeline.utils.damage import log as _damage_log
 from brain_pipeline.utils.damage import print_report

@@ -1,7 +1,7 @@
 """May this build be published, and why: the one rule, without any Dagster in it.
 
 The evaluation judges once (`evaluation.verdict.judge`) and its record keeps the
-`Verdict` for exactly the inputs it evaluated; both publish steps read that verdict back
+`EvaluationVerdict` for exactly the inputs it evaluated; both publish steps read that verdict back
 and ask `decide`. Nothing here re-judges a threshold or re-runs the comparison with the
 baseline: the verdict's severity is the evaluation's answer, and this module adds only
 what publishing itself knows, the store's size and `force`.
@@ -30,7 +30,7 @@ REASON_CHARS = 1500
 
 
 class VerdictLike(Protocol):
-    """What the gate reads of `evaluation.verdict.Verdict`."""
+    """What the gate reads of `evaluation.verdict.EvaluationVerdict`."""
 
     @property
     def severity(self) -> str: ...

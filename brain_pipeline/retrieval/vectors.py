@@ -45,16 +45,6 @@ class EmbeddingStore:
         return {chunk_id: row for row, chunk_id in enumerate(self.ids)}
 
 
-def l2_normalize(matrix: npt.ArrayLike) -> npt.NDArray[np.float64]:
-    """Row-wise L2 normalisation; zero rows stay zero (the agent's rule)."""
-    data = np.asarray(matrix, dtype=np.float64)
-    if data.ndim == 1:
-        data = data[None, :]
-    norms = np.sqrt(np.einsum("ij,ij->i", data, data))
-    safe = np.where(norms > 0, norms, 1.0)
-    return data / safe[:, None]
-
-
 def js_round(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """JavaScript's Math.round: halves go towards +inf, exact for every double.
 

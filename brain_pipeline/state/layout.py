@@ -16,7 +16,7 @@
     eval-baseline.json the evaluation of the last published (or accepted) store, and a
                        summary of every publication's (regression gate, eval --history)
     locks/             one writer per build directory (OS locks, holder described)
-    publications.json  every publication, rollback and hold, append-only (publishing.history)
+    publications.json  every publication, rollback and hold (publishing.publication_log)
     published/         the last K publications' files, content-addressed (rollback)
 ```
 

@@ -19,7 +19,7 @@ from brain_pipeline.state.records import (
     stamp_outputs,
     write_record,
 )
-from brain_pipeline.steps.provenance import StepFailure, StepLog, recheck_input, upstream_record
+from brain_pipeline.steps.contract import StepFailure, StepLog, recheck_input, upstream_record
 from brain_pipeline.steps.report import StepResult
 from brain_pipeline.utils.digest import file_sha256
 

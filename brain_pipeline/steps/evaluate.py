@@ -2,7 +2,7 @@
 for identical inputs) and show its verdict, as plain values.
 
 `evaluation.service.evaluate_build` is the one code path, shared with `brain-pipeline
-eval`, and `evaluation.verdict.Verdict` the one judgement; this module only maps the
+eval`, and `evaluation.verdict.EvaluationVerdict` the one judgement; this module only maps the
 verdict's severity onto the check's and lays out what the check shows.
 """
 
@@ -37,9 +37,9 @@ def evaluate_for_check(cfg: BrainConfig, run_id: str) -> CheckVerdict:
 def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
     """What `brain-pipeline fixture repair` would do, for the failing check's metadata."""
     from brain_pipeline.corpus.store_reader import open_store_view
-    from brain_pipeline.evaluation.fixture import load_fixture
-    from brain_pipeline.evaluation.repair import propose_for_build
-    from brain_pipeline.evaluation.repair_render import proposal_metadata, proposal_rows
+    from brain_pipeline.evaluation.fixture.model import load_fixture
+    from brain_pipeline.evaluation.fixture.repair import propose_for_build
+    from brain_pipeline.evaluation.fixture.repair_render import proposal_metadata, proposal_rows
     from brain_pipeline.publishing.local import live_store_file
 
     layout = StateLayout.of(cfg.build_dir)

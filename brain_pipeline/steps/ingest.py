@@ -15,7 +15,7 @@ from typing import Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
-from brain_pipeline.corpus.ingest import ingest_file
+from brain_pipeline.corpus.file_chunks import ingest_file
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import (
@@ -25,7 +25,7 @@ from brain_pipeline.state.records import (
     stamp_outputs,
     write_record,
 )
-from brain_pipeline.steps.provenance import StepLog, recheck_input, upstream_record
+from brain_pipeline.steps.contract import StepLog, recheck_input, upstream_record
 from brain_pipeline.steps.report import StepResult, Table
 from brain_pipeline.utils.digest import file_sha256_or
 
@@ -164,7 +164,7 @@ def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
 def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> None:
     """Add the store's chunks to the history (seeded first from the live published store,
     which still holds the texts an edit replaced), so a stale label can be explained."""
-    from brain_pipeline.corpus.history import remember_store
+    from brain_pipeline.corpus.chunk_history import remember_store
     from brain_pipeline.publishing.local import live_store_file
 
     remember_store(

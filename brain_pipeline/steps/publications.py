@@ -1,6 +1,6 @@
 """The publication history and archive, as the publish steps and the rollback use them.
 
-`publishing.history` is the record and `publishing.archive` the local copies; here they
+`publishing.publication_log` is the record and `publishing.archive` the local copies; here they
 meet the configuration and the build directory: whether a rollback holds the build
 back, what a publication adds to the history, which archived files and S3 objects the
 kept generations (`publish.keep_generations`) need, and the table the publish assets show.
@@ -15,7 +15,7 @@ from typing import Any
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
-from brain_pipeline.steps.provenance import StepFailure, StepLog
+from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.report import StepResult, Table
 
 
@@ -41,7 +41,12 @@ def held_by_rollback(
     The hold ends by itself once the corpus or the fixture differs from what it was at
     the rollback (a release event is recorded, so `status` stops mentioning it).
     """
-    from brain_pipeline.publishing.history import HistoryError, append_events, read_history, utc_now
+    from brain_pipeline.publishing.publication_log import (
+        HistoryError,
+        append_events,
+        read_history,
+        utc_now,
+    )
 
     try:
         history = read_history(layout)
@@ -91,14 +96,14 @@ def record_in_history(
     events that go in the same atomic write (a rollback's upload and hold), so a crash
     never leaves the publication without them."""
     from brain_pipeline.publishing import archive
-    from brain_pipeline.publishing.history import (
+    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, sha256_hex
+    from brain_pipeline.publishing.publication_log import (
         Publication,
         append_events,
         evaluation_summary,
         read_history,
         utc_now,
     )
-    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, sha256_hex
 
     history = read_history(layout)
     manifest = report.manifest
@@ -171,7 +176,7 @@ def archived_digests(history: Any, keep: int) -> set[str]:
 
 def retained_s3_keys(cfg: BrainConfig, layout: StateLayout) -> frozenset[str]:
     """The S3 objects of the kept generations (the garbage collection leaves them)."""
-    from brain_pipeline.publishing.history import HistoryError, read_history
+    from brain_pipeline.publishing.publication_log import HistoryError, read_history
 
     try:
         history = read_history(layout)
@@ -186,7 +191,7 @@ def retained_s3_keys(cfg: BrainConfig, layout: StateLayout) -> frozenset[str]:
 
 def record_s3_upload(layout: StateLayout, report: Any, log: StepLog) -> None:
     """Note in the history that the live publication reached the bucket (once)."""
-    from brain_pipeline.publishing.history import append_events, read_history
+    from brain_pipeline.publishing.publication_log import append_events, read_history
 
     manifest = report.manifest
     if manifest is None:
@@ -204,7 +209,7 @@ def record_s3_upload(layout: StateLayout, report: Any, log: StepLog) -> None:
 
 def s3_event(publication: int, report: Any) -> dict[str, Any]:
     """The history event saying publication `publication` reached the bucket."""
-    from brain_pipeline.publishing.history import utc_now
+    from brain_pipeline.publishing.publication_log import utc_now
 
     objects = {
         o.key.rsplit("/", 1)[-1]: o.key
@@ -223,7 +228,7 @@ def s3_event(publication: int, report: Any) -> dict[str, Any]:
 
 def publications_table(layout: StateLayout, limit: int = 20) -> Any:
     """The latest publications as a table (newest first), for the publish assets."""
-    from brain_pipeline.publishing.history import HistoryError, read_history
+    from brain_pipeline.publishing.publication_log import HistoryError, read_history
 
     try:
         pubs = read_history(layout).publications()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, FileStamp, read_record, write_record
-from brain_pipeline.steps.provenance import StepFailure, StepLog
+from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.publications import (
     held_by_rollback,
     publications_table,
@@ -30,7 +30,7 @@ from brain_pipeline.steps.publications import (
 from brain_pipeline.steps.report import Markdown, RunLink, StepResult
 
 if TYPE_CHECKING:
-    from brain_pipeline.evaluation.verdict import Verdict
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict
     from brain_pipeline.publishing.gate import Decision
     from brain_pipeline.publishing.source import ArtifactSource
 
@@ -51,7 +51,7 @@ class BuildArtifacts:
     evaluation: dict[str, float]
     evaluation_run_id: str | None
     corpus_digest: str | None
-    verdict: Verdict | None
+    verdict: EvaluationVerdict | None
     """The evaluation's verdict on these bytes, as it was recorded."""
     decision: Decision
     """What `publishing.gate.decide` made of it."""
@@ -77,7 +77,7 @@ def evaluation_of_build(
     cfg: BrainConfig, layout: StateLayout
 ) -> tuple[str | None, dict[str, Any] | None]:
     """(key, record) of the evaluation of exactly the build's inputs; record None if none."""
-    from brain_pipeline.evaluation import record as eval_record
+    from brain_pipeline.evaluation import eval_record
     from brain_pipeline.evaluation.service import evaluation_inputs
 
     if not layout.store_file.exists():
@@ -102,7 +102,7 @@ def gate(
     """Refuse (raise) unless `publishing.gate.decide` allows publishing these bytes on
     their recorded verdict; a forced publication is logged here, once."""
     from brain_pipeline.corpus.store_reader import open_store_view
-    from brain_pipeline.evaluation.record import known_sha256
+    from brain_pipeline.evaluation.eval_record import known_sha256
     from brain_pipeline.evaluation.service import stored_verdict
     from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.source import ArtifactSource
@@ -248,7 +248,7 @@ def publish_to_agent(
 ) -> StepResult:
     """Publish the evaluated build to the agent's storage folders (or find it live).
 
-    After a rollback the rolled-back build is held (`publishing.history.Hold`): this
+    After a rollback the rolled-back build is held (`publishing.publication_log.Hold`): this
     step then changes nothing and says so, unless `force` is set.
     """
     from brain_pipeline.evaluation.service import stored_verdict

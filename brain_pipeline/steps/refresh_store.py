@@ -19,7 +19,7 @@ from pathlib import Path
 
 from brain_pipeline.config import BrainConfig, CorpusNotFoundError
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.steps.provenance import StepFailure
+from brain_pipeline.steps.contract import StepFailure
 
 BUILT = "built"
 UPDATED = "updated"

@@ -33,7 +33,7 @@ from typing import Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.steps.provenance import StepFailure, StepLog
+from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.publications import (
     EVALUATION_FILENAME,
     build_identity,
@@ -55,7 +55,7 @@ class RollbackPlan:
     """What a rollback would restore and what it replaces."""
 
     target: Any
-    """`publishing.history.Publication` to make live again."""
+    """`publishing.publication_log.Publication` to make live again."""
     replaces: Any
     """The live publication it replaces (held afterwards)."""
     s3_only: bool = False
@@ -67,8 +67,8 @@ def plan_rollback(layout: StateLayout, to: int | None, *, s3: bool = False) -> R
     """The target (default: the publication before the live one) and the live one, or
     RollbackRefused saying why not, with every missing archived file named. `s3`: a
     bucket is configured (then a live rollback whose upload never finished is finished)."""
-    from brain_pipeline.publishing.history import HistoryError, read_history
     from brain_pipeline.publishing.manifest import MANIFEST_FILENAME
+    from brain_pipeline.publishing.publication_log import HistoryError, read_history
 
     try:
         history = read_history(layout)
@@ -138,9 +138,9 @@ def rollback(
     module. `upload` is the S3 publisher (None: S3 is left alone)."""
     from brain_pipeline.publishing import archive
     from brain_pipeline.publishing.commit import PublicationError
-    from brain_pipeline.publishing.history import utc_now
     from brain_pipeline.publishing.local import publish_local
     from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, PublishManifest
+    from brain_pipeline.publishing.publication_log import utc_now
     from brain_pipeline.publishing.s3_client import PublishError
     from brain_pipeline.publishing.source import ArtifactSource
 
@@ -269,7 +269,7 @@ def _restore_baseline(cfg: BrainConfig, layout: StateLayout, target: Any, log: S
 
 def release_hold(layout: StateLayout) -> str:
     """End the active hold (`rollback --release`); the sentence says what was released."""
-    from brain_pipeline.publishing.history import append_events, read_history, utc_now
+    from brain_pipeline.publishing.publication_log import append_events, read_history, utc_now
 
     hold = read_history(layout).hold()
     if hold is None:

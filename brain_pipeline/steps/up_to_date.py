@@ -38,7 +38,6 @@ from brain_pipeline.utils.digest import file_sha256_or, value_digest
 from brain_pipeline.utils.file_signature import FileSignature
 
 RECORD_FORMAT = 1
-PACKAGE = "brain_pipeline"
 _SOURCE_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -47,7 +46,7 @@ def record_path(layout: StateLayout) -> Path:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class UpToDate:
     """The answer: `current` with the run and publication time it rests on, else why not."""
 
     current: bool
@@ -327,43 +326,43 @@ def _changed_file(recorded: Mapping[str, Any]) -> str | None:
     return None
 
 
-def check(cfg: BrainConfig) -> Verdict:
+def check(cfg: BrainConfig) -> UpToDate:
     """Whether a full run could change anything now (cheapest comparisons first)."""
     layout = StateLayout.of(cfg.build_dir)
     body = _read(layout)
     if body is None:
-        return Verdict(False, "no successful full run is recorded for this build directory")
+        return UpToDate(False, "no successful full run is recorded for this build directory")
     run_id = str(body.get("run_id"))
     if cfg.publish.s3.bucket:
-        return Verdict(False, "S3 publishing is configured (only a run checks the bucket)")
+        return UpToDate(False, "S3 publishing is configured (only a run checks the bucket)")
     recorded_inputs = dict(body.get("inputs") or {})
     publication = dict(body.get("publication") or {})
     if publication.get("root") != str(cfg.publish_root()):
-        return Verdict(False, "the publish root changed")
+        return UpToDate(False, "the publish root changed")
     build = dict(body.get("build") or {})
     changed = _changed_file(build)
     if changed:
-        return Verdict(False, f"{changed} changed since run {run_id}")
+        return UpToDate(False, f"{changed} changed since run {run_id}")
     if set(map(str, _outcome_files(layout))) != set(build):
-        return Verdict(False, f"another asset was materialised since run {run_id}")
+        return UpToDate(False, f"another asset was materialised since run {run_id}")
     changed = _changed_file(dict(publication.get("files") or {}))
     if changed:
-        return Verdict(False, f"the live publication changed ({changed})")
+        return UpToDate(False, f"the live publication changed ({changed})")
     listings = dict(publication.get("listings") or {})
     if not listings:
-        return Verdict(False, "the record lists no publication folders")
+        return UpToDate(False, "the record lists no publication folders")
     for directory, names in listings.items():
         if _listing(Path(directory)) != names:
             if directory == publication.get("intent_dir"):
-                return Verdict(False, "a publication commit awaits recovery")
-            return Verdict(False, f"{directory} holds other files than were published")
+                return UpToDate(False, "a publication commit awaits recovery")
+            return UpToDate(False, f"{directory} holds other files than were published")
     difference = _first_difference(recorded_inputs, current_inputs(cfg, layout, run_id))
     if difference:
-        return Verdict(False, difference)
+        return UpToDate(False, difference)
     try:
         corpus = observed_corpus(cfg, layout)
     except (CorpusNotFoundError, OSError) as exc:
-        return Verdict(False, f"the corpus cannot be read: {exc}")
+        return UpToDate(False, f"the corpus cannot be read: {exc}")
     if corpus != recorded_inputs.get("corpus"):
-        return Verdict(False, "the corpus changed")
-    return Verdict(True, "", run_id, publication.get("published_at"))
+        return UpToDate(False, "the corpus changed")
+    return UpToDate(True, "", run_id, publication.get("published_at"))

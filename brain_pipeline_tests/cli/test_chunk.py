@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline_tests.corpus import conftest as corpus_fixtures
 from brain_pipeline_tests.corpus.conftest import Writer
 

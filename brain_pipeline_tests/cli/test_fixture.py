@@ -11,8 +11,8 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.evaluation.fixture import load_fixture
-from brain_pipeline_tests.evaluation.repair_scenarios import (
+from brain_pipeline.evaluation.fixture.model import load_fixture
+from brain_pipeline_tests.evaluation.fixture.repair_scenarios import (
     SampleProject,
     edit_paragraph,
     labelled_chunks,

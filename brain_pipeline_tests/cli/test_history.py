@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline.corpus.history import record_store
+from brain_pipeline.corpus.chunk_history import record_store
 from brain_pipeline.corpus.store import Chunk, chunk_id
 from brain_pipeline.state.layout import StateLayout
 

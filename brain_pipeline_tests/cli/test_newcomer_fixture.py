@@ -21,7 +21,7 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline.corpus.store import chunk_id
-from brain_pipeline.evaluation.fixture import load_fixture
+from brain_pipeline.evaluation.fixture.model import load_fixture
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -6,10 +6,10 @@ steps the observation and the ingest run; the product itself always observes or 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from brain_pipeline.corpus.discovery import (
-    Manifest,
     ManifestEntry,
     file_entry,
     screen_file,
@@ -17,6 +17,15 @@ from brain_pipeline.corpus.discovery import (
 )
 from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
 from brain_pipeline.utils.digest import sha256_hex
+
+
+@dataclass
+class Manifest:
+    """What `discover` found: every entry, skipped ones included, and the areas."""
+
+    root: Path
+    areas: list[str]
+    entries: list[ManifestEntry]
 
 
 def discover(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> Manifest:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from brain_pipeline.corpus.assembly import AssemblyReport, assemble_store
 from brain_pipeline.corpus.chunk_cache import ChunkingReport, chunk_snapshot
-from brain_pipeline.corpus.ingest import chunk_corpus, ingest_corpus
+from brain_pipeline.corpus.file_chunks import chunk_corpus, ingest_corpus
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.settled import NOW_NS

@@ -11,7 +11,7 @@ import pytest
 
 from brain_pipeline.corpus.assembly import PREVIEW_ROWS, RECORD_FILENAME, assemble_store
 from brain_pipeline.corpus.chunk_cache import ChunkCacheMissError
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.corpus.observation import observe_corpus
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus import settled

@@ -21,7 +21,7 @@ from brain_pipeline.corpus.chunk_cache import (
     gc_chunk_cache,
 )
 from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry
-from brain_pipeline.corpus.ingest import EMPTY_CORPUS_WARNING, chunk_corpus
+from brain_pipeline.corpus.file_chunks import EMPTY_CORPUS_WARNING, chunk_corpus
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus, snapshot_digest
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout

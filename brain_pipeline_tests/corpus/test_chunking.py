@@ -21,9 +21,11 @@ from brain_pipeline.corpus.chunking import (
     decode_text,
     find_heading,
 )
-from brain_pipeline.corpus.jscompat import JS_LINE_TERMINATORS, JS_WHITESPACE, JS_WS_CLASS
+from brain_pipeline.corpus.jscompat import JS_WHITESPACE, JS_WS_CLASS
 from brain_pipeline.corpus.store import NO_HEADING
 
+#: JavaScript line terminators: where `^`/`$` match in multi-line mode, what `.` refuses.
+JS_LINE_TERMINATORS = "\n\r\u2028\u2029"
 _NOT_TERMINATOR = f"[^{JS_LINE_TERMINATORS}]"
 #: The specification: the original heading regex `/^\s*#{1,6}\s+(.+?)\s*$/m` with
 #: JavaScript semantics (`^` at the start or after any line terminator, `$` at the end or

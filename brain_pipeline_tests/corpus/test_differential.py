@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus, build_random_corpus
 
 

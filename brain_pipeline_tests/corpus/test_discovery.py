@@ -24,7 +24,7 @@ from brain_pipeline.corpus.discovery import (
     ManifestEntry,
     walk_corpus,
 )
-from brain_pipeline.corpus.ingest import ingest_file
+from brain_pipeline.corpus.file_chunks import ingest_file
 from brain_pipeline_tests.corpus.conftest import Writer, symlink
 from brain_pipeline_tests.corpus.manifests import discover
 

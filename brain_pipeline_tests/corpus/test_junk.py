@@ -16,7 +16,7 @@ from brain_pipeline.corpus.discovery import (
     ManifestEntry,
     walk_corpus,
 )
-from brain_pipeline.corpus.ingest import ingest_corpus, ingest_file
+from brain_pipeline.corpus.file_chunks import ingest_corpus, ingest_file
 from brain_pipeline.corpus.junk import (
     DEFAULT_LIMITS,
     REASON_BINARY,

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, parse_store, serialize_store
 from brain_pipeline.corpus.store_reader import StoreView, open_store_view
 from brain_pipeline.state.layout import StateLayout

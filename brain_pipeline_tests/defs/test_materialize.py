@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.corpus.observation import corpus_digest
 from brain_pipeline.corpus.store import parse_store
 from brain_pipeline_tests.defs.conftest import (

@@ -118,7 +118,7 @@ def test_each_event_reaches_both_channels_exactly_once(
     assert "'patterns that travel diagonally' (beta) became a miss" in blocked["text"]
     assert "knowledge_chunks" in failed["cause"] or "corpus" in failed["cause"]
     assert "became a miss" in warned["text"] and "IS live" in warned["text"]
-    assert "retrieval evaluation passed with warnings" in warned["cause"]  # Verdict.headline
+    assert "retrieval evaluation passed with warnings" in warned["cause"]  # its headline
     assert "RECOVERED" in recovered["text"]
     for body in hook.bodies:
         assert f"http://dagster.example:3000/runs/{body['run_id']}" in body["text"]

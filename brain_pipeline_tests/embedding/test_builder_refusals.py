@@ -12,7 +12,6 @@ from brain_pipeline.corpus.store import Chunk, chunk_id
 from brain_pipeline.embedding.builder import (
     EmbeddingBuildInterrupted,
     build_embeddings,
-    worst_case_extra_requests,
 )
 from brain_pipeline.embedding.checkpoint import checkpoint_path
 from brain_pipeline.embedding.gaps import read_gaps
@@ -21,6 +20,18 @@ from brain_pipeline_tests.embedding.helpers import API_KEY, gemini
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini, fake_token_count, fake_vector
 
 DIM = 16
+
+
+def worst_case_extra_requests(batch_size: int) -> int:
+    """Requests beyond the first that one refused text costs when the refusal names no
+    text: the batch is halved (larger half first) until the text is alone, and each
+    halving sends both halves. With the text named it is always 1 (the rest, resent)."""
+    extra = 0
+    size = batch_size
+    while size > 1:
+        extra += 2
+        size = (size + 1) // 2
+    return extra
 
 
 def _chunks(n: int, *, long_at: int | None = None, marker_at: tuple[int, ...] = ()) -> list[Chunk]:

@@ -62,14 +62,12 @@ def test_make_embedder_builds_gemini_and_requires_a_key(gemini_server: FakeGemin
         make_embedder("auto")
 
 
-def test_unknown_providers_and_local_models_are_refused_by_name() -> None:
+def test_unknown_providers_are_refused_by_name() -> None:
     with pytest.raises(ValueError) as caught:
         make_embedder("openai")
     assert str(caught.value) == (
         "unknown embedding provider 'openai'; expected one of ('gemini', 'local', 'none')"
     )
-    with pytest.raises(ValueError, match="unknown local model 'bge-large'"):
-        make_embedder("local", local_model="bge-large")
 
 
 # -- embedder_for ----------------------------------------------------------------------------
@@ -85,6 +83,19 @@ def test_embedder_for_uses_the_configured_model_dimension_and_batch(
     assert (embedder.name, embedder.dimension, embedder.max_batch) == (
         "gemini-embedding-001", 48, 20)
     assert embedder.embed_documents(["a", "b"]).shape == (2, 48)  # the key reached the server
+
+
+def test_the_configured_request_quota_reaches_the_pacer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """embedding.requests_per_minute is the pacer's second bucket (its limiting, under a
+    fake clock: embedding/test_pacing.py), below what the text quota alone would allow."""
+    monkeypatch.setenv("GEMINI_API_KEY", API_KEY)
+    cfg = config(tmp_path, "gemini", texts_per_minute=3000, requests_per_minute=12)
+    embedder = embedder_for(cfg)
+    assert isinstance(embedder, GeminiEmbedder)
+    rate = embedder.pacer.requests_rate_per_minute
+    assert rate is not None and 0.9 * 12 <= rate <= 12
 
 
 def test_auto_means_gemini_with_a_key_and_no_vectors_without(

@@ -22,7 +22,7 @@ from brain_pipeline.evaluation.baseline import (
     record_baseline,
     summary_of,
 )
-from brain_pipeline.evaluation.fixture import Fixture, LabelledQuery
+from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
 from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.damage import set_aside_copy

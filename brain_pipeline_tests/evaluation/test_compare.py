@@ -12,7 +12,7 @@ from brain_pipeline.evaluation.compare import (
     ChunkOrigin,
     compare,
 )
-from brain_pipeline.evaluation.fixture import Fixture, LabelledQuery
+from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
 from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
 from brain_pipeline_tests.evaluation.helpers import make_chunk
 

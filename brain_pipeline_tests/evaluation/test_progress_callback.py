@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.evaluation.fixture import Fixture, LabelledQuery
+from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
 from brain_pipeline.evaluation.runner import evaluate
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from brain_pipeline.evaluation.baseline import record_baseline
-from brain_pipeline.evaluation.fixture import Fixture, LabelledQuery
+from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
 from brain_pipeline.evaluation.regression import compare_with_baseline
 from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
 from brain_pipeline.state.layout import StateLayout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brain_pipeline.evaluation.fixture import Fixture, LabelledQuery
+from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
 from brain_pipeline.evaluation.render import (
     fallback_notes,
     query_rows,

@@ -30,7 +30,7 @@ from brain_pipeline.evaluation.reports import (
     summary_lines,
 )
 from brain_pipeline.evaluation.runner import EvaluationReport, QueryResult
-from brain_pipeline.evaluation.verdict import Regression, Verdict
+from brain_pipeline.evaluation.verdict import EvaluationVerdict, Regression
 
 
 def _result(query: str, rank: int | None, retriever: str = "bm25") -> QueryResult:
@@ -192,7 +192,7 @@ class _Outcome:
     report: EvaluationReport | None
     regression: _Regression | None
     intervals: dict[str, Interval] = field(default_factory=dict)
-    verdict: Verdict = field(default_factory=lambda: Verdict("PASS"))
+    verdict: EvaluationVerdict = field(default_factory=lambda: EvaluationVerdict("PASS"))
 
 
 def _outcome(*, diff: Interval) -> _Outcome:
@@ -206,7 +206,7 @@ def _outcome(*, diff: Interval) -> _Outcome:
     )
     regression = _Regression("compared 2 queries with the baseline of 2026-03-01", comparison)
     # the verdict judged "gone" a blocking regression and could not read the history
-    verdict = Verdict(
+    verdict = EvaluationVerdict(
         "ERROR",
         failures=("regression: gone",),
         warnings=("could not read the history",),

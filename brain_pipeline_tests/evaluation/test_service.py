@@ -10,7 +10,7 @@ import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, serialize_store
-from brain_pipeline.evaluation import record as eval_record
+from brain_pipeline.evaluation import eval_record
 from brain_pipeline.evaluation.service import (
     EvaluationOutcome,
     accept_evaluation,

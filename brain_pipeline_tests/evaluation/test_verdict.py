@@ -10,9 +10,9 @@ import pytest
 from brain_pipeline.config import Thresholds
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation.compare import Comparison, compare
-from brain_pipeline.evaluation.fixture import Fixture, LabelledQuery
+from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
 from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
-from brain_pipeline.evaluation.verdict import HEADLINE_CHARS, Verdict, judge
+from brain_pipeline.evaluation.verdict import HEADLINE_CHARS, EvaluationVerdict, judge
 from brain_pipeline_tests.evaluation.helpers import make_chunk
 
 ANSWER = make_chunk("Security groups are stateful: return traffic is allowed automatically.")
@@ -131,17 +131,17 @@ def test_the_verdict_survives_the_record_unchanged() -> None:
         evaluation_key="k" * 64,
     )
     stored = json.loads(json.dumps(verdict.to_dict()))
-    assert Verdict.from_dict(stored) == verdict
+    assert EvaluationVerdict.from_dict(stored) == verdict
     with pytest.raises(ValueError, match="format"):
-        Verdict.from_dict({**stored, "format": 0})
+        EvaluationVerdict.from_dict({**stored, "format": 0})
     with pytest.raises(ValueError, match="severity"):
-        Verdict.from_dict({**stored, "severity": "FINE"})
+        EvaluationVerdict.from_dict({**stored, "severity": "FINE"})
 
 
 def test_a_headline_is_one_short_line_however_many_failures() -> None:
-    verdict = Verdict("ERROR", failures=tuple(f"failure {i}\n" * 40 for i in range(7)))
+    verdict = EvaluationVerdict("ERROR", failures=tuple(f"failure {i}\n" * 40 for i in range(7)))
     headline = verdict.headline()
     assert len(headline) <= HEADLINE_CHARS
     assert headline.startswith("retrieval evaluation FAILED: failure 0")
-    assert "(+6 more)" in Verdict("ERROR", failures=("a", *"bcdefg")).headline()
-    assert "\n" not in Verdict("ERROR", failures=("one\ntwo",)).headline()
+    assert "(+6 more)" in EvaluationVerdict("ERROR", failures=("a", *"bcdefg")).headline()
+    assert "\n" not in EvaluationVerdict("ERROR", failures=("one\ntwo",)).headline()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from brain_pipeline.evaluation.verdict import Verdict
+from brain_pipeline.evaluation.verdict import EvaluationVerdict
 from brain_pipeline.publishing.gate import REASON_CHARS, decide
 
-PASS = Verdict("PASS")
-WARN = Verdict("WARN", warnings=("regression: 'q' (a) became a miss",))
-ERROR = Verdict("ERROR", failures=("bm25: nDCG@10 0.400 < minimum 0.450", "stale fixture: x"))
+PASS = EvaluationVerdict("PASS")
+WARN = EvaluationVerdict("WARN", warnings=("regression: 'q' (a) became a miss",))
+ERROR = EvaluationVerdict(
+    "ERROR", failures=("bm25: nDCG@10 0.400 < minimum 0.450", "stale fixture: x")
+)
 
 
 def test_a_passing_verdict_is_published() -> None:
@@ -38,7 +40,7 @@ def test_no_verdict_is_refused_as_never_evaluated() -> None:
 
 
 @pytest.mark.parametrize("verdict", [ERROR, None])
-def test_force_overrides_a_refusal_and_says_so(verdict: Verdict | None) -> None:
+def test_force_overrides_a_refusal_and_says_so(verdict: EvaluationVerdict | None) -> None:
     d = decide(verdict, force=True, store_chunk_count=10)
     assert d.allowed and d.forced
     assert d.reason.startswith("FORCED PUBLISH: ")
@@ -50,14 +52,14 @@ def test_force_on_a_passing_verdict_is_not_a_forced_publication() -> None:
 
 @pytest.mark.parametrize("verdict", [PASS, WARN, ERROR, None])
 @pytest.mark.parametrize("force", [True, False])
-def test_an_empty_store_is_never_published(verdict: Verdict | None, force: bool) -> None:
+def test_an_empty_store_is_never_published(verdict: EvaluationVerdict | None, force: bool) -> None:
     d = decide(verdict, force=force, store_chunk_count=0)
     assert not d.allowed and not d.forced
     assert "empty" in d.reason
 
 
 def test_a_long_list_of_failures_is_shortened_but_keeps_the_override_hint() -> None:
-    many = Verdict("ERROR", failures=tuple(f"stale label {i:04d}" for i in range(500)))
+    many = EvaluationVerdict("ERROR", failures=tuple(f"stale label {i:04d}" for i in range(500)))
     d = decide(many, force=False, store_chunk_count=10)
     assert len(d.reason) < REASON_CHARS + 100
     assert "stale label 0000" in d.reason and d.reason.endswith("(set force to override)")

@@ -14,9 +14,9 @@ import yaml
 
 from brain_pipeline.config import load_config
 from brain_pipeline.corpus.store_reader import open_store_view
-from brain_pipeline.evaluation import record as eval_record
+from brain_pipeline.evaluation import eval_record
 from brain_pipeline.evaluation.service import evaluation_inputs
-from brain_pipeline.evaluation.verdict import Verdict
+from brain_pipeline.evaluation.verdict import EvaluationVerdict
 from brain_pipeline.steps.embed import embed_store
 from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
 from brain_pipeline_tests.steps.conftest import Project, StepLog
@@ -89,13 +89,13 @@ def record_of_build(project: Project) -> dict[str, Any] | None:
     return eval_record.lookup(project.layout, inputs.key())
 
 
-def stored_verdict_of_build(project: Project) -> Verdict:
+def stored_verdict_of_build(project: Project) -> EvaluationVerdict:
     record = record_of_build(project)
     assert record is not None and record.get("verdict") is not None
-    return Verdict.from_dict(record["verdict"])
+    return EvaluationVerdict.from_dict(record["verdict"])
 
 
-def plant_verdict(project: Project, verdict: Verdict | None) -> None:
+def plant_verdict(project: Project, verdict: EvaluationVerdict | None) -> None:
     """Replace the verdict kept for the build's inputs (None: drop it, as a record
     written before verdicts were stored), keeping the rest of the record."""
     record = record_of_build(project)

@@ -10,9 +10,9 @@ import pytest
 
 from brain_pipeline.embedding.store_file import read_embeddings
 from brain_pipeline.state.records import read_record
+from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.embed import embed_store, embeddings_code_version
 from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
-from brain_pipeline.steps.provenance import StepFailure
 from brain_pipeline_tests.steps.conftest import Project, StepLog
 
 

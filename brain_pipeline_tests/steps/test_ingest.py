@@ -6,8 +6,9 @@ import hashlib
 
 import pytest
 
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.state.records import read_record
+from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.ingest import (
     assemble_knowledge_store,
     chunk_corpus,
@@ -16,7 +17,6 @@ from brain_pipeline.steps.ingest import (
     observe,
     snapshot_facts,
 )
-from brain_pipeline.steps.provenance import StepFailure
 from brain_pipeline_tests.steps.conftest import Project, StepLog
 
 

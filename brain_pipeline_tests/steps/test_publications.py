@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from brain_pipeline.publishing.history import read_history
+from brain_pipeline.publishing.publication_log import read_history
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
 from brain_pipeline_tests.defs.conftest import make_project, tiny_fixture, write_tiny_corpus

@@ -14,9 +14,9 @@ import pytest
 
 from brain_pipeline.corpus.store import STORE_FILENAME
 from brain_pipeline.evaluation.service import evaluate_build
-from brain_pipeline.evaluation.verdict import Verdict
+from brain_pipeline.evaluation.verdict import EvaluationVerdict
 from brain_pipeline.publishing.local import storage_dirs
-from brain_pipeline.steps.provenance import StepFailure
+from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.publish import publish_to_agent, publish_to_s3, upload_to_s3
 from brain_pipeline_tests.peers.moto_s3 import TEST_REGION, MotoS3Server
 from brain_pipeline_tests.steps.built import build, configure, plant_verdict, write_fixture
@@ -59,7 +59,7 @@ def test_a_warn_verdict_publishes_with_the_warning_in_the_reason(
     project: Project, log: StepLog
 ) -> None:
     project = _evaluated(project, log)
-    plant_verdict(project, Verdict(severity="WARN", warnings=(PLANTED_WARNING,)))
+    plant_verdict(project, EvaluationVerdict(severity="WARN", warnings=(PLANTED_WARNING,)))
 
     result = publish_to_agent(project.cfg, project.layout, force=False, run_id="p", log=log)
 
@@ -90,14 +90,14 @@ def test_the_stored_verdict_decides_even_when_the_thresholds_disagree(
     """Nothing re-judged: a stored ERROR on a build every bound passes is refused, and a
     stored PASS on a build a bound fails is published."""
     project = _evaluated(project, log, evaluation={"thresholds": {"bm25": {"max_misses": 0}}})
-    plant_verdict(project, Verdict(severity="ERROR", failures=(PLANTED_FAILURE,)))
+    plant_verdict(project, EvaluationVerdict(severity="ERROR", failures=(PLANTED_FAILURE,)))
     with pytest.raises(StepFailure, match="planted failure: bm25 nDCG@10"):
         publish_to_agent(project.cfg, project.layout, force=False, run_id="p", log=log)
     assert not _live_store(project).exists()
 
     write_fixture(project, miss=True)  # now the bound fails: 1 miss > 0
     assert evaluate_build(project.cfg).verdict.severity == "ERROR"
-    plant_verdict(project, Verdict(severity="PASS"))
+    plant_verdict(project, EvaluationVerdict(severity="PASS"))
     result = publish_to_agent(project.cfg, project.layout, force=False, run_id="p", log=log)
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     assert result.metadata["decision"] == "the retrieval evaluation of this data passed"
@@ -135,7 +135,7 @@ def test_an_empty_store_is_never_published_even_forced_on_a_passing_verdict(
         path.unlink()
     build(project, log)  # the store now holds 0 chunks
     evaluate_build(project.cfg)
-    plant_verdict(project, Verdict(severity="PASS"))
+    plant_verdict(project, EvaluationVerdict(severity="PASS"))
 
     for force in (False, True):
         with pytest.raises(StepFailure, match=r"refusing to publish an empty store \(0 chunks\)"):
@@ -219,7 +219,7 @@ def test_s3_refuses_an_error_verdict_and_uploads_nothing(
     project: Project, log: StepLog, buckets: MotoS3Server
 ) -> None:
     project = _evaluated(project, log)
-    plant_verdict(project, Verdict(severity="ERROR", failures=(PLANTED_FAILURE,)))
+    plant_verdict(project, EvaluationVerdict(severity="ERROR", failures=(PLANTED_FAILURE,)))
     run = configure(project, publish=_s3_settings(buckets, "bucket-one", "p"))
 
     with pytest.raises(StepFailure, match="publishing refused: .*planted failure"):
@@ -232,7 +232,7 @@ def test_s3_forced_upload_says_forced_publish_once(
     project: Project, log: StepLog, buckets: MotoS3Server
 ) -> None:
     project = _evaluated(project, log)
-    plant_verdict(project, Verdict(severity="ERROR", failures=(PLANTED_FAILURE,)))
+    plant_verdict(project, EvaluationVerdict(severity="ERROR", failures=(PLANTED_FAILURE,)))
     run = configure(project, publish=_s3_settings(buckets, "bucket-one", "p"))
 
     result = publish_to_s3(

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from brain_pipeline.corpus.ingest import ingest_corpus
+from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.state.lock import build_dir_lock_path
 from brain_pipeline.steps.refresh_store import (
     AS_IS,

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.publishing.history import read_history
 from brain_pipeline.publishing.local import inspect_publication, publish_local, recover_publication
 from brain_pipeline.publishing.manifest import build_manifest
+from brain_pipeline.publishing.publication_log import read_history
 from brain_pipeline.retrieval.vectors import decode_embeddings
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.publications import record_in_history

@@ -39,7 +39,7 @@ class Built:
     def layout(self) -> StateLayout:
         return StateLayout.of(self.root / "build")
 
-    def verdict(self) -> up_to_date.Verdict:
+    def verdict(self) -> up_to_date.UpToDate:
         return check(load_config())
 
 

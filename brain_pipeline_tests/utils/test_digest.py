@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from brain_pipeline.corpus import history
+from brain_pipeline.corpus import chunk_history
 from brain_pipeline.corpus.observation import files_digest
 from brain_pipeline.utils.digest import (
     block_sha1,
@@ -77,7 +77,7 @@ def test_value_digest_ignores_key_order() -> None:
 
 
 def test_the_recorded_live_set_digest_keeps_its_value() -> None:
-    live = history._LiveSet(
+    live = chunk_history._LiveSet(
         np.array([b"0123456789ab", b"ffffffffffff"], dtype="S12"),
         np.array([1, 0], dtype=np.int32),
         ("aws", "python"),

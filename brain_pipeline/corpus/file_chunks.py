@@ -1,0 +1,199 @@
+"""Reading and chunking corpus files: one file's manifest line and chunks, or the whole corpus.
+
+`ingest_file` screens, hashes and chunks one file; the Dagster asset calls it through the
+per-file chunk cache (`corpus.chunk_cache`), for changed files only. `ingest_corpus`
+chunks and de-duplicates a whole corpus in memory, with no cache (`brain-pipeline chunk`);
+the cached path must stay byte-identical to it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from brain_pipeline.corpus.chunking import chunk_roadmap, chunk_text, decode_text
+from brain_pipeline.corpus.discovery import (
+    STATUS_ROADMAP,
+    STATUS_SKIPPED,
+    CorpusFile,
+    ManifestEntry,
+    file_entry,
+    screen_file,
+    walk_corpus,
+)
+from brain_pipeline.corpus.junk import (
+    DEFAULT_LIMITS,
+    REASON_LONG_PARAGRAPH,
+    IngestLimits,
+    long_paragraphs,
+)
+from brain_pipeline.corpus.store import Chunk, deduplicate, serialize_store
+from brain_pipeline.utils.digest import sha256_hex
+
+EMPTY_CORPUS_WARNING = "no chunks: the corpus holds no usable text or roadmap files"
+
+
+@dataclass
+class IngestResult:
+    """Everything one ingest learned: the store content and the report around it.
+
+    `files_seen` counts text and roadmap files found (read or not); `problems` lists
+    (source, reason) for what is malformed, unreadable or refused, plus a warning
+    (source ".") when the corpus produced no chunks at all.
+    """
+
+    root: Path
+    manifest: list[ManifestEntry]
+    chunks: list[Chunk]
+    duplicates_collapsed: int
+    problems: list[tuple[str, str]]
+    skipped_by_reason: dict[str, int]
+    chunks_per_area: dict[str, int]
+    files_seen: int
+    areas: list[str] = field(default_factory=list)
+
+    def store_bytes(self) -> bytes:
+        """knowledge-store.json exactly as the original script would have written it."""
+        return serialize_store(self.chunks)
+
+    def summary(self) -> dict[str, object]:
+        """Plain, JSON-ready figures (for logs and asset metadata)."""
+        return {
+            "files": self.files_seen,
+            "chunks": len(self.chunks),
+            "duplicates_collapsed": self.duplicates_collapsed,
+            "problems": len(self.problems),
+            "skipped_by_reason": dict(self.skipped_by_reason),
+            "chunks_per_area": dict(self.chunks_per_area),
+        }
+
+
+@dataclass
+class FileOutcome:
+    """What one corpus file contributed: its manifest line and its chunks."""
+
+    entry: ManifestEntry
+    chunks: list[Chunk]
+
+
+def ingest_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> FileOutcome:
+    """Read, hash and chunk one file; an OSError is reported in the entry, never raised.
+
+    `limits` (from `corpus.max_file_bytes` / `corpus.max_paragraph_chars`) decides what
+    is junk: a file over the size limit is skipped without being read, a binary file
+    is skipped, and a paragraph over the length limit is kept but reported on the
+    file's entry (problem=True). Callers pass the configured limits explicitly.
+    """
+    data = screen_file(found, limits)
+    if isinstance(data, ManifestEntry):
+        return FileOutcome(data, [])
+    entry = file_entry(found, sha256_hex(data))
+    text = decode_text(data)
+    if found.kind != STATUS_ROADMAP:
+        chunks = chunk_text(text, found.area, found.source)
+        reason: str | None = None
+        detail = long_paragraphs(chunks, limits)
+        if detail is not None:
+            reason = REASON_LONG_PARAGRAPH
+        return FileOutcome(_with_reason(entry, entry.status, reason, detail), chunks)
+    outcome = chunk_roadmap(text, found.area, found.source)
+    reason, detail, problem = outcome.reason, outcome.detail, outcome.problem
+    long_detail = long_paragraphs(outcome.chunks, limits)
+    if long_detail is not None:
+        if reason is None:
+            reason, detail = REASON_LONG_PARAGRAPH, long_detail
+        else:
+            detail = f"{detail}; also {REASON_LONG_PARAGRAPH}: {long_detail}"
+        problem = True
+    status = STATUS_SKIPPED if not outcome.chunks else entry.status
+    return FileOutcome(_with_reason(entry, status, reason, detail, problem), outcome.chunks)
+
+
+def _with_reason(
+    entry: ManifestEntry,
+    status: str,
+    reason: str | None,
+    detail: str | None,
+    problem: bool = True,
+) -> ManifestEntry:
+    """`entry` with a status and the reason worth telling (unchanged when there is none)."""
+    if reason is None:
+        return entry
+    return ManifestEntry(
+        entry.area,
+        entry.source,
+        status,
+        reason,
+        detail,
+        problem,
+        entry.size,
+        entry.sha256,
+        entry.mtime_ns,
+    )
+
+
+def describe_entry(entry: ManifestEntry) -> str:
+    return f"{entry.reason}: {entry.detail}" if entry.detail else str(entry.reason)
+
+
+@dataclass
+class ChunkedCorpus:
+    """Every chunk occurrence in discovery order, before de-duplication, with provenance.
+
+    Kept apart from `IngestResult` so the pipeline can show what each file produced
+    (duplicates included) before content addressing collapses repeats.
+    """
+
+    root: Path
+    manifest: list[ManifestEntry]
+    occurrences: list[Chunk]
+    files_seen: int
+    areas: list[str]
+
+    def deduplicated(self) -> IngestResult:
+        """De-duplicate by id across the corpus, first occurrence wins."""
+        chunks, collapsed = deduplicate(self.occurrences)
+        problems = [(e.source, describe_entry(e)) for e in self.manifest if e.problem]
+        if not chunks:
+            problems.append((".", EMPTY_CORPUS_WARNING))
+        skipped = Counter(str(e.reason) for e in self.manifest if e.status == STATUS_SKIPPED)
+        per_area = dict.fromkeys(self.areas, 0)
+        per_area.update(Counter(c.area for c in chunks))
+        return IngestResult(
+            root=self.root,
+            manifest=self.manifest,
+            chunks=chunks,
+            duplicates_collapsed=collapsed,
+            problems=problems,
+            skipped_by_reason=dict(skipped),
+            chunks_per_area=per_area,
+            files_seen=self.files_seen,
+            areas=list(self.areas),
+        )
+
+
+def chunk_corpus(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> ChunkedCorpus:
+    """Walk the corpus at `root` and chunk every text and roadmap file (no de-duplication).
+
+    Raises CorpusNotFoundError (a FileNotFoundError) when `root` is not a directory;
+    everything wrong inside the corpus is reported in the manifest instead.
+    """
+    walk = walk_corpus(root)
+    manifest: list[ManifestEntry] = []
+    occurrences: list[Chunk] = []
+    files_seen = 0
+    for item in walk:
+        if isinstance(item, ManifestEntry):
+            manifest.append(item)
+            continue
+        files_seen += 1
+        outcome = ingest_file(item, limits)
+        manifest.append(outcome.entry)
+        occurrences.extend(outcome.chunks)
+    return ChunkedCorpus(Path(root), manifest, occurrences, files_seen, list(walk.areas))
+
+
+def ingest_corpus(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> IngestResult:
+    """Walk, chunk and de-duplicate the corpus at `root` (first occurrence wins)."""
+    return chunk_corpus(root, limits).deduplicated()

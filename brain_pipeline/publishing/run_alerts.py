@@ -1,0 +1,334 @@
+"""Tell someone when a publish is blocked, a run fails, a regression goes out, or it is fixed.
+
+Pure: no Dagster. The sensors in `defs/notify.py` turn a finished run into `RunFacts`
+(plain values read from its events) and hand them here:
+
+- `classify(facts, previous)` says which event a run is, if any: `blocked` (a blocking
+  check failed or the publish step refused), `failed` (a step failed before anything
+  was published), `regression` (published under `on_regression: warn` with a WARN
+  regression), `recovered` (the first good publication after one of those; `previous`
+  is the event of the run before it), or None (nothing to say).
+- `build_message(event)` makes the one message of that run: a first line that reads as
+  a subject, the cause in one line, what is live, and the run's link in the UI.
+- `deliver(settings, message)` sends it to every configured channel with bounded
+  retries and a timeout per attempt, and never raises: a channel that is down is a
+  line in the returned `Delivery`, not a failure of anything.
+
+Secrets: the SMTP password is read from the environment variable the configuration
+names, at sending time; the webhook URL (which often embeds a token) is only ever
+described by its host; and every known secret value is scrubbed from the message text
+and from each delivery line before either leaves this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import smtplib
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+EventKind = Literal["blocked", "failed", "regression", "recovered"]
+Previous = Literal["blocked", "failed", "regression", "recovered", "good"]
+"""What the runs before one said: a run's event, or `good` (a clean publication)."""
+BAD_EVENTS = frozenset({"blocked", "failed", "regression"})
+PUBLISH_STEPS = ("published_local", "published_s3")
+USER_AGENT = "brain-pipeline-notify/1"
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """One asset check evaluation of the run (name like `embeddings:retrieval_eval`)."""
+
+    name: str
+    passed: bool
+    severity: str
+    """ERROR or WARN."""
+    description: str
+    blocking: bool = True
+    headline: str | None = None
+    """`EvaluationVerdict.headline()` when the check is the evaluation (its metadata carries
+    it): the one line that decided the verdict, preferred over the description's first line."""
+
+    def cause(self) -> str:
+        return f"{self.name}: {first_line(self.headline or self.description)}"
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a finished run did, in plain values (read from its Dagster events)."""
+
+    run_id: str
+    job: str
+    succeeded: bool
+    failed_steps: Sequence[tuple[str, str]] = ()
+    """(step, its failure's description), in order."""
+    checks: Sequence[CheckOutcome] = ()
+    published: bool = False
+    """published_local materialised in this run (the store is live, changed or not)."""
+    publish_status: str | None = None
+    """The materialisation's status: updated, unchanged, held."""
+    trigger: str | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    """The one thing a run's message reports."""
+
+    kind: EventKind
+    run_id: str
+    job: str
+    cause: str
+    """One line: which check or step, and why."""
+    link: str | None = None
+    trigger: str | None = None
+
+
+def first_line(text: str, limit: int = 300) -> str:
+    """The first non-empty line, cut to `limit` characters (messages stay one line)."""
+    line = next((raw.strip() for raw in str(text).splitlines() if raw.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def classify(facts: RunFacts, previous: Previous | None, link: str | None = None) -> Event | None:
+    """Which event `facts` is (see the module); `previous` is the previous run's event."""
+
+    def event(kind: EventKind, cause: str) -> Event:
+        return Event(kind, facts.run_id, facts.job, cause, link, facts.trigger)
+
+    if not facts.succeeded:
+        blocking = [
+            c for c in facts.checks if not c.passed and c.severity == "ERROR" and c.blocking
+        ]
+        if blocking:
+            return event("blocked", blocking[0].cause())
+        refused = [(s, d) for s, d in facts.failed_steps if s in PUBLISH_STEPS and "refus" in d]
+        if refused:
+            step, description = refused[0]
+            return event("blocked", f"{step}: {first_line(description)}")
+        if facts.failed_steps:
+            step, description = facts.failed_steps[0]
+            return event("failed", f"{step} failed: {first_line(description)}")
+        return event("failed", "the run failed before any step did (see the run)")
+    if not facts.published or facts.publish_status == "held":
+        return None
+    # A blocking check that failed with WARN severity: the gate let a regression through
+    # (on_regression: warn). A failed non-blocking check is advice, not a regression.
+    warned = [c for c in facts.checks if not c.passed and c.severity == "WARN" and c.blocking]
+    if warned:
+        return event("regression", warned[0].cause())
+    if previous in BAD_EVENTS:
+        return event("recovered", f"published after the {previous} run; the live store is current")
+    return None
+
+
+def previous_outcome(earlier: Iterable[RunFacts]) -> Previous | None:
+    """What the finished runs before one said, given newest first: the kind of the last
+    bad event (blocked, failed, regression), `good` when a clean publication (not held)
+    came after it, None when none of them published or failed. `earlier` may be lazy:
+    it is read only as far as the answer (`defs.notify` reads the instance's runs)."""
+    for facts in earlier:
+        event = classify(facts, None)
+        if event is not None and event.kind in BAD_EVENTS:
+            return event.kind
+        if facts.succeeded and facts.published and facts.publish_status != "held":
+            return "good"
+    return None
+
+
+_HEADLINES: dict[EventKind, str] = {
+    "blocked": "publish BLOCKED",
+    "failed": "run FAILED before publishing",
+    "regression": "regression PUBLISHED (on_regression: warn)",
+    "recovered": "RECOVERED: a good publication is live",
+}
+_CONSEQUENCES: dict[EventKind, str] = {
+    "blocked": "Nothing was published: the agent keeps the previous store.",
+    "failed": "Nothing was published: the agent keeps the previous store.",
+    "regression": "The new store IS live. Undo it with `brain-pipeline rollback` if needed.",
+    "recovered": "The agent now reads the new store.",
+}
+
+
+@dataclass(frozen=True)
+class Message:
+    subject: str
+    text: str
+    payload: dict[str, Any]
+
+
+def build_message(event: Event, secrets: Iterable[str] = ()) -> Message:
+    """The run's one message: subject, plain text (also the webhook's `text`), payload."""
+    subject = f"[brain-pipeline] {_HEADLINES[event.kind]}: {event.cause}"
+    lines = [
+        f"brain-pipeline: {_HEADLINES[event.kind]} (run {event.run_id[:8]}, {event.job})",
+        event.cause,
+        _CONSEQUENCES[event.kind],
+    ]
+    if event.trigger:
+        lines.append(f"Started by: {event.trigger}")
+    if event.link:
+        lines.append(f"Run: {event.link}")
+    hidden = [s for s in secrets if s and len(s) >= 4]
+    text = scrub("\n".join(lines), hidden)
+    subject = scrub(first_line(subject, 200), hidden)
+    payload = {
+        "text": text,
+        "event": event.kind,
+        "run_id": event.run_id,
+        "job": event.job,
+        "cause": scrub(event.cause, hidden),
+        "link": event.link,
+    }
+    return Message(subject, text, payload)
+
+
+def run_link(base_url: str | None, run_id: str) -> str | None:
+    """The run's page in the Dagster UI (None without a configured base URL)."""
+    return f"{base_url.rstrip('/')}/runs/{run_id}" if base_url else None
+
+
+def scrub(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+# -- delivery ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChannelResult:
+    channel: str
+    """`webhook <host>` or `email <host>:<port>`: never a token or a password."""
+    ok: bool
+    attempts: int
+    detail: str
+
+
+@dataclass(frozen=True)
+class Delivery:
+    results: tuple[ChannelResult, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results)
+
+    def describe(self) -> str:
+        """One line per channel, for the sensor tick."""
+        return "; ".join(
+            f"{r.channel}: {'sent' if r.ok else 'NOT sent'} after {r.attempts} attempt(s)"
+            + (f" ({r.detail})" if r.detail else "")
+            for r in self.results
+        )
+
+
+Sleep = Callable[[float], None]
+
+
+def _with_retries(
+    channel: str, attempts: int, sleep: Sleep, send: Callable[[], None], hidden: list[str]
+) -> ChannelResult:
+    """Try `send` up to `attempts` times (1 s, 2 s, ... apart); never raises."""
+    detail = ""
+    for attempt in range(1, attempts + 1):
+        try:
+            send()
+            return ChannelResult(channel, True, attempt, "")
+        except Exception as exc:  # a channel never fails the caller: reported instead
+            detail = scrub(f"{type(exc).__name__}: {first_line(str(exc), 200)}", hidden)
+        if attempt < attempts:
+            sleep(float(attempt))
+    return ChannelResult(channel, False, attempts, detail)
+
+
+def describe_url(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname or '?'}" + (f":{parts.port}" if parts.port else "")
+
+
+def post_webhook(url: str, message: Message, timeout: float) -> None:
+    """POST the payload as JSON; any answer but 2xx raises."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(message.payload).encode("utf-8"),
+        headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        if not 200 <= response.status < 300:
+            raise RuntimeError(f"HTTP {response.status}")
+
+
+def send_email(email: Any, message: Message, timeout: float, env: dict[str, str]) -> None:
+    """One message over SMTP (STARTTLS and login as configured)."""
+    mail = EmailMessage()
+    mail["Subject"] = message.subject
+    mail["From"] = email.sender
+    mail["To"] = ", ".join(email.recipients)
+    mail.set_content(message.text)
+    with smtplib.SMTP(email.host, email.port, timeout=timeout) as smtp:
+        if email.starttls:
+            smtp.starttls(context=ssl.create_default_context())
+        user = env.get(email.username_env or "", "") if email.username_env else ""
+        password = env.get(email.password_env or "", "") if email.password_env else ""
+        if user or password:
+            smtp.login(user, password)
+        smtp.send_message(mail)
+
+
+def known_secrets(settings: Any, env: dict[str, str]) -> list[str]:
+    """Values that must never appear in a message, a tick or a log."""
+    values = [settings.webhook_url or ""]
+    if settings.webhook_url:
+        parts = urlsplit(settings.webhook_url)
+        values += [parts.path, parts.query, parts.password or ""]
+    if settings.email is not None and settings.email.password_env:
+        values.append(env.get(settings.email.password_env, ""))
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        values.append(env.get(name, ""))
+    return [v for v in values if v and len(v) >= 4 and v != "/"]
+
+
+def deliver(
+    settings: Any,
+    message: Message,
+    *,
+    env: dict[str, str] | None = None,
+    sleep: Sleep = time.sleep,
+) -> Delivery:
+    """Send `message` to every channel `settings` (config.NotifySettings) names."""
+    env = dict(os.environ) if env is None else env
+    hidden = known_secrets(settings, env)
+    results: list[ChannelResult] = []
+    if settings.webhook_url:
+        url = settings.webhook_url
+        results.append(
+            _with_retries(
+                f"webhook {describe_url(url)}",
+                settings.max_attempts,
+                sleep,
+                lambda: post_webhook(url, message, settings.timeout_seconds),
+                hidden,
+            )
+        )
+    if settings.email is not None:
+        email = settings.email
+        results.append(
+            _with_retries(
+                f"email {email.host}:{email.port}",
+                settings.max_attempts,
+                sleep,
+                lambda: send_email(email, message, settings.timeout_seconds, env),
+                hidden,
+            )
+        )
+    return Delivery(tuple(results))

@@ -1,0 +1,74 @@
+"""publishing.publication_log: what is live, what a rollback restores, holds, generations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brain_pipeline.publishing.publication_log import HistoryError, append_events, read_history
+from brain_pipeline.state.layout import StateLayout
+
+
+def pub(pub_id: int, store: str, restores: int | None = None) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "kind": "rollback" if restores else "published",
+        "id": pub_id,
+        "when": f"2026-01-0{pub_id}T03:00:00+00:00",
+        "run_id": f"run{pub_id}",
+        "trigger": "schedule reingest_schedule",
+        "corpus_digest": f"c{pub_id}",
+        "store_sha256": store * 64,
+        "store_size": 10,
+        "embeddings_sha256": None,
+        "embeddings_size": None,
+        "manifest_sha256": f"m{pub_id}",
+        "evaluation": {"passed": True, "figures": {"bm25.ndcg_at_10": 0.5}, "key": f"k{pub_id}"},
+        "baseline": f"k{pub_id}",
+    }
+    if restores:
+        event["restores"] = restores
+    return event
+
+
+def test_previous_goes_further_back_after_a_rollback(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    history = append_events(layout, [pub(1, "a"), pub(2, "b"), pub(3, "c")])
+    assert history.live().id == 3 and history.previous().id == 2  # type: ignore[union-attr]
+    history = append_events(layout, [pub(4, "b", restores=2)])
+    assert history.live().origin == 2 and history.previous().id == 1  # type: ignore[union-attr]
+    assert read_history(layout) == history  # what is on disk is what was returned
+
+
+def test_a_hold_holds_the_same_inputs_until_released(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    hold = {"kind": "hold", "publication": 3, "store_sha256": "c" * 64,
+            "corpus_digest": "c3", "fixture_sha256": "f", "when": "now"}
+    history = append_events(layout, [pub(1, "a"), pub(3, "c"), hold])
+    active = history.hold()
+    assert active is not None
+    assert active.holds("c" * 64, "other", "other")  # the same bytes
+    assert active.holds("d" * 64, "c3", "f")  # the same inputs
+    assert not active.holds("d" * 64, "c4", "f")  # the corpus changed
+    assert not active.holds("d" * 64, "c3", "g")  # the fixture changed
+    history = append_events(layout, [{"kind": "release", "when": "later", "reason": "x"}])
+    assert history.hold() is None
+
+
+def test_generations_count_distinct_stores_newest_first(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    events = [pub(1, "a"), pub(2, "b"), pub(3, "c"), pub(4, "b", restores=2), pub(5, "d")]
+    history = append_events(layout, events)
+    assert [p.id for p in history.generations(3)] == [5, 2, 3]
+
+
+def test_an_unreadable_history_is_refused_not_replaced(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    layout.state_dir.mkdir(parents=True)
+    layout.publications_record.write_text("{not json")
+    with pytest.raises(HistoryError, match="publications.json is unreadable"):
+        read_history(layout)
+    with pytest.raises(HistoryError):
+        append_events(layout, [pub(1, "a")])
+    assert layout.publications_record.read_text() == "{not json"
