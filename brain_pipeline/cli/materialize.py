@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dagster import Definitions
+    from dagster import DagsterInstance, Definitions
 
     from brain_pipeline.config import BrainConfig
 
@@ -289,13 +289,13 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
     return 0 if outcome.success else 1
 
 
-def _notify(instance: object, run_id: str, cfg: BrainConfig) -> None:
+def _notify(instance: DagsterInstance, run_id: str, cfg: BrainConfig) -> None:
     """The run's one notification, when no daemon's sensors will send it (`defs.notify`).
     A channel that is down is one line here; it never changes the exit status."""
     if not cfg.notify.configured:
         return
     from brain_pipeline.defs.notify import notify_finished_run
 
-    line = notify_finished_run(instance, run_id, cfg)  # type: ignore[arg-type]
+    line = notify_finished_run(instance, run_id, cfg)
     if line:
         note(line)

@@ -134,7 +134,7 @@ def test_a_command_line_run_says_who_started_it(
 ) -> None:
     """Not "by hand" for a run cron started: without a terminal the command says so, and
     BRAIN_TRIGGER (set in the crontab line) names the caller."""
-    project = cli_sees(tiny_project, monkeypatch)
+    cli_sees(tiny_project, monkeypatch)
     if variable is None:
         monkeypatch.delenv("BRAIN_TRIGGER", raising=False)
     else:
@@ -147,4 +147,3 @@ def test_a_command_line_run_says_who_started_it(
         assert event.asset_materialization.metadata["triggered_by"].value == expected  # type: ignore[attr-defined]
     finally:
         instance.dispose()
-    assert project.build.exists()

@@ -23,10 +23,12 @@ import yaml
 
 from brain_pipeline.lib.instance import (
     BUILD_DIR_TAG,
+    CLI_RUN_YAML,
     GEMINI_POOL,
     HOST_TAG,
     INSTANCE_YAML,
     PID_TAG,
+    cli_run_instance_yaml,
     ensure_instance_home,
     open_instance,
     reap_dead_runs,
@@ -84,6 +86,39 @@ def test_a_fresh_instance_gets_queue_limits_pool_limit_and_monitoring(home: Path
     settings = yaml.safe_load((home / "dagster.yaml").read_text())
     assert settings["nux"] == {"enabled": False} and settings["telemetry"] == {"enabled": False}
     assert settings["run_monitoring"]["free_slots_after_run_end_seconds"] == 60
+
+
+def test_command_line_runs_share_the_storages_without_compute_log_capture(home: Path) -> None:
+    """`CLI_RUN_YAML` is dagster.yaml plus the no-capture compute log manager: the same
+    runs and events (a run made through one is seen through the other), no log files."""
+    from dagster._core.storage.noop_compute_log_manager import NoOpComputeLogManager
+
+    ensure_instance_home(home)
+    cli, ui = open_instance(cli_run=True), open_instance()
+    try:
+        assert isinstance(cli.compute_log_manager, NoOpComputeLogManager)
+        assert not isinstance(ui.compute_log_manager, NoOpComputeLogManager)
+        run = cli.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id=str(uuid.uuid4())))
+        assert ui.get_run_by_id(run.run_id) is not None
+    finally:
+        cli.dispose()
+        ui.dispose()
+
+
+def test_the_command_line_settings_follow_an_edit_of_dagster_yaml(home: Path) -> None:
+    ensure_instance_home(home)
+    settings = home / "dagster.yaml"
+    edited = yaml.safe_load(settings.read_text())
+    edited["telemetry"] = {"enabled": True}
+    settings.write_text(yaml.safe_dump(edited))
+    ensure_instance_home(home)  # what every command that launches a run does first
+    cli = yaml.safe_load((home / CLI_RUN_YAML).read_text())
+    assert cli["telemetry"] == {"enabled": True}
+    assert cli["compute_logs"]["class"] == "NoOpComputeLogManager"
+    assert cli["concurrency"] == edited["concurrency"]
+    # A dagster.yaml that is not a mapping: no second file, Dagster reports the first.
+    assert cli_run_instance_yaml("- a list\n") is None
+    assert cli_run_instance_yaml("key: [unclosed\n") is None
 
 
 def test_an_older_file_is_upgraded_in_place_keeping_user_keys_and_comments(
