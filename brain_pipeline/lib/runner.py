@@ -75,6 +75,18 @@ def concise_console_logger(init_context: dg.InitLoggerContext) -> logging.Logger
     return logger
 
 
+def with_concise_console(
+    job: dg.JobDefinition, run_config: dict[str, Any]
+) -> tuple[dg.JobDefinition, dict[str, Any]]:
+    """`job` and `run_config` logging through `concise_console_logger` at INFO: the steps'
+    own lines (progress, warnings) without Dagster's per-event debug output."""
+    logger = {"concise": {"config": {"log_level": "INFO"}}}
+    return job.with_logger_defs({"concise": concise_console_logger}), {
+        **run_config,
+        "loggers": logger,
+    }
+
+
 class SelectionError(ValueError):
     """The --select string does not parse or names no asset; the message lists the assets."""
 
@@ -264,12 +276,9 @@ def materialize_selection(
     keys = resolve_selection(selection, defs)
     keys = keys | observations_for(keys)
     job = defs.resolve_implicit_global_asset_job_def()
+    run_config: dict[str, Any] = {}
     if not verbose:
-        job = job.with_logger_defs({"concise": concise_console_logger})
-    run_config: dict[str, object] = {}
-    if not verbose:
-        # Asset log lines (progress, warnings) without Dagster's per-event debug output.
-        run_config["loggers"] = {"concise": {"config": {"log_level": "INFO"}}}
+        job, run_config = with_concise_console(job, run_config)
     publish_keys = {dg.AssetKey(name) for name in PUBLISH_ASSETS}
     if force_publish:
         run_config["ops"] = {
@@ -364,12 +373,10 @@ def run_operation(
 ) -> OperationOutcome:
     """Run the one-op job `job_name` in this process as a Dagster run of `instance`, with
     the concise console logger; its output or its failure's one line, for the caller."""
-    job = definitions.resolve_job_def(job_name).with_logger_defs(
-        {"concise": concise_console_logger}
-    )
+    job, run_config = with_concise_console(definitions.resolve_job_def(job_name), run_config)
     result = job.execute_in_process(
         instance=instance,
-        run_config={**run_config, "loggers": {"concise": {"config": {"log_level": "INFO"}}}},
+        run_config=run_config,
         raise_on_error=False,
         run_id=run_id,
         tags={TRIGGER_TAG: trigger, **in_process_run_tags(build_dir)},
