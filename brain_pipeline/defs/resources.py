@@ -114,7 +114,10 @@ class EmbeddingClient(dg.ConfigurableResource):
     them on the resource's page. A run embeds with its own snapshot of the configuration;
     when that says otherwise (the file was edited after the location loaded) the step
     refuses, naming the setting, rather than record vectors under the wrong settings.
-    `api_key` and `base_url` configure the Gemini client.
+    `api_key` (an EnvVar: the UI shows the variable's name) and `base_url` configure the
+    Gemini client; a launch that sets either to anything but what the location derives
+    (GEMINI_API_KEY/GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL) is refused before the client
+    is built (`refuse_if_moved`), so the key is never sent anywhere else.
     """
 
     provider: str = "none"
