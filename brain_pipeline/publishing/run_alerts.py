@@ -284,7 +284,8 @@ class _WatchedHTTPConnection(http.client.HTTPConnection):
     deadline: Deadline
 
     def connect(self) -> None:
-        self.timeout = min(self.timeout or self.deadline.seconds, self.deadline.remaining())
+        own = self.timeout if isinstance(self.timeout, int | float) else self.deadline.seconds
+        self.timeout = min(own, self.deadline.remaining())
         super().connect()
         self.deadline.watch(self.sock)
 
