@@ -191,7 +191,7 @@ class EmbeddingSettings(_Section):
         if name != LOCAL_MODEL_NAME:
             raise ValueError(
                 f"local_model was removed (the local provider has one model, "
-                f"{LOCAL_MODEL_NAME}); delete the line (got {name!r})"
+                f"{LOCAL_MODEL_NAME}); delete the line"
             )
         return data
 
@@ -514,21 +514,33 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return " ".join(str(problem).split()) + where
 
 
-#: Keys whose value an error never repeats.
-_UNSHOWN_KEYS = frozenset({"notify.webhook_url", "notify.ui_base_url"})
+VALUE_NOT_SHOWN = "(value not shown)"
 
 
 def _format_validation_error(exc: ValidationError, source: str) -> str:
-    """One line: every offending key, what is wrong, and the value given."""
+    """One line: every offending key and what is wrong with it, never the value given.
+
+    A value is where a secret is when something is wrong: a webhook URL under a
+    mistyped key still holds its token, a password pasted where its variable's name
+    belongs is the password. So no value is repeated, whatever the key; a validator's
+    message that quotes the whole value has it replaced too.
+    """
     parts = []
     for err in exc.errors():
         key = ".".join(str(p) for p in err["loc"])
-        value = err.get("input")
-        secret = key in _UNSHOWN_KEYS  # a webhook URL carries its token
-        shown = "" if isinstance(value, dict) or secret else f" (got {value!r})"
         message = str(err["msg"]).removeprefix("Value error, ")
-        parts.append(f"{key}: {message}{shown}")
+        parts.append(f"{key}: {_without_value(message, err.get('input'))}")
     return f"invalid configuration in {source}: " + "; ".join(parts)
+
+
+def _without_value(message: str, value: Any) -> str:
+    """`message` with any quotation of the string `value` replaced (a safety net for
+    validators' own messages; pydantic's do not quote the input). Bare, only a value
+    long enough not to be a word of the message itself."""
+    if not isinstance(value, str) or not value.strip():
+        return message
+    message = message.replace(repr(value), VALUE_NOT_SHOWN)
+    return message.replace(value, VALUE_NOT_SHOWN) if len(value) >= 8 else message
 
 
 def _absolutise(cfg: BrainConfig, base: Path, env_paths: Mapping[str, Path]) -> BrainConfig:

@@ -106,7 +106,7 @@ MEANINGS: dict[str, str] = {
     "notify.email.username_env": "the *name* of the variable holding the SMTP user",
     "notify.email.password_env": "the *name* of the variable holding the SMTP password",
     "notify.ui_base_url": "the Dagster UI's address, so messages link the run",
-    "notify.timeout_seconds": "per delivery attempt",
+    "notify.timeout_seconds": "one deadline for each whole delivery attempt, not per read",
     "notify.max_attempts": "attempts per channel",
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import ipaddress
 import os
 import shutil
 import signal
@@ -52,6 +53,29 @@ def dev_command(workspace: Path, host: str, port: int, which: Which = shutil.whi
         if path is not None:
             return [path, "dev", "-w", str(workspace), "-h", host, "-p", str(port)]
     return None
+
+
+def exposure_warning(host: str, port: int) -> str | None:
+    """The warning for a listening address other hosts can reach, or None for loopback.
+
+    The Dagster UI has no authentication: whoever reaches the port can launch runs, set
+    their config and wipe assets. Only loopback addresses (127.0.0.0/8, ::1, localhost)
+    are quiet; a host name other than localhost cannot be judged without resolving it,
+    so it is warned about too.
+    """
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return None
+    try:
+        if ipaddress.ip_address(name).is_loopback:
+            return None
+    except ValueError:
+        pass
+    return (
+        f"warning: the Dagster UI has no authentication; anyone who can reach {host}:{port} "
+        "can launch runs and set their config: keep it on 127.0.0.1 behind a reverse proxy "
+        "with authentication (docs/ui.md)"
+    )
 
 
 def port_problem(host: str, port: int) -> str | None:
@@ -110,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
     cfg = configured_instance("ui")
     if cfg is None:
         return 2
+    warning = exposure_warning(args.host, args.port)
+    if warning is not None:
+        print(f"brain-pipeline ui: {warning}", file=sys.stderr)
     problem = port_problem(args.host, args.port)
     if problem is not None:
         print(f"brain-pipeline ui: {problem}", file=sys.stderr)

@@ -24,10 +24,20 @@ loads, so the UI shows them; a run whose own snapshot disagrees (the file was ed
 and the location not reloaded) refuses at the step that would use them, naming the
 setting. A run launched by the CLI, the schedule or automation loads the location
 afresh, so they agree.
+
+Launches cannot move a request or a key. The UI's Launchpad (and any `run_config`) can
+set every resource field, so each field that shapes a request — the Gemini endpoint and
+key, the S3 bucket, prefix, region and endpoint, the configuration file itself — is
+checked against what the location derives from corpus_config.yaml and the environment
+before the client is built: a launch that sets `embedding_client.base_url` to another
+host, or `api_key` to `{env: AWS_SECRET_ACCESS_KEY}`, is refused with one line naming
+the field, and no request leaves. The check never prints a key, an endpoint or a path,
+only the field's name.
 """
 
 from __future__ import annotations
 
+import hmac
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,7 +47,7 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig, load_config
-from brain_pipeline.lib.code_location import location_config, location_config_path
+from brain_pipeline.lib.code_location import location_config, location_config_path, was_loaded
 from brain_pipeline.lib.steps import PUBLISH_ASSETS
 
 if TYPE_CHECKING:
@@ -60,6 +70,7 @@ class RunLocks(dg.ConfigurableResource):
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[RunLocks]:
         from brain_pipeline.state.lock import hold_run_locks, make_holder
 
+        refuse_unloaded_path("settings.locks", self.config_path)
         cfg = self._config = load_config(self.config_path)
         run = context.run
         names = {key.to_user_string() for key in (run.asset_selection or set())} if run else set()
@@ -90,6 +101,7 @@ class BrainSettings(dg.ConfigurableResource):
 
     def load(self) -> BrainConfig:
         """The run's snapshot (see the module docstring); outside a run, read now."""
+        refuse_unloaded_path("settings", self.config_path)
         cfg = self.locks.run_config()
         return cfg if cfg is not None else load_config(self.config_path)
 
@@ -102,7 +114,10 @@ class EmbeddingClient(dg.ConfigurableResource):
     them on the resource's page. A run embeds with its own snapshot of the configuration;
     when that says otherwise (the file was edited after the location loaded) the step
     refuses, naming the setting, rather than record vectors under the wrong settings.
-    `api_key` and `base_url` configure the Gemini client.
+    `api_key` (an EnvVar: the UI shows the variable's name) and `base_url` configure the
+    Gemini client; a launch that sets either to anything but what the location derives
+    (GEMINI_API_KEY/GOOGLE_API_KEY, GOOGLE_GEMINI_BASE_URL) is refused before the client
+    is built (`refuse_if_moved`), so the key is never sent anywhere else.
     """
 
     provider: str = "none"
@@ -122,6 +137,16 @@ class EmbeddingClient(dg.ConfigurableResource):
             **client,
         )
 
+    @classmethod
+    def as_loaded(cls, cfg: BrainConfig) -> EmbeddingClient:
+        """The resource exactly as the code location builds it from `cfg` and the
+        environment: the key by EnvVar name, the endpoint from GOOGLE_GEMINI_BASE_URL."""
+        return cls.for_config(
+            cfg,
+            api_key=_gemini_key(),
+            base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL") or None,
+        )
+
     def shown(self) -> dict[str, Any]:
         return {
             "provider": self.provider,
@@ -133,21 +158,70 @@ class EmbeddingClient(dg.ConfigurableResource):
     def embedder(self, cfg: BrainConfig) -> Any:
         from brain_pipeline.embedding.factory import embedder_for
 
-        refuse_if_moved("embedding", self.shown(), EmbeddingClient.for_config(cfg).shown())
+        refuse_if_moved("embedding_client", self, EmbeddingClient.as_loaded(cfg))
         return embedder_for(cfg, api_key=self.api_key, base_url=self.base_url)
 
 
-def refuse_if_moved(section: str, loaded: dict[str, Any], now: dict[str, Any]) -> None:
-    """Fail the step when the run's configuration differs from the resource's fields."""
-    moved = [f"{section}.{k}: {loaded[k]!r} -> {now[k]!r}" for k in loaded if loaded[k] != now[k]]
-    if moved:
-        raise dg.Failure(
-            description=(
-                f"the configuration changed after the code location loaded ({'; '.join(moved)}): "
-                "reload the code location (the UI's Reload button, or restart "
-                "`brain-pipeline ui`) so the run and the resource agree"
-            )
+SHOWN_FIELDS = frozenset(
+    {"provider", "model", "dimension", "too_long", "bucket", "prefix", "region",
+     "include_embeddings"}
+)
+"""Fields whose values a refusal may print: settings, never a key, an endpoint or a path
+(an endpoint or a path can carry a token or a user name)."""
+
+
+def _resolved(value: Any) -> Any:
+    """A field's value as the run sees it: an EnvVar (the location's form of a key)
+    read from this process's environment, as Dagster resolves it for the run."""
+    if isinstance(value, dg.EnvVar):
+        return value.get_value()
+    return value
+
+
+def _same(run_value: Any, loaded_value: Any) -> bool:
+    """Equal, comparing strings in constant time (one of them may be a key)."""
+    if isinstance(run_value, str) and isinstance(loaded_value, str):
+        return hmac.compare_digest(run_value.encode(), loaded_value.encode())
+    return bool(run_value == loaded_value)
+
+
+def moved_fields(run: dg.ConfigurableResource, loaded: dg.ConfigurableResource) -> list[str]:
+    """The fields of `run` (the resource as the run configured it: the location's values
+    unless the launch set them) that differ from `loaded` (as the location derives it
+    from the run's configuration and environment), in declaration order."""
+    names = type(loaded).model_fields
+    return [
+        name for name in names
+        if not _same(_resolved(getattr(run, name)), _resolved(getattr(loaded, name)))
+    ]
+
+
+def refuse_if_moved(
+    resource: str, run: dg.ConfigurableResource, loaded: dg.ConfigurableResource
+) -> None:
+    """Fail the step, before its client is built, when the run's resource differs from
+    what the location derives from the configuration and the environment: the file was
+    edited since the location loaded, or the launch set the field (the Launchpad can set
+    any resource field; none of ours may come from there)."""
+    moved = moved_fields(run, loaded)
+    if not moved:
+        return
+    named = [
+        f"{resource}.{name}: {getattr(run, name)!r} -> {getattr(loaded, name)!r}"
+        if name in SHOWN_FIELDS
+        else f"{resource}.{name}"
+        for name in moved
+    ]
+    raise dg.Failure(
+        description=(
+            f"refused before any request: {'; '.join(named)} "
+            f"{'is' if len(moved) == 1 else 'are'} not what the code location loaded "
+            "(set in the run's launch config, or corpus_config.yaml changed since it "
+            "loaded); these come only from corpus_config.yaml and the environment: edit "
+            "corpus_config.yaml, not the run's config, and reload the code location (the "
+            "UI's Reload button, or restart `brain-pipeline ui`)"
         )
+    )
 
 
 class S3Publisher(dg.ConfigurableResource):
@@ -198,8 +272,22 @@ class S3Publisher(dg.ConfigurableResource):
         keeping the objects in `retain` (the generations a rollback can reach)."""
         from brain_pipeline.steps.publish import upload_to_s3
 
-        refuse_if_moved("publish.s3", self.shown(), S3Publisher.for_config(cfg).shown())
+        refuse_if_moved("s3_publisher", self, S3Publisher.for_config(cfg))
         return upload_to_s3(cfg, store, embeddings, manifest, retain)
+
+
+def refuse_unloaded_path(resource: str, config_path: str | None) -> None:
+    """Fail the run when its launch pointed a resource at a configuration file no code
+    location of this process loaded: that file would decide where every request goes."""
+    if not was_loaded(config_path):
+        raise dg.Failure(
+            description=(
+                f"refused before any request: {resource}.config_path is not the "
+                "configuration the code location loaded (set in the run's launch "
+                "config); edit corpus_config.yaml, not the run's config, and reload the "
+                "code location"
+            )
+        )
 
 
 def _gemini_key() -> Any:
@@ -221,11 +309,7 @@ def resource_definitions() -> dg.Definitions:
             "settings": BrainSettings(
                 config_path=config_path, locks=RunLocks(config_path=config_path)
             ),
-            "embedding_client": EmbeddingClient.for_config(
-                cfg,
-                api_key=_gemini_key(),
-                base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL") or None,
-            ),
+            "embedding_client": EmbeddingClient.as_loaded(cfg),
             "s3_publisher": S3Publisher.for_config(cfg),
         },
         executor=dg.in_process_executor,

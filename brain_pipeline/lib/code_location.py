@@ -25,12 +25,16 @@ class _Load:
 
 
 _current: ContextVar[_Load | None] = ContextVar("brain_pipeline_location_load", default=None)
+_loaded_paths: set[str | None] = set()
+"""Every configuration path a location was built for in this process: a run's worker
+loads its location before the run starts, so a run's resources may name only these."""
 
 
 @contextmanager
 def building_for(config_path: str | None, config: BrainConfig | None = None) -> Iterator[None]:
     """Within this block, `defs/` modules build for `config_path` (None: the default);
     `config`, when given, is that file as the caller already read it."""
+    _loaded_paths.add(config_path)
     token = _current.set(_Load(config_path, config))
     try:
         yield
@@ -50,3 +54,9 @@ def location_config() -> BrainConfig:
     if load.config is None:
         load.config = load_config(load.config_path)
     return load.config
+
+
+def was_loaded(config_path: str | None) -> bool:
+    """Whether a code location of this process was built for `config_path` (a run's
+    launch config could otherwise point the run at any file on the host)."""
+    return config_path in _loaded_paths

@@ -203,7 +203,7 @@ def _write_durable(path: Path, data: ArtifactSource | bytes) -> tuple[int, int, 
     was named as fails here (`SourceChanged`), before anything live changes. The inode
     is returned because the rename keeps it (recovery tells a committed file by it).
     """
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # less the umask
     try:
         if isinstance(data, ArtifactSource):
             for block in data.blocks():

@@ -11,8 +11,8 @@ Pure: no Dagster. The sensors in `defs/notify.py` turn a finished run into `RunF
 - `build_message(event)` makes the one message of that run: a first line that reads as
   a subject, the cause in one line, what is live, and the run's link in the UI.
 - `deliver(settings, message)` sends it to every configured channel with bounded
-  retries and a timeout per attempt, and never raises: a channel that is down is a
-  line in the returned `Delivery`, not a failure of anything.
+  retries and one overall deadline per attempt (`publishing.deadline`), and never
+  raises: a channel that is down is a line in the returned `Delivery`, not a failure.
 
 Secrets: the SMTP password is read from the environment variable the configuration
 names, at sending time; the webhook URL (which often embeds a token) is only ever
@@ -22,6 +22,7 @@ and from each delivery line before either leaves this module.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import smtplib
@@ -34,6 +35,8 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from brain_pipeline.publishing.deadline import Deadline
 
 EventKind = Literal["blocked", "failed", "regression", "recovered"]
 Previous = Literal["blocked", "failed", "regression", "recovered", "good"]
@@ -256,26 +259,94 @@ def describe_url(url: str) -> str:
 
 
 def post_webhook(url: str, message: Message, timeout: float) -> None:
-    """POST the payload as JSON; any answer but 2xx raises."""
+    """POST the payload as JSON; any answer but 2xx raises. `timeout` bounds the whole
+    attempt (connect, send, the answer), not each read (see `publishing.deadline`)."""
     request = urllib.request.Request(
         url,
         data=json.dumps(message.payload).encode("utf-8"),
         headers={"Content-Type": "application/json", "User-Agent": USER_AGENT},
         method="POST",
     )
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
-        if not 200 <= response.status < 300:
-            raise RuntimeError(f"HTTP {response.status}")
+    with Deadline(timeout) as deadline:
+        opener = urllib.request.build_opener(
+            _WatchedHTTPHandler(deadline), _WatchedHTTPSHandler(deadline)
+        )
+        with opener.open(request, timeout=timeout) as response:
+            if not 200 <= response.status < 300:
+                raise RuntimeError(f"HTTP {response.status}")
+
+
+class _WatchedHTTPConnection(http.client.HTTPConnection):
+    """A connection whose socket `deadline` watches from the moment it connects: before
+    the request is sent and, for HTTPS (`_WatchedHTTPSConnection`'s order of bases puts
+    this `connect` under the TLS one), before the handshake a trickling peer can stall."""
+
+    deadline: Deadline
+
+    def connect(self) -> None:
+        own = self.timeout if isinstance(self.timeout, int | float) else self.deadline.seconds
+        self.timeout = min(own, self.deadline.remaining())
+        super().connect()
+        self.deadline.watch(self.sock)
+
+
+class _WatchedHTTPSConnection(http.client.HTTPSConnection, _WatchedHTTPConnection):
+    pass
+
+
+def _watched(deadline: Deadline, http_class: type[_WatchedHTTPConnection]) -> Any:
+    """The connection factory urllib calls (`http_class(host, timeout=..., ...)`)."""
+
+    def connection(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+        conn = http_class(host, **kwargs)
+        conn.deadline = deadline
+        return conn
+
+    return connection
+
+
+class _WatchedHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_watched(self._deadline, _WatchedHTTPConnection), req)
+
+
+class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> Any:
+        return self.do_open(_watched(self._deadline, _WatchedHTTPSConnection), req)
+
+
+class _WatchedSMTP(smtplib.SMTP):
+    """`smtplib.SMTP` whose connection `deadline` watches before its first reply (the
+    banner) is read, so the banner, STARTTLS, the login and DATA are all bounded."""
+
+    def __init__(self, deadline: Deadline, host: str, port: int) -> None:
+        self._deadline = deadline
+        super().__init__(host, port, timeout=deadline.remaining())
+
+    def getreply(self) -> tuple[int, bytes]:
+        if self.sock is not None and not getattr(self, "_watching", False):
+            self._deadline.watch(self.sock)
+            self._watching = True
+        return super().getreply()
 
 
 def send_email(email: Any, message: Message, timeout: float, env: dict[str, str]) -> None:
-    """One message over SMTP (STARTTLS and login as configured)."""
+    """One message over SMTP (STARTTLS and login as configured). `timeout` bounds the
+    whole attempt, not each read (see `publishing.deadline`)."""
     mail = EmailMessage()
     mail["Subject"] = message.subject
     mail["From"] = email.sender
     mail["To"] = ", ".join(email.recipients)
     mail.set_content(message.text)
-    with smtplib.SMTP(email.host, email.port, timeout=timeout) as smtp:
+    with Deadline(timeout) as deadline, _WatchedSMTP(deadline, email.host, email.port) as smtp:
         if email.starttls:
             smtp.starttls(context=ssl.create_default_context())
         user = env.get(email.username_env or "", "") if email.username_env else ""

@@ -118,7 +118,7 @@ def read_holder(path: Path | str) -> dict[str, object] | None:
 
 def _open_lock_file(path: Path) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)  # less the umask
 
 
 def _try_flock(fd: int) -> bool:

@@ -3,14 +3,21 @@
 Every artifact this project writes goes through here (the store, embeddings, the
 embedding checkpoint, published copies, manifests) so that an interrupted run can
 never leave a torn file behind.
+
+Permissions follow the process umask, as for a file any other tool creates: a new file
+is created with mode 0o666 and a directory with 0o777, and the kernel takes the umask
+off (umask 022: 0644 and 0755; umask 077: 0600 and 0700). A replaced file gets the
+mode a new one would, not the old file's: what decides who may read a publication is
+the umask of the process that writes it (set it for the UI, the daemon and the CLI
+alike), never a mode left behind by an earlier run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -30,24 +37,57 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+_ATTEMPTS = 100
+
+
+def _temporary_name(target: Path) -> Path:
+    return target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+
+
+def _create_file_beside(target: Path) -> tuple[int, Path]:
+    """A new empty file in `target`'s directory, open for writing, created exclusively
+    (never an existing file or a symlink) with mode 0o666 less the umask. What
+    `tempfile.mkstemp` does, but mkstemp always creates 0600, and a chmod afterwards
+    would override the umask instead of following it."""
+    for _ in range(_ATTEMPTS):
+        tmp = _temporary_name(target)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {target}")
+
+
+def _create_directory_beside(target: Path) -> Path:
+    """A new empty directory beside `target`, mode 0o777 less the umask (mkdtemp: 0700)."""
+    for _ in range(_ATTEMPTS):
+        tmp = _temporary_name(target)
+        try:
+            os.mkdir(tmp, 0o777)
+            return tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {target}")
+
+
 @contextlib.contextmanager
 def atomic_writer(path: Path | str) -> Iterator[BinaryIO]:
     """Yield a binary file in the target's directory; rename it over `path` on success.
 
     The temporary file lives in the same directory so the final `os.replace` is a
     same-filesystem rename (atomic on POSIX). On any exception the temporary file is
-    removed and the previous content of `path` is untouched.
+    removed and the previous content of `path` is untouched. Its mode follows the
+    umask (see the module).
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
+    fd, tmp = _create_file_beside(target)
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -68,7 +108,7 @@ def atomic_directory(path: Path | str, complete_when: str) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    tmp = _create_directory_beside(target)
     try:
         yield tmp
         try:

@@ -6,6 +6,8 @@ import Dagster, open a store or start the UI, so nothing else runs.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,3 +92,28 @@ def test_an_unusable_configuration_is_one_line_and_exit_2(
     assert expected in lines[0]
     assert "Traceback" not in captured.err and captured.out == ""
     assert not (tmp_path / "dagster-home").exists()  # nothing started
+
+
+def test_materialize_never_prints_a_secret_held_by_a_bad_key(tmp_path: Path) -> None:
+    """The command itself, as a user runs it: a webhook URL under a mistyped key and a
+    password given where its variable's name belongs are named, never shown."""
+    secret = "SECRETXYZ-9d1f-hooks-token"
+    config = tmp_path / "corpus_config.yaml"
+    config.write_text(
+        "notify:\n"
+        f"  webhook: https://hooks.example/services/T0/B0/{secret}\n"
+        "  email:\n"
+        "    host: smtp.example\n    sender: a@example\n    recipients: [b@example]\n"
+        f"    password_env: {{value: {secret}}}\n",
+        encoding="utf-8",
+    )
+    env = {**os.environ, "BRAIN_CONFIG": str(config), "DAGSTER_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        ["brain-pipeline", "materialize"], cwd=tmp_path, env=env,
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert "notify.webhook: Extra inputs are not permitted" in line
+    assert "notify.email.password_env: Input should be a valid string" in line
+    assert "SECRETXYZ" not in done.stdout + done.stderr

@@ -61,7 +61,7 @@ def test_an_edit_the_loaded_location_has_not_seen_refuses_the_upload_until_reloa
     tiny_project.write_config(**{"publish.s3": {"bucket": "second-bucket", "prefix": "two/"}})
     refused = _run(tiny_project, definitions, succeeds=False)  # the same loaded location
     (line,) = [line for line in refused.lines if "FAILED   published_s3" in line]
-    assert "publish.s3.bucket: 'first-bucket' -> 'second-bucket'" in line
+    assert "s3_publisher.bucket: 'first-bucket' -> 'second-bucket'" in line
     assert "reload the code location" in line
     assert not _keys("second-bucket")
     assert not any(key.startswith("two/") for key in _keys("first-bucket"))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,10 +27,51 @@ def test_a_failed_write_keeps_the_old_bytes_and_no_temporary(tmp_path: Path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
 
 
+@contextmanager
+def umask(mask: int) -> Iterator[None]:
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
 def test_parents_are_created_and_the_file_is_readable_by_others(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "f.bin"
-    atomic_write_bytes(path, b"data")
-    assert path.read_bytes() == b"data" and path.stat().st_mode & 0o777 == 0o644
+    with umask(0o022):
+        atomic_write_bytes(path, b"data")
+    assert path.read_bytes() == b"data" and _mode(path) == 0o644
+
+
+@pytest.mark.parametrize(("mask", "mode"), [(0o077, 0o600), (0o022, 0o644), (0o002, 0o664)])
+def test_a_written_file_follows_the_umask(tmp_path: Path, mask: int, mode: int) -> None:
+    path = tmp_path / "f.json"
+    with umask(mask):
+        atomic_write_bytes(path, b"new")
+    assert _mode(path) == mode
+
+
+def test_a_replaced_file_gets_the_mode_a_new_one_would(tmp_path: Path) -> None:
+    """Not the old file's: the writer's umask decides (see utils/atomic.py)."""
+    path = tmp_path / "f.json"
+    with umask(0o022):
+        atomic_write_bytes(path, b"old")
+    assert _mode(path) == 0o644
+    with umask(0o077):
+        atomic_write_bytes(path, b"new")
+    assert path.read_bytes() == b"new" and _mode(path) == 0o600
+
+
+@pytest.mark.parametrize(("mask", "mode"), [(0o077, 0o700), (0o022, 0o755)])
+def test_a_written_directory_follows_the_umask(tmp_path: Path, mask: int, mode: int) -> None:
+    target = tmp_path / "generation-1"
+    with umask(mask), atomic_directory(target, complete_when="done") as staging:
+        (staging / "done").write_bytes(b"")
+    assert _mode(target) == mode
 
 
 def test_write_if_changed_leaves_current_bytes_untouched(tmp_path: Path) -> None:
