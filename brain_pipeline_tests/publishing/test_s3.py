@@ -92,9 +92,9 @@ def test_upload_round_trips_bytes_and_content_types(s3: MotoS3Server, build: Sam
     assert [(o.key, o.action) for o in report.objects] == [
         (vectors_key, "uploaded"),
         (store_key, "uploaded"),
-        (PREFIX + "manifest.json", "uploaded"),
         (PREFIX + "embeddings.bin", "copied"),
         (PREFIX + "knowledge-store.json", "copied"),
+        (PREFIX + "manifest.json", "uploaded"),  # last: the fixed names first
     ]
     assert by_key[store_key].verified_by == "ChecksumSHA256"
     assert by_key[store_key].sha256 == sha256_hex(build.store_bytes)
@@ -170,7 +170,7 @@ def test_changed_store_uploads_only_what_changed(s3: MotoS3Server, build: Sample
     changed = make_build(salt="new ")
     report = run(changed, include_embeddings=False)
     assert report.status == "published"
-    assert [o.action for o in report.objects] == ["uploaded", "uploaded", "copied"]
+    assert [o.action for o in report.objects] == ["uploaded", "copied", "uploaded"]
     body = plain_client().get_object(Bucket=BUCKET, Key=PREFIX + "knowledge-store.json")["Body"]
     assert body.read() == changed.store_bytes
     # the previous set is kept one generation (a reader may hold the old manifest)
