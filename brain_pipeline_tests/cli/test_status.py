@@ -283,3 +283,44 @@ def test_an_unreadable_configuration_exits_64(
     monkeypatch.setenv("BRAIN_CONFIG", str(bad))
     code, _, err = status(capsys)
     assert code == 64 and "brain-pipeline status" in err
+
+
+def test_s3_a_malformed_or_torn_bucket_is_one_line_and_exit_5(
+    s3_config: MotoS3Server,
+    build: SampleBuild,
+    publish_root: Path,
+    corpus: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The reported faults: `"objects": {"knowledge-store.json": "oops"}` crashed status
+    with a TypeError; a fixed name from another publication was "the same set"."""
+    import boto3
+
+    publish_from(build, publish_root, corpus)
+    live = PublishManifest.from_json((publish_root / "src/storage/manifest.json").read_bytes())
+    publish_s3(
+        build.store, build.embeddings, bucket="brain-status", prefix="kb", manifest=live,
+        include_embeddings=True,
+    )  # fmt: skip
+    args = ("--root", str(publish_root), "--corpus", str(corpus), "--s3")
+    assert status(capsys, *args)[0] == 0
+    client = boto3.client("s3")
+    other = make_build({"aws-tutor": 9}, salt="other ")
+    client.put_object(Bucket="brain-status", Key="kb/embeddings.bin", Body=other.embeddings_bytes)
+
+    code, out, err = status(capsys, *args)
+    (line,) = [row for row in out.splitlines() if row.startswith("S3:")]
+    assert code == EXIT_BUCKET_DIFFERS and "the same set" not in out
+    assert line.startswith("S3: DIFFERS: the fixed name kb/embeddings.bin holds other bytes")
+
+    body = client.get_object(Bucket="brain-status", Key="kb/manifest.json")["Body"]
+    manifest = json.loads(body.read())
+    manifest["objects"] = {"knowledge-store.json": "oops"}
+    client.put_object(Bucket="brain-status", Key="kb/manifest.json", Body=json.dumps(manifest))
+    code, out, err = status(capsys, *args)
+    (line,) = [row for row in out.splitlines() if row.startswith("S3:")]
+    assert code == EXIT_BUCKET_DIFFERS and "Traceback" not in out + err
+    assert line == (
+        "S3: DIFFERS: the bucket's manifest.json is unreadable: "
+        'objects."knowledge-store.json" is not an object'
+    )
