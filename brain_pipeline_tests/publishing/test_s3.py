@@ -258,3 +258,37 @@ def test_vectors_of_another_model_are_withheld_and_the_stale_object_removed(
     assert report.manifest is not None and report.manifest.embeddings is None
     assert report.manifest.embeddings_note and "all-MiniLM-L6-v2" in report.manifest.embeddings_note
     assert run(other, agent_query_model=AGENT_MODEL).status == "unchanged"
+
+
+def test_a_shared_bucket_with_the_default_empty_prefix_loses_nothing(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    """The reported fault: with prefix "" the clean-up deleted another team's
+    `objects/other-team/invoice-2024.pdf`. Now it refuses to sweep, and says so."""
+    make_bucket()
+    client = plain_client()
+    client.put_object(Bucket=BUCKET, Key="objects/other-team/invoice-2024.pdf", Body=b"%PDF")
+    generations = [build, make_build(salt="two "), make_build(salt="three ")]
+    for generation in generations:
+        report = run(generation, prefix="", include_embeddings=False)
+        assert report.notes == (
+            "clean-up refused: publish.s3.prefix is empty, so old objects were kept (a sweep "
+            "of the whole bucket could reach other people's objects; set a prefix such as "
+            "knowledge-store/)",
+        )
+        assert report.notes[0] in report.summary().splitlines()[-1]
+    assert "objects/other-team/invoice-2024.pdf" in keys()
+    assert ca("knowledge-store.json", build.store_bytes, prefix="") in keys()
+
+
+def test_under_a_prefix_only_our_own_old_objects_are_deleted(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    make_bucket()
+    foreign = [PREFIX + "objects/other-team/invoice-2024.pdf", ca("knowledge-store.json", b"x")]
+    for key in foreign:  # the second is shaped like ours, but we never wrote it
+        plain_client().put_object(Bucket=BUCKET, Key=key, Body=b"theirs")
+    for generation in (build, make_build(salt="two "), make_build(salt="three ")):
+        assert run(generation, include_embeddings=False).notes == ()
+    assert set(foreign) <= keys()
+    assert ca("knowledge-store.json", build.store_bytes) not in keys()
