@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from brain_pipeline.publishing.manifest import MANIFEST_FILENAME
 from brain_pipeline.publishing.s3_client import (
     Content,
     Deadline,
@@ -146,7 +147,7 @@ def _restore(dest: S3Destination, name: FixedName, previous: PreviousSet) -> boo
     """Make `name` hold what the previous set had there; True when a request changed it."""
     key = dest.prefix + name.filename
     head = dest.probe(key)
-    if name.source is None:  # the manifest: its previous bytes, or nothing
+    if name.filename == MANIFEST_FILENAME:  # its previous bytes, or nothing
         if previous.manifest is None:
             if head is None:
                 return False

@@ -181,3 +181,21 @@ def test_a_successful_publish_replaces_the_whole_set(
     _, new = old_and_new
     publish(new)
     assert_one_publication(fixed_set(), new)
+
+
+def test_a_set_without_vectors_gets_none_from_the_undo(
+    old_and_new: tuple[SampleBuild, SampleBuild],
+) -> None:
+    """Store-only sets: the undo must not invent an embeddings.bin (nor touch the store
+    the denied copy never changed)."""
+    old, new = old_and_new
+    publish(old, include_embeddings=False)
+    deny_writes_to(PREFIX + "knowledge-store.json")
+
+    with pytest.raises(PublishError) as caught:
+        publish(new, include_embeddings=False)
+
+    assert "no fixed name was changed" in str(caught.value)
+    state = fixed_set()
+    assert state["store"] == old.store_bytes and state["vectors"] is None
+    assert state["manifest_store_sha256"] == hashlib.sha256(old.store_bytes).hexdigest()
