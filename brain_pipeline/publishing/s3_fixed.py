@@ -37,7 +37,6 @@ from brain_pipeline.publishing.s3_client import (
     already_there,
     content_sha256,
     content_size,
-    stored_sha256,
 )
 from brain_pipeline.publishing.s3_records import RemoteEntry, remote_objects
 
@@ -163,7 +162,7 @@ def _restore(dest: S3Destination, name: FixedName, previous: PreviousSet) -> boo
             return False
         dest.delete(key, "undoing")
         return True
-    if head is not None and _holds(head, entry):
+    if head is not None and dest.sha256_of(key) == entry.sha256:
         return False
     with dest.errors(f"copying {entry.key} back to {key}"):
         dest.client.copy_object(
@@ -175,15 +174,9 @@ def _restore(dest: S3Destination, name: FixedName, previous: PreviousSet) -> boo
             ChecksumAlgorithm="SHA256",
             **dest.protection.write_args(),
         )
-    after = dest.probe(key)
-    if after is None or not _holds(after, entry):
+    if dest.sha256_of(key) != entry.sha256:
         raise dest.fail(f"verifying {key}", "the restored object differs from the previous set's")
     return True
-
-
-def _holds(head: dict[str, object], entry: RemoteEntry) -> bool:
-    """Whether a HEAD (checksum mode) shows exactly the entry's bytes."""
-    return head.get("ContentLength") == entry.size and stored_sha256(head) == entry.sha256
 
 
 def _cause_of(exc: PublishError) -> str:
