@@ -324,3 +324,39 @@ def test_s3_a_malformed_or_torn_bucket_is_one_line_and_exit_5(
         "S3: DIFFERS: the bucket's manifest.json is unreadable: "
         'objects."knowledge-store.json" is not an object'
     )
+
+
+def test_s3_sends_the_configured_bucket_owner_with_every_request(
+    s3_config: MotoS3Server,
+    build: SampleBuild,
+    publish_root: Path,
+    corpus: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """moto accepts any owner, so the requests the real client sends are watched (botocore's
+    before-send on the client status makes; the factory itself is the real one)."""
+    from brain_pipeline.publishing import s3_inspect
+    from brain_pipeline.publishing.s3_client import make_s3_client
+
+    sent: list[tuple[str, object]] = []
+
+    def watched(*args: object, **kwargs: object) -> object:
+        client = make_s3_client(*args, **kwargs)  # type: ignore[arg-type]
+
+        def record(request: object, event_name: str, **_: object) -> None:
+            sent.append((event_name, request.headers.get("x-amz-expected-bucket-owner")))  # type: ignore[attr-defined]
+
+        client.meta.events.register("before-send.s3", record)
+        return client
+
+    monkeypatch.setattr(s3_inspect, "make_s3_client", watched)
+    config = Path(os.environ["BRAIN_CONFIG"])
+    config.write_text(config.read_text() + "    expected_bucket_owner: '123456789012'\n")
+    publish_from(build, publish_root, corpus)
+    _to_bucket(build, publish_root)
+
+    code, _, _ = status(capsys, "--root", str(publish_root), "--corpus", str(corpus), "--s3")
+
+    assert code == 0 and len(sent) >= 3
+    assert {owner for _, owner in sent} == {b"123456789012"}
