@@ -6,6 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -341,11 +342,11 @@ def test_s3_sends_the_configured_bucket_owner_with_every_request(
 
     sent: list[tuple[str, object]] = []
 
-    def watched(*args: object, **kwargs: object) -> object:
-        client = make_s3_client(*args, **kwargs)  # type: ignore[arg-type]
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        client = make_s3_client(*args, **kwargs)
 
-        def record(request: object, event_name: str, **_: object) -> None:
-            sent.append((event_name, request.headers.get("x-amz-expected-bucket-owner")))  # type: ignore[attr-defined]
+        def record(request: Any, event_name: str, **_: Any) -> None:
+            sent.append((event_name, request.headers.get("x-amz-expected-bucket-owner")))
 
         client.meta.events.register("before-send.s3", record)
         return client
