@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -51,7 +51,12 @@ from brain_pipeline.publishing.s3_client import (
     make_s3_client,
     normalize_prefix,
 )
-from brain_pipeline.publishing.s3_fixed import FixedName, PreviousSet, write_fixed_names
+from brain_pipeline.publishing.s3_fixed import (
+    UNTOUCHED,
+    FixedName,
+    PreviousSet,
+    write_fixed_names,
+)
 from brain_pipeline.publishing.s3_gc import collect_garbage, named_keys, sweep_refusal
 from brain_pipeline.publishing.source import ArtifactSource
 
@@ -175,14 +180,15 @@ def publish_s3(
     # 1. the set, under keys that name its bytes (nothing the live manifest names moves)
     objects: list[S3ObjectOutcome] = []
     covered: dict[str, dict[str, Any]] = {}
-    for filename, source, content_type in files:
-        key = content_key(key_prefix, filename, source.sha256)
-        objects.append(_publish_object(dest, key, source, content_type))
-        covered[filename] = {"key": key, "sha256": source.sha256, "size": source.size}
+    manifest_key = key_prefix + MANIFEST_FILENAME
+    with _says(UNTOUCHED):
+        for filename, source, content_type in files:
+            key = content_key(key_prefix, filename, source.sha256)
+            objects.append(_publish_object(dest, key, source, content_type))
+            covered[filename] = {"key": key, "sha256": source.sha256, "size": source.size}
+        previous_raw = dest.read_small(manifest_key)
 
     # 2. the fixed names, manifest last: the new set whole, or the previous one put back
-    manifest_key = key_prefix + MANIFEST_FILENAME
-    previous_raw = dest.read_small(manifest_key)
     live = _live_manifest(previous_raw, manifest)
     manifest_bytes = remote_manifest_bytes(live, covered)
     vectors = next((f for f in files if f[0] == EMBEDDINGS_FILENAME), None)
@@ -193,7 +199,7 @@ def publish_s3(
         FixedName(STORE_FILENAME, store, JSON_CONTENT_TYPE, covered[STORE_FILENAME]["key"]),
         FixedName(MANIFEST_FILENAME, manifest_bytes, JSON_CONTENT_TYPE),
     ]
-    objects += write_fixed_names(dest, names, PreviousSet.read(previous_raw))
+    objects += write_fixed_names(dest, names, PreviousSet.read(previous_raw, key_prefix))
 
     # 3. our content-addressed objects neither manifest names any more (housekeeping: it
     #    does not make an otherwise unchanged publication "published")
@@ -202,7 +208,8 @@ def publish_s3(
     no_sweep = sweep_refusal(key_prefix)
     if no_sweep is None:
         keep = {e["key"] for e in covered.values()} | named_keys(previous_raw) | set(retain)
-        objects += collect_garbage(dest, keep)
+        with _says(SWEEP_ONLY):
+            objects += collect_garbage(dest, keep)
     else:
         notes = (no_sweep,)
 
@@ -215,6 +222,21 @@ def publish_s3(
         manifest=live,
         notes=notes,
     )
+
+
+SWEEP_ONLY = (
+    "the new set is live and whole (fixed names and manifest.json); only the clean-up of "
+    "old objects failed"
+)
+
+
+@contextlib.contextmanager
+def _says(state: str) -> Iterator[None]:
+    """Make a PublishError raised inside also say what readers see now (one line)."""
+    try:
+        yield
+    except PublishError as exc:
+        raise PublishError(f"{exc}; {state}") from None
 
 
 def remote_manifest_bytes(manifest: PublishManifest, covered: dict[str, dict[str, Any]]) -> bytes:

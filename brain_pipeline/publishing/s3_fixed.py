@@ -35,10 +35,17 @@ from brain_pipeline.publishing.s3_client import (
     S3Destination,
     S3ObjectOutcome,
     already_there,
+    content_key,
     content_sha256,
     content_size,
 )
 from brain_pipeline.publishing.s3_records import RemoteEntry, remote_objects
+
+UNTOUCHED = (
+    "no fixed name was changed: readers of the fixed names and of manifest.json see the "
+    "previous publication, whole"
+)
+"""What a failure that changed nothing readers see adds to its line."""
 
 
 @dataclass(frozen=True)
@@ -63,15 +70,22 @@ class PreviousSet:
     entries: dict[str, RemoteEntry]
 
     @classmethod
-    def read(cls, raw: bytes | None) -> PreviousSet:
-        """From the previous manifest's bytes; a manifest we cannot read names nothing."""
+    def read(cls, raw: bytes | None, prefix: str) -> PreviousSet:
+        """From the previous manifest's bytes. A manifest we cannot read names nothing,
+        and only entries at our own content-addressed key for their digest count: the
+        undo never copies from anywhere else in the bucket, whatever the manifest says."""
         entries: dict[str, RemoteEntry] = {}
         if raw is not None:
             try:
                 entries = remote_objects(raw)
             except ValueError:
                 entries = {}
-        return cls(raw, entries)
+        ours = {
+            name: entry
+            for name, entry in entries.items()
+            if entry.key == content_key(prefix, name, entry.sha256)
+        }
+        return cls(raw, ours)
 
 
 def write_fixed_names(
@@ -131,14 +145,11 @@ def _undone(
             "hold the previous ones; do not read the fixed names until a publish succeeds "
             "(the content-addressed keys manifest.json names are whole)"
         )
-    what = (
-        f"the fixed names were put back to the previous set ({', '.join(restored)})"
-        if restored
-        else "no fixed name was changed"
-    )
+    if not restored:
+        return PublishError(f"{cause}; {UNTOUCHED}")
     return PublishError(
-        f"{cause}; {what}: readers of the fixed names and of manifest.json see the "
-        "previous publication, whole"
+        f"{cause}; the fixed names were put back to the previous set ({', '.join(restored)}): "
+        "readers of the fixed names and of manifest.json see the previous publication, whole"
     )
 
 

@@ -199,3 +199,54 @@ def test_a_set_without_vectors_gets_none_from_the_undo(
     state = fixed_set()
     assert state["store"] == old.store_bytes and state["vectors"] is None
     assert state["manifest_store_sha256"] == hashlib.sha256(old.store_bytes).hexdigest()
+
+
+def test_the_undo_copies_only_from_our_own_content_addressed_keys(
+    old_and_new: tuple[SampleBuild, SampleBuild],
+) -> None:
+    """A manifest edited to point the vectors at someone else's object (with that
+    object's true digest) must not get it copied into the fixed names by the undo."""
+    _, new = old_and_new
+    client = boto3.client("s3")
+    elsewhere = b"another team's file"
+    client.put_object(Bucket=BUCKET, Key="other-team/file.bin", Body=elsewhere)
+    manifest = json.loads(fixed("manifest.json") or b"{}")
+    manifest["objects"]["embeddings.bin"] = {
+        "key": "other-team/file.bin",
+        "sha256": hashlib.sha256(elsewhere).hexdigest(),
+        "size": len(elsewhere),
+    }
+    client.put_object(Bucket=BUCKET, Key=PREFIX + "manifest.json", Body=json.dumps(manifest))
+    deny_writes_to(PREFIX + "knowledge-store.json")
+
+    with pytest.raises(PublishError):
+        publish(new)
+
+    assert fixed("embeddings.bin") != elsewhere
+
+
+def test_a_failed_clean_up_says_the_new_set_is_live(s3: MotoS3Server) -> None:
+    """Deleting an old object is refused (a policy denying s3:DeleteObject): the step
+    fails, but its line says the new set is whole, which is what the bucket shows."""
+    boto3.client("s3").create_bucket(Bucket=BUCKET)
+    generations = [make_build(salt=f"{n} ") for n in ("one", "two", "three")]
+    publish(generations[0])
+    publish(generations[1])
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:DeleteObject",
+                "Resource": f"arn:aws:s3:::{BUCKET}/{PREFIX}objects/*",
+            }
+        ],
+    }
+    boto3.client("s3").put_bucket_policy(Bucket=BUCKET, Policy=json.dumps(policy))
+
+    with pytest.raises(PublishError) as caught:
+        publish(generations[2])
+
+    assert "the new set is live and whole" in str(caught.value)
+    assert_one_publication(fixed_set(), generations[2])
