@@ -56,13 +56,6 @@ def ours_by_layout(prefix: str) -> re.Pattern[str]:
     return re.compile(rf"{re.escape(prefix)}{OBJECTS_DIRNAME}/[0-9a-f]{{64}}/(?:{names})")
 
 
-def remove_object(dest: S3Destination, key: str) -> S3ObjectOutcome | None:
-    if dest.probe(key) is None:
-        return None
-    dest.delete(key, "removing stale")
-    return S3ObjectOutcome(key, "removed", None, None, "")
-
-
 def collect_garbage(dest: S3Destination, keep: set[str]) -> list[S3ObjectOutcome]:
     """Delete our own unkept content-addressed objects (see the module docstring).
 
