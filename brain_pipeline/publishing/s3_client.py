@@ -208,6 +208,11 @@ class Deadline:
     def remaining(self) -> float:
         return self._end - self._clock()
 
+    def renewed(self) -> Deadline:
+        """The same budget again from now, on the same clock (the undo of a failed
+        publication gets one, so a deadline that ran out does not also stop the undo)."""
+        return Deadline(self.seconds, self._clock)
+
 
 Content = ArtifactSource | bytes
 """What an object is uploaded from: a file (the store, its vectors; streamed from disk,

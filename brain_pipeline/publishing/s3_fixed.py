@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from brain_pipeline.publishing.manifest import MANIFEST_FILENAME
 from brain_pipeline.publishing.s3_client import (
     Content,
-    Deadline,
     PublishError,
     S3Destination,
     S3ObjectOutcome,
@@ -129,7 +128,7 @@ def _undone(
     dest: S3Destination, touched: list[FixedName], previous: PreviousSet, cause: PublishError
 ) -> PublishError:
     """Put every touched name back to the previous set; the one-line error to raise."""
-    dest.deadline = Deadline(dest.timeouts.deadline)  # the undo gets its own budget
+    dest.deadline = dest.deadline.renewed()  # the undo gets its own budget
     restored: list[str] = []
     torn: list[str] = []
     for name in reversed(touched):

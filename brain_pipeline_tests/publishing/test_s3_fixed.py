@@ -20,7 +20,18 @@ import pytest
 from brain_pipeline.corpus.store import parse_store
 from brain_pipeline.publishing.manifest import build_manifest
 from brain_pipeline.publishing.s3 import PublishError, S3PublishReport, publish_s3
+from brain_pipeline.publishing.s3_client import (
+    BINARY_CONTENT_TYPE,
+    JSON_CONTENT_TYPE,
+    Deadline,
+    S3Destination,
+    S3Timeouts,
+    content_key,
+    make_s3_client,
+)
+from brain_pipeline.publishing.s3_fixed import FixedName, PreviousSet, write_fixed_names
 from brain_pipeline.retrieval.vectors import decode_embeddings
+from brain_pipeline.utils.digest import sha256_hex
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.publishing.conftest import TEST_REGION, SampleBuild, make_build
 
@@ -250,3 +261,47 @@ def test_a_failed_clean_up_says_the_new_set_is_live(s3: MotoS3Server) -> None:
 
     assert "the new set is live and whole" in str(caught.value)
     assert_one_publication(fixed_set(), generations[2])
+
+
+def test_the_undo_gets_its_own_deadline(old_and_new: tuple[SampleBuild, SampleBuild]) -> None:
+    """The deadline runs out right after the fixed embeddings.bin was replaced (the clock
+    is moved by botocore's after-call event of that copy): the store's copy is refused
+    by the deadline, and the undo, with a budget of its own, still puts the vectors back."""
+    old, new = old_and_new
+    clock = Clock()
+    client = make_s3_client(TEST_REGION)
+
+    def run_out(**_: Any) -> None:
+        if clock.now == 1000.0:  # once: the first copy
+            clock.now += 120
+
+    client.meta.events.register("after-call.s3.CopyObject", run_out)
+    timeouts = S3Timeouts(deadline=60)
+    dest = S3Destination(client, BUCKET, PREFIX, timeouts=timeouts, deadline=Deadline(60, clock))
+    store_key = content_key(PREFIX, "knowledge-store.json", sha256_hex(new.store_bytes))
+    vectors_key = content_key(PREFIX, "embeddings.bin", sha256_hex(new.embeddings_bytes))
+    dest.put_verified(store_key, new.store_bytes, JSON_CONTENT_TYPE, mark=True)
+    dest.put_verified(vectors_key, new.embeddings_bytes, BINARY_CONTENT_TYPE, mark=True)
+    previous = PreviousSet.read(fixed("manifest.json"), PREFIX)
+    names = [
+        FixedName("embeddings.bin", new.embeddings, BINARY_CONTENT_TYPE, vectors_key),
+        FixedName("knowledge-store.json", new.store, JSON_CONTENT_TYPE, store_key),
+    ]
+
+    with pytest.raises(PublishError) as caught:
+        write_fixed_names(dest, names, previous)
+
+    message = str(caught.value)
+    assert "60 s deadline (publish.s3.deadline_seconds)" in message
+    assert "put back to the previous set (embeddings.bin)" in message
+    assert_one_publication(fixed_set(), old)
+
+
+class Clock:
+    """A monotonic clock the test moves (here: from botocore's after-call event)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
