@@ -4,7 +4,7 @@ The bucket's manifest.json is input we did not necessarily write (anyone with wr
 access to the prefix can replace it), so every reader of its `objects` section (the
 publish, the clean-up, `status --s3`) goes through `remote_objects`, which either
 returns well-typed entries or raises `ValueError` with one line naming the bad field:
-never a `TypeError` from indexing a string.
+never a `TypeError` from indexing a string, and never a control character to print.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+"""Characters that must never reach a terminal from a file we did not write (a name or
+key is printed by `status --s3`)."""
 
 
 @dataclass(frozen=True)
@@ -51,9 +54,11 @@ def _entry(raw_name: str, value: Any) -> RemoteEntry:
     name = json.dumps(raw_name[:60])  # quoted and escaped: the name is not ours
     if not isinstance(value, Mapping):
         raise ValueError(f"objects.{name} is not an object")
+    if _CONTROL.search(raw_name):
+        raise ValueError(f"objects.{name} has control characters in its name")
     key, sha256, size = value.get("key"), value.get("sha256"), value.get("size")
-    if not isinstance(key, str) or not key:
-        raise ValueError(f"objects.{name}.key is not a key")
+    if not isinstance(key, str) or not key or _CONTROL.search(key):
+        raise ValueError(f"objects.{name}.key is not a key (text without control characters)")
     if not isinstance(sha256, str) or not _SHA256.match(sha256):
         raise ValueError(f"objects.{name}.sha256 is not a hex SHA-256")
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:

@@ -201,8 +201,24 @@ def test_vectors_at_the_fixed_name_of_a_set_without_vectors_are_named(
         ({"knowledge-store.json": {"key": "k", "sha256": "x", "size": 1}}, "is not a hex SHA"),
         ({"knowledge-store.json": {"key": 7}}, "key is not a key"),
         ({"\x1b]0;pwned\x07": []}, r'objects."\u001b]0;pwned\u0007" is not an object'),
+        (
+            {"\x1b[2K": {"key": "k", "sha256": "a" * 64, "size": 1}},
+            r'objects."\u001b[2K" has control characters in its name',
+        ),
+        (
+            {"knowledge-store.json": {"key": "k\x1b]0;x\x07", "sha256": "a" * 64, "size": 1}},
+            "key is not a key (text without control characters)",
+        ),
     ],
-    ids=["string-entry", "string-section", "bad-digest", "bad-key", "escape-in-name"],
+    ids=[
+        "string-entry",
+        "string-section",
+        "bad-digest",
+        "bad-key",
+        "escape-in-name",
+        "escape-in-valid-name",
+        "escape-in-key",
+    ],
 )
 def test_a_malformed_objects_section_is_one_problem_line(
     s3: MotoS3Server, build: SampleBuild, objects: object, why: str
