@@ -292,3 +292,22 @@ def test_under_a_prefix_only_our_own_old_objects_are_deleted(
         assert run(generation, include_embeddings=False).notes == ()
     assert set(foreign) <= keys()
     assert ca("knowledge-store.json", build.store_bytes) not in keys()
+
+
+def test_an_unmarked_object_of_ours_is_uploaded_again_marked(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    """Objects from versions before the mark: the next publication that uses one writes
+    it again with the mark, so a later clean-up can tell it is ours."""
+    make_bucket()
+    key = ca("knowledge-store.json", build.store_bytes)
+    client = plain_client()
+    client.put_object(
+        Bucket=BUCKET, Key=key, Body=build.store_bytes, ContentType="application/json",
+        ChecksumAlgorithm="SHA256",
+    )  # fmt: skip
+    report = run(build, include_embeddings=False)
+    assert (key, "uploaded") in [(o.key, o.action) for o in report.objects]
+    assert client.head_object(Bucket=BUCKET, Key=key)["Metadata"] == {
+        "written-by": "brain-pipeline"
+    }
