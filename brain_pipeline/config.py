@@ -225,6 +225,17 @@ class S3Settings(_Section):
     connect_timeout_seconds: float = Field(default=5.0, gt=0, le=300)
     read_timeout_seconds: float = Field(default=20.0, gt=0, le=3600)
     deadline_seconds: float = Field(default=60.0, gt=0, le=86400)
+    # What S3 is asked to do with the bytes, and whose bucket it must be (every request).
+    server_side_encryption: Literal["AES256", "aws:kms"] | None = None
+    kms_key_id: str | None = None
+    expected_bucket_owner: str | None = Field(default=None, pattern=r"^[0-9]{12}$")
+
+    @model_validator(mode="after")
+    def _kms_key_needs_kms(self) -> S3Settings:
+        """A key id with any other encryption would be silently ignored by S3: refuse it."""
+        if self.kms_key_id and self.server_side_encryption != "aws:kms":
+            raise ValueError("kms_key_id needs server_side_encryption: aws:kms")
+        return self
 
     @field_validator("prefix")
     @classmethod

@@ -85,6 +85,11 @@ MEANINGS: dict[str, str] = {
     "publish.s3.read_timeout_seconds": "per answer",
     "publish.s3.deadline_seconds": "the whole S3 publication (raise it for large vector "
     "uploads)",
+    "publish.s3.server_side_encryption": "asked of S3 for every object written: `AES256` "
+    "(SSE-S3) or `aws:kms` (SSE-KMS); unset: the bucket's default",
+    "publish.s3.kms_key_id": "the KMS key for `aws:kms` (unset: the account's S3 key)",
+    "publish.s3.expected_bucket_owner": "12-digit account id sent with every request: S3 "
+    "refuses the request when another account owns the bucket",
     "schedule.cron": "the re-ingest schedule (checked when loaded: a date that never occurs "
     "is refused)",
     "schedule.timezone": "the schedule's time zone",

@@ -7,7 +7,7 @@ several apply, the first in this order wins: 4, 1, 3, 5, 6, 2):
 |------|-----------------------------------------------------------------------------|
 | 0    | live and current: every copy matches its manifest, the corpus is unchanged  |
 |      | (or the manifest predates corpus digests), and with `--s3` the bucket  |
-|      | holds the same set                                                          |
+|      | holds the same set (manifest, named objects and fixed names, by SHA-256)    |
 | 1    | nothing published under the publish root                                    |
 | 2    | stale: the corpus changed (content hashes) since the live set was built     |
 | 3    | a copy does not match its manifest (missing, edited or unreadable files)    |
@@ -39,8 +39,9 @@ verdict it was published on (and whether the publication was forced), evaluation
 figures, artifact sha256s, whether the src and dist copies match the manifest, and
 whether the corpus has changed since (content hashes; mtimes alone do not count).
 
-With --s3, also compare the bucket's manifest (and the objects it names) with the
-local one, within publish.s3.deadline_seconds.
+With --s3, also compare the bucket's manifest, the objects it names and the fixed
+names (knowledge-store.json, embeddings.bin) with the local set by SHA-256, within
+publish.s3.deadline_seconds.
 
 Exit status (when several apply, the first of 4, 1, 3, 5, 6, 2 wins):
   0  live and current
@@ -118,7 +119,7 @@ def _check_s3(cfg: Any, manifest: Any) -> dict[str, Any]:
             "matches": False,
             "problems": ["no bucket configured (publish.s3.bucket / S3_BUCKET_NAME)"],
         }
-    from brain_pipeline.publishing.s3_client import S3Timeouts
+    from brain_pipeline.publishing.s3_client import S3Protection, S3Timeouts
     from brain_pipeline.publishing.s3_inspect import inspect_s3
 
     check = inspect_s3(
@@ -129,6 +130,7 @@ def _check_s3(cfg: Any, manifest: Any) -> dict[str, Any]:
         endpoint_url=s3.endpoint_url,
         include_embeddings=s3.include_embeddings,
         timeouts=S3Timeouts.from_settings(s3),
+        protection=S3Protection.from_settings(s3),
     )
     return {
         "checked": True,

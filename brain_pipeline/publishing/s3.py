@@ -1,26 +1,29 @@
-"""Publish the store to S3 (or an S3-compatible endpoint): the manifest-last protocol.
+"""Publish the store to S3 (or an S3-compatible endpoint): a whole set, or the old one.
 
 A set, not just objects. The data objects go to content-addressed keys,
-`<prefix>objects/<sha256>/<filename>`, which are never overwritten with other bytes;
-then `<prefix>manifest.json` is written last and names the keys it covers with their
-sha256 and size (its `objects` section). A connection cut anywhere before the manifest
-leaves the previous manifest, and every object it names, untouched: a reader that
-follows the manifest always gets a complete set. After the manifest, the plain names
-`<prefix>knowledge-store.json` (and `embeddings.bin`) are refreshed by a server-side
-copy for readers that use fixed keys (each object atomic, the set only via the
-manifest), and content-addressed objects named by neither the new nor the previous
-manifest are deleted (`publishing.s3_gc`). manifest.json is rewritten only when its
-content changes (its timestamp and run id alone do not count), like the local copy.
+`<prefix>objects/<sha256>/<filename>`, which are never overwritten with other bytes and
+carry our mark. Then the fixed names are written (`publishing.s3_fixed`): the plain
+`<prefix>embeddings.bin` and `knowledge-store.json`, by verified server-side copies, for
+readers that use fixed keys, and `<prefix>manifest.json` last, naming the keys it covers
+with their sha256 and size (its `objects` section). Any failure there puts every fixed
+name back to the previous set and fails in one line saying so. A connection cut before
+the manifest leaves the previous manifest, and every object it names, untouched: a
+reader that follows the manifest always gets a complete set. Finally our own
+content-addressed objects named by neither the new nor the previous manifest are
+deleted (`publishing.s3_gc`; refused under an empty prefix). manifest.json is rewritten
+only when its content changes (its timestamp and run id alone do not count), like the
+local copy.
 
-The client, its timeouts and the verified object operations live in
-`publishing.s3_client`; reading the bucket back in `publishing.s3_inspect`.
+The client, its timeouts, encryption and owner check, and the verified object
+operations live in `publishing.s3_client`; reading the bucket back in
+`publishing.s3_inspect`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,6 +42,7 @@ from brain_pipeline.publishing.s3_client import (
     PublishError,
     S3Destination,
     S3ObjectOutcome,
+    S3Protection,
     S3Timeouts,
     already_there,
     content_key,
@@ -47,7 +51,13 @@ from brain_pipeline.publishing.s3_client import (
     make_s3_client,
     normalize_prefix,
 )
-from brain_pipeline.publishing.s3_gc import collect_garbage, named_keys, remove_object
+from brain_pipeline.publishing.s3_fixed import (
+    UNTOUCHED,
+    FixedName,
+    PreviousSet,
+    write_fixed_names,
+)
+from brain_pipeline.publishing.s3_gc import collect_garbage, named_keys, sweep_refusal
 from brain_pipeline.publishing.source import ArtifactSource
 
 __all__ = ["PublishError", "S3PublishReport", "S3Timeouts", "content_key", "publish_s3"]
@@ -63,6 +73,7 @@ class S3PublishReport:
     objects: tuple[S3ObjectOutcome, ...] = ()
     reason: str | None = None
     manifest: PublishManifest | None = field(default=None, compare=False)
+    notes: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:
@@ -76,6 +87,7 @@ class S3PublishReport:
             "bucket": self.bucket,
             "prefix": self.prefix,
             "endpoint_url": self.endpoint_url,
+            "notes": list(self.notes),
             "objects": {
                 o.key: {
                     "action": o.action,
@@ -94,6 +106,7 @@ class S3PublishReport:
         for o in self.objects:
             detail = f" {o.size} bytes sha256 {o.sha256}" if o.sha256 else ""
             lines.append(f"  {o.key}: {o.action}{detail}")
+        lines += [f"  {note}" for note in self.notes]
         return "\n".join(lines)
 
 
@@ -112,6 +125,7 @@ def publish_s3(
     timeouts: S3Timeouts | None = None,
     client: Any = None,
     retain: Iterable[str] = (),
+    protection: S3Protection | None = None,
 ) -> S3PublishReport:
     """Upload the set (store, + embeddings.bin when asked) and then manifest.json.
 
@@ -124,14 +138,17 @@ def publish_s3(
     With `agent_query_model` set, embeddings from another model are withheld as in
     `publish_local`; and when `include_embeddings` is on but no vectors go out this
     time, an embeddings.bin left by an earlier upload is deleted (it no longer matches
-    the store), which needs s3:DeleteObject. Old content-addressed objects are deleted
-    after the manifest when s3:ListBucket allows listing them (else they are kept).
+    the store), which needs s3:DeleteObject; so is one left from when vectors were
+    uploaded, when `include_embeddings` is now off. Our old content-addressed objects are
+    deleted after the manifest when s3:ListBucket allows listing them (else they are
+    kept) and the prefix is not empty.
 
     `timeouts` (default `S3Timeouts()`) bound every request and the whole call; pass
     `S3Timeouts.from_settings(cfg.publish.s3)`. A `client` given explicitly is used
     as it is (its own timeouts; the deadline is then only checked between requests).
     `retain`: content-addressed keys the garbage collection keeps besides the new and
     the previous manifest's (the generations a rollback can still reach).
+    `protection`: server-side encryption and the expected bucket owner (default: none).
     """
     key_prefix = normalize_prefix(prefix)
     if not bucket:
@@ -151,7 +168,9 @@ def publish_s3(
             return make_s3_client(region, endpoint_url, t)
 
         client = factory(timeouts)
-    dest = S3Destination(client, bucket, key_prefix, timeouts=timeouts, factory=factory)
+    dest = S3Destination(
+        client, bucket, key_prefix, timeouts=timeouts, factory=factory, protection=protection
+    )
 
     files: list[tuple[str, ArtifactSource, str]] = []
     if send_vectors and embeddings is not None:
@@ -161,32 +180,38 @@ def publish_s3(
     # 1. the set, under keys that name its bytes (nothing the live manifest names moves)
     objects: list[S3ObjectOutcome] = []
     covered: dict[str, dict[str, Any]] = {}
-    for filename, source, content_type in files:
-        key = content_key(key_prefix, filename, source.sha256)
-        objects.append(_publish_object(dest, key, source, content_type))
-        covered[filename] = {"key": key, "sha256": source.sha256, "size": source.size}
-
-    # 2. the manifest, last: from here on the new set is the bucket's set
     manifest_key = key_prefix + MANIFEST_FILENAME
-    previous_raw = dest.read_small(manifest_key)
+    with _says(UNTOUCHED):
+        for filename, source, content_type in files:
+            key = content_key(key_prefix, filename, source.sha256)
+            objects.append(_publish_object(dest, key, source, content_type))
+            covered[filename] = {"key": key, "sha256": source.sha256, "size": source.size}
+        previous_raw = dest.read_small(manifest_key)
+
+    # 2. the fixed names, manifest last: the new set whole, or the previous one put back
     live = _live_manifest(previous_raw, manifest)
     manifest_bytes = remote_manifest_bytes(live, covered)
-    objects.append(_publish_object(dest, manifest_key, manifest_bytes, JSON_CONTENT_TYPE))
+    vectors = next((f for f in files if f[0] == EMBEDDINGS_FILENAME), None)
+    names = [
+        FixedName(EMBEDDINGS_FILENAME, vectors[1], BINARY_CONTENT_TYPE, covered[vectors[0]]["key"])
+        if vectors is not None
+        else FixedName(EMBEDDINGS_FILENAME, None, BINARY_CONTENT_TYPE),
+        FixedName(STORE_FILENAME, store, JSON_CONTENT_TYPE, covered[STORE_FILENAME]["key"]),
+        FixedName(MANIFEST_FILENAME, manifest_bytes, JSON_CONTENT_TYPE),
+    ]
+    objects += write_fixed_names(dest, names, PreviousSet.read(previous_raw, key_prefix))
 
-    # 3. fixed names for readers that do not follow the manifest
-    for filename, source, content_type in files:
-        stored = covered[filename]["key"]
-        objects.append(_copy_object(dest, stored, key_prefix + filename, source, content_type))
-    if include_embeddings and not send_vectors:
-        removed = remove_object(dest, key_prefix + EMBEDDINGS_FILENAME)
-        if removed is not None:
-            objects.append(removed)
-
-    # 4. content-addressed objects neither manifest names any more (housekeeping: it
+    # 3. our content-addressed objects neither manifest names any more (housekeeping: it
     #    does not make an otherwise unchanged publication "published")
     changed = any(o.action != "unchanged" for o in objects)
-    keep = {entry["key"] for entry in covered.values()} | named_keys(previous_raw) | set(retain)
-    objects += collect_garbage(dest, keep)
+    notes: tuple[str, ...] = ()
+    no_sweep = sweep_refusal(key_prefix)
+    if no_sweep is None:
+        keep = {e["key"] for e in covered.values()} | named_keys(previous_raw) | set(retain)
+        with _says(SWEEP_ONLY):
+            objects += collect_garbage(dest, keep)
+    else:
+        notes = (no_sweep,)
 
     return S3PublishReport(
         status="published" if changed else "unchanged",
@@ -195,7 +220,23 @@ def publish_s3(
         endpoint_url=dest.endpoint_url,
         objects=tuple(objects),
         manifest=live,
+        notes=notes,
     )
+
+
+SWEEP_ONLY = (
+    "the new set is live and whole (fixed names and manifest.json); only the clean-up of "
+    "old objects failed"
+)
+
+
+@contextlib.contextmanager
+def _says(state: str) -> Iterator[None]:
+    """Make a PublishError raised inside also say what readers see now (one line)."""
+    try:
+        yield
+    except PublishError as exc:
+        raise PublishError(f"{exc}; {state}") from None
 
 
 def remote_manifest_bytes(manifest: PublishManifest, covered: dict[str, dict[str, Any]]) -> bytes:
@@ -235,31 +276,10 @@ def _publish_object(
     dest: S3Destination, key: str, data: Content, content_type: str
 ) -> S3ObjectOutcome:
     digest, size = content_sha256(data), content_size(data)
-    how = already_there(dest.probe(key), data, content_type)
+    head = dest.probe(key)
+    how = already_there(head, data, content_type, protection=dest.protection, marked=True)
     if how is not None:
         return S3ObjectOutcome(key, "unchanged", size, digest, how)
-    how = dest.put_verified(key, data, content_type)
+    how = dest.put_verified(key, data, content_type, mark=True)
     return S3ObjectOutcome(key, "uploaded", size, digest, how)
 
-
-def _copy_object(
-    dest: S3Destination, source: str, key: str, data: Content, content_type: str
-) -> S3ObjectOutcome:
-    """Server-side copy of `source` to `key` (no second upload), verified by a HEAD."""
-    digest, size = content_sha256(data), content_size(data)
-    how = already_there(dest.probe(key), data, content_type)
-    if how is not None:
-        return S3ObjectOutcome(key, "unchanged", size, digest, how)
-    with dest.errors(f"copying {source} to {key}"):
-        dest.client.copy_object(
-            Bucket=dest.bucket,
-            Key=key,
-            CopySource={"Bucket": dest.bucket, "Key": source},
-            ContentType=content_type,
-            MetadataDirective="REPLACE",
-            ChecksumAlgorithm="SHA256",
-        )
-    how = already_there(dest.probe(key), data, content_type)
-    if how is None:
-        raise dest.fail(f"verifying {key}", "the copied object differs from the bytes sent")
-    return S3ObjectOutcome(key, "copied", size, digest, how)

@@ -12,12 +12,19 @@ never a credential. Connect and read timeouts and a total deadline come from the
 configuration (`publish.s3.connect_timeout_seconds`, `read_timeout_seconds`,
 `deadline_seconds`): an endpoint that accepts connections and never answers fails
 within the deadline, not after the SDK's default minutes.
+
+`S3Protection` carries the optional server-side encryption asked for every object we
+write (`ServerSideEncryption`, `SSEKMSKeyId`) and the `ExpectedBucketOwner` added to
+every request the destination's clients send (an event hook, so no call can forget it).
+Content-addressed objects carry the metadata mark `written-by: brain-pipeline`: the
+clean-up deletes nothing without it.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -33,6 +40,64 @@ BINARY_CONTENT_TYPE = "application/octet-stream"
 
 MAX_ATTEMPTS = 2  # in all, one retry: enough for a blip, quick when the endpoint is down
 OBJECTS_DIRNAME = "objects"
+MARK = {"written-by": "brain-pipeline"}
+"""User metadata on every content-addressed object we upload: what lets the clean-up
+tell our objects from anyone else's under the same prefix."""
+_OWNER_HOOK = "brain-pipeline-expected-bucket-owner"
+
+
+@dataclass(frozen=True)
+class S3Protection:
+    """Server-side encryption for what we write, and the account that must own the bucket.
+
+    Defaults: nothing asked (the bucket's default encryption applies) and no owner check.
+    `expected_bucket_owner` is sent on every request (and as the copy source's owner), so
+    a bucket name taken over by another account is refused by S3 before any byte moves.
+    """
+
+    server_side_encryption: str | None = None
+    kms_key_id: str | None = None
+    expected_bucket_owner: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> S3Protection:
+        """From `config.S3Settings`."""
+        return cls(
+            server_side_encryption=settings.server_side_encryption,
+            kms_key_id=settings.kms_key_id,
+            expected_bucket_owner=settings.expected_bucket_owner,
+        )
+
+    def write_args(self) -> dict[str, str]:
+        """The encryption parameters of a PutObject or CopyObject."""
+        args: dict[str, str] = {}
+        if self.server_side_encryption:
+            args["ServerSideEncryption"] = self.server_side_encryption
+        if self.kms_key_id:
+            args["SSEKMSKeyId"] = self.kms_key_id
+        return args
+
+    def bind(self, client: Any) -> Any:
+        """Make every request of `client` carry the expected owner (idempotent)."""
+        owner = self.expected_bucket_owner
+        if owner:
+
+            def add_owner(params: dict[str, Any], model: Any, **_: Any) -> None:
+                members = model.input_shape.members if model.input_shape else {}
+                for name in ("ExpectedBucketOwner", "ExpectedSourceBucketOwner"):
+                    if name in members:
+                        params.setdefault(name, owner)
+
+            client.meta.events.register(
+                "before-parameter-build.s3", add_owner, unique_id=_OWNER_HOOK
+            )
+        return client
+
+    def encrypted_as_asked(self, head: dict[str, Any]) -> bool:
+        """Whether an existing object is encrypted the way we would write it now (the
+        algorithm only: S3 reports a KMS key by ARN whatever name it was given)."""
+        wanted = self.server_side_encryption
+        return wanted is None or head.get("ServerSideEncryption") == wanted
 
 
 @dataclass(frozen=True)
@@ -143,6 +208,11 @@ class Deadline:
     def remaining(self) -> float:
         return self._end - self._clock()
 
+    def renewed(self) -> Deadline:
+        """The same budget again from now, on the same clock (the undo of a failed
+        publication gets one, so a deadline that ran out does not also stop the undo)."""
+        return Deadline(self.seconds, self._clock)
+
 
 Content = ArtifactSource | bytes
 """What an object is uploaded from: a file (the store, its vectors; streamed from disk,
@@ -198,8 +268,10 @@ class S3Destination:
         timeouts: S3Timeouts | None = None,
         factory: Callable[[S3Timeouts], Any] | None = None,
         deadline: Deadline | None = None,
+        protection: S3Protection | None = None,
     ) -> None:
-        self._client = client
+        self.protection = protection or S3Protection()
+        self._client = self.protection.bind(client)
         self.bucket = bucket
         self.prefix = prefix
         self.endpoint_url: str | None = getattr(client.meta, "endpoint_url", None)
@@ -223,7 +295,7 @@ class S3Destination:
             read=max(0.5, budget),
             deadline=self.timeouts.deadline,
         )
-        return self._factory(shrunk)
+        return self.protection.bind(self._factory(shrunk))
 
     def check_deadline(self, what: str) -> None:
         if self.deadline.remaining() <= 0:
@@ -278,6 +350,11 @@ class S3Destination:
             code = str(error.get("Code", "unknown"))
             status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             explanation = _EXPLANATIONS.get(code, str(error.get("Message") or "error"))
+            if code == "AccessDenied" and self.protection.expected_bucket_owner:
+                explanation += (
+                    ", or the bucket is not owned by publish.s3.expected_bucket_owner "
+                    f"{self.protection.expected_bucket_owner}"
+                )
             raise self.fail(what, f"{code} (HTTP {status}): {explanation}") from None
         except BotoCoreError as exc:
             raise self.fail(what, f"{type(exc).__name__}: {exc}") from None
@@ -320,7 +397,9 @@ class S3Destination:
                 raise
         return None  # pragma: no cover
 
-    def put_verified(self, key: str, data: Content, content_type: str) -> str:
+    def put_verified(
+        self, key: str, data: Content, content_type: str, *, mark: bool = False
+    ) -> str:
         """Upload and confirm the server holds exactly `data`; return how it was checked.
 
         A file is uploaded from its open handle with its length: the SDK streams it
@@ -345,6 +424,8 @@ class S3Destination:
                     ContentLength=content_size(data),
                     ContentType=content_type,
                     ChecksumAlgorithm="SHA256",
+                    **({"Metadata": dict(MARK)} if mark else {}),
+                    **self.protection.write_args(),
                 )
         how = _verification(response, data)
         if how is None:
@@ -354,6 +435,57 @@ class S3Destination:
                 f"(local sha256 {b64_sha256(data)}, server {_server_digest(response)})",
             )
         return how
+
+    def copy_verified(self, source: str, key: str, data: Content, content_type: str) -> str:
+        """Server-side copy of `source` (which holds `data`) to `key`, then a HEAD with
+        checksum mode: the copy counts only when the server's SHA-256 of `key` is ours."""
+        with self.errors(f"copying {source} to {key}"):
+            self.client.copy_object(
+                Bucket=self.bucket,
+                Key=key,
+                CopySource={"Bucket": self.bucket, "Key": source},
+                ContentType=content_type,
+                MetadataDirective="REPLACE",
+                ChecksumAlgorithm="SHA256",
+                **self.protection.write_args(),
+            )
+        how = already_there(self.probe(key), data, content_type)
+        if how is None:
+            raise self.fail(f"verifying {key}", "the copied object differs from the bytes sent")
+        return how
+
+    def delete(self, key: str, what: str) -> None:
+        with self.errors(f"{what} {key}"):
+            self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    def sha256_of(self, key: str) -> str | None:
+        """Hex SHA-256 of an object as stored: the checksum the server keeps when there is
+        one, else the body read through once (streamed); None when absent."""
+        head = self.probe(key)
+        if head is None:
+            return None
+        stored = stored_sha256(head)
+        if stored is not None:
+            return stored
+        digest = hashlib.sha256()
+        with self.errors(f"reading {key}"):
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            for block in body.iter_chunks(1 << 20):
+                digest.update(block)
+        return digest.hexdigest()
+
+
+def stored_sha256(head: dict[str, Any]) -> str | None:
+    """The hex SHA-256 a HEAD (checksum mode) reports for a whole single-part object;
+    None when it reports none (or a composite multipart checksum, `...-N`)."""
+    checksum = str(head.get("ChecksumSHA256") or "")
+    if not checksum or "-" in checksum:
+        return None
+    try:
+        raw = base64.b64decode(checksum, validate=True)
+    except ValueError:
+        return None
+    return raw.hex() if len(raw) == 32 else None
 
 
 def _verification(response: dict[str, Any], data: Content) -> str | None:
@@ -371,11 +503,26 @@ def _server_digest(response: dict[str, Any]) -> str:
     return str(response.get("ChecksumSHA256") or response.get("ETag") or "none")
 
 
-def already_there(head: dict[str, Any] | None, data: Content, content_type: str) -> str | None:
-    """How an existing object was shown to equal `data` (None: it must be uploaded)."""
+def already_there(
+    head: dict[str, Any] | None,
+    data: Content,
+    content_type: str,
+    *,
+    protection: S3Protection | None = None,
+    marked: bool = False,
+) -> str | None:
+    """How an existing object was shown to equal `data` (None: it must be uploaded).
+
+    With `protection`, an object not encrypted as now asked is written again (turning
+    encryption on takes effect at the next publish); with `marked`, one without our mark.
+    """
     if head is None or head.get("ContentLength") != content_size(data):
         return None
     if head.get("ContentType") not in (None, content_type):
+        return None
+    if protection is not None and not protection.encrypted_as_asked(head):
+        return None
+    if marked and (head.get("Metadata") or {}).get("written-by") != MARK["written-by"]:
         return None
     return _verification(head, data)
 

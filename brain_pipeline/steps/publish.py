@@ -382,7 +382,7 @@ def upload_to_s3(
     """Upload with boto3 where the configuration says (`publish.s3`), keeping `retain`:
     the one S3 upload of a run (`S3Publisher`) and of `brain-pipeline rollback`."""
     from brain_pipeline.publishing.s3 import publish_s3
-    from brain_pipeline.publishing.s3_client import S3Timeouts
+    from brain_pipeline.publishing.s3_client import S3Protection, S3Timeouts
 
     s3 = cfg.publish.s3
     return publish_s3(
@@ -396,4 +396,5 @@ def upload_to_s3(
         manifest=manifest,
         timeouts=S3Timeouts.from_settings(s3),
         retain=retain,
+        protection=S3Protection.from_settings(s3),
     )

@@ -6,6 +6,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -283,3 +284,80 @@ def test_an_unreadable_configuration_exits_64(
     monkeypatch.setenv("BRAIN_CONFIG", str(bad))
     code, _, err = status(capsys)
     assert code == 64 and "brain-pipeline status" in err
+
+
+def test_s3_a_malformed_or_torn_bucket_is_one_line_and_exit_5(
+    s3_config: MotoS3Server,
+    build: SampleBuild,
+    publish_root: Path,
+    corpus: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The reported faults: `"objects": {"knowledge-store.json": "oops"}` crashed status
+    with a TypeError; a fixed name from another publication was "the same set"."""
+    import boto3
+
+    publish_from(build, publish_root, corpus)
+    live = PublishManifest.from_json((publish_root / "src/storage/manifest.json").read_bytes())
+    publish_s3(
+        build.store, build.embeddings, bucket="brain-status", prefix="kb", manifest=live,
+        include_embeddings=True,
+    )  # fmt: skip
+    args = ("--root", str(publish_root), "--corpus", str(corpus), "--s3")
+    assert status(capsys, *args)[0] == 0
+    client = boto3.client("s3")
+    other = make_build({"aws-tutor": 9}, salt="other ")
+    client.put_object(Bucket="brain-status", Key="kb/embeddings.bin", Body=other.embeddings_bytes)
+
+    code, out, err = status(capsys, *args)
+    (line,) = [row for row in out.splitlines() if row.startswith("S3:")]
+    assert code == EXIT_BUCKET_DIFFERS and "the same set" not in out
+    assert line.startswith("S3: DIFFERS: the fixed name kb/embeddings.bin holds other bytes")
+
+    body = client.get_object(Bucket="brain-status", Key="kb/manifest.json")["Body"]
+    manifest = json.loads(body.read())
+    manifest["objects"] = {"knowledge-store.json": "oops"}
+    client.put_object(Bucket="brain-status", Key="kb/manifest.json", Body=json.dumps(manifest))
+    code, out, err = status(capsys, *args)
+    (line,) = [row for row in out.splitlines() if row.startswith("S3:")]
+    assert code == EXIT_BUCKET_DIFFERS and "Traceback" not in out + err
+    assert line == (
+        "S3: DIFFERS: the bucket's manifest.json is unreadable: "
+        'objects."knowledge-store.json" is not an object'
+    )
+
+
+def test_s3_sends_the_configured_bucket_owner_with_every_request(
+    s3_config: MotoS3Server,
+    build: SampleBuild,
+    publish_root: Path,
+    corpus: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """moto accepts any owner, so the requests the real client sends are watched (botocore's
+    before-send on the client status makes; the factory itself is the real one)."""
+    from brain_pipeline.publishing import s3_inspect
+    from brain_pipeline.publishing.s3_client import make_s3_client
+
+    sent: list[tuple[str, object]] = []
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        client = make_s3_client(*args, **kwargs)
+
+        def record(request: Any, event_name: str, **_: Any) -> None:
+            sent.append((event_name, request.headers.get("x-amz-expected-bucket-owner")))
+
+        client.meta.events.register("before-send.s3", record)
+        return client
+
+    monkeypatch.setattr(s3_inspect, "make_s3_client", watched)
+    config = Path(os.environ["BRAIN_CONFIG"])
+    config.write_text(config.read_text() + "    expected_bucket_owner: '123456789012'\n")
+    publish_from(build, publish_root, corpus)
+    _to_bucket(build, publish_root)
+
+    code, _, _ = status(capsys, "--root", str(publish_root), "--corpus", str(corpus), "--s3")
+
+    assert code == 0 and len(sent) >= 3
+    assert {owner for _, owner in sent} == {b"123456789012"}

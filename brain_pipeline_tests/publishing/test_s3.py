@@ -92,9 +92,9 @@ def test_upload_round_trips_bytes_and_content_types(s3: MotoS3Server, build: Sam
     assert [(o.key, o.action) for o in report.objects] == [
         (vectors_key, "uploaded"),
         (store_key, "uploaded"),
-        (PREFIX + "manifest.json", "uploaded"),
         (PREFIX + "embeddings.bin", "copied"),
         (PREFIX + "knowledge-store.json", "copied"),
+        (PREFIX + "manifest.json", "uploaded"),  # last: the fixed names first
     ]
     assert by_key[store_key].verified_by == "ChecksumSHA256"
     assert by_key[store_key].sha256 == sha256_hex(build.store_bytes)
@@ -170,7 +170,7 @@ def test_changed_store_uploads_only_what_changed(s3: MotoS3Server, build: Sample
     changed = make_build(salt="new ")
     report = run(changed, include_embeddings=False)
     assert report.status == "published"
-    assert [o.action for o in report.objects] == ["uploaded", "uploaded", "copied"]
+    assert [o.action for o in report.objects] == ["uploaded", "copied", "uploaded"]
     body = plain_client().get_object(Bucket=BUCKET, Key=PREFIX + "knowledge-store.json")["Body"]
     assert body.read() == changed.store_bytes
     # the previous set is kept one generation (a reader may hold the old manifest)
@@ -258,3 +258,56 @@ def test_vectors_of_another_model_are_withheld_and_the_stale_object_removed(
     assert report.manifest is not None and report.manifest.embeddings is None
     assert report.manifest.embeddings_note and "all-MiniLM-L6-v2" in report.manifest.embeddings_note
     assert run(other, agent_query_model=AGENT_MODEL).status == "unchanged"
+
+
+def test_a_shared_bucket_with_the_default_empty_prefix_loses_nothing(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    """The reported fault: with prefix "" the clean-up deleted another team's
+    `objects/other-team/invoice-2024.pdf`. Now it refuses to sweep, and says so."""
+    make_bucket()
+    client = plain_client()
+    client.put_object(Bucket=BUCKET, Key="objects/other-team/invoice-2024.pdf", Body=b"%PDF")
+    generations = [build, make_build(salt="two "), make_build(salt="three ")]
+    for generation in generations:
+        report = run(generation, prefix="", include_embeddings=False)
+        assert report.notes == (
+            "clean-up refused: publish.s3.prefix is empty, so old objects were kept (a sweep "
+            "of the whole bucket could reach other people's objects; set a prefix such as "
+            "knowledge-store/)",
+        )
+        assert report.notes[0] in report.summary().splitlines()[-1]
+    assert "objects/other-team/invoice-2024.pdf" in keys()
+    assert ca("knowledge-store.json", build.store_bytes, prefix="") in keys()
+
+
+def test_under_a_prefix_only_our_own_old_objects_are_deleted(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    make_bucket()
+    foreign = [PREFIX + "objects/other-team/invoice-2024.pdf", ca("knowledge-store.json", b"x")]
+    for key in foreign:  # the second is shaped like ours, but we never wrote it
+        plain_client().put_object(Bucket=BUCKET, Key=key, Body=b"theirs")
+    for generation in (build, make_build(salt="two "), make_build(salt="three ")):
+        assert run(generation, include_embeddings=False).notes == ()
+    assert set(foreign) <= keys()
+    assert ca("knowledge-store.json", build.store_bytes) not in keys()
+
+
+def test_an_unmarked_object_of_ours_is_uploaded_again_marked(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    """Objects from versions before the mark: the next publication that uses one writes
+    it again with the mark, so a later clean-up can tell it is ours."""
+    make_bucket()
+    key = ca("knowledge-store.json", build.store_bytes)
+    client = plain_client()
+    client.put_object(
+        Bucket=BUCKET, Key=key, Body=build.store_bytes, ContentType="application/json",
+        ChecksumAlgorithm="SHA256",
+    )  # fmt: skip
+    report = run(build, include_embeddings=False)
+    assert (key, "uploaded") in [(o.key, o.action) for o in report.objects]
+    assert client.head_object(Bucket=BUCKET, Key=key)["Metadata"] == {
+        "written-by": "brain-pipeline"
+    }

@@ -61,6 +61,17 @@ def _bucket_state() -> dict[str, Any]:
     return {"store": manifest["store"]["sha256"], "complete": complete}
 
 
+def _fixed_store_matches_manifest() -> bool:
+    client = boto3.client("s3")
+    manifest = json.loads(
+        client.get_object(Bucket=BUCKET, Key=PREFIX + "manifest.json")["Body"].read()
+    )
+    body = client.get_object(Bucket=BUCKET, Key=PREFIX + "knowledge-store.json")["Body"].read()
+    return bool(
+        hashlib.sha256(body).hexdigest() == manifest["objects"]["knowledge-store.json"]["sha256"]
+    )
+
+
 def test_a_connection_cut_mid_upload_leaves_a_complete_set_in_the_bucket(
     s3: MotoS3Server,
 ) -> None:
@@ -89,6 +100,11 @@ def test_a_connection_cut_mid_upload_leaves_a_complete_set_in_the_bucket(
                 upload(new, proxy.url, timeouts=S3Timeouts(connect=2, read=5, deadline=30))
             assert proxy.cut.is_set()
         assert "\n" not in str(caught.value)
+        # the one line says which: the fixed names are whole (and match the manifest) or
+        # TORN (the cut also stopped the undo), never a torn set reported as whole
+        if "TORN" not in str(caught.value):
+            assert "see the previous publication, whole" in str(caught.value)
+            assert _fixed_store_matches_manifest()
         state = _bucket_state()
         assert state["complete"], f"cut at {fraction:.0%}: the manifest names a missing object"
         assert state["store"] in (old_sha, new_sha)

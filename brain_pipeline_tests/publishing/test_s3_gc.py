@@ -1,9 +1,11 @@
 """publishing.s3_gc against moto's standalone server, with real boto3.
 
-Pins which keys a manifest names (none for an unreadable or old one), that garbage
-collection deletes exactly the `<prefix>objects/...` keys outside `keep` and nothing
-else, that a listing denied by policy is skipped (old objects stay, no error), and that
-removing an absent object is a no-op.
+Pins which keys a manifest names (none for an unreadable, old or malformed one), that
+the clean-up deletes exactly our own unkept content-addressed objects (our layout, our
+mark) and nothing else under the prefix (another team's `objects/...`, an unmarked
+object shaped like ours), that it refuses an empty prefix, and that a listing denied by
+policy is skipped (old objects stay, no error). (Removing a stale fixed embeddings.bin
+is `publishing.s3_fixed`'s, pinned in test_s3_fixed.py and test_s3.py.)
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ from brain_pipeline.publishing.s3_client import (
     S3ObjectOutcome,
     make_s3_client,
 )
-from brain_pipeline.publishing.s3_gc import collect_garbage, named_keys, remove_object
+from brain_pipeline.publishing.s3_gc import (
+    collect_garbage,
+    named_keys,
+    sweep_refusal,
+)
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.publishing.conftest import TEST_REGION
 
@@ -46,8 +52,16 @@ def fill(keys: list[str]) -> None:
 def test_named_keys_reads_the_objects_a_manifest_names() -> None:
     manifest = {
         "objects": {
-            "knowledge-store.json": {"key": "kb/objects/aa/knowledge-store.json", "size": 1},
-            "embeddings.bin": {"key": "kb/objects/bb/embeddings.bin", "size": 2},
+            "knowledge-store.json": {
+                "key": "kb/objects/aa/knowledge-store.json",
+                "sha256": "a" * 64,
+                "size": 1,
+            },
+            "embeddings.bin": {
+                "key": "kb/objects/bb/embeddings.bin",
+                "sha256": "b" * 64,
+                "size": 2,
+            },
         }
     }
     assert named_keys(json.dumps(manifest).encode()) == {
@@ -58,38 +72,70 @@ def test_named_keys_reads_the_objects_a_manifest_names() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [None, b"", b"not json", b"[]", b'{"store": {}}', b'{"objects": {"a": {"size": 1}}}'],
-    ids=["absent", "empty", "not-json", "a-list", "older-format", "entry-without-key"],
+    [
+        None,
+        b"",
+        b"not json",
+        b"[]",
+        b'{"store": {}}',
+        b'{"objects": {"a": {"size": 1}}}',
+        b'{"objects": {"knowledge-store.json": "oops"}}',
+    ],
+    ids=["absent", "empty", "not-json", "a-list", "older-format", "entry-without-key", "a-string"],
 )
 def test_named_keys_is_empty_for_a_manifest_it_cannot_read(raw: bytes | None) -> None:
     assert named_keys(raw) == set()
 
 
-def test_collect_garbage_deletes_only_unkept_content_objects(s3: MotoS3Server) -> None:
-    keep = {"kb/objects/aa/knowledge-store.json"}
+def ca(digit: str, filename: str = "knowledge-store.json", prefix: str = PREFIX) -> str:
+    return f"{prefix}objects/{digit * 64}/{filename}"
+
+
+def test_collect_garbage_deletes_only_our_own_unkept_content_objects(s3: MotoS3Server) -> None:
+    keep = {ca("a")}
     untouchable = [
         "kb/manifest.json",
         "kb/knowledge-store.json",
-        "other/objects/cc/knowledge-store.json",  # another prefix's objects
+        "kb/objects/other-team/invoice-2024.pdf",  # someone else's, under our objects/
+        ca("e", "invoice.pdf"),  # our digest shape, not our file name
+        ca("c", prefix="other/"),  # another prefix's objects
         "kb/objectsish/dd/x",  # not under objects/
     ]
-    stale = ["kb/objects/bb/knowledge-store.json", "kb/objects/bb/embeddings.bin"]
-    fill([*keep, *stale, *untouchable])
+    unmarked = ca("d")  # shaped exactly like ours, but not written by us
+    stale = [ca("b"), ca("b", "embeddings.bin")]
+    fill([*untouchable, unmarked])
+    dest = destination()
+    for key in [*keep, *stale]:
+        dest.put_verified(key, key.encode(), JSON_CONTENT_TYPE, mark=True)
 
     removed = collect_garbage(destination(), keep)
 
     assert sorted(removed, key=lambda o: o.key) == [
-        S3ObjectOutcome("kb/objects/bb/embeddings.bin", "removed", None, None, ""),
-        S3ObjectOutcome("kb/objects/bb/knowledge-store.json", "removed", None, None, ""),
+        S3ObjectOutcome(ca("b", "embeddings.bin"), "removed", None, None, ""),
+        S3ObjectOutcome(ca("b"), "removed", None, None, ""),
     ]
-    assert stored() == keep | set(untouchable)
+    assert stored() == keep | set(untouchable) | {unmarked}
     assert collect_garbage(destination(), keep) == []  # nothing left to collect
+
+
+def test_an_empty_prefix_is_never_swept(s3: MotoS3Server) -> None:
+    assert sweep_refusal("kb/") is None
+    refusal = sweep_refusal("")
+    assert refusal is not None and "publish.s3.prefix is empty" in refusal
+    assert "\n" not in refusal
+    fill([])
+    bucket_wide = S3Destination(make_s3_client(TEST_REGION), BUCKET, "")
+    bucket_wide.put_verified(ca("b", prefix=""), b"x", JSON_CONTENT_TYPE, mark=True)
+    with pytest.raises(ValueError, match="empty prefix"):
+        collect_garbage(bucket_wide, set())
+    assert stored() == {ca("b", prefix="")}
 
 
 def test_a_listing_denied_by_policy_leaves_the_old_objects_and_is_no_error(
     s3: MotoS3Server, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fill(["kb/objects/old/knowledge-store.json"])
+    fill([])
+    destination().put_verified(ca("f"), b"old", JSON_CONTENT_TYPE, mark=True)
     s3.enable_auth(3)  # the three IAM calls below are free
     iam = boto3.client("iam", endpoint_url=s3.endpoint_url, region_name=TEST_REGION)
     iam.create_user(UserName="no-list")
@@ -107,18 +153,4 @@ def test_a_listing_denied_by_policy_leaves_the_old_objects_and_is_no_error(
     assert collect_garbage(destination(), keep=set()) == []
 
     s3.disable_auth()
-    assert stored() == {"kb/objects/old/knowledge-store.json"}
-
-
-def test_remove_object_deletes_a_present_object_and_ignores_an_absent_one(
-    s3: MotoS3Server,
-) -> None:
-    fill([])
-    dest = destination()
-    dest.put_verified("kb/embeddings.bin", b"vectors", JSON_CONTENT_TYPE)
-    assert remove_object(dest, "kb/absent") is None
-    assert remove_object(dest, "kb/embeddings.bin") == S3ObjectOutcome(
-        "kb/embeddings.bin", "removed", None, None, ""
-    )
-    assert stored() == set()
-    assert remove_object(dest, "kb/embeddings.bin") is None
+    assert stored() == {ca("f")}
