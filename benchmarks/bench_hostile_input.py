@@ -13,8 +13,9 @@ home) in a subprocess and prints the peak resident memory of that subprocess (`w
 `ru_maxrss`), the wall time and the size of the store written. The corpora: the sample
 corpus (`examples/curated-content`), then the sample corpus plus each hostile roadmap of
 `brain_pipeline_tests/corpus/hostile.py` (700 deep / 100 topics, about 5 KB; 3,000 deep /
-1,500 topics, about 55 KB; 200,000 deep / 11,000 topics, about 760 KB), then plus all
-three. The peer: the original's rule (no bound) on the 700-deep file alone, in a
+1,500 topics, about 55 KB; 200,000 deep / 11,000 topics, about 760 KB; and a flat
+100,000-character title on 3,000 topics, about 200 KB, which only the output bound
+catches), then plus all four. The peer: the original's rule (no bound) on the 700-deep file alone, in a
 subprocess of its own; the deeper ones are not run that way (tens of GB).
 
 Usage: python benchmarks/bench_hostile_input.py [--runs 5]
@@ -39,7 +40,9 @@ from _figures import Figure, Session  # noqa: E402
 
 from brain_pipeline_tests.corpus.hostile import (  # noqa: E402
     HOSTILE_ROADMAPS,
+    LONG_TITLE_ROADMAP,
     deep_title_roadmap,
+    hostile_roadmaps,
 )
 
 SAMPLE = REPO / "examples" / "curated-content"
@@ -74,23 +77,25 @@ def measured_run(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float
 
 
 def build_corpora(base: Path) -> dict[str, Path]:
-    """The sample corpus alone, with each hostile roadmap, and with all three."""
+    """The sample corpus alone, with each hostile roadmap, and with all four."""
     corpora: dict[str, Path] = {}
 
-    def corpus(name: str, hostile: list[tuple[str, int, int]]) -> None:
+    texts = hostile_roadmaps()
+
+    def corpus(name: str, hostile: list[str]) -> None:
         root = base / name
         shutil.copytree(SAMPLE, root)
         folder = root / "hostile" / "roadmaps"
         folder.mkdir(parents=True)
         (root / "hostile" / "notes.md").write_text("A note long enough to be kept as a chunk.")
-        for file_name, depth, topics in hostile:
-            (folder / file_name).write_text(deep_title_roadmap(depth, topics), encoding="utf-8")
+        for file_name in hostile:
+            (folder / file_name).write_text(texts[file_name], encoding="utf-8")
         corpora[name] = root
 
     corpus("sample", [])
-    for spec in HOSTILE_ROADMAPS:
-        corpus(f"sample+{spec[0].removeprefix('formatted-').removesuffix('.json')}", [spec])
-    corpus("sample+all-three", list(HOSTILE_ROADMAPS))
+    for file_name in texts:
+        corpus(f"sample+{file_name.removeprefix('formatted-').removesuffix('.json')}", [file_name])
+    corpus("sample+all-four", list(texts))
     return corpora
 
 
@@ -109,6 +114,9 @@ def main() -> int:
         for name, depth, topics in HOSTILE_ROADMAPS:
             size = len(deep_title_roadmap(depth, topics).encode())
             print(f"{name}: {size:,} bytes, title {depth:,} deep, {topics:,} topics")
+        name, length, topics = LONG_TITLE_ROADMAP
+        size = len(hostile_roadmaps()[name].encode())
+        print(f"{name}: {size:,} bytes, title a {length:,}-character string, {topics:,} topics")
 
         print("\nbrain-pipeline chunk CORPUS -o OUT (subprocess):")
         for name, root in corpora.items():
@@ -117,7 +125,7 @@ def main() -> int:
             report(session, name, root, lambda a=argv: measured_run(a, base, ENV), out)
 
         print("\nbrain-pipeline materialize --select group:ingest (subprocess, provider none):")
-        for name in ("sample", "sample+all-three"):
+        for name in ("sample", "sample+all-four"):
             root = corpora[name]
             project = base / f"project-{name}"
             project.mkdir()
@@ -141,7 +149,7 @@ def main() -> int:
         rss = Figure.of(s[0] for s in samples)
         print(
             f"  {lone.stat().st_size:,} bytes in -> {int(samples[0][2]):,} bytes of store; "
-            f"peak RSS {rss.text('{:.0f}', ' MB')}"
+            f"peak RSS {rss.text('{:.0f}', 'MB')}"
         )
     session.finish()
     return 0
@@ -162,7 +170,7 @@ def report(
     wall = Figure.of(s[1] for s in samples)
     print(
         f"  {name:<20} {corpus_bytes(root):>9,} bytes in -> {store.stat().st_size:>9,} bytes "
-        f"out; peak RSS {rss.text('{:.0f}', ' MB')}; {wall.text('{:.2f}', ' s')}",
+        f"out; peak RSS {rss.text('{:.0f}', 'MB')}; {wall.text('{:.2f}', 's')}",
         flush=True,
     )
 

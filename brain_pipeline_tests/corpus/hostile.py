@@ -24,12 +24,31 @@ def deep_title_roadmap(depth: int, topics: int) -> str:
     return f'{{"title":{title},"topics":[{rows}]}}'
 
 
+#: (file name, title characters, topics): no nesting at all, about 130 KB, and still
+#: 600 MB of store under the original's rule (the title is in every statement and heading).
+LONG_TITLE_ROADMAP = ("formatted-long-title.json", 100_000, 3_000)
+
+
+def long_title_roadmap(length: int, topics: int) -> str:
+    """A roadmap whose title is a plain string of `length` characters."""
+    rows = ",".join(f'{{"label":"t{i:03}","type":"topic"}}' for i in range(topics))
+    return f'{{"title":"{"x" * length}","topics":[{rows}]}}'
+
+
+def hostile_roadmaps() -> dict[str, str]:
+    """File name -> text of every roadmap above."""
+    files = {name: deep_title_roadmap(depth, topics) for name, depth, topics in HOSTILE_ROADMAPS}
+    name, length, topics = LONG_TITLE_ROADMAP
+    files[name] = long_title_roadmap(length, topics)
+    return files
+
+
 def write_hostile_roadmaps(folder: Path) -> list[Path]:
-    """Write the three roadmaps into `folder`; return their paths."""
+    """Write every roadmap above into `folder`; return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for name, depth, topics in HOSTILE_ROADMAPS:
+    for name, text in hostile_roadmaps().items():
         path = folder / name
-        path.write_text(deep_title_roadmap(depth, topics), encoding="utf-8")
+        path.write_text(text, encoding="utf-8")
         paths.append(path)
     return paths
