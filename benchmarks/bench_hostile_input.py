@@ -15,8 +15,8 @@ corpus (`examples/curated-content`), then the sample corpus plus each hostile ro
 `brain_pipeline_tests/corpus/hostile.py` (700 deep / 100 topics, about 5 KB; 3,000 deep /
 1,500 topics, about 55 KB; 200,000 deep / 11,000 topics, about 760 KB; and a flat
 100,000-character title on 3,000 topics, about 200 KB, which only the output bound
-catches), then plus all four. The peer: the original's rule (no bound) on the 700-deep file alone, in a
-subprocess of its own; the deeper ones are not run that way (tens of GB).
+catches), then plus all four. The peer: the original's rule (no bound) on the 700-deep
+file alone, in a subprocess of its own; the others are not run that way (tens of GB).
 
 Usage: python benchmarks/bench_hostile_input.py [--runs 5]
 """
@@ -139,7 +139,8 @@ def main() -> int:
             argv = [sys.executable, "-m", "brain_pipeline.cli", "materialize"]
             argv += ["--select", "group:ingest"]
             store = project / "build" / "knowledge-store.json"
-            report(session, name, root, lambda a=argv, e=env, p=project: measured_run(a, p, e), store)
+            run = lambda a=argv, e=env, p=project: measured_run(a, p, e)  # noqa: E731
+            report(session, name, root, run, store)
 
         print("\npeer, the original's rule (no bound), on the 700-deep file alone:")
         lone = base / "deep-700.json"

@@ -24,11 +24,11 @@ from brain_pipeline.corpus.discovery import (
 )
 from brain_pipeline.corpus.junk import (
     DEFAULT_LIMITS,
+    OUTPUT_BOUND,
     REASON_LONG_PARAGRAPH,
     REASON_OUTPUT_TOO_LARGE,
     IngestLimits,
     long_paragraphs,
-    OUTPUT_BOUND,
 )
 from brain_pipeline.corpus.store import Chunk, deduplicate, serialize_store, store_size
 from brain_pipeline.utils.digest import sha256_hex

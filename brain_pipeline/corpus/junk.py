@@ -24,8 +24,8 @@ Pure functions on sizes, bytes and chunks: no I/O, no Dagster.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from brain_pipeline.corpus.store import Chunk

@@ -1,0 +1,42 @@
+"""Text from the corpus or the fixture inside the Markdown that the Dagster UI renders.
+
+Check and asset metadata written as Markdown is rendered by the UI: a heading, query or
+area name holding `![x](http://host/p.png)` would load an image from that host when the
+page is opened, `[click](http://...)` would be a link that looks like ours, `|` would
+break a table and a newline end it. Text that is not ours goes through `md_text`: each
+character that can open inline markup (links, images, emphasis, code, HTML, entities,
+table cells, a heading) gets a backslash, which CommonMark renders literally; the `:` of
+`://`, the `.` of `www.` and every `@` too, so no autolink forms; line breaks become
+spaces, and control characters are written as `\\uXXXX`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from brain_pipeline.utils.terminal import printable
+
+_MARKUP = re.compile(r"[\\`*_{}\[\]()#!<>&|~@]|:(?=//)|(?<=\bwww)\.", re.IGNORECASE)
+_LINE_BREAKS = re.compile("\r\n|[\n\r\u2028\u2029\u0085]")
+
+
+def md_text(text: object) -> str:
+    """`text` as literal Markdown inline text, safe in a paragraph, a list or a table cell."""
+    flat = _LINE_BREAKS.sub(" ", str(text))
+    return _MARKUP.sub(lambda m: "\\" + m.group(), printable(flat))
+
+
+def md_code(text: object, *, in_table: bool = False) -> str:
+    """`text` as an inline code span; `in_table` for a table cell, where GFM splits cells
+    on `|` even inside a code span unless it is escaped (and then shows it unescaped).
+
+    A code span shows its content literally, so nothing is escaped but line breaks and
+    control characters; the fence is one backtick longer than the longest run inside, so
+    the text cannot close it.
+    """
+    flat = printable(_LINE_BREAKS.sub(" ", str(text)))
+    longest = max((len(run) for run in re.findall("`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    span = f"{fence}{pad}{flat}{pad}{fence}"
+    return span.replace("|", "\\|") if in_table else span
