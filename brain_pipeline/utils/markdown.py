@@ -17,6 +17,8 @@ import re
 from brain_pipeline.utils.terminal import printable
 
 _MARKUP = re.compile(r"[\\`*_{}\[\]()#!<>&|~@]|:(?=//)|(?<=\bwww)\.", re.IGNORECASE)
+#: What turns prose into a link, an image, a tag, an entity or an autolink.
+_ACTIVE = re.compile(r"[\\\[\]<>&@]|:(?=//)|(?<=\bwww)\.", re.IGNORECASE)
 _LINE_BREAKS = re.compile("\r\n|[\n\r\u2028\u2029\u0085]")
 
 
@@ -24,6 +26,17 @@ def md_text(text: object) -> str:
     """`text` as literal Markdown inline text, safe in a paragraph, a list or a table cell."""
     flat = _LINE_BREAKS.sub(" ", str(text))
     return _MARKUP.sub(lambda m: "\\" + m.group(), printable(flat))
+
+
+def md_defanged(text: str) -> str:
+    """`text` (our sentence with corpus or fixture text inside) rendered without any link,
+    image, HTML tag, entity or autolink, and otherwise as it reads.
+
+    For check descriptions, which the UI renders as Markdown and the command line prints
+    as they are: only the characters that open something active get a backslash, so
+    ordinary punctuation (parentheses, colons, backticks) stays readable on a terminal.
+    """
+    return _ACTIVE.sub(lambda m: "\\" + m.group(), text)
 
 
 def md_code(text: object, *, in_table: bool = False) -> str:

@@ -101,3 +101,15 @@ def test_status_agrees_with_the_pipeline_on_junk_and_writes_nothing(
     assert index.stat().st_mtime_ns == 10**9  # read-only
     edit_corpus(tiny_project)
     assert main(["status"]) == 2  # a real edit is stale
+
+
+def test_area_names_in_a_check_description_render_as_text(tiny_project: Project) -> None:
+    """The UI renders check descriptions as Markdown: a folder name must not become an
+    image fetched from another host, or a link."""
+    hostile = "![x](www.evil.example?p.png) [click](https:x) <img src=x>"
+    (tiny_project.corpus / hostile).mkdir()
+    (tiny_project.corpus / hostile / "data.csv").write_text("a,b\n", encoding="utf-8")
+    assert tiny_project.materialize().success
+    passed, severity, description = _check(tiny_project, "knowledge_store", "no_empty_area")
+    assert not passed and severity == "WARN"
+    assert "!\\[x\\](www\\.evil.example?p.png) \\[click\\](https:x) \\<img src=x\\>" in description

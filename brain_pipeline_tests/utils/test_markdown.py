@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from brain_pipeline.utils.markdown import md_code, md_text
+from brain_pipeline.utils.markdown import md_code, md_defanged, md_text
 
 
 def test_links_images_html_and_autolinks_are_escaped() -> None:
@@ -31,3 +31,12 @@ def test_a_code_span_cannot_be_closed_from_inside() -> None:
     assert md_code("run ``this``") == "``` run ``this`` ```"
     assert md_code("a|b", in_table=True) == "`a\\|b`"
     assert md_code("`start") == "`` `start ``"
+
+
+def test_a_defanged_sentence_keeps_its_punctuation_but_links_nothing() -> None:
+    sentence = "area(s) empty: ![x](http://evil/p.png); [a](www.evil.com) <b>&amp; `ok` x@y.z"
+    assert md_defanged(sentence) == (
+        "area(s) empty: !\\[x\\](http\\://evil/p.png); \\[a\\](www\\.evil.com) "
+        "\\<b\\>\\&amp; `ok` x\\@y.z"
+    )
+    assert md_defanged("every area has chunks (3 files)") == "every area has chunks (3 files)"
