@@ -199,10 +199,10 @@ def chunk_roadmap(
     """One chunk per roadmap statement: the role line, then each labelled topic.
 
     No length floor applies and the heading is the raw `title` value, whatever its type.
-    With `input_bytes` (the file's size) the file is refused, before its chunks exist,
-    when they would break `bound` (the title is repeated in
-    every statement and heading, so output can grow far faster than the file); nesting
-    deeper than `MAX_JSON_DEPTH` is refused before parsing.
+    Nesting deeper than `MAX_JSON_DEPTH` is refused before parsing. With `input_bytes`
+    (the file's size) the file is also refused, before its chunks exist, when they
+    would break `bound`: the title is repeated in every statement and every heading, so
+    the output can grow far faster than the file.
     """
     outcome = RoadmapOutcome()
     deep = too_deep(text)

@@ -16,6 +16,7 @@ import re
 
 from brain_pipeline.utils.terminal import printable
 
+#: What opens any inline markup, for text shown literally (tables, lists).
 _MARKUP = re.compile(r"[\\`*_{}\[\]()#!<>&|~@]|:(?=//)|(?<=\bwww)\.", re.IGNORECASE)
 #: What turns prose into a link, an image, a tag, an entity or an autolink.
 _ACTIVE = re.compile(r"[\\\[\]<>&@]|:(?=//)|(?<=\bwww)\.", re.IGNORECASE)
