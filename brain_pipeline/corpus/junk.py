@@ -151,7 +151,8 @@ class OutputBound:
         return (
             f"its chunks would take {output_bytes:,} bytes of knowledge-store.json, over "
             f"the bound of {budget:,} ({self.per_input_byte} x its {input_bytes:,} bytes "
-            f"+ {self.allowance:,}); nothing taken"
+            f"+ {self.allowance:,}); nothing taken: shorten the title or heading its "
+            "chunks repeat"
         )
 
 
@@ -183,4 +184,7 @@ def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> str | None:
         brackets = shorter
     if _INNERMOST_PAIR.sub("", brackets) == brackets:
         return None  # what is left does not nest: unbalanced, not deep
-    return f"arrays/objects nested more than {limit} levels deep; nothing taken"
+    return (
+        f"arrays/objects nested more than {limit} levels deep; nothing taken: a roadmap "
+        "needs 3 or 4, fix or remove the file"
+    )
