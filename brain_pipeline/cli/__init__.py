@@ -60,10 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from brain_pipeline.utils.terminal import escape_unencodable
+    from brain_pipeline.utils.terminal import escape_controls
 
-    # Chunk text can hold lone surrogates (the store keeps them): print them as escapes.
-    escape_unencodable(sys.stdout, sys.stderr)
+    # Corpus text can hold control characters (a terminal obeys them) and lone surrogates
+    # (the store keeps them): print both as escapes, whatever prints them.
+    escape_controls(sys.stdout, sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

@@ -280,6 +280,7 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.evaluation.fixture.repair import propose_for_build
     from brain_pipeline.evaluation.fixture.repair_render import proposal_dict
     from brain_pipeline.evaluation.fixture.stale import find_stale, old_chunk_of, old_chunks_for
+    from brain_pipeline.utils.terminal import printable  # a CR must not start a line
 
     proposal = propose_for_build(
         inputs.layout, inputs.chunks, inputs.fixture, fallback_stores=inputs.fallback_stores
@@ -335,7 +336,7 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
                 seen = f", last live {row['last_seen']}" if row["last_seen"] else ""
                 heading = f" § {row['heading']}" if row["heading"] else ""
                 print(f"  was in {row['source']}{heading} ({row['old_area']}){seen}")
-                for line in str(row["old_text"]).splitlines():
+                for line in printable(str(row["old_text"])).splitlines():
                     print(f"  | {line}")
             if row["live_in"]:
                 print(f"  still live in area {', '.join(row['live_in'])}")
@@ -496,6 +497,7 @@ def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
 
     from brain_pipeline.corpus.chunk_history import lookup_many
     from brain_pipeline.corpus.store import heading_text
+    from brain_pipeline.utils.terminal import printable  # a CR must not start a line
 
     live: dict[str, list[Chunk]] = {}
     for chunk in inputs.chunks:
@@ -551,7 +553,7 @@ def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
             heading = f" § {row['heading']}" if row["heading"] else ""
             state = "" if row["live"] else f"  [not live; last live {row.get('last_seen')}]"
             print(f"{row['id']}  {', '.join(row['areas'])}  {row['source']}{heading}{state}")
-            for line in str(row["text"]).splitlines():
+            for line in printable(str(row["text"])).splitlines():
                 print(f"  | {line}")
             for label in row["labelled_for"]:
                 print(f"  labelled for {label['query']!r} ({label['area']})")

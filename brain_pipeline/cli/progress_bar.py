@@ -124,5 +124,21 @@ def progress_for(stream: TextIO) -> Iterator[TerminalBar | None]:
     if not wants_bar(stream):
         yield None
         return
-    with TerminalBar(Console(file=stream)) as bar, progress_sink_installed(bar):
+    with (
+        _without_escaping(stream) as raw,
+        TerminalBar(Console(file=raw)) as bar,
+        progress_sink_installed(bar),
+    ):
         yield bar
+
+
+def _without_escaping(stream: TextIO) -> contextlib.AbstractContextManager[TextIO]:
+    """The bar draws with escape sequences, which the command's streams would escape
+    (`utils.terminal.escape_controls`): it gets its own handle on the same terminal.
+    The run's lines it prints above the bar are escaped by the console logger."""
+    from brain_pipeline.utils.terminal import unescaped
+
+    try:
+        return unescaped(stream)
+    except (AttributeError, OSError, ValueError):  # no file descriptor: nothing to undo
+        return contextlib.nullcontext(stream)

@@ -47,7 +47,7 @@ from brain_pipeline.utils.damage import check_sqlite, healed
 #: headings, roadmap rules, junk limits' defaults, fragment serialisation). Part of every
 #: cache key, so a bump re-chunks everything; the lead folds it into the asset
 #: code_version so Dagster shows the chunks as stale too.
-CHUNKING_VERSION = "1"
+CHUNKING_VERSION = "2"  # 2: deep roadmaps and files over the output bound refused
 
 CACHE_FILENAME = "cache.sqlite"
 #: What `serialize_store` writes between two chunks' fragments.

@@ -21,7 +21,22 @@ from brain_pipeline.corpus.jscompat import (
     parse_json,
     utf16_length,
 )
-from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_id
+from brain_pipeline.corpus.junk import (
+    OUTPUT_BOUND,
+    REASON_OUTPUT_TOO_LARGE,
+    REASON_TOO_DEEP,
+    OutputBound,
+    too_deep,
+)
+from brain_pipeline.corpus.store import (
+    NO_HEADING,
+    Chunk,
+    chunk_id,
+    heading_size,
+    row_size,
+    rows_store_size,
+    string_size,
+)
 from brain_pipeline.utils.digest import new_sha256
 
 #: Paragraph separator `/\n\s*\n/` with JavaScript's `\s`.
@@ -116,50 +131,84 @@ class RoadmapOutcome:
         self.reason, self.detail, self.problem = reason, detail, problem
 
 
-def _roadmap_lines(data: dict[str, Any], outcome: RoadmapOutcome) -> list[str]:
-    """The statements of a parsed roadmap, stopping where JavaScript would have thrown."""
-    lines: list[str] = []
+def _roadmap_tails(data: dict[str, Any], outcome: RoadmapOutcome) -> tuple[str, list[str]]:
+    """The title's text and what follows it on each statement, stopping where JavaScript
+    would have thrown. A statement is `"Role: " + title + tail`; kept apart so the cost
+    of repeating the title can be counted before any statement is built."""
+    tails: list[str] = []
     title = data.get("title")
     topics = data.get("topics")
     if not (is_truthy(title) and is_truthy(topics)):
         outcome.fail(REASON_NO_TITLE_TOPICS, problem=False)
-        return lines
+        return "", tails
     try:
         title_text = js_string(title)
+    except JSTypeError as exc:
+        outcome.fail(REASON_CONVERSION, str(exc))
+        return "", tails
+    try:
         description = data.get("description")
         description_text = js_string(description) if is_truthy(description) else ""
-        lines.append(f"Role: {title_text} - Description: {description_text}")
+        tails.append(f" - Description: {description_text}")
         if isinstance(topics, str):
-            return lines  # iterating a string yields characters, none has a label
+            return title_text, tails  # iterating a string yields characters, none has a label
         if not isinstance(topics, list):
             outcome.fail(REASON_NOT_ITERABLE, f"topics is {type(topics).__name__}")
-            return lines
+            return title_text, tails
         for index, topic in enumerate(topics):
             if topic is None:
                 outcome.fail(REASON_NULL_TOPIC, f"topics[{index}] is null; later entries lost")
-                return lines
+                return title_text, tails
             if not isinstance(topic, dict):
                 continue  # numbers, strings, booleans, arrays have no `label`
             label = topic.get("label")
             kind = topic.get("type")
             if not (is_truthy(label) and isinstance(kind, str) and kind in ROADMAP_TOPIC_TYPES):
                 continue
-            line = f"Role: {title_text} - Topic: {js_string(label)}"
+            tail = f" - Topic: {js_string(label)}"
             level = topic.get("level")
             if is_truthy(level):
-                line += f" ({js_string(level)})"
-            lines.append(line)
+                tail += f" ({js_string(level)})"
+            tails.append(tail)
     except JSTypeError as exc:
         outcome.fail(REASON_CONVERSION, str(exc))
-    return lines
+    return title_text, tails
 
 
-def chunk_roadmap(text: str, area: str, source: str) -> RoadmapOutcome:
+_ROLE = "Role: "
+
+
+def _roadmap_store_size(
+    title: Any, title_text: str, tails: list[str], area: str, source: str
+) -> int:
+    """Bytes the statements would take in knowledge-store.json, counted from their parts:
+    the title's text and its heading are measured once, not once per topic."""
+    shared = string_size(area) + string_size(source) + heading_size(title)
+    prefix = len(_ROLE) + string_size(title_text) - 2  # "Role: " + title, inside the quotes
+    rows = sum(row_size(prefix + string_size(tail), 0, 0, shared) for tail in tails)
+    return rows_store_size(rows, len(tails))
+
+
+def chunk_roadmap(
+    text: str,
+    area: str,
+    source: str,
+    input_bytes: int | None = None,
+    bound: OutputBound = OUTPUT_BOUND,
+) -> RoadmapOutcome:
     """One chunk per roadmap statement: the role line, then each labelled topic.
 
     No length floor applies and the heading is the raw `title` value, whatever its type.
+    Nesting deeper than `MAX_JSON_DEPTH` is refused before parsing. With `input_bytes`
+    (the file's size) the file is also refused, before its chunks exist, when they
+    would break `bound`: the title is repeated in every statement and every heading, so
+    the output can grow far faster than the file.
     """
     outcome = RoadmapOutcome()
+    deep = too_deep(text)
+    if deep is not None:
+        outcome.fail(REASON_TOO_DEEP, deep)
+        return outcome
     try:
         data = parse_json(text)
     except JSONSyntaxError as exc:
@@ -172,8 +221,16 @@ def chunk_roadmap(text: str, area: str, source: str) -> RoadmapOutcome:
         outcome.fail(REASON_NOT_OBJECT, detail)
         return outcome
     title = data.get("title")
+    title_text, tails = _roadmap_tails(data, outcome)
+    if input_bytes is not None and tails:
+        size = _roadmap_store_size(title, title_text, tails, area, source)
+        excess = bound.refusal(size, input_bytes)
+        if excess is not None:
+            outcome.fail(REASON_OUTPUT_TOO_LARGE, excess)
+            return outcome
     outcome.chunks = [
-        Chunk(chunk_id(line), line, area, source, title) for line in _roadmap_lines(data, outcome)
+        Chunk(chunk_id(line), line, area, source, title)
+        for line in (_ROLE + title_text + tail for tail in tails)
     ]
     return outcome
 

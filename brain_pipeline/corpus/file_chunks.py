@@ -24,11 +24,13 @@ from brain_pipeline.corpus.discovery import (
 )
 from brain_pipeline.corpus.junk import (
     DEFAULT_LIMITS,
+    OUTPUT_BOUND,
     REASON_LONG_PARAGRAPH,
+    REASON_OUTPUT_TOO_LARGE,
     IngestLimits,
     long_paragraphs,
 )
-from brain_pipeline.corpus.store import Chunk, deduplicate, serialize_store
+from brain_pipeline.corpus.store import Chunk, deduplicate, serialize_store, store_size
 from brain_pipeline.utils.digest import sha256_hex
 
 EMPTY_CORPUS_WARNING = "no chunks: the corpus holds no usable text or roadmap files"
@@ -92,12 +94,17 @@ def ingest_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> Fil
     text = decode_text(data)
     if found.kind != STATUS_ROADMAP:
         chunks = chunk_text(text, found.area, found.source)
+        excess = _text_over_budget(chunks, len(data))
+        if excess is not None:
+            return FileOutcome(
+                _with_reason(entry, STATUS_SKIPPED, REASON_OUTPUT_TOO_LARGE, excess), []
+            )
         reason: str | None = None
         detail = long_paragraphs(chunks, limits)
         if detail is not None:
             reason = REASON_LONG_PARAGRAPH
         return FileOutcome(_with_reason(entry, entry.status, reason, detail), chunks)
-    outcome = chunk_roadmap(text, found.area, found.source)
+    outcome = chunk_roadmap(text, found.area, found.source, len(data))
     reason, detail, problem = outcome.reason, outcome.detail, outcome.problem
     long_detail = long_paragraphs(outcome.chunks, limits)
     if long_detail is not None:
@@ -108,6 +115,29 @@ def ingest_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> Fil
         problem = True
     status = STATUS_SKIPPED if not outcome.chunks else entry.status
     return FileOutcome(_with_reason(entry, status, reason, detail, problem), outcome.chunks)
+
+
+def _text_over_budget(chunks: list[Chunk], input_bytes: int) -> str | None:
+    """Why a text file's chunks break the output bound, or None.
+
+    A heading is repeated on every chunk below it, so one long heading line over many
+    short paragraphs multiplies. Text chunks share their heading objects, so memory is
+    still the file's size here; only the store would pay. A quoted character takes at
+    most 6 bytes, so a generous upper bound, cheap to sum, spares ordinary files the
+    exact count.
+    """
+    budget = OUTPUT_BOUND.budget(input_bytes)
+    rough = 0
+    last_heading: object = None
+    heading_chars = 0
+    for c in chunks:
+        if c.heading is not last_heading:
+            last_heading = c.heading
+            heading_chars = len(c.heading) if isinstance(c.heading, str) else 0
+        rough += 6 * (len(c.content) + heading_chars + len(c.area) + len(c.source)) + 128
+    if rough <= budget:
+        return None
+    return OUTPUT_BOUND.refusal(store_size(chunks), input_bytes)
 
 
 def _with_reason(

@@ -281,6 +281,41 @@ def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
     return "".join(out)
 
 
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def json_stringify_size(value: Any, indent: str = "  ", level: int = 0) -> int:
+    """UTF-8 bytes of `json_stringify(value, indent, level)`, without building the text.
+
+    An indented nested value grows with the square of its depth; the ingest must know
+    how large a roadmap title's heading would be before writing it once per topic.
+    Walks the value once (iteratively) and counts the padding arithmetically.
+    """
+    if not isinstance(value, list | dict):
+        return _utf8_size(_primitive_json(value))
+    width = len(indent)
+    total = 0
+    stack: list[tuple[Any, int]] = [(value, level)]
+    while stack:
+        container, depth = stack.pop()
+        if not container:
+            total += 2  # [] or {}
+            continue
+        # the brackets, one newline + padding before every member and before the close
+        total += 2 + len(container) * (1 + width * (depth + 1)) + 1 + width * depth
+        total += len(container) - 1  # the commas
+        items = container if isinstance(container, list) else container.values()
+        if isinstance(container, dict):
+            total += sum(_utf8_size(quote(key)) + 2 for key in container)
+        for item in items:
+            if isinstance(item, list | dict):
+                stack.append((item, depth + 1))
+            else:
+                total += _utf8_size(_primitive_json(item))
+    return total
+
+
 # --- JSON.parse ---------------------------------------------------------------------------
 
 

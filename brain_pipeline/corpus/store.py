@@ -16,6 +16,7 @@ from typing import Any
 from brain_pipeline.corpus.jscompat import (
     escape_lone_surrogates,
     json_stringify,
+    json_stringify_size,
     parse_json,
     utf8_bytes,
 )
@@ -150,6 +151,74 @@ def serialize_store(chunks: Sequence[Chunk]) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return escape_lone_surrogates(text).encode("utf-8")
+
+
+# The fixed parts of one row as `serialize_store` writes it, for `store_size`.
+_ROW_FIXED = len('{\n    "id": ') + 14 + len(',\n    "content": ')
+_ROW_FIXED += len(',\n    "area": ') + len(',\n    "source": ') + len("\n  }")
+_HEADING_KEY = len(',\n    "heading": ')
+_ROW_SEPARATOR = len(",\n  ")
+_STORE_BRACKETS = len("[\n  ") + len("\n]")
+
+
+def string_size(text: str) -> int:
+    """UTF-8 bytes of `text` as a JSON string literal in the store (quotes included)."""
+    quoted = _quote_raw(text)
+    if quoted.isascii():
+        return len(quoted)
+    try:
+        return len(quoted.encode("utf-8"))
+    except UnicodeEncodeError:  # lone surrogates, written as \\udxxx escapes
+        return len(escape_lone_surrogates(quoted).encode("utf-8"))
+
+
+def heading_size(heading: Any) -> int:
+    """Bytes a row spends on `heading` (its key and value; 0 when it has none)."""
+    if heading is NO_HEADING:
+        return 0
+    if isinstance(heading, str):
+        return _HEADING_KEY + string_size(heading)
+    return _HEADING_KEY + json_stringify_size(heading, "  ", 2)
+
+
+def row_size(content_size: int, area_size: int, source_size: int, heading_bytes: int) -> int:
+    """Bytes of one row from the sizes of its quoted strings and of its heading member."""
+    return _ROW_FIXED + content_size + area_size + source_size + heading_bytes
+
+
+def rows_store_size(row_sizes_total: int, rows: int) -> int:
+    """Bytes of a store holding `rows` rows whose own bytes add up to `row_sizes_total`."""
+    if rows == 0:
+        return len("[]")
+    return _STORE_BRACKETS + row_sizes_total + _ROW_SEPARATOR * (rows - 1)
+
+
+def store_size(chunks: Sequence[Chunk]) -> int:
+    """`len(serialize_store(chunks))`, counted without writing the store.
+
+    Chunks of one file share area, source and (per section) heading objects, so each
+    distinct one is measured once: the count costs about one pass over the contents
+    even when a long heading repeats on every chunk.
+    """
+    sizes: dict[int, int] = {}
+    keep: list[Any] = []  # holds measured objects so their ids cannot be reused
+
+    def measured(value: Any, measure: Any) -> int:
+        key = id(value)
+        if key not in sizes:
+            sizes[key] = measure(value)
+            keep.append(value)
+        return sizes[key]
+
+    total = 0
+    for c in chunks:
+        total += row_size(
+            string_size(c.content),
+            measured(c.area, string_size),
+            measured(c.source, string_size),
+            measured(c.heading, heading_size),
+        )
+    return rows_store_size(total, len(chunks))
 
 
 def chunk_from_row(row: Any) -> Chunk:

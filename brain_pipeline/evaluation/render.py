@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from brain_pipeline.evaluation.runner import EvaluationReport
+from brain_pipeline.utils.markdown import md_code, md_text
 
 
 def report_text(report: EvaluationReport) -> str:
@@ -37,7 +38,7 @@ def report_markdown(report: EvaluationReport) -> str:
     """The comparison table, fallbacks, staleness and a per-query rank table."""
     n = len({(q.query, q.area) for q in report.queries})
     lines = [
-        f"Retrieval evaluation: {n} queries from `{report.fixture_source}` "
+        f"Retrieval evaluation: {n} queries from {md_code(report.fixture_source)} "
         f"over {report.n_chunks} chunks.",
         "",
         "| retriever | recall@10 | MRR | nDCG@10 | misses |",
@@ -50,14 +51,15 @@ def report_markdown(report: EvaluationReport) -> str:
             f"| {s.misses}/{s.n_queries} |"
         )
     lines.append("")
-    lines.extend(f"- {note}" for note in fallback_notes(report) + report.notes)
+    lines.extend(f"- {md_text(note)}" for note in fallback_notes(report) + report.notes)
     if report.stale_ids:
         lines.append(
             f"- **Stale fixture**: {len(report.stale_ids)} labelled chunk id(s) are not in "
-            f"the store: {', '.join(report.stale_ids)}"
+            f"the store: {md_text(', '.join(report.stale_ids))}"
         )
     if report.unknown_areas:
-        lines.append(f"- **Unknown area(s)** in the fixture: {', '.join(report.unknown_areas)}")
+        unknown = md_text(", ".join(report.unknown_areas))
+        lines.append(f"- **Unknown area(s)** in the fixture: {unknown}")
     lines.extend(["", *_rank_table(report)])
     return "\n".join(lines).rstrip() + "\n"
 
@@ -106,10 +108,6 @@ def _rank_table(report: EvaluationReport) -> list[str]:
     ]
     for (query, area), by_name in _first_ranks(report).items():
         cells = ["—" if by_name.get(name) is None else str(by_name[name]) for name in names]
-        row = [_md_escape(query), _md_escape(area), *cells]
+        row = [md_text(query), md_text(area), *cells]
         lines.append("| " + " | ".join(row) + " |")
     return lines
-
-
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")

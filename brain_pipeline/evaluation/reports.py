@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from brain_pipeline.utils.markdown import md_text
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -133,17 +135,16 @@ def summary_lines(outcome: Any, *, markdown: bool = False) -> list[str]:
     """
     from brain_pipeline.evaluation.bootstrap import too_small_note
 
-    bullet = "- " if markdown else ""
     regression = outcome.regression
     lines: list[str] = []
     if regression is None or outcome.report is None:
         return lines
     retriever = regression.retriever or "bm25"
-    lines.append(bullet + regression.status)
+    lines.append(regression.status)
     # The terminal's verdict line names blocking regressions already: not twice there.
     verdict = outcome.verdict
     blocking = [r.message for r in verdict.regressions if r.blocking] if markdown else []
-    lines.extend(bullet + message for message in [*blocking, *verdict.warnings])
+    lines.extend([*blocking, *verdict.warnings])
     comparison = regression.comparison
     if comparison is not None:
         gated = {(c.retriever, c.query, c.area) for c in comparison.new_misses(retriever)}
@@ -151,10 +152,10 @@ def summary_lines(outcome: Any, *, markdown: bool = False) -> list[str]:
         if others:
             worse = sum(1 for c in others if c.regression)
             lines.append(
-                f"{bullet}{len(others)} other per-query change(s) ({worse} for the worse), "
+                f"{len(others)} other per-query change(s) ({worse} for the worse), "
                 "see the changes table" + ("" if markdown else " (--per-query)")
             )
-        lines.extend(bullet + note for note in comparison.notes)
+        lines.extend(comparison.notes)
     figure = outcome.intervals.get(f"{retriever}.ndcg_at_10")
     if figure is not None:
         text = (
@@ -169,7 +170,9 @@ def summary_lines(outcome: Any, *, markdown: bool = False) -> list[str]:
                 f"; vs baseline {diff.value:+.3f} (paired 95% {diff.low:+.3f}–{diff.high:+.3f}, "
                 f"{verdict})"
             )
-        lines.append(bullet + text)
+        lines.append(text)
         n = sum(1 for q in outcome.report.queries if q.retriever == retriever)
-        lines.append(bullet + too_small_note(n, outcome.intervals, retriever))
+        lines.append(too_small_note(n, outcome.intervals, retriever))
+    if markdown:  # query texts and area names are in there: literal text, not Markdown
+        return ["- " + md_text(line) for line in lines]
     return lines

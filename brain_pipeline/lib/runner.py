@@ -19,6 +19,7 @@ from brain_pipeline.lib.instance import in_process_run_tags
 from brain_pipeline.lib.steps import CORPUS, EVAL_FIXTURE, PUBLISH_ASSETS
 from brain_pipeline.steps import run_summary as summary
 from brain_pipeline.steps.trigger import TRIGGER_TAG
+from brain_pipeline.utils.terminal import printable
 
 
 class _StepFormatter(logging.Formatter):
@@ -29,7 +30,9 @@ class _StepFormatter(logging.Formatter):
         step = meta.get("step_key") or ""
         message = meta.get("orig_message") or record.getMessage()
         level = "" if record.levelno < logging.WARNING else record.levelname.lower()
-        return summary.step_line(str(step), str(message), level)
+        # corpus paths and text in a message must not drive the terminal (above a
+        # progress bar the line bypasses the command's escaping stream)
+        return printable(summary.step_line(str(step), str(message), level))
 
 
 #: Dagster events the run summary states in one line each (with the root cause), so

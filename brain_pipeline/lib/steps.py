@@ -16,6 +16,7 @@ from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.report import CheckVerdict, Markdown, RunLink, StepResult, Table
 from brain_pipeline.utils.damage import log as _damage_log
 from brain_pipeline.utils.damage import print_report
+from brain_pipeline.utils.markdown import md_defanged
 
 # Run storage key-value entry naming the build directory this instance serves.
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
@@ -181,7 +182,8 @@ def check_result(verdict: CheckVerdict, check_name: str | None = None) -> dg.Ass
         check_name=check_name,
         passed=verdict.passed,
         severity=dg.AssetCheckSeverity[verdict.severity],
-        description=verdict.description,
+        # rendered as Markdown by the UI: corpus and fixture text in it must stay text
+        description=md_defanged(verdict.description),
         metadata=to_metadata(verdict.metadata),
     )
 class _DamageToRunLog(logging.Handler):

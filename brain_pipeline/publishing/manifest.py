@@ -26,6 +26,7 @@ from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, parse_store
 from brain_pipeline.publishing.source import ArtifactSource, read_vectors_header
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, NotAnEmbeddingStore
 from brain_pipeline.utils.digest import sha256_hex
+from brain_pipeline.utils.markdown import md_code, md_text
 
 MANIFEST_FILENAME = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -170,15 +171,17 @@ class PublishManifest:
             "| area | chunks |",
             "|---|---:|",
         ]
-        lines += [f"| {area} | {n} |" for area, n in sorted(self.chunks_per_area.items())]
+        # area names are folder names of the corpus: literal text, not Markdown
+        areas = sorted(self.chunks_per_area.items())
+        lines += [f"| {md_text(area)} | {n} |" for area, n in areas]
         lines.append("")
         if self.embeddings is not None:
             lines.append(
-                f"**Vectors** `{self.embedding_model}` × {self.embedding_dimension}, "
+                f"**Vectors** {md_code(self.embedding_model)} × {self.embedding_dimension}, "
                 f"{self.vectors_count} vectors, coverage {self.vector_coverage:.1%}"
             )
         else:
-            lines.append(f"**Vectors** none ({self.embeddings_note or 'not published'})")
+            lines.append(f"**Vectors** none ({md_text(self.embeddings_note or 'not published')})")
         if self.evaluation:
             lines += ["", "| evaluation | value |", "|---|---:|"]
             lines += [f"| {k} | {_fmt(v)} |" for k, v in sorted(_flatten(self.evaluation).items())]

@@ -123,3 +123,43 @@ def test_without_a_corpus_argument_the_configured_limits_apply(
     monkeypatch.setenv("BRAIN_CONFIG", str(config))
     assert main(["chunk", "-o", str(tmp_path / "s.json")]) == 0
     assert "a/x.md: file too large" in capsys.readouterr().err
+
+
+MEMORY_CAP = 4 * 1024**3  # bytes of address space for the whole command
+
+
+def _capped() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def test_roadmaps_that_multiply_are_refused_and_the_rest_publishes_in_bounded_memory(
+    corpus: Path, write: Writer, tmp_path: Path
+) -> None:
+    from brain_pipeline_tests.corpus.hostile import hostile_roadmaps, write_hostile_roadmaps
+
+    write("a/x.md", TEXT)
+    write("b/formatted-ok.json", '{"title": "Ok", "topics": [{"label": "L", "type": "topic"}]}')
+    write_hostile_roadmaps(corpus / "b")
+    out = tmp_path / "store.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "brain_pipeline.cli", "chunk", str(corpus), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        preexec_fn=_capped,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    problems = [line for line in done.stderr.splitlines() if "problem:" in line]
+    names = sorted(hostile_roadmaps())
+    assert len(problems) == len(names), done.stderr
+    for name, line in zip(names, sorted(problems), strict=True):
+        assert f"problem: b/{name}: " in line
+        reason = "chunks too large" if "long-title" in name else "JSON nested too deep"
+        assert reason in line
+    store = out.read_bytes()
+    assert len(store) < 3_000_000
+    sources = {c.source for c in ingest_corpus(corpus).chunks}
+    assert sources == {"a/x.md", "b/formatted-ok.json"}
+    assert b'"source": "a/x.md"' in store and b'"source": "b/formatted-ok.json"' in store

@@ -128,3 +128,39 @@ def test_the_console_skips_progress_lines_only_while_a_bar_shows_them(
     with progress_sink_installed(bar):
         barred = _console_lines(capsys, *messages)
     assert "embedded 4/17 texts" not in barred and "embeddings: 17 chunks" in barred
+
+
+def test_console_lines_escape_control_characters_even_above_a_bar(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Above a bar, rich prints the run's lines on its own handle, past the command's
+    escaping streams: the console logger escapes them itself."""
+    shown = _console_lines(capsys, "problem: a/\x1b]0;owned\x07.md: junk\x1b[2K\rforged")
+    assert "\x1b" not in shown and "\r" not in shown and "\x07" not in shown
+    assert "a/\\u001b]0;owned\\u0007.md: junk\\u001b[2K\\u000dforged" in shown
+
+
+def test_the_bar_draws_on_the_terminal_past_the_command_s_escaping(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from brain_pipeline.utils.terminal import escape_controls
+
+    main, secondary = pty.openpty()
+    stream = open(secondary, "w", encoding="utf-8", closefd=True)  # noqa: SIM115
+    try:
+        monkeypatch.setenv("TERM", "xterm")
+        escape_controls(stream)
+        with progress_for(stream) as bar:
+            assert bar is not None
+            bar.update("embedding", 3, 10)
+            bar.refresh()
+        stream.write("after \x1b\n")
+        stream.flush()
+        drawn = b""
+        while b"after" not in drawn:
+            drawn += os.read(main, 65536)
+    finally:
+        stream.close()
+        os.close(main)
+    assert b" 3/10" in drawn and b"\x1b[2K" in drawn  # rich's own line control, raw
+    assert drawn.rstrip().endswith(b"after \\u001b")  # the stream escapes again after it

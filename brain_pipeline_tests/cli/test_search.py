@@ -103,3 +103,30 @@ def test_help_does_not_import_dagster_or_the_core() -> None:
     )
     assert "--mode {hybrid,lexical}" in done.stdout
     assert "LOADED []" in done.stdout
+
+
+def test_control_characters_in_the_corpus_never_reach_the_terminal_raw(
+    project: Project,
+) -> None:
+    """`ESC ]0;...BEL` would retitle the terminal, `ESC [2K` + CR forge a line."""
+    from brain_pipeline.corpus.store import serialize_store
+    from brain_pipeline_tests.evaluation.helpers import make_chunk
+
+    hostile = make_chunk(
+        "Buckets\x1b]0;owned\x07 hold\x1b[2K\rforged: all tests passed\x9b31m",
+        source="aws/\x1b[31mred.md",
+        heading="S3\x1b[2K\r",
+    )
+    (project.build / "knowledge-store.json").write_bytes(serialize_store([hostile]))
+    for extra in ([], ["--json"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "brain_pipeline.cli", "search", "buckets", "--area", "aws"]
+            + ["--mode", "lexical", *extra],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+        for control in (b"\x1b", b"\x07", b"\r", "\x9b".encode()):
+            assert control not in done.stdout + done.stderr
+        assert b"Buckets\\u001b]0;owned\\u0007 hold\\u001b[2K" in done.stdout
+    assert json.loads(done.stdout)["hits"][0]["content"] == hostile.content

@@ -10,6 +10,10 @@ from pathlib import Path
 SAME = "This exact paragraph appears in several files and areas."
 
 TEXT_FILES: dict[str, bytes | str] = {
+    # over the output bound: a 20,000-character heading over 2,000 short paragraphs
+    "long-heading.md": "# " + "h" * 20_000 + "".join(
+        f"\n\nparagraph {i:05} is kept." for i in range(2_000)
+    ),
     "basic.md": "# Heading One\n\nA paragraph that is long enough to keep.\n\nshort\n",
     "whitespace.md": (
         "Paragraph one is long enough here.\n\u00a0\n\tParagraph two is long enough too.\n"
@@ -140,6 +144,16 @@ ROADMAPS: dict[str, object | str] = {
         b'{"title": "bad \xff byte", "topics": [{"label": "ok \xc0", "type": "topic"}]}'
     ),
     "same-role": {"title": "Cloud Engineer", "description": "Runs the cloud", "topics": []},
+    # over the output bound: a 60-deep title (under the depth limit) on 400 topics
+    "repeated-deep-title": {
+        "title": json.loads("[" * 60 + '"t"' + "]" * 60),
+        "topics": [{"label": f"t{i}", "type": "topic"} for i in range(400)],
+    },
+    # under it: the same title on 30 topics
+    "some-deep-title": {
+        "title": json.loads("[" * 60 + '"u"' + "]" * 60),
+        "topics": [{"label": f"u{i}", "type": "topic"} for i in range(30)],
+    },
 }
 
 

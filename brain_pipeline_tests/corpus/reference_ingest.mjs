@@ -15,6 +15,34 @@ import path from "node:path";
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const lenient = new TextDecoder("utf-8", { ignoreBOM: true });
 
+// Deliberate deviations of our own (corpus/junk.py): a roadmap nested deeper than
+// MAX_DEPTH arrays/objects is refused, and so is any file whose chunks, written as a
+// store of their own, would take more than PER_BYTE x its size + ALLOWANCE bytes.
+const MAX_DEPTH = 64;
+const PER_BYTE = 32;
+const ALLOWANCE = 262144;
+
+function nestingDepth(text) {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "[" || c === "{") deepest = Math.max(deepest, ++depth);
+    else if (c === "]" || c === "}") depth--;
+  }
+  return deepest;
+}
+
+function withinBound(fileChunks, inputBytes) {
+  const written = Buffer.byteLength(JSON.stringify(fileChunks, null, 2));
+  return written <= PER_BYTE * inputBytes + ALLOWANCE;
+}
+
 function chunkId(content) {
   return crypto.createHash("sha256").update(content).digest("hex").slice(0, 12);
 }
@@ -32,6 +60,7 @@ function chunkText(text, area, source, out) {
 }
 
 function chunkRoadmap(text, area, source, out) {
+  if (nestingDepth(text) > MAX_DEPTH) return;
   let data;
   try {
     data = JSON.parse(text);
@@ -81,11 +110,16 @@ function walk(root, dir, rel, area, ancestors, out) {
       walk(root, full, source, area, ancestors, out);
       ancestors.delete(key);
     } else if (st.isFile()) {
+      const fileChunks = [];
+      let bytes;
       if (name.endsWith(".md") || name.endsWith(".txt")) {
-        chunkText(lenient.decode(fs.readFileSync(full)), area, source, out);
+        bytes = fs.readFileSync(full);
+        chunkText(lenient.decode(bytes), area, source, fileChunks);
       } else if (name.endsWith(".json") && (name.startsWith("formatted-") || source.includes("roadmaps"))) {
-        chunkRoadmap(lenient.decode(fs.readFileSync(full)), area, source, out);
+        bytes = fs.readFileSync(full);
+        chunkRoadmap(lenient.decode(bytes), area, source, fileChunks);
       }
+      if (fileChunks.length && withinBound(fileChunks, bytes.length)) out.push(...fileChunks);
     }
   }
 }

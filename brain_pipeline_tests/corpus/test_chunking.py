@@ -22,7 +22,14 @@ from brain_pipeline.corpus.chunking import (
     find_heading,
 )
 from brain_pipeline.corpus.jscompat import JS_WHITESPACE, JS_WS_CLASS
-from brain_pipeline.corpus.store import NO_HEADING
+from brain_pipeline.corpus.junk import (
+    MAX_JSON_DEPTH,
+    OUTPUT_BOUND,
+    REASON_OUTPUT_TOO_LARGE,
+    REASON_TOO_DEEP,
+    OutputBound,
+)
+from brain_pipeline.corpus.store import NO_HEADING, serialize_store
 
 #: JavaScript line terminators: where `^`/`$` match in multi-line mode, what `.` refuses.
 JS_LINE_TERMINATORS = "\n\r\u2028\u2029"
@@ -328,10 +335,64 @@ def test_invalid_json_is_reported(text: str) -> None:
     assert roadmap(text) == ([], [], REASON_INVALID_JSON, True)
 
 
-def test_deeply_nested_roadmap_parses() -> None:
-    depth = 5000
+def test_nesting_at_the_depth_limit_parses() -> None:
+    depth = MAX_JSON_DEPTH - 2  # inside the object and its topics array
     text = '{"title": "Deep", "topics": [' + "[" * depth + "]" * depth + "]}"
     assert roadmap(text)[0] == ["Role: Deep - Description: "]
+
+
+def test_nesting_past_the_depth_limit_is_refused_before_parsing() -> None:
+    depth = MAX_JSON_DEPTH - 1
+    text = '{"title": "Deep", "topics": [' + "[" * depth + "]" * depth + "]}"
+    assert roadmap(text)[0:3:2] == ([], REASON_TOO_DEEP)
+    # brackets inside strings are not nesting
+    inside = '{"title": "' + "[" * 5000 + '", "topics": [{"label": "a{", "type": "topic"}]}'
+    assert roadmap(inside)[2] is None
+
+
+def _deep_title_roadmap(depth: int, topics: int) -> str:
+    title = "[" * depth + '"x"' + "]" * depth
+    rows = ", ".join(f'{{"label": "t{i}", "type": "topic"}}' for i in range(topics))
+    return f'{{"title": {title}, "topics": [{rows}]}}'
+
+
+@pytest.mark.parametrize(
+    "title",
+    [
+        '"Backend Developer"',
+        "[[1, [2, null]], {\"b\": [], \"1\": \"\\u001b\\ud800\"}]",
+        '"\\u00e9t\\u00e9 \\ud83d\\ude00 \\udfff \\u0007"',
+        "1e400",
+    ],
+)
+def test_roadmap_output_is_counted_exactly_before_it_is_built(title: str) -> None:
+    text = (
+        f'{{"title": {title}, "description": "d\\"q", "topics": ['
+        '{"label": "HTML", "type": "topic", "level": "beginner"}, null]}'
+    )
+    where = ("ar\u00e9a", "ar\u00e9a/roadmaps/x.json")
+    built = chunk_roadmap(text, *where).chunks
+    size = len(serialize_store(built))
+    # a bound of exactly what it produces lets it through; one byte less refuses it
+    exact = chunk_roadmap(text, *where, 1, OutputBound(0, size))
+    assert exact.chunks == built and exact.reason == REASON_NULL_TOPIC
+    short = chunk_roadmap(text, *where, 1, OutputBound(0, size - 1))
+    assert (short.chunks, short.reason) == ([], REASON_OUTPUT_TOO_LARGE)
+    assert short.detail is not None and f"take {size:,} bytes" in short.detail
+
+
+def test_a_deep_title_repeated_on_every_topic_is_refused_before_it_is_built() -> None:
+    text = _deep_title_roadmap(60, 2000)
+    outcome = chunk_roadmap(text, "r", "r/formatted-x.json", len(text.encode()))
+    assert (outcome.chunks, outcome.reason, outcome.problem) == (
+        [],
+        REASON_OUTPUT_TOO_LARGE,
+        True,
+    )
+    assert outcome.detail is not None and "knowledge-store.json" in outcome.detail
+    # without the bound it would have written that much (the original's bytes)
+    unbounded = chunk_roadmap(text, "r", "r/formatted-x.json").chunks
+    assert len(serialize_store(unbounded)) > OUTPUT_BOUND.budget(len(text.encode()))
 
 
 def test_object_with_own_tostring_stops_the_file() -> None:

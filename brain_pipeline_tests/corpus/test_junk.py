@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,17 +17,26 @@ from brain_pipeline.corpus.discovery import (
     ManifestEntry,
     walk_corpus,
 )
-from brain_pipeline.corpus.file_chunks import ingest_corpus, ingest_file
+from brain_pipeline.corpus.file_chunks import FileOutcome, ingest_corpus, ingest_file
 from brain_pipeline.corpus.junk import (
     DEFAULT_LIMITS,
+    MAX_JSON_DEPTH,
+    OUTPUT_ALLOWANCE,
+    OUTPUT_BOUND,
+    OUTPUT_PER_INPUT_BYTE,
     REASON_BINARY,
     REASON_LONG_PARAGRAPH,
+    REASON_OUTPUT_TOO_LARGE,
+    REASON_TOO_DEEP,
     REASON_TOO_LARGE,
     SNIFF_BYTES,
     IngestLimits,
     binary_content,
+    too_deep,
 )
+from brain_pipeline.corpus.store import serialize_store
 from brain_pipeline_tests.corpus.conftest import Writer
+from brain_pipeline_tests.corpus.hostile import hostile_roadmaps
 from brain_pipeline_tests.corpus.manifests import discover
 
 TEXT = "# Notes\n\nA paragraph long enough to be kept in the store, about security groups.\n"
@@ -232,3 +242,74 @@ def test_limits_name_a_cache_variant_and_the_defaults_none() -> None:
     assert DEFAULT_LIMITS.cache_variant == IngestLimits().cache_variant == ""
     assert IngestLimits(100, 200).cache_variant == "max_file_bytes=100,max_paragraph_chars=200"
     assert IngestLimits(100, 200).cache_variant != IngestLimits(100, 201).cache_variant
+
+
+def _peak_while(action: Callable[[], object]) -> tuple[object, int]:
+    tracemalloc.start()
+    try:
+        result = action()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return result, peak
+
+
+@pytest.mark.parametrize("name", sorted(hostile_roadmaps()))
+def test_roadmaps_that_multiply_are_refused_in_memory_of_the_file_s_order(
+    corpus: Path, write: Writer, name: str
+) -> None:
+    text = hostile_roadmaps()[name]
+    write(f"a/{name}", text)
+    outcome, peak = _peak_while(lambda: ingest_file(_found(corpus, f"a/{name}")))
+    assert isinstance(outcome, FileOutcome)
+    entry = outcome.entry
+    assert outcome.chunks == [] and (entry.status, entry.problem) == (STATUS_SKIPPED, True)
+    assert entry.reason in (REASON_TOO_DEEP, REASON_OUTPUT_TOO_LARGE)
+    assert peak < 20 * len(text) + 5_000_000  # the output would have been 100 MB to TBs
+
+
+def test_a_text_file_whose_heading_repeats_past_the_bound_is_refused(
+    corpus: Path, write: Writer
+) -> None:
+    paragraphs = "".join(f"\n\nparagraph number {i:06} is kept." for i in range(20_000))
+    text = "# " + "h" * 100_000 + paragraphs
+    write("a/long-heading.md", text)
+    outcome, peak = _peak_while(lambda: ingest_file(_found(corpus, "a/long-heading.md")))
+    assert isinstance(outcome, FileOutcome)
+    entry = outcome.entry
+    assert outcome.chunks == []
+    assert (entry.status, entry.reason, entry.problem) == (
+        STATUS_SKIPPED,
+        REASON_OUTPUT_TOO_LARGE,
+        True,
+    )
+    # 20,000 chunks under a 100,000-character heading: 2 GB of store it never wrote
+    assert entry.detail is not None and "would take 2,00" in entry.detail
+    assert peak < 50 * len(text)
+
+
+def test_files_within_the_bound_are_untouched(corpus: Path, write: Writer) -> None:
+    paragraphs = "".join(f"\n\nparagraph number {i:06} is kept." for i in range(2_000))
+    write("a/notes.md", "# A heading of an ordinary length" + paragraphs)
+    outcome = ingest_file(_found(corpus, "a/notes.md"))
+    assert len(outcome.chunks) == 2_001 and outcome.entry.reason is None
+    size = len(serialize_store(outcome.chunks))
+    assert size <= OUTPUT_BOUND.budget(outcome.entry.size)
+
+
+def test_nesting_is_measured_outside_strings_and_unbalanced_text_left_to_the_parser() -> None:
+    limit = MAX_JSON_DEPTH
+    assert too_deep("[" * limit + "]" * limit) is None
+    assert too_deep("[" * (limit + 1) + "]" * (limit + 1)) is not None
+    assert too_deep("[{" * limit + "}]" * limit) is not None  # mixed: 2 x limit levels
+    assert too_deep('["' + "[" * 500 + '\\"' + "{" * 500 + '"]') is None  # inside a string
+    assert too_deep("[" * 500) is None  # unbalanced: the parser reports invalid JSON
+    assert too_deep("[]" * 500) is None  # wide, not deep
+
+
+def test_the_documented_bound_is_the_one_applied() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    flat = " ".join(docs.split())
+    assert f"nested deeper than {MAX_JSON_DEPTH} arrays/objects" in flat
+    allowance = f"{OUTPUT_ALLOWANCE // 1024} KiB"
+    assert f"more than {OUTPUT_PER_INPUT_BYTE} times its size + {allowance}" in flat

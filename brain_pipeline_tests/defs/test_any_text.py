@@ -24,6 +24,15 @@ SURROGATE_MAP = (
     '"topics": [{"label": "Topic \\udfff here", "type": "topic"}]}'
 )
 
+#: What a terminal obeys: retitle the window, erase the line and forge another.
+ESCAPES = (
+    "# Heading \x1b]0;owned\x07\n\nA paragraph long enough, then \x1b[2K\r"
+    "forged: all checks passed\x9b31m\n"
+)
+ESCAPED_ID = chunk_id(
+    "A paragraph long enough, then \x1b[2K\rforged: all checks passed\x9b31m"
+)
+
 
 @pytest.fixture
 def edge_project(tmp_path: Path) -> Project:
@@ -31,6 +40,7 @@ def edge_project(tmp_path: Path) -> Project:
     build_edge_corpus(corpus, tmp_path / "outside")
     extra = corpus / "maps" / "roadmaps" / "surrogate-heading.json"
     extra.write_text(SURROGATE_MAP, encoding="ascii")
+    (corpus / "maps" / "escapes.md").write_text(ESCAPES, encoding="utf-8")
     fixture = {
         "queries": [{"query": "paragraph long enough keep", "area": "alias-area",
                      "relevant": [chunk_id(KEPT)]}]
@@ -91,3 +101,20 @@ def test_commands_print_lone_surrogates_as_escapes(edge_project: Project) -> Non
     labelled = _cli(edge_project, "fixture", "label", "lone title", "--area", "maps",
                     "--add", surrogate_id)
     assert labelled.returncode == 0, labelled.stderr + labelled.stdout
+
+
+def test_commands_print_control_characters_as_escapes(edge_project: Project) -> None:
+    assert edge_project.materialize().success
+    runs = [
+        _cli(edge_project, "fixture", "show", ESCAPED_ID),
+        _cli(edge_project, "fixture", "find", "forged", "--area", "maps"),
+        _cli(edge_project, "search", "paragraph forged checks", "--area", "maps"),
+        _cli(edge_project, "search", "paragraph forged checks", "--area", "maps", "--json"),
+    ]
+    for done in runs:
+        assert done.returncode == 0, done.stderr
+        assert "forged" in done.stdout
+        for control in ("\x1b", "\x07", "\r", "\x9b"):
+            assert control not in done.stdout + done.stderr, (done.args, done.stdout)
+    assert "\\u001b[2K\\u000dforged" in runs[0].stdout
+    assert "Heading \\u001b]0;owned\\u0007" in runs[0].stdout

@@ -84,6 +84,36 @@ def test_junk_files_are_skipped_reported_and_never_published(tiny_project: Proje
     assert "huge.txt" not in published and "program.md" not in published
 
 
+def test_roadmaps_that_multiply_are_refused_and_the_rest_is_published(
+    tiny_project: Project,
+) -> None:
+    from brain_pipeline_tests.corpus.hostile import hostile_roadmaps, write_hostile_roadmaps
+
+    write_hostile_roadmaps(tiny_project.corpus / "alpha" / "roadmaps")
+    before = {p.name for p in (tiny_project.corpus / "alpha").rglob("*.md")}
+    outcome = tiny_project.materialize()
+    assert outcome.success, outcome.lines
+    passed, severity, description = _check(tiny_project, "knowledge_chunks", "corpus_problems")
+    assert not passed and severity == "WARN"
+    assert description.startswith(f"{len(hostile_roadmaps())} file(s)")
+    store = tiny_project.published() / "knowledge-store.json"
+    published = store.read_text(encoding="utf-8")
+    assert store.stat().st_size < 3_000_000 and "roadmaps/formatted-" not in published
+    assert all(f"alpha/{name}" in published for name in before)  # the rest is there
+    record = tiny_project.instance.get_latest_asset_check_evaluation_record(
+        dg.AssetCheckKey(dg.AssetKey("knowledge_chunks"), "corpus_problems")
+    )
+    assert record is not None and record.event is not None and record.event.dagster_event
+    files = record.event.dagster_event.event_specific_data.metadata["files"]
+    named = {row.data["file"]: row.data["reason"] for row in files.records}
+    assert named == {
+        f"alpha/roadmaps/{name}": (
+            "chunks too large for the file" if "long-title" in name else "JSON nested too deep"
+        )
+        for name in hostile_roadmaps()
+    }
+
+
 def test_status_agrees_with_the_pipeline_on_junk_and_writes_nothing(
     tiny_project: Project, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -101,3 +131,15 @@ def test_status_agrees_with_the_pipeline_on_junk_and_writes_nothing(
     assert index.stat().st_mtime_ns == 10**9  # read-only
     edit_corpus(tiny_project)
     assert main(["status"]) == 2  # a real edit is stale
+
+
+def test_area_names_in_a_check_description_render_as_text(tiny_project: Project) -> None:
+    """The UI renders check descriptions as Markdown: a folder name must not become an
+    image fetched from another host, or a link."""
+    hostile = "![x](www.evil.example?p.png) [click](https:x) <img src=x>"
+    (tiny_project.corpus / hostile).mkdir()
+    (tiny_project.corpus / hostile / "data.csv").write_text("a,b\n", encoding="utf-8")
+    assert tiny_project.materialize().success
+    passed, severity, description = _check(tiny_project, "knowledge_store", "no_empty_area")
+    assert not passed and severity == "WARN"
+    assert "!\\[x\\](www\\.evil.example?p.png) \\[click\\](https:x) \\<img src=x\\>" in description

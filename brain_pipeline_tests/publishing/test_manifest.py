@@ -110,6 +110,22 @@ def test_markdown_shows_the_figures(build: SampleBuild) -> None:
     assert m.store.sha256 in md and AGENT_MODEL in md and "run-7" in md
 
 
+
+def test_markdown_shows_area_names_as_text_not_markup(build: SampleBuild) -> None:
+    m = build_manifest(build.store, build.embeddings, build.chunks, None, None, "run-7")
+    hostile = replace(
+        m,
+        chunks_per_area={"![x](http://evil.example/p.png)": 1, "a|b\nc": 2},
+        embeddings=None,
+        embeddings_note="<img src=http://evil.example/q.png>",
+    )
+    md = hostile.to_markdown()
+    assert "| \\!\\[x\\]\\(http\\://evil.example/p.png\\) | 1 |" in md
+    assert "| a\\|b c | 2 |" in md
+    assert "**Vectors** none (\\<img src=http\\://evil.example/q.png\\>)" in md
+    assert "![" not in md and "<img" not in md.replace("\\<img", "")
+
+
 FileEntry = namedtuple("FileEntry", "size mtime_ns sha256")
 
 

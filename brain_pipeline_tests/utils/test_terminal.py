@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 
-from brain_pipeline.utils.terminal import escape_unencodable
+from brain_pipeline.utils.terminal import (
+    escape_controls,
+    escape_unencodable,
+    printable,
+    unescaped,
+)
 
 
 def _stream(encoding: str) -> tuple[io.BytesIO, io.TextIOWrapper]:
@@ -45,3 +51,38 @@ def test_without_it_the_stream_raises() -> None:
 
 def test_objects_without_reconfigure_are_left_alone() -> None:
     escape_unencodable(object())  # a captured stream of a test runner, say
+
+
+HOSTILE = "Title\x1b]0;owned\x07 then\x1b[2K\rforged line\x9b31m \x7f\ud800 tab\tnewline\n"
+
+
+def test_control_characters_are_written_as_escapes_but_tab_and_newline() -> None:
+    raw, stream = _stream("utf-8")
+    escape_controls(stream)
+    stream.write(HOSTILE + "caf\u00e9")
+    written = raw.getvalue().decode("utf-8")
+    assert written == (
+        "Title\\u001b]0;owned\\u0007 then\\u001b[2K\\u000dforged line\\u009b31m \\u007f"
+        "\\ud800 tab\tnewline\ncaf\u00e9"
+    )
+    assert printable(HOSTILE) == written.removesuffix("caf\u00e9").replace("\\ud800", "\ud800")
+
+
+def test_escaping_twice_is_escaping_once_and_json_stays_json() -> None:
+    raw, stream = _stream("ascii")
+    escape_controls(stream)
+    escape_controls(stream)
+    stream.write(json.dumps({"t": HOSTILE}, ensure_ascii=False) + "\x1b")
+    text = raw.getvalue().decode("ascii")
+    assert "\x1b" not in text and "\\\\u001b" not in text.removesuffix("\\u001b")
+    assert json.loads(text.removesuffix("\\u001b"))["t"] == HOSTILE
+
+
+def test_a_bar_gets_the_same_file_without_the_escaping(tmp_path: Path) -> None:
+    with (tmp_path / "tty").open("w", encoding="utf-8") as stream:
+        escape_controls(stream)
+        stream.write("a\x1b")
+        with unescaped(stream) as raw:
+            raw.write("[bar\x1b[0m]")
+        stream.write("b\x1b\n")
+    assert (tmp_path / "tty").read_text() == "a\\u001b[bar\x1b[0m]b\\u001b\n"
