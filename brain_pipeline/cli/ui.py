@@ -39,8 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", "--port", type=int, default=3000, help="port (default 3000)")
 
 
-def dev_command(workspace: Path, host: str, port: int, which: Which = shutil.which
-                ) -> list[str] | None:
+def dev_command(
+    workspace: Path, host: str, port: int, which: Which = shutil.which
+) -> list[str] | None:
     """The web UI's command line: `dg dev` when dg is installed, else `dagster dev`.
 
     Both read the same workspace.yaml, so the code location has the same name either way.
@@ -126,9 +127,18 @@ def run(args: argparse.Namespace) -> int:
     # Create the instance's storage before the webserver, daemon and code server all
     # race to, and fail the runs a killed process left in progress (they would hold
     # their build directory's place in the queue and their pool slots for ever).
-    from brain_pipeline.lib.instance import open_instance, reap_dead_runs, reaped_message
+    from brain_pipeline.lib.instance import (
+        ensure_pool_limit,
+        open_instance,
+        reap_dead_runs,
+        reaped_message,
+    )
 
-    for dead in reap_dead_runs(open_instance()):
+    instance = open_instance(cfg.build_dir)
+    said = ensure_pool_limit(instance)
+    if said:
+        print(f"brain-pipeline ui: {said}", file=sys.stderr)
+    for dead in reap_dead_runs(instance):
         print(f"brain-pipeline ui: {reaped_message(dead)}", file=sys.stderr)
     program = Path(command[0]).name
     print(
