@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         os.environ["BRAIN_CONFIG"] = str(cfg.config_path)
     # Create the instance's storage before the webserver, daemon and code server all
     # race to, and fail the runs a killed process left in progress (they would hold
-    # their build directory's place in the queue and their pool slots for ever).
+    # their pool slots for ever). The gemini_embedding pool gets its one slot if unlimited.
     from brain_pipeline.lib.instance import (
         ensure_pool_limit,
         open_instance,

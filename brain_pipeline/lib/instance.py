@@ -197,7 +197,7 @@ def build_dir_tag_value(build_dir: Path | str) -> str:
 
 def in_process_run_tags(build_dir: Path | str | None) -> dict[str, str]:
     """Tags for a run executed in this process: who runs it (to tell a dead run from a
-    live one later) and which build directory it writes (for the queue's limits)."""
+    live one later) and which build directory it writes (which run it was, in the UI)."""
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     if build_dir is not None:
         tags[BUILD_DIR_TAG] = build_dir_tag_value(build_dir)
@@ -300,7 +300,7 @@ def reap_dead_runs(
     runs that are over.
 
     A run killed with `kill -9` stays STARTED for ever: it would hold its slot in the
-    `gemini_embedding` pool and its build directory's place in the run queue. Only runs
+    `gemini_embedding` pool, and read as in progress for ever. Only runs
     whose process we can check are touched: tagged with this host (or untagged, with a
     run-start event from a local run worker) and whose pid is gone or now belongs to a
     process younger than the run.
