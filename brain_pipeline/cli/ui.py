@@ -39,9 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", "--port", type=int, default=3000, help="port (default 3000)")
 
 
-def dev_command(
-    workspace: Path, host: str, port: int, which: Which = shutil.which
-) -> list[str] | None:
+def dev_command(workspace: Path, host: str, port: int, which: Which = shutil.which
+                ) -> list[str] | None:
     """The web UI's command line: `dg dev` when dg is installed, else `dagster dev`.
 
     Both read the same workspace.yaml, so the code location has the same name either way.

@@ -95,7 +95,9 @@ def _wait_for_line(proc: subprocess.Popen[str], marker: str) -> str:
     pytest.fail(f"exit {proc.returncode} without {marker!r}:\n{''.join(seen)[-3000:]}")
 
 
-KINDS = pytest.mark.parametrize("kind", [(), ("--select", "*")], ids=["everything", "selection"])
+KINDS = pytest.mark.parametrize(
+    "kind", [(), ("--select", "*")], ids=["everything", "selection"]
+)
 
 
 @KINDS
