@@ -48,7 +48,7 @@ def location_and_instance(cfg: BrainConfig) -> tuple[Definitions, DagsterInstanc
         definitions = build_definitions(config=cfg)
         ensure_instance_home(cfg.instance_home())
         instance = open_instance(cfg.build_dir, cli_run=True)
-        said = ensure_pool_limit(instance)
-        if said:
-            print(f"brain-pipeline: {said}", file=sys.stderr)
+        # Silent here (a run's output is the run's); `brain-pipeline ui` says it, and
+        # docs/operations.md says how to change it.
+        ensure_pool_limit(instance)
         return definitions, instance
