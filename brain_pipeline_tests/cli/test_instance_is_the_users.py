@@ -124,17 +124,16 @@ def test_a_read_only_dagster_home_with_its_storages_works(tmp_path: Path) -> Non
 
 
 @pytest.mark.parametrize("how", ["python -W", "PYTHONWARNINGS"])
-def test_a_run_is_clean_under_deprecation_warnings_as_errors(tmp_path: Path, how: str) -> None:
+def test_a_run_is_clean_under_deprecation_warnings_as_errors(
+    tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     config, publish_root = _project(tmp_path)
     home = tmp_path / "home"
     if how == "python -W":
         done = _materialize(config, home, python_flags=("-W", "error::DeprecationWarning"))
     else:
-        os.environ["PYTHONWARNINGS"] = "error::DeprecationWarning"
-        try:
-            done = _materialize(config, home)
-        finally:
-            del os.environ["PYTHONWARNINGS"]
+        monkeypatch.setenv("PYTHONWARNINGS", "error::DeprecationWarning")
+        done = _materialize(config, home)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "DeprecationWarning" not in done.stderr
     assert _published(publish_root).is_file()
