@@ -91,6 +91,16 @@ def test_a_legacy_run_coordinator_with_comments_works_and_is_left_byte_identical
     )
     assert info.returncode == 0, info.stderr[-2000:]
     assert "Instance configuration" in info.stdout and "Error" not in info.stderr
+    # The project's pool got its one slot, for that pool only, as the CLI shows it.
+    pool = subprocess.run(
+        [dagster, "instance", "concurrency", "get", "--all"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        timeout=120,
+    )
+    assert pool.returncode == 0, pool.stderr[-2000:]
+    assert '"gemini_embedding": 0 / 1 slots' in pool.stdout, pool.stdout
     assert (home / "dagster.yaml").read_bytes() == LEGACY_YAML
 
 

@@ -98,6 +98,7 @@ def test_a_missing_folder_is_created_with_our_yaml_and_no_instance_wide_limit(
     assert limits == [BUILD_DIR_TAG]  # our runs' tag only; no dagster/code_location limit
     settings = yaml.safe_load((home / "dagster.yaml").read_text())
     assert settings["nux"] == {"enabled": False} and settings["telemetry"] == {"enabled": False}
+    assert settings["run_monitoring"]["enabled"] is True  # frees finished runs' pool slots
     # The pool gets its one slot, for that pool only, in the instance's storage.
     assert pool_limit(instance, GEMINI_POOL) is None
     said = ensure_pool_limit(instance)
