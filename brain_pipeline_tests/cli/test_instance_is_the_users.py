@@ -105,30 +105,45 @@ def test_a_legacy_run_coordinator_with_comments_works_and_is_left_byte_identical
 
 
 def _read_only(folder: Path) -> None:
-    mode = folder.stat().st_mode
-    folder.chmod(mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
+    """The folder and the files at its top: no write bit for anyone."""
+    for path in [folder, *folder.iterdir()]:
+        if path.is_file() or path == folder:
+            path.chmod(path.stat().st_mode & ~(stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
 
 
 def test_a_read_only_dagster_home_with_its_storages_works(tmp_path: Path) -> None:
+    """The user's instance, made by Dagster itself (`dagster instance migrate` creates its
+    storages), then made read-only: nothing of ours may need to be written there."""
     setpriv = shutil.which("setpriv")
+    dagster = shutil.which("dagster")
     assert setpriv is not None, "setpriv (util-linux) is needed to drop root's override"
+    assert dagster is not None
     unprivileged = (setpriv, "--bounding-set", "-dac_override,-dac_read_search")
     config, publish_root = _project(tmp_path)
     home = tmp_path / "home"
-    first = _materialize(config, home)  # creates the folder and its storages
-    assert first.returncode == 0, first.stderr[-3000:]
-    _published(publish_root).unlink()
+    home.mkdir()
+    (home / "dagster.yaml").write_bytes(b"# the team's instance\ntelemetry:\n  enabled: false\n")
+    made = subprocess.run(
+        [dagster, "instance", "migrate"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr[-2000:]
     _read_only(home)
     try:
         # The simulation is real: without the override, this process cannot write there.
         probe = subprocess.run([*unprivileged, "touch", str(home / "probe")], capture_output=True)
         assert probe.returncode != 0 and not (home / "probe").exists()
-        before = sorted(p.name for p in home.iterdir())
-        again = _materialize(config, home, *unprivileged)
-        assert again.returncode == 0, again.stderr[-3000:]
-        assert "succeeded: run" in again.stderr
+        before = {p.name: p.read_bytes() for p in home.iterdir() if p.is_file()}
+        names = sorted(p.name for p in home.iterdir())
+        done = _materialize(config, home, *unprivileged)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "succeeded: run" in done.stderr
         assert _published(publish_root).is_file()
-        assert sorted(p.name for p in home.iterdir()) == before
+        assert sorted(p.name for p in home.iterdir()) == names
+        assert {p.name: p.read_bytes() for p in home.iterdir() if p.is_file()} == before
     finally:
         home.chmod(home.stat().st_mode | stat.S_IWUSR)
 
