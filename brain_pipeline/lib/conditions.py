@@ -18,7 +18,7 @@ from typing import Any
 
 import dagster as dg
 
-from brain_pipeline.lib.dagster_private import evaluation_of
+from brain_pipeline.lib.dagster_private import automation_instance, evaluation_of
 from brain_pipeline.lib.steps import latest_corpus_observation
 from brain_pipeline.steps.trigger import describe_trigger
 
@@ -67,7 +67,7 @@ class CorpusVersionUnconsumed(dg.AutomationCondition[dg.AssetKey]):
         )
 
     def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
-        instance = context.asset_graph_view.instance
+        instance = automation_instance(context)
         observed, _ = latest_corpus_observation(instance)
         if corpus_version_unconsumed(observed, consumed_corpus_version(instance)):
             true_subset = context.candidate_subset

@@ -84,6 +84,12 @@ def set_pool_limit(instance: dg.DagsterInstance, pool: str, limit: int) -> bool:
 # ---- automation evaluations -------------------------------------------------------------
 
 
+def automation_instance(context: dg.AutomationContext) -> dg.DagsterInstance:
+    """The instance a custom automation condition is evaluated against
+    (`AutomationContext.asset_graph_view.instance`; the context has no public accessor)."""
+    return context.asset_graph_view.instance
+
+
 def evaluation_of(instance: dg.DagsterInstance, evaluation_id: int, key: dg.AssetKey) -> Any:
     """The automation condition evaluation of `key` in evaluation `evaluation_id` (the
     `dagster/asset_evaluation_id` tag of the run it launched), or None

@@ -84,3 +84,26 @@ def test_the_defs_tree_loads_what_the_public_loader_loads() -> None:
 
     assert shape(ours) == shape(public)
     assert "knowledge_chunks" in shape(ours)[0]
+
+
+def test_a_custom_condition_is_evaluated_against_the_callers_instance(
+    instance: dg.DagsterInstance,
+) -> None:
+    seen: list[dg.DagsterInstance] = []
+
+    class Records(dg.AutomationCondition[dg.AssetKey]):
+        @property
+        def requires_cursor(self) -> bool:
+            return False
+
+        def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+            seen.append(private.automation_instance(context))
+            return dg.AutomationResult(context=context, true_subset=context.candidate_subset)
+
+    @dg.asset(automation_condition=Records())
+    def watched() -> None:
+        return None
+
+    result = dg.evaluate_automation_conditions(defs=[watched], instance=instance)
+    assert result.total_requested == 1
+    assert seen == [instance]
