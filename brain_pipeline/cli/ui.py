@@ -78,8 +78,9 @@ def workspace_for(cfg: BrainConfig) -> Path:
 
     The project's own file sits beside its corpus_config.yaml; a configuration kept
     elsewhere (BRAIN_CONFIG=~/my-corpus/config.yaml) has none beside it, so one naming
-    the same code location is written into the instance folder (atomically, only when
-    its bytes change), its working directory the folder this package is imported from.
+    the same code location is written into the build directory's state folder (never
+    into DAGSTER_HOME, which is the user's; atomically, only when its bytes change), its
+    working directory the folder this package is imported from.
     """
     beside = cfg.base_dir / "workspace.yaml"
     if beside.is_file():
@@ -98,7 +99,9 @@ def workspace_for(cfg: BrainConfig) -> Path:
             }
         ]
     }
-    target = cfg.instance_home() / "workspace.yaml"
+    from brain_pipeline.state.layout import StateLayout
+
+    target = StateLayout.of(cfg.build_dir).state_dir / "workspace.yaml"
     text = "# Written by `brain-pipeline ui` for a configuration outside the project.\n"
     write_if_changed(target, (text + yaml.safe_dump(document, sort_keys=False)).encode())
     return target
