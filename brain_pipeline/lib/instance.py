@@ -111,7 +111,9 @@ def _create_home(home: Path) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{home.name}.", dir=home.parent))
     try:
         (staging / "dagster.yaml").write_text(INSTANCE_YAML, encoding="utf-8")
-        staging.chmod(0o755)
+        mask = os.umask(0)  # read it (there is no other way), then put it back
+        os.umask(mask)
+        staging.chmod(0o777 & ~mask)  # as mkdir would have made it (mkdtemp makes 0700)
         try:
             staging.rename(home)
         except OSError:
