@@ -81,3 +81,27 @@ def s3(moto_server: MotoS3Server, monkeypatch: pytest.MonkeyPatch) -> Iterator[M
 def layout(tmp_path: Path) -> StateLayout:
     """A build directory's layout under the test's temporary folder (not created)."""
     return StateLayout.of(tmp_path / "build")
+
+
+SYSTEM_DEPS = Path(__file__).resolve().parents[1] / "tools" / "system_deps.sh"
+"""What the suite needs from the system (Chromium, Node.js, PostgreSQL), the script
+`.ci/run` runs too."""
+
+
+def system_set_up(script: Path = SYSTEM_DEPS) -> str | None:
+    """Install the missing system packages (as root, with apt-get); None when all is there,
+    else the one line saying the exact command to run."""
+    import subprocess
+
+    done = subprocess.run(["bash", str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else f"{script} failed (exit {done.returncode})"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """`python -m pytest` on a fresh machine does its own set-up, as `.ci/run` does."""
+    problem = system_set_up()
+    if problem is not None:
+        pytest.exit(problem, returncode=pytest.ExitCode.USAGE_ERROR)

@@ -4,8 +4,10 @@ Every run that builds is a Dagster run: this command launches the selection (def
 every asset and its checks) in this process against the shared instance, so the run is
 in the UI's Runs list as it happens, with its logs, failure events and re-execution, a
 raising or failing blocking check blocks what is downstream exactly as in a run the UI,
-the schedule or automation launches, and the run holds its place in the run queue and
-the `gemini_embedding` pool.
+the schedule or automation launches, and its Gemini step takes a slot of the
+`gemini_embedding` pool. `execute_in_process` does not pass through the instance's run
+queue (its run coordinator): one writer per build directory is the build directory's
+lock, held for the whole run.
 
 In front of it sits the up-to-date skip: when nothing could change since the last
 successful full run, no run starts and Dagster is not even imported.

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     run_id = str(uuid.uuid4())
     try:
-        # Taken here first (the run's own `RunLocks` re-enters them): a busy build
+        # Taken here first (the run's own `BrainSettings` re-enters them): a busy build
         # directory is exit 75 before any run is created.
         with hold_run_locks(
             cfg.build_dir,

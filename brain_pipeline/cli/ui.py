@@ -102,8 +102,9 @@ def workspace_for(cfg: BrainConfig) -> Path:
 
     The project's own file sits beside its corpus_config.yaml; a configuration kept
     elsewhere (BRAIN_CONFIG=~/my-corpus/config.yaml) has none beside it, so one naming
-    the same code location is written into the instance folder (atomically, only when
-    its bytes change), its working directory the folder this package is imported from.
+    the same code location is written into the build directory's state folder (never
+    into DAGSTER_HOME, which is the user's; atomically, only when its bytes change), its
+    working directory the folder this package is imported from.
     """
     beside = cfg.base_dir / "workspace.yaml"
     if beside.is_file():
@@ -122,7 +123,9 @@ def workspace_for(cfg: BrainConfig) -> Path:
             }
         ]
     }
-    target = cfg.instance_home() / "workspace.yaml"
+    from brain_pipeline.state.layout import StateLayout
+
+    target = StateLayout.of(cfg.build_dir).state_dir / "workspace.yaml"
     text = "# Written by `brain-pipeline ui` for a configuration outside the project.\n"
     write_if_changed(target, (text + yaml.safe_dump(document, sort_keys=False)).encode())
     return target
@@ -152,10 +155,19 @@ def run(args: argparse.Namespace) -> int:
         os.environ["BRAIN_CONFIG"] = str(cfg.config_path)
     # Create the instance's storage before the webserver, daemon and code server all
     # race to, and fail the runs a killed process left in progress (they would hold
-    # their build directory's place in the queue and their pool slots for ever).
-    from brain_pipeline.lib.instance import open_instance, reap_dead_runs, reaped_message
+    # their pool slots for ever). The gemini_embedding pool gets its one slot if unlimited.
+    from brain_pipeline.lib.instance import (
+        ensure_pool_limit,
+        open_instance,
+        reap_dead_runs,
+        reaped_message,
+    )
 
-    for dead in reap_dead_runs(open_instance()):
+    instance = open_instance(cfg.build_dir)
+    said = ensure_pool_limit(instance)
+    if said:
+        print(f"brain-pipeline ui: {said}", file=sys.stderr)
+    for dead in reap_dead_runs(instance):
         print(f"brain-pipeline ui: {reaped_message(dead)}", file=sys.stderr)
     program = Path(command[0]).name
     print(

@@ -18,6 +18,7 @@ from brain_pipeline.lib.conditions import chunks_condition, downstream_condition
 from brain_pipeline.lib.steps import (
     CORPUS,
     DATA_VERSION_TAG,
+    EVAL_FIXTURE,
     claim_build_dir,
     latest_corpus_observation,
     materialize_result,
@@ -38,17 +39,22 @@ from brain_pipeline.steps.ingest import (
 from brain_pipeline.steps.trigger import with_trigger
 
 
-@dg.observable_source_asset(
+@dg.multi_observable_source_asset(
+    specs=[
+        dg.AssetSpec(
+            CORPUS,
+            group_name="ingest",
+            description=(
+                "The curated content as it is on disk: one folder per area. Observing it walks the "
+                "corpus and re-hashes only files whose size or mtime changed; its data version is "
+                "the corpus digest (paths and content hashes), so a touch changes nothing and any "
+                "edit makes the chunks stale."
+            ),
+        )
+    ],
     name="corpus",
-    group_name="ingest",
-    description=(
-        "The curated content as it is on disk: one folder per area. Observing it walks the "
-        "corpus and re-hashes only files whose size or mtime changed; its data version is "
-        "the corpus digest (paths and content hashes), so a touch changes nothing and any "
-        "edit makes the chunks stale."
-    ),
 )
-def corpus(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
+def corpus(context: dg.AssetExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
     cfg = settings.load()
     preflight_run(context.run, cfg)  # the run's first step: refuse before any work
     claim_build_dir(context.instance, cfg.build_dir)
@@ -59,15 +65,20 @@ def corpus(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.Observ
     )
 
 
-@dg.observable_source_asset(
+@dg.multi_observable_source_asset(
+    specs=[
+        dg.AssetSpec(
+            EVAL_FIXTURE,
+            group_name="ingest",
+            description=(
+                "The hand-labelled retrieval fixture (evaluation.fixture); its data version is the "
+                "hash of its bytes, so editing it re-runs the retrieval_eval check."
+            ),
+        )
+    ],
     name="eval_fixture",
-    group_name="ingest",
-    description=(
-        "The hand-labelled retrieval fixture (evaluation.fixture); its data version is the "
-        "hash of its bytes, so editing it re-runs the retrieval_eval check."
-    ),
 )
-def eval_fixture(context: dg.OpExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
+def eval_fixture(context: dg.AssetExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
     cfg = settings.load()
     # A missing or unparsable fixture is a failed observation, never a success: the run's
     # preflight (its selection includes this source, so the fixture is checked) stops here,

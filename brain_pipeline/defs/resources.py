@@ -7,9 +7,9 @@ all of it at once (an S3 upload goes where the run's metadata says). What the co
 location derives when it loads (code versions, kinds, the schedule's cron, the sensors'
 intervals) changes when it reloads.
 
-- `RunLocks` reads that snapshot and holds the build directory's lock (and the publish
-  root's when the run publishes) for the whole run, whoever launched it.
-- `BrainSettings` hands the snapshot to every step (`load()`).
+- `BrainSettings` reads that snapshot, hands it to every step (`load()`), and holds the
+  build directory's lock (and the publish root's when the run publishes) for the whole
+  run, whoever launched it.
 - `EmbeddingClient` builds the document embedder. Its fields show the provider, model,
   dimension and too_long policy the vectors are made with; its `api_key` is a
   `dg.EnvVar`, so the key is resolved in the run's process and never appears in the UI
@@ -54,23 +54,29 @@ if TYPE_CHECKING:
     from brain_pipeline.publishing.source import ArtifactSource
 
 
-class RunLocks(dg.ConfigurableResource):
+class BrainSettings(dg.ConfigurableResource):
     """The run's configuration, read once when the run starts, and the locks it names.
 
-    Holds the build directory's write lock (and the publish root's) for the run's
-    duration; re-entrant, so the CLI's own hold is not waited for. A resource rather than
+    Every step loads the configuration from here first (`load()`). For a run's duration
+    the resource holds the build directory's write lock (and the publish root's); the
+    locks are re-entrant, so the CLI's own hold is not waited for. A resource rather than
     a step prologue so that a run launched from the UI, a schedule or automation reads
     and holds exactly what a CLI run does, from before its first step to after its last.
+    One resource, not a nested one: Dagster initialises a nested resource through a
+    deprecated accessor (`InitResourceContext.dagster_run`).
+
+    `config_path` lets a test or a deployment point at another file without touching
+    the environment. Secrets are never part of this resource's fields.
     """
 
     config_path: str | None = None
     _config: BrainConfig | None = PrivateAttr(default=None)
 
     @contextmanager
-    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[RunLocks]:
+    def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[BrainSettings]:
         from brain_pipeline.state.lock import hold_run_locks, make_holder
 
-        refuse_unloaded_path("settings.locks", self.config_path)
+        refuse_unloaded_path("settings", self.config_path)
         cfg = self._config = load_config(self.config_path)
         run = context.run
         names = {key.to_user_string() for key in (run.asset_selection or set())} if run else set()
@@ -84,26 +90,10 @@ class RunLocks(dg.ConfigurableResource):
         ):
             yield self
 
-    def run_config(self) -> BrainConfig | None:
-        """The snapshot this run started with (None outside a run)."""
-        return self._config
-
-
-class BrainSettings(dg.ConfigurableResource):
-    """The validated configuration of the run; every step loads it first.
-
-    `config_path` lets a test or a deployment point at another file without touching
-    the environment. Secrets are never part of this resource's fields.
-    """
-
-    config_path: str | None = None
-    locks: RunLocks
-
     def load(self) -> BrainConfig:
         """The run's snapshot (see the module docstring); outside a run, read now."""
         refuse_unloaded_path("settings", self.config_path)
-        cfg = self.locks.run_config()
-        return cfg if cfg is not None else load_config(self.config_path)
+        return self._config if self._config is not None else load_config(self.config_path)
 
 
 class EmbeddingClient(dg.ConfigurableResource):
@@ -306,9 +296,7 @@ def resource_definitions() -> dg.Definitions:
     cfg = location_config()
     return dg.Definitions(
         resources={
-            "settings": BrainSettings(
-                config_path=config_path, locks=RunLocks(config_path=config_path)
-            ),
+            "settings": BrainSettings(config_path=config_path),
             "embedding_client": EmbeddingClient.as_loaded(cfg),
             "s3_publisher": S3Publisher.for_config(cfg),
         },

@@ -5,7 +5,7 @@ nothing upstream is re-materialised. What it changes is what the agent serves, a
 catalog must say so: the op reports a materialisation of `published_local` (and of
 `published_s3` when it uploaded) whose data version is the restored publication's own,
 so the UI never shows the replaced store as live. The run holds the build directory's
-and the publish root's locks (`RunLocks`), so it never overlaps a publishing run.
+and the publish root's locks (`BrainSettings`), so it never overlaps a publishing run.
 """
 
 import dagster as dg

@@ -18,6 +18,7 @@ from typing import Any
 
 import dagster as dg
 
+from brain_pipeline.lib.dagster_private import automation_instance, evaluation_of
 from brain_pipeline.lib.steps import latest_corpus_observation
 from brain_pipeline.steps.trigger import describe_trigger
 
@@ -66,7 +67,7 @@ class CorpusVersionUnconsumed(dg.AutomationCondition[dg.AssetKey]):
         )
 
     def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
-        instance = context.asset_graph_view.instance
+        instance = automation_instance(context)
         observed, _ = latest_corpus_observation(instance)
         if corpus_version_unconsumed(observed, consumed_corpus_version(instance)):
             true_subset = context.candidate_subset
@@ -124,13 +125,8 @@ def fired_conditions(
     raw = tags.get(EVALUATION_ID_TAG)
     if raw is None or not raw.isdigit():
         return []
-    storage = instance.schedule_storage
-    if storage is None:
-        return []
-    for record in storage.get_auto_materialize_evaluations_for_evaluation_id(int(raw)):
-        if record.key == key:
-            return true_labels(record.get_evaluation_with_run_ids().evaluation)
-    return []
+    evaluation = evaluation_of(instance, int(raw), key)
+    return true_labels(evaluation) if evaluation is not None else []
 
 
 def run_trigger(instance: dg.DagsterInstance, tags: Mapping[str, str], key: dg.AssetKey) -> str:

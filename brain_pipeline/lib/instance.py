@@ -2,26 +2,30 @@
 
 Runs launched by `brain-pipeline materialize` must show up in the UI's run history, and
 a later run must be able to read an earlier check's result, so both use the same
-DAGSTER_HOME: the variable when set, otherwise a project-local folder created on first
-use.
+DAGSTER_HOME: the variable when set, otherwise a project-local folder.
 
-The instance's `dagster.yaml` carries what makes concurrent runs safe:
+The instance is the user's. An existing `dagster.yaml` is never written, whatever it
+holds (a legacy `run_coordinator`, comments, other code locations' limits). Only a
+folder that does not exist yet is created, with a `dagster.yaml` of ours (telemetry and
+the first-visit dialog off; at most one queued run per build directory, by our own tag,
+so no other code location is limited; run monitoring, which frees the pool slots of
+finished runs): the folder and its file appear together (built beside, then renamed),
+so nobody ever sees the one without the other.
 
-* `concurrency.runs.tag_concurrency_limits`: at most one in-progress run per build
-  directory (`brain_pipeline/build_dir` tag, one slot per value) and per code location
-  (`dagster/code_location`, which Dagster puts on every run it launches: one code
-  location is one configuration, hence one build directory, and the UI's "Materialize"
-  button cannot add our tag). Runs beyond the limit wait in the queue.
-* `concurrency.pools`: Dagster 1.13's file has no per-pool limits, only a default for
-  every pool without an explicit one; `default_limit: 1` gives `gemini_embedding` (the
-  project's only pool) one slot, and `granularity: op` makes in-process CLI runs claim
-  the slot too (with `run` only the queue would enforce it). `dagster instance
-  concurrency set gemini_embedding N` overrides it for that pool.
-* `run_monitoring`: lets the UI's daemon time out runs stuck in STARTING and free the
-  pool slots of finished runs.
+What the project needs from any instance is applied without touching anyone else's:
 
-Creating the instance is serialised by a lock file in DAGSTER_HOME: two SQLite
-instances initialised at once race on `CREATE TABLE alembic_version` and one crashes.
+* One writer per build directory: the build directory's own OS lock
+  (`state.lock`), held by every run whoever launched it.
+* The `gemini_embedding` pool: when that pool has no limit (neither its own nor a
+  `concurrency.pools.default_limit`), it gets one slot for that pool only, exactly what
+  `dagster instance concurrency set gemini_embedding 1` does; a limit already there is
+  left alone (`ensure_pool_limit`).
+
+Opening the instance is serialised by a lock that lives with the build directory
+(`state/locks/instance.lock`), never in DAGSTER_HOME (which may be read-only): two
+SQLite instances initialised at once race on `CREATE TABLE alembic_version` and one
+crashes. Command-line runs open the same storages without compute-log capture through
+Dagster's own overrides, so nothing is written into DAGSTER_HOME for that either.
 
 This module imports Dagster only inside the functions that need it, so commands that
 merely point DAGSTER_HOME somewhere stay fast.
@@ -31,7 +35,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.lock import acquire_lock, make_holder
-from brain_pipeline.utils.atomic import atomic_write_bytes
 
 if TYPE_CHECKING:
     import dagster as dg
@@ -50,34 +56,32 @@ log = logging.getLogger(__name__)
 BUILD_DIR_TAG = "brain_pipeline/build_dir"
 PID_TAG = "brain_pipeline/pid"
 HOST_TAG = "brain_pipeline/host"
-CODE_LOCATION_TAG = "dagster/code_location"  # set by Dagster on every run it launches
 GEMINI_POOL = "gemini_embedding"
-INSTANCE_LOCK_NAME = ".brain-instance.lock"
+GEMINI_POOL_LIMIT = 1
+INSTANCE_LOCK_NAME = "instance.lock"
 # First-time storage creation takes a second or two; a minute covers a loaded machine.
 INSTANCE_LOCK_WAIT_SECONDS = 120.0
 
-_HEADER = "# Created by brain-pipeline on first use.\n"
+_HEADER = "# Created by brain-pipeline with this folder; yours to edit, never rewritten.\n"
 _BASE_SETTINGS: dict[str, Any] = {
     "telemetry": {"enabled": False},
     "nux": {"enabled": False},
 }
-_RUN_TAG_LIMITS: list[dict[str, Any]] = [
-    {"key": BUILD_DIR_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1},
-    {"key": CODE_LOCATION_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1},
-]
-_POOL_SETTINGS: dict[str, Any] = {"default_limit": 1, "granularity": "op"}
-_MONITORING: dict[str, Any] = {"enabled": True, "free_slots_after_run_end_seconds": 60}
-CONCURRENCY_SETTINGS: dict[str, Any] = {
-    "concurrency": {"runs": {"tag_concurrency_limits": _RUN_TAG_LIMITS}, "pools": _POOL_SETTINGS},
-    "run_monitoring": _MONITORING,
+_OWN_SETTINGS: dict[str, Any] = {
+    "concurrency": {
+        "runs": {
+            "tag_concurrency_limits": [
+                {"key": BUILD_DIR_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+            ]
+        }
+    },
+    "run_monitoring": {"enabled": True, "free_slots_after_run_end_seconds": 60},
 }
-
-# Block comments mirroring the module docstring, so the file explains itself.
-_CONCURRENCY_COMMENT = """\
-# Added by brain-pipeline: one in-progress run per build directory and per code
-# location (others wait in the queue); one slot per concurrency pool without an
-# explicit limit (the Gemini embedding pool, `gemini_embedding`); run monitoring frees
-# the pool slots of finished runs.
+_OWN_COMMENT = """\
+# One queued run at a time per build directory (runs carry the brain_pipeline/build_dir
+# tag; other code locations' runs do not, so they are not limited); run monitoring frees
+# the pool slots of finished runs. The gemini_embedding pool's limit is kept in the
+# instance's storage (dagster instance concurrency set gemini_embedding N).
 """
 
 
@@ -85,167 +89,104 @@ def _dump(data: Mapping[str, Any]) -> str:
     return yaml.safe_dump(dict(data), sort_keys=False, default_flow_style=False)
 
 
-INSTANCE_YAML = _HEADER + _dump(_BASE_SETTINGS) + _CONCURRENCY_COMMENT + _dump(CONCURRENCY_SETTINGS)
-
-
-def _merge_tag_limits(existing: Any) -> tuple[list[Any], bool]:
-    """Our limits appended to the user's list, unless the user already limits that key."""
-    limits = list(existing) if isinstance(existing, list) else []
-    keys = {entry.get("key") for entry in limits if isinstance(entry, dict)}
-    missing = [dict(entry) for entry in _RUN_TAG_LIMITS if entry["key"] not in keys]
-    return limits + missing, bool(missing)
-
-
-def upgraded_instance_yaml(text: str | None) -> str | None:
-    """The text `dagster.yaml` should hold, or None when `text` is already up to date.
-
-    User keys are kept. When none of our top-level sections exists (a file written by an
-    older brain-pipeline, or by hand) they are appended as text, comments intact;
-    otherwise the missing leaves are merged in and the file is re-serialised. A user's
-    own choices win: an existing pool default, tag limit on the same key, or legacy
-    `run_queue`/`run_coordinator` settings (which Dagster refuses to combine with
-    `concurrency.runs`) are left as they are.
-    """
-    if text is None or not text.strip():
-        return INSTANCE_YAML
-    data = yaml.safe_load(text)
-    if not isinstance(data, dict):
-        return None  # not ours to repair; Dagster will report it with the file name
-    if not any(key in data for key in ("concurrency", "run_monitoring", "run_queue")):
-        tail = "" if text.endswith("\n") else "\n"
-        return text + tail + _CONCURRENCY_COMMENT + _dump(CONCURRENCY_SETTINGS)
-    changed = False
-    concurrency = data.setdefault("concurrency", {}) or {}
-    data["concurrency"] = concurrency
-    if "run_queue" in data or "run_coordinator" in data:
-        # Legacy queue settings: Dagster refuses them beside `concurrency.runs` or
-        # `concurrency.pools`, so the limits go where the user keeps theirs.
-        queue = data.get("run_queue")
-        if isinstance(queue, dict):
-            limits, added = _merge_tag_limits(queue.get("tag_concurrency_limits"))
-            if added:
-                queue["tag_concurrency_limits"] = limits
-                changed = True
-        if not {"pools", "default_op_concurrency_limit"} & set(concurrency):
-            concurrency["default_op_concurrency_limit"] = _POOL_SETTINGS["default_limit"]
-            changed = True
-    else:
-        runs = concurrency.setdefault("runs", {}) or {}
-        concurrency["runs"] = runs
-        limits, added = _merge_tag_limits(runs.get("tag_concurrency_limits"))
-        if added:
-            runs["tag_concurrency_limits"] = limits
-            changed = True
-        if "default_op_concurrency_limit" not in concurrency:
-            pools = concurrency.setdefault("pools", {}) or {}
-            concurrency["pools"] = pools
-            for key, value in _POOL_SETTINGS.items():
-                if key not in pools:
-                    pools[key] = value
-                    changed = True
-    monitoring = data.setdefault("run_monitoring", {}) or {}
-    data["run_monitoring"] = monitoring
-    for key, value in _MONITORING.items():
-        if key not in monitoring:
-            monitoring[key] = value
-            changed = True
-    if not concurrency:
-        del data["concurrency"]
-    return _HEADER + _dump(data) if changed else None
-
-
-def _instance_lock(home: Path, what: str) -> Any:
-    return acquire_lock(
-        home / INSTANCE_LOCK_NAME,
-        wait_seconds=INSTANCE_LOCK_WAIT_SECONDS,
-        holder=make_holder(what),
-    )
-
-
-def _write_cli_run_settings(home: Path, settings_text: str) -> None:
-    """Keep CLI_RUN_YAML in step with dagster.yaml (rewritten only when it differs)."""
-    path = home / CLI_RUN_YAML
-    wanted = cli_run_instance_yaml(settings_text)
-    if wanted is None:
-        path.unlink(missing_ok=True)
-        return
-    try:
-        if path.read_text(encoding="utf-8") == wanted:
-            return
-    except FileNotFoundError:
-        pass
-    atomic_write_bytes(path, wanted.encode("utf-8"))
+INSTANCE_YAML = _HEADER + _dump(_BASE_SETTINGS) + _OWN_COMMENT + _dump(_OWN_SETTINGS)
+"""The `dagster.yaml` of an instance folder brain-pipeline creates (and only then)."""
 
 
 def ensure_instance_home(home: Path) -> Path:
-    """Create or upgrade `home`/dagster.yaml (atomically, one process at a time), and
-    point DAGSTER_HOME at `home`."""
+    """Point DAGSTER_HOME at `home`; create the folder, with INSTANCE_YAML, only when it
+    does not exist. An existing folder (and its dagster.yaml, or its lack of one) is the
+    user's and is not written."""
     home = home.expanduser().resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    settings = home / "dagster.yaml"
-    with _instance_lock(home, "brain-pipeline: writing dagster.yaml"):
-        try:
-            current: str | None = settings.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            current = None
-        wanted = upgraded_instance_yaml(current)
-        if wanted is not None:
-            atomic_write_bytes(settings, wanted.encode("utf-8"))
-        _write_cli_run_settings(home, wanted if wanted is not None else current or "")
+    if not home.exists():
+        _create_home(home)
     os.environ["DAGSTER_HOME"] = str(home)
     return home
+
+
+def _create_home(home: Path) -> None:
+    """The folder and its dagster.yaml at once: built under a temporary name beside it,
+    then renamed. A process that loses the race finds the winner's folder, complete."""
+    home.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{home.name}.", dir=home.parent))
+    try:
+        (staging / "dagster.yaml").write_text(INSTANCE_YAML, encoding="utf-8")
+        mask = os.umask(0)  # read it (there is no other way), then put it back
+        os.umask(mask)
+        staging.chmod(0o777 & ~mask)  # as mkdir would have made it (mkdtemp makes 0700)
+        try:
+            staging.rename(home)
+        except OSError:
+            if not home.is_dir():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def instance_lock_path(build_dir: Path | str) -> Path:
+    """The lock serialising instance creation: with the build directory (DAGSTER_HOME may
+    be read-only), beside the build directory's own write lock."""
+    return StateLayout.of(build_dir).locks_dir / INSTANCE_LOCK_NAME
 
 
 #: What a run executed by the command line does without: its step logs are events in
 #: the run's event log (the UI shows them) and its console lines go to the terminal, so
 #: capturing the process's stdout/stderr into files as well only costs time. Dagster's
-#: documented setting for "no compute-log capture".
+#: documented setting for "no compute-log capture", applied as an override when the
+#: instance is opened (dagster.yaml is not touched).
 CLI_RUN_OVERRIDES: dict[str, Any] = {
     "compute_logs": {
         "module": "dagster._core.storage.noop_compute_log_manager",
         "class": "NoOpComputeLogManager",
     }
 }
-CLI_RUN_YAML = "dagster-cli-run.yaml"
-"""The instance settings of command-line runs: dagster.yaml plus CLI_RUN_OVERRIDES,
-written beside it by `ensure_instance_home` (same storages, so the same instance)."""
 
 
-def cli_run_instance_yaml(settings_text: str) -> str | None:
-    """What CLI_RUN_YAML holds for a dagster.yaml holding `settings_text` (None for a file
-    that is not a mapping: command-line runs then open dagster.yaml, and Dagster names
-    what is wrong with it)."""
-    try:
-        data = yaml.safe_load(settings_text) or {}
-    except yaml.YAMLError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    data.update(CLI_RUN_OVERRIDES)
-    header = "# Written by brain-pipeline from dagster.yaml for command-line runs; do not edit.\n"
-    return header + _dump(data)
+def open_instance(build_dir: Path | str, *, cli_run: bool = False) -> dg.DagsterInstance:
+    """The instance of DAGSTER_HOME, created race-free.
 
-
-def open_instance(home: Path | None = None, *, cli_run: bool = False) -> dg.DagsterInstance:
-    """`DagsterInstance.get()` for `home` (default: DAGSTER_HOME), created race-free.
-
-    The first `get()` on a fresh folder creates the SQLite storages; done by two
-    processes at once, one crashes with `table alembic_version already exists`. The
-    instance lock makes the second wait for the first, then find the tables made.
-    `cli_run`: the same storages through CLI_RUN_YAML (no compute-log capture).
+    The first open of a fresh folder creates the SQLite storages; done by two processes
+    at once, one crashes with `table alembic_version already exists`. The lock (kept
+    with `build_dir`) makes the second wait for the first, then find the tables made.
+    `cli_run`: the same dagster.yaml and storages, without compute-log capture
+    (CLI_RUN_OVERRIDES, through the public `DagsterInstance.local_temp(tempdir, overrides)`,
+    which reads `tempdir`/dagster.yaml exactly as `DagsterInstance.get()` reads
+    DAGSTER_HOME's; pinned by `test_command_line_runs_share_the_storages_...`).
     """
     import dagster as dg
 
-    if home is not None:
-        ensure_instance_home(home)
     raw = os.environ.get("DAGSTER_HOME", "").strip()
     if not raw:
         return dg.DagsterInstance.get()  # Dagster's own error names what is missing
     folder = Path(raw).expanduser().resolve()
-    with _instance_lock(folder, "brain-pipeline: opening instance"):
-        if cli_run and (folder / CLI_RUN_YAML).is_file():
-            return dg.DagsterInstance.from_config(str(folder), config_filename=CLI_RUN_YAML)
+    with acquire_lock(
+        instance_lock_path(build_dir),
+        wait_seconds=INSTANCE_LOCK_WAIT_SECONDS,
+        holder=make_holder("brain-pipeline: opening the Dagster instance"),
+    ):
+        if cli_run and folder.is_dir():
+            return dg.DagsterInstance.local_temp(tempdir=str(folder), overrides=CLI_RUN_OVERRIDES)
         return dg.DagsterInstance.get()
+
+
+def ensure_pool_limit(instance: dg.DagsterInstance) -> str | None:
+    """Give the `gemini_embedding` pool one slot when nothing limits it yet; returns the
+    line saying so (None when a limit was already there, or the storage has no pools).
+
+    Only that pool's own limit is set, as `dagster instance concurrency set
+    gemini_embedding 1` would: no default for other pools, nothing in dagster.yaml.
+    """
+    from brain_pipeline.lib.dagster_private import pool_limit, set_pool_limit
+
+    if pool_limit(instance, GEMINI_POOL) is not None:
+        return None
+    if not set_pool_limit(instance, GEMINI_POOL, GEMINI_POOL_LIMIT):
+        return None
+    return (
+        f"the {GEMINI_POOL} pool had no limit in this instance: set it to "
+        f"{GEMINI_POOL_LIMIT} (change it with `dagster instance concurrency set "
+        f"{GEMINI_POOL} N`)"
+    )
 
 
 # ---- run tags ---------------------------------------------------------------------------
@@ -258,7 +199,7 @@ def build_dir_tag_value(build_dir: Path | str) -> str:
 
 def in_process_run_tags(build_dir: Path | str | None) -> dict[str, str]:
     """Tags for a run executed in this process: who runs it (to tell a dead run from a
-    live one later) and which build directory it writes (for the queue's limits)."""
+    live one later) and which build directory it writes (which run it was, in the UI)."""
     tags = {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname()}
     if build_dir is not None:
         tags[BUILD_DIR_TAG] = build_dir_tag_value(build_dir)
@@ -317,10 +258,11 @@ class ReapedRun:
 _PID_REUSE_MARGIN_SECONDS = 2.0
 
 
-def _run_process(instance: dg.DagsterInstance, run: Any) -> tuple[int | None, str | None]:
-    """(pid, host) of the process executing `run`: our tags, else the run-start event."""
-    from dagster import DagsterEventType
+def _run_process(instance: dg.DagsterInstance, record: Any) -> tuple[int | None, str | None]:
+    """(pid, host) of the process executing a run: our tags, else its run-start event."""
+    import dagster as dg
 
+    run = record.dagster_run
     tags = run.tags
     if PID_TAG in tags:
         try:
@@ -328,12 +270,26 @@ def _run_process(instance: dg.DagsterInstance, run: Any) -> tuple[int | None, st
         except ValueError:
             return None, None
     # Launched by Dagster (UI, schedule, sensor): the run worker logs its start event.
-    # With SQLite storage and the default launcher the worker runs on this machine.
-    for entry in instance.all_logs(run.run_id, of_type=DagsterEventType.RUN_START):
-        event = entry.dagster_event
-        if event is not None and event.pid is not None:
+    # With SQLite storage and the default launcher the worker runs on this machine. The
+    # public run-status feed is read from the run's creation on, oldest first: its start
+    # event is among the first few.
+    created = record.create_timestamp.timestamp()
+    changes = instance.fetch_run_status_changes(
+        dg.RunStatusChangeRecordsFilter(
+            event_type=dg.DagsterEventType.RUN_START, after_timestamp=created - 1.0
+        ),
+        limit=_RUN_START_SCAN,
+        ascending=True,
+    )
+    for entry in changes.records:
+        event = entry.event_log_entry.dagster_event
+        if entry.run_id == run.run_id and event is not None and event.pid is not None:
             return int(event.pid), None
     return None, None
+
+
+# Run starts read after a run's creation to find its own (other runs start in between).
+_RUN_START_SCAN = 200
 
 
 def reap_dead_runs(
@@ -346,12 +302,14 @@ def reap_dead_runs(
     runs that are over.
 
     A run killed with `kill -9` stays STARTED for ever: it would hold its slot in the
-    `gemini_embedding` pool and its build directory's place in the run queue. Only runs
+    `gemini_embedding` pool, and read as in progress for ever. Only runs
     whose process we can check are touched: tagged with this host (or untagged, with a
     run-start event from a local run worker) and whose pid is gone or now belongs to a
     process younger than the run.
     """
     from dagster import DagsterRunStatus, RunsFilter
+
+    from brain_pipeline.lib.dagster_private import mark_run_failed
 
     host = host or socket.gethostname()
     reaped: list[ReapedRun] = []
@@ -362,7 +320,7 @@ def reap_dead_runs(
     ]
     for record in instance.get_run_records(filters=RunsFilter(statuses=in_progress)):
         run = record.dagster_run
-        pid, run_host = _run_process(instance, run)
+        pid, run_host = _run_process(instance, record)
         if pid is None or (run_host is not None and run_host != host):
             continue
         begun = record.start_time or record.create_timestamp.timestamp()
@@ -370,12 +328,11 @@ def reap_dead_runs(
         if proc_start is not None and proc_start <= begun + _PID_REUSE_MARGIN_SECONDS:
             continue  # still running
         where = f"pid {pid} on {run_host or host}"
-        instance.report_run_failed(
+        mark_run_failed(
+            instance,
             run,
-            message=(
-                f"The process running this run ({where}) is gone (killed or crashed); "
-                "marked failed by brain-pipeline at start-up."
-            ),
+            f"The process running this run ({where}) is gone (killed or crashed); "
+            "marked failed by brain-pipeline at start-up.",
         )
         reaped.append(ReapedRun(run.run_id, pid, run_host or host, False))
     freed = free_slots_of_finished_runs(instance)
@@ -384,14 +341,13 @@ def reap_dead_runs(
 
 def free_slots_of_finished_runs(instance: dg.DagsterInstance) -> set[str]:
     """Free the concurrency slots still held by runs that are over (or unknown)."""
-    storage = instance.event_log_storage
-    if not storage.supports_global_concurrency_limits:
-        return set()
+    from brain_pipeline.lib.dagster_private import free_pool_slots, runs_holding_pool_slots
+
     freed: set[str] = set()
-    for run_id in storage.get_concurrency_run_ids():
+    for run_id in runs_holding_pool_slots(instance):
         record = instance.get_run_record_by_id(run_id)
         if record is None or record.dagster_run.is_finished:
-            storage.free_concurrency_slots_for_run(run_id)
+            free_pool_slots(instance, run_id)
             freed.add(run_id)
     return freed
 

@@ -271,8 +271,8 @@ def materialize_selection(
 
     Dagster includes the checks of selected assets, so a failing blocking check stops the
     publish steps of the same run exactly as a UI launch or the schedule would.
-    `build_dir` (for the run's queue tag) comes from the caller's configuration when it
-    has read it already; otherwise the settings resource reads it. `trigger` says who
+    `build_dir` (for the run's build-directory tag) comes from the caller's configuration
+    when it has read it already; otherwise the settings resource reads it. `trigger` says who
     launched the run (`steps.trigger.TRIGGER_TAG`; default: by hand).
     """
     defs = definitions
@@ -289,7 +289,7 @@ def materialize_selection(
         }
     settings: Any = (defs.resources or {}).get("settings")
     try:
-        # The settings resource knows the build directory (the queue's per-directory limit).
+        # The settings resource knows the build directory (the run's build-directory tag).
         if build_dir is None and hasattr(settings, "load"):
             build_dir = settings.load().build_dir
     except ConfigError:
@@ -304,7 +304,7 @@ def materialize_selection(
             "launched_by": "brain-pipeline materialize",
             "selection": selection,
             **({TRIGGER_TAG: trigger} if trigger else {}),
-            # pid/host: tells a dead run from a live one; build dir: the queue's limit.
+            # pid/host: tells a dead run from a live one; build dir: which directory it wrote.
             **in_process_run_tags(build_dir),
         },
     )

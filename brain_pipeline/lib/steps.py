@@ -11,6 +11,7 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
+from brain_pipeline.lib.dagster_private import read_instance_value, write_instance_value
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.report import CheckVerdict, Markdown, RunLink, StepResult, Table
@@ -46,10 +47,9 @@ def claim_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> None:
     build directory; a later run with another one fails with a clear message.
     """
     wanted = str(build_dir)
-    storage = instance.run_storage
-    current = storage.get_cursor_values({BUILD_DIR_KEY}).get(BUILD_DIR_KEY)
+    current = read_instance_value(instance, BUILD_DIR_KEY)
     if current is None:
-        storage.set_cursor_values({BUILD_DIR_KEY: wanted})
+        write_instance_value(instance, BUILD_DIR_KEY, wanted)
         return
     if current != wanted:
         raise BuildDirMismatch(
@@ -94,9 +94,8 @@ def preflight_run(run: dg.DagsterRun | None, cfg: BrainConfig) -> None:
 
 def rebind_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> str | None:
     """Point the instance at `build_dir`; returns the directory it served before."""
-    storage = instance.run_storage
-    before = storage.get_cursor_values({BUILD_DIR_KEY}).get(BUILD_DIR_KEY)
-    storage.set_cursor_values({BUILD_DIR_KEY: str(build_dir)})
+    before = read_instance_value(instance, BUILD_DIR_KEY)
+    write_instance_value(instance, BUILD_DIR_KEY, str(build_dir))
     return before
 
 
@@ -168,9 +167,10 @@ def materialize_result(
 
 def latest_corpus_observation(instance: dg.DagsterInstance) -> tuple[str | None, str | None]:
     """(digest, run id) of the newest observation of `corpus` (any run or sensor)."""
-    record = instance.get_latest_data_version_record(CORPUS, is_source=True)
-    if record is None:
+    result = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=CORPUS), limit=1)
+    if not result.records:
         return None, None
+    record = result.records[0]
     # An observation carries its data version in Dagster's documented tag.
     tags = record.event_log_entry.tags or {}
     return tags.get(DATA_VERSION_TAG), record.run_id

@@ -27,7 +27,7 @@ def test_a_usable_configuration_points_dagster_home_at_a_ready_instance(
     assert cfg is not None and cfg.build_dir == tmp_path / "build"
     assert os.environ["DAGSTER_HOME"] == str(home.resolve())
     settings = yaml.safe_load((home / "dagster.yaml").read_text())
-    assert settings["concurrency"]["pools"]["default_limit"] == 1
+    assert settings["nux"] == {"enabled": False}  # a folder it created: our file in it
 
 
 def test_dagster_home_from_the_environment_wins_over_the_configuration(

@@ -293,7 +293,9 @@ def test_ui_builds_a_workspace_for_a_configuration_outside_the_project(
     assert not (newcomer.home / "workspace.yaml").exists()
     os.environ["DAGSTER_HOME"] = str(newcomer.dagster_home)  # removed by the autouse fixture
     workspace = workspace_for(cfg)
-    assert workspace == newcomer.dagster_home / "workspace.yaml"
+    # With the build directory, never in DAGSTER_HOME (the user's; it may be read-only).
+    assert workspace == cfg.build_dir / "state" / "workspace.yaml"
+    assert not (newcomer.dagster_home / "workspace.yaml").exists()
     (entry,) = yaml.safe_load(workspace.read_text())["load_from"]
     module = entry["python_module"]
     assert module["location_name"] == "brain_pipeline"

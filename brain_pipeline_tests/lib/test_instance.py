@@ -23,16 +23,15 @@ import yaml
 
 from brain_pipeline.lib.instance import (
     BUILD_DIR_TAG,
-    CLI_RUN_YAML,
     GEMINI_POOL,
     HOST_TAG,
     INSTANCE_YAML,
     PID_TAG,
-    cli_run_instance_yaml,
     ensure_instance_home,
+    ensure_pool_limit,
+    instance_lock_path,
     open_instance,
     reap_dead_runs,
-    upgraded_instance_yaml,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,115 +64,140 @@ def _child(home: Path, mode: str) -> subprocess.Popen[str]:
     )
 
 
-# ---- dagster.yaml ------------------------------------------------------------------------
+# ---- dagster.yaml: ours only in a folder we create; the user's never written ---------------
+
+LEGACY_YAML = """\
+# my team's instance: keep the queue small
+run_coordinator:
+  module: dagster.core.run_coordinator
+  class: QueuedRunCoordinator
+  config:
+    max_concurrent_runs: 2   # the laptop has two cores
+"""
 
 
-def test_a_fresh_instance_gets_queue_limits_pool_limit_and_monitoring(home: Path) -> None:
+def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
+    """Every top-level file of `folder`: bytes and mtime."""
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file()}
+
+
+def test_a_missing_folder_is_created_with_our_yaml_and_no_instance_wide_limit(
+    home: Path, tmp_path: Path
+) -> None:
+    from brain_pipeline.lib.dagster_private import pool_limit
+
     ensure_instance_home(home)
     assert (home / "dagster.yaml").read_text() == INSTANCE_YAML
-    config = open_instance().get_concurrency_config()
-    assert config.pool_config.default_pool_limit == 1
-    assert config.pool_config.pool_granularity is not None
-    assert config.pool_config.pool_granularity.value == "op"
+    assert [p.name for p in home.iterdir()] == ["dagster.yaml"]  # nothing half-made beside
+    assert [p.name for p in tmp_path.iterdir()] == ["dagster_home"]
+    instance = open_instance(tmp_path / "build")
+    config = instance.get_concurrency_config()
+    assert config.pool_config.default_pool_limit is None  # other pools: unlimited
     assert config.run_queue_config is not None
-    limits = {entry["key"]: entry for entry in config.run_queue_config.tag_concurrency_limits}
-    assert limits[BUILD_DIR_TAG] == {
-        "key": BUILD_DIR_TAG,
-        "value": {"applyLimitPerUniqueValue": True},
-        "limit": 1,
-    }
-    assert limits["dagster/code_location"]["limit"] == 1
+    limits = [entry["key"] for entry in config.run_queue_config.tag_concurrency_limits]
+    assert limits == [BUILD_DIR_TAG]  # our runs' tag only; no dagster/code_location limit
     settings = yaml.safe_load((home / "dagster.yaml").read_text())
     assert settings["nux"] == {"enabled": False} and settings["telemetry"] == {"enabled": False}
-    assert settings["run_monitoring"]["free_slots_after_run_end_seconds"] == 60
+    assert settings["run_monitoring"]["enabled"] is True  # frees finished runs' pool slots
+    # The pool gets its one slot, for that pool only, in the instance's storage.
+    assert pool_limit(instance, GEMINI_POOL) is None
+    said = ensure_pool_limit(instance)
+    assert said is not None and "dagster instance concurrency set gemini_embedding" in said
+    assert pool_limit(instance, GEMINI_POOL) == 1
+    assert pool_limit(instance, "another_locations_pool") is None
+    assert ensure_pool_limit(instance) is None  # once
 
 
-def test_command_line_runs_share_the_storages_without_compute_log_capture(home: Path) -> None:
-    """`CLI_RUN_YAML` is dagster.yaml plus the no-capture compute log manager: the same
-    runs and events (a run made through one is seen through the other), no log files."""
+@pytest.mark.parametrize(
+    "text",
+    [
+        LEGACY_YAML,
+        OLD_YAML,
+        OLD_YAML + "# mine\nconcurrency:\n  pools:\n    default_limit: 4\n",
+        "",
+    ],
+    ids=["legacy-run-coordinator", "older-brain-pipeline", "user-pool-default", "empty"],
+)
+def test_an_existing_dagster_yaml_is_never_written(home: Path, tmp_path: Path, text: str) -> None:
+    home.mkdir()
+    (home / "dagster.yaml").write_text(text)
+    os.utime(home / "dagster.yaml", ns=(10**9, 10**9))
+    before = _snapshot(home)
+    ensure_instance_home(home)
+    instance = open_instance(tmp_path / "build", cli_run=True)
+    ensure_pool_limit(instance)
+    instance.dispose()
+    open_instance(tmp_path / "build").dispose()
+    assert _snapshot(home) == before  # same bytes, same mtime, no file added
+
+
+def test_a_legacy_run_coordinator_keeps_its_queue_and_a_user_pool_default_wins(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from brain_pipeline.lib.dagster_private import pool_limit, set_pool_limit
+
+    home.mkdir()
+    (home / "dagster.yaml").write_text(LEGACY_YAML)
+    ensure_instance_home(home)
+    instance = open_instance(tmp_path / "build")
+    queue = instance.get_concurrency_config().run_queue_config
+    assert queue is not None and queue.max_concurrent_runs == 2
+    assert ensure_pool_limit(instance) is not None and pool_limit(instance, GEMINI_POOL) == 1
+    set_pool_limit(instance, GEMINI_POOL, 3)  # the user's own choice, later
+    assert ensure_pool_limit(instance) is None and pool_limit(instance, GEMINI_POOL) == 3
+    other = tmp_path / "other_home"
+    other.mkdir()
+    (other / "dagster.yaml").write_text("concurrency:\n  pools:\n    default_limit: 4\n")
+    monkeypatch.setenv("DAGSTER_HOME", str(other))
+    with_default = open_instance(tmp_path / "build")
+    assert ensure_pool_limit(with_default) is None  # the user's default applies to ours
+    assert pool_limit(with_default, GEMINI_POOL) == 4
+
+
+def test_command_line_runs_share_the_storages_without_compute_log_capture(
+    home: Path, tmp_path: Path
+) -> None:
+    """The CLI's instance is dagster.yaml plus the no-capture compute log manager, as an
+    override: the same runs and events (a run made through one is seen through the
+    other), no log files, and no file written into DAGSTER_HOME for it."""
     from dagster._core.storage.noop_compute_log_manager import NoOpComputeLogManager
 
+    home.mkdir()
+    (home / "dagster.yaml").write_text(
+        OLD_YAML + "retention:\n  schedule:\n    purge_after_days: 7\n"
+    )
     ensure_instance_home(home)
-    cli, ui = open_instance(cli_run=True), open_instance()
+    cli = open_instance(tmp_path / "build", cli_run=True)
+    ui = open_instance(tmp_path / "build")
     try:
         assert isinstance(cli.compute_log_manager, NoOpComputeLogManager)
         assert not isinstance(ui.compute_log_manager, NoOpComputeLogManager)
+        assert cli.get_settings("retention") == ui.get_settings("retention")  # dagster.yaml read
+        assert cli.get_settings("telemetry") == {"enabled": False}
         run = cli.add_run(dg.DagsterRun(job_name="__ASSET_JOB", run_id=str(uuid.uuid4())))
         assert ui.get_run_by_id(run.run_id) is not None
     finally:
         cli.dispose()
         ui.dispose()
+    assert sorted(p.name for p in home.iterdir() if p.is_file()) == ["dagster.yaml"]
 
 
-def test_the_command_line_settings_follow_an_edit_of_dagster_yaml(home: Path) -> None:
+def test_the_instance_lock_lives_with_the_build_directory(home: Path, tmp_path: Path) -> None:
+    from brain_pipeline.state.lock import build_dir_lock_path
+
     ensure_instance_home(home)
-    settings = home / "dagster.yaml"
-    edited = yaml.safe_load(settings.read_text())
-    edited["telemetry"] = {"enabled": True}
-    settings.write_text(yaml.safe_dump(edited))
-    ensure_instance_home(home)  # what every command that launches a run does first
-    cli = yaml.safe_load((home / CLI_RUN_YAML).read_text())
-    assert cli["telemetry"] == {"enabled": True}
-    assert cli["compute_logs"]["class"] == "NoOpComputeLogManager"
-    assert cli["concurrency"] == edited["concurrency"]
-    # A dagster.yaml that is not a mapping: no second file, Dagster reports the first.
-    assert cli_run_instance_yaml("- a list\n") is None
-    assert cli_run_instance_yaml("key: [unclosed\n") is None
-
-
-def test_an_older_file_is_upgraded_in_place_keeping_user_keys_and_comments(
-    home: Path,
-) -> None:
-    home.mkdir()
-    user = OLD_YAML + "# my own note\nretention:\n  schedule:\n    purge_after_days: 7\n"
-    (home / "dagster.yaml").write_text(user)
-    ensure_instance_home(home)
-    text = (home / "dagster.yaml").read_text()
-    assert text.startswith(user)  # appended, nothing of the user's rewritten
-    settings = yaml.safe_load(text)
-    assert settings["retention"] == {"schedule": {"purge_after_days": 7}}
-    assert settings["concurrency"]["pools"] == {"default_limit": 1, "granularity": "op"}
-    # Up to date now: a second start does not touch the file (an old mtime is kept, so
-    # this does not depend on the filesystem's timestamp granularity).
-    os.utime(home / "dagster.yaml", ns=(10**9, 10**9))
-    ensure_instance_home(home)
-    assert (home / "dagster.yaml").stat().st_mtime_ns == 10**9
-    assert open_instance().get_concurrency_config().pool_config.default_pool_limit == 1
-
-
-def test_user_concurrency_choices_win_and_missing_leaves_are_added() -> None:
-    text = OLD_YAML + (
-        "concurrency:\n  runs:\n    max_concurrent_runs: 3\n  pools:\n    default_limit: 4\n"
-    )
-    upgraded = upgraded_instance_yaml(text)
-    assert upgraded is not None
-    settings = yaml.safe_load(upgraded)
-    assert settings["concurrency"]["runs"]["max_concurrent_runs"] == 3
-    assert settings["concurrency"]["pools"] == {"default_limit": 4, "granularity": "op"}
-    keys = [e["key"] for e in settings["concurrency"]["runs"]["tag_concurrency_limits"]]
-    assert keys == [BUILD_DIR_TAG, "dagster/code_location"]
-    assert settings["nux"] == {"enabled": False}
-    assert upgraded_instance_yaml(upgraded) is None
-
-
-def test_a_legacy_run_queue_section_receives_the_limits_instead(home: Path) -> None:
-    home.mkdir()
-    (home / "dagster.yaml").write_text(OLD_YAML + "run_queue:\n  max_concurrent_runs: 5\n")
-    ensure_instance_home(home)
-    settings = yaml.safe_load((home / "dagster.yaml").read_text())
-    # Dagster refuses `concurrency.runs`/`pools` beside `run_queue`: the legacy key instead.
-    assert settings["concurrency"] == {"default_op_concurrency_limit": 1}
-    assert settings["run_queue"]["max_concurrent_runs"] == 5
-    queue = open_instance().get_concurrency_config().run_queue_config
-    assert queue is not None and queue.max_concurrent_runs == 5
-    assert {e["key"] for e in queue.tag_concurrency_limits} >= {BUILD_DIR_TAG}
-    assert open_instance().get_concurrency_config().pool_config.default_pool_limit == 1
+    open_instance(tmp_path / "build").dispose()
+    lock = instance_lock_path(tmp_path / "build")
+    assert lock.is_file() and lock.parent == build_dir_lock_path(tmp_path / "build").parent
+    assert not list(home.glob("*.lock"))
 
 
 # ---- race-free creation -----------------------------------------------------------------
 
 
-def test_runs_started_at_once_on_a_fresh_instance_never_crash(tmp_path: Path) -> None:
+def test_runs_started_at_once_on_a_fresh_instance_never_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Two runs forked from one process and released by one pipe, five times over. The
     # same harness with `--unlocked` (no instance lock) crashed 2 of 12 runs with
     # `sqlite3.OperationalError: table alembic_version already exists`.
@@ -188,7 +212,8 @@ def test_runs_started_at_once_on_a_fresh_instance_never_crash(tmp_path: Path) ->
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report == {"runs": [0] * 10, "errors": []}
     for attempt in range(5):
-        runs = dg.DagsterInstance.from_config(str(tmp_path / f"home{attempt}")).get_runs()
+        monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / f"home{attempt}"))
+        runs = dg.DagsterInstance.get().get_runs()
         assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS] * 2
 
 
@@ -209,14 +234,13 @@ def children() -> Iterator[list[subprocess.Popen[str]]]:
 def test_a_run_killed_with_sigkill_gives_its_pool_slot_back(
     home: Path, mode: str, children: list[subprocess.Popen[str]]
 ) -> None:
-    ensure_instance_home(home)
     child = _child(home, mode)
     children.append(child)
     assert child.stdout is not None
     line = child.stdout.readline()
     assert line.startswith("claimed "), child.stderr.read() if child.stderr else line
     run_id = line.split()[1]
-    instance = open_instance()
+    instance = open_instance(home.parent / "build")
     storage = instance.event_log_storage
     info = storage.get_concurrency_info(GEMINI_POOL)
     assert info.slot_count == 1 and info.claimed_slots[0].run_id == run_id
@@ -258,7 +282,7 @@ def test_runs_of_other_hosts_live_processes_and_reused_pids_are_judged_right(
     home: Path,
 ) -> None:
     ensure_instance_home(home)
-    instance = open_instance()
+    instance = open_instance(home.parent / "build")
     here = socket.gethostname()
     elsewhere = _stuck_run(instance, {PID_TAG: "4242", HOST_TAG: "another-host"})
     alive = _stuck_run(instance, {PID_TAG: "4343", HOST_TAG: here})
@@ -278,5 +302,3 @@ def test_runs_of_other_hosts_live_processes_and_reused_pids_are_judged_right(
     assert status(elsewhere) == dg.DagsterRunStatus.STARTED  # cannot judge another host
     assert status(alive) == dg.DagsterRunStatus.STARTED
     assert status(reused) == dg.DagsterRunStatus.FAILURE
-
-

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import dagster as dg
 
-from brain_pipeline.lib.instance import GEMINI_POOL, in_process_run_tags, open_instance
+from brain_pipeline.lib.instance import (
+    GEMINI_POOL,
+    ensure_instance_home,
+    ensure_pool_limit,
+    in_process_run_tags,
+    open_instance,
+)
 
 
 @dg.asset(pool=GEMINI_POOL)
@@ -24,7 +30,9 @@ def paid_embedding(context: dg.AssetExecutionContext) -> int:
 
 def main() -> int:
     home, mode = Path(sys.argv[1]), sys.argv[2]
-    instance = open_instance(home)
+    ensure_instance_home(home)
+    instance = open_instance(home.parent / "build")
+    ensure_pool_limit(instance)  # what `materialize` does: the pool gets its one slot
     tags = in_process_run_tags(None) if mode == "tagged" else {}
     result = dg.materialize([paid_embedding], instance=instance, tags=tags)
     print("success" if result.success else "failure", flush=True)

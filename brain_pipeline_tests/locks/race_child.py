@@ -28,7 +28,11 @@ def trivial() -> int:
 def _child(home: Path, go: int, unlocked: bool) -> int:
     os.read(go, 1)
     try:
-        instance = dg.DagsterInstance.from_config(str(home)) if unlocked else open_instance(home)
+        os.environ["DAGSTER_HOME"] = str(home)
+        if unlocked:
+            instance = dg.DagsterInstance.get()
+        else:
+            instance = open_instance(home.parent / f"{home.name}-build")
         result = dg.materialize([trivial], instance=instance, tags=in_process_run_tags(None))
         return 0 if result.success else 1
     except Exception:  # noqa: BLE001 - the parent reports what went wrong
@@ -44,7 +48,7 @@ def main() -> int:
     for attempt in range(repetitions):
         home = root / f"home{attempt}"
         if unlocked:
-            home.mkdir(parents=True)
+            home.mkdir(parents=True, exist_ok=True)
             (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
         else:
             ensure_instance_home(home)  # the yaml only; storage is made by the children

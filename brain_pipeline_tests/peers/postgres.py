@@ -84,7 +84,7 @@ def find_server_binaries() -> Path:
     raise PostgresUnavailable(
         f"PostgreSQL server binaries (initdb, pg_ctl) not found in {where}. Install them: "
         "apt-get install -y --no-install-recommends postgresql "
-        "(.ci/run does this when they are missing)."
+        "(tools/system_deps.sh, run by pytest and .ci/run, does this when missing)."
     )
 
 

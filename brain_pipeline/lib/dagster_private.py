@@ -1,0 +1,123 @@
+"""The one module that touches Dagster APIs which are not `@public` in 1.13.27.
+
+Everything else in the project uses Dagster's public API. What is here has no public
+equivalent (checked against the 1.13 API reference and `@public` in Dagster's source);
+each function names the internal it relies on, and
+`brain_pipeline_tests/lib/test_dagster_private.py` pins the behaviour the project relies
+on, so an upgrade that changes one fails there, in one place. docs/architecture.md lists
+them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import dagster as dg
+
+
+# ---- instance key-value entries (run storage) ------------------------------------------
+
+
+def read_instance_value(instance: dg.DagsterInstance, key: str) -> str | None:
+    """A key-value entry of the instance's run storage (`RunStorage.get_cursor_values`):
+    survives every run, shared by every process of the instance."""
+    return instance.run_storage.get_cursor_values({key}).get(key)
+
+
+def write_instance_value(instance: dg.DagsterInstance, key: str, value: str) -> None:
+    """Set a key-value entry of the run storage (`RunStorage.set_cursor_values`)."""
+    instance.run_storage.set_cursor_values({key: value})
+
+
+# ---- runs and pool slots ----------------------------------------------------------------
+
+
+def mark_run_failed(instance: dg.DagsterInstance, run: dg.DagsterRun, message: str) -> None:
+    """Record RUN_FAILURE for `run` (`DagsterInstance.report_run_failed`), what the run
+    monitor does to a run whose worker is gone; the run's status becomes FAILURE."""
+    instance.report_run_failed(run, message=message)
+
+
+def runs_holding_pool_slots(instance: dg.DagsterInstance) -> set[str]:
+    """Ids of the runs that hold (or wait for) a concurrency pool slot
+    (`EventLogStorage.get_concurrency_run_ids`); empty where the storage has no pools."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return set()
+    return set(storage.get_concurrency_run_ids())
+
+
+def free_pool_slots(instance: dg.DagsterInstance, run_id: str) -> None:
+    """Free every pool slot `run_id` holds (`EventLogStorage.free_concurrency_slots_for_run`)."""
+    instance.event_log_storage.free_concurrency_slots_for_run(run_id)
+
+
+def pool_limit(instance: dg.DagsterInstance, pool: str) -> int | None:
+    """The limit that applies to `pool`: its own (`dagster instance concurrency set`),
+    else the instance's `concurrency.pools.default_limit`; None when unlimited or where
+    the storage has no pools (`get_pool_limits`, `get_concurrency_config`)."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return None
+    for limit in storage.get_pool_limits():
+        if limit.name == pool:
+            return int(limit.limit)
+    default = instance.get_concurrency_config().pool_config.default_pool_limit
+    return int(default) if default is not None else None
+
+
+def set_pool_limit(instance: dg.DagsterInstance, pool: str, limit: int) -> bool:
+    """Give `pool` (that pool only) `limit` slots, as `dagster instance concurrency set
+    POOL LIMIT` does (`EventLogStorage.set_concurrency_slots`). False where the storage
+    has no pools."""
+    storage = instance.event_log_storage
+    if not storage.supports_global_concurrency_limits:
+        return False
+    storage.set_concurrency_slots(pool, limit)
+    return True
+
+
+# ---- automation evaluations -------------------------------------------------------------
+
+
+def automation_instance(context: dg.AutomationContext) -> dg.DagsterInstance:
+    """The instance a custom automation condition is evaluated against
+    (`AutomationContext.asset_graph_view.instance`; the context has no public accessor)."""
+    return context.asset_graph_view.instance
+
+
+def evaluation_of(instance: dg.DagsterInstance, evaluation_id: int, key: dg.AssetKey) -> Any:
+    """The automation condition evaluation of `key` in evaluation `evaluation_id` (the
+    `dagster/asset_evaluation_id` tag of the run it launched), or None
+    (`ScheduleStorage.get_auto_materialize_evaluations_for_evaluation_id`)."""
+    storage = instance.schedule_storage
+    if storage is None:
+        return None
+    for record in storage.get_auto_materialize_evaluations_for_evaluation_id(evaluation_id):
+        if record.key == key:
+            return record.get_evaluation_with_run_ids().evaluation
+    return None
+
+
+# ---- the code location ------------------------------------------------------------------
+
+
+def definitions_of_defs_package(defs_package: ModuleType, project_root: Path) -> dg.Definitions:
+    """The definitions of every module in `defs_package`, loaded as `dg` loads a defs
+    folder (`ComponentTree.from_module(...).build_defs_at_path(".")`).
+
+    The public `dg.load_from_defs_folder` builds the same tree but first finds and parses
+    pyproject.toml (absent from a non-editable install) and attaches a catalogue of every
+    installed component type: 0.08 CPU-s more per load, measured (docs/architecture.md).
+    """
+    import dagster as dg
+
+    with warnings.catch_warnings():
+        # The tree loads each module with a function Dagster marks as preview.
+        warnings.simplefilter("ignore", category=dg.PreviewWarning)
+        tree = dg.ComponentTree.from_module(defs_module=defs_package, project_root=project_root)
+        return tree.build_defs_at_path(Path("."))
