@@ -100,9 +100,13 @@ def _launch(project: Project, resources: dict[str, Any]) -> dg.ExecuteInProcessR
 
 
 def _failures(result: dg.ExecuteInProcessResult) -> list[str]:
-    """What each failed step says (a `dg.Failure`'s description, else the error)."""
+    """What each failed step says (a `dg.Failure`'s description, else the error), and what
+    a resource that refused to start said (the settings resource refuses before any step)."""
     said = []
     for event in result.all_events:
+        if event.event_type_value == "RESOURCE_INIT_FAILURE":
+            error = event.event_specific_data.error  # type: ignore[union-attr]
+            said.append(error.message.strip().splitlines()[-1] if error else "")
         if event.is_step_failure:
             data = event.step_failure_data
             user = data.user_failure_data
@@ -192,7 +196,7 @@ def test_a_launch_pointing_the_run_at_another_configuration_file_is_refused(
     result = _launch(tiny_project, {"settings": {"config_path": str(other)}})
     assert not result.success
     said = _failures(result)
-    assert said, "no step failed"
+    assert said, "nothing refused the run"
     for line in said:
         assert "settings.config_path is not the configuration the code location loaded" in line
         assert str(other) not in line
