@@ -147,9 +147,7 @@ class EvaluationVerdict:
         elif self.severity == "WARN":
             text = _first("retrieval evaluation passed with warnings", self.warnings)
         else:
-            text = "retrieval evaluation passed: " + self.bounds_summary()
-            if self.known_items is not None:
-                text += "; " + self.known_items.summary()
+            text = "retrieval evaluation passed: " + self.bounds_summary() + self._gate_summary()
         text = " ".join(text.split())  # one line, whatever a failure holds
         return text if len(text) <= HEADLINE_CHARS else text[: HEADLINE_CHARS - 1] + "…"
 
@@ -167,8 +165,14 @@ class EvaluationVerdict:
         """`PASSED: <every bound and figure>` or `FAILED: <every failure>` (the CLI's last line)."""
         if self.failures:
             return "FAILED: " + "; ".join(self.failures)
-        known = f"; {self.known_items.summary()}" if self.known_items is not None else ""
-        return "PASSED: " + self.bounds_summary() + known
+        return "PASSED: " + self.bounds_summary() + self._gate_summary()
+
+    def _gate_summary(self) -> str:
+        """With no labels the known-item check is the gate: a PASS line names its figure
+        (with labels the line stays the bounds, and the known-item table is printed apart)."""
+        if self.notes and self.known_items is not None:
+            return "; " + self.known_items.summary()
+        return ""
 
     def accepting(self, note: str) -> EvaluationVerdict:
         """This verdict once its regressions are accepted as the new baseline: they no
