@@ -425,3 +425,48 @@ def with_ranks(items: Sequence[KnownItem], ranker: Ranker) -> list[KnownItem]:
             )
         )
     return out
+
+
+TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("area", "string"),
+    ("items", "int"),
+    ("found_before", "int"),
+    ("found_now", "int"),
+    ("found_at_10", "float"),
+    ("lost_content", "int"),
+    ("lost_retrieval", "int"),
+    ("chunks_before", "int"),
+    ("chunks_now", "int"),
+    ("verdict", "string"),
+)
+"""The per-area table (`eval` prints it, the check's metadata carries it)."""
+
+
+def table_rows(verdict: KnownItemVerdict) -> list[list[Any]]:
+    return [
+        [
+            a.area if a.asked_in in (None, a.area) else f"{a.area} -> {a.asked_in}",
+            a.items, a.found_before, a.found_now, round(a.found_at_10, 4),
+            a.lost_content, a.lost_retrieval, a.chunks_before, a.chunks_now, a.verdict,
+        ]
+        for a in verdict.areas
+    ]
+
+
+def table_lines(verdict: KnownItemVerdict) -> list[str]:
+    """The found@10-per-area table as text, headed by what it compares with."""
+    lines = [f"known items ({verdict.status}):"]
+    rows = table_rows(verdict)
+    if rows:
+        header = ["area", "items", "found before", "found now", "found@10", "lost content",
+                  "lost retrieval", "chunks before", "chunks now", "verdict"]
+        cells = [header, *[[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
+                           for row in rows]]
+        widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+        for row in cells:
+            lines.append("  " + "  ".join(
+                v.ljust(w) if i == 0 else v.rjust(w)
+                for i, (v, w) in enumerate(zip(row, widths, strict=True))
+            ))
+    lines.extend(f"  {note}" for note in verdict.notes)
+    return lines
