@@ -1,0 +1,147 @@
+"""The known-item check inside the evaluation service: baselines, caches, bad state."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
+from brain_pipeline.evaluation import eval_record
+from brain_pipeline.evaluation.known_item_state import NO_BASELINE, directory
+from brain_pipeline.evaluation.service import (
+    EvaluationOutcome,
+    accept_evaluation,
+    evaluate_store_dir,
+    record_as_baseline,
+)
+from brain_pipeline.publishing.gate import decide
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus.views import clear_views
+from brain_pipeline_tests.evaluation.known_item_corpus import corpus, passage
+
+
+class Build:
+    def __init__(self, tmp_path: Path) -> None:
+        self.dir = tmp_path / "build"
+        self.dir.mkdir()
+        self.layout = StateLayout.of(self.dir)
+        fixture = tmp_path / "fixture.json"
+        fixture.write_text(json.dumps({"queries": []}))
+        config = tmp_path / "corpus_config.yaml"
+        config.write_text(
+            f"build_dir: {self.dir}\nembedding:\n  provider: none\n"
+            f"evaluation:\n  fixture: {fixture}\n  thresholds:\n    bm25:\n"
+            "      min_ndcg_at_10: 0.9\n  known_items:\n    sample_per_area: 12\n"
+        )
+        self.cfg: BrainConfig = load_config(config, env={})
+
+    def store(self, chunks: list[Chunk]) -> None:
+        tmp = self.dir / ".store.tmp"
+        tmp.write_bytes(serialize_store(chunks))
+        os.replace(tmp, self.dir / "knowledge-store.json")
+        clear_views()
+
+    def evaluate(self) -> EvaluationOutcome:
+        return evaluate_store_dir(self.cfg, self.dir)
+
+    def publish(self, outcome: EvaluationOutcome) -> dict[str, object]:
+        record = eval_record.lookup(self.layout, str(outcome.record_key))
+        assert record is not None
+        return record_as_baseline(self.cfg, record, kind="published")
+
+
+@pytest.fixture
+def build(tmp_path: Path) -> Build:
+    return Build(tmp_path)
+
+
+def test_no_labels_and_no_baseline_pass_and_say_both(build: Build) -> None:
+    build.store(corpus())
+    outcome = build.evaluate()
+    assert outcome.verdict.severity == "PASS"
+    assert outcome.verdict.line() == (
+        f"PASSED: no labelled queries in {build.cfg.evaluation.fixture}: the labelled "
+        "thresholds are skipped; the known-item check is the gate; known items: "
+        + NO_BASELINE
+    )
+    assert decide(outcome.verdict, force=False, store_chunk_count=96).allowed
+
+
+def test_a_publication_records_the_baseline_and_damage_then_blocks(build: Build) -> None:
+    chunks = corpus()
+    build.store(chunks)
+    summary = build.publish(build.evaluate())
+    assert summary["known_items"] == (
+        "known items: 24 known items recorded as the baseline (published)"
+    )
+    assert (directory(build.layout) / "baseline.json").is_file()
+    build.store([c for c in chunks if c.area != "beta"])
+    outcome = build.evaluate()
+    assert outcome.verdict.severity == "ERROR"
+    assert outcome.verdict.failures[0].startswith(
+        "known items: area beta disappeared: its 48 chunk(s) are gone"
+    )
+    assert not decide(outcome.verdict, force=False, store_chunk_count=48).allowed
+    accepted = accept_evaluation(build.cfg, build.layout, str(outcome.record_key), "beta retired")
+    assert accepted is not None and accepted.severity == "PASS"
+    assert decide(accepted, force=False, store_chunk_count=48).allowed
+    again = build.evaluate()  # asked against the accepted store's known items now
+    assert again.verdict.severity == "PASS"
+    assert "accepted" in str(again.verdict.known_items and again.verdict.known_items.status)
+
+
+def test_a_one_edit_build_searches_only_the_edited_area(build: Build) -> None:
+    chunks = corpus()
+    build.store(chunks)
+    first = build.evaluate()
+    assert first.known_item_run is not None and first.known_item_run.searched == 24
+    build.publish(first)
+    unchanged = build.evaluate()
+    assert unchanged.known_item_run is not None and unchanged.known_item_run.searched == 0
+    text = passage("alpha", 777)
+    build.store([*chunks, Chunk(chunk_id(text), text, "alpha", "alpha/new.md")])
+    edited = build.evaluate()
+    assert edited.known_item_run is not None
+    assert 0 < edited.known_item_run.searched <= 13  # alpha's 12 (+ the new chunk's own)
+    assert edited.verdict.severity == "PASS"
+
+
+def test_an_evaluation_from_before_the_check_leaves_the_baseline_alone(build: Build) -> None:
+    build.store(corpus())
+    outcome = build.evaluate()
+    record = dict(eval_record.lookup(build.layout, str(outcome.record_key)) or {})
+    record.pop("known_items_candidate")
+    summary = record_as_baseline(build.cfg, record, kind="published")
+    assert summary["known_items"] == (
+        "known items: this evaluation predates the known-item check; the known-item "
+        "baseline is unchanged"
+    )
+    assert not (directory(build.layout) / "baseline.json").exists()
+
+
+def test_a_damaged_baseline_is_set_aside_and_the_check_passes_saying_so(build: Build) -> None:
+    build.store(corpus())
+    build.publish(build.evaluate())
+    baseline = directory(build.layout) / "baseline.json"
+    baseline.write_bytes(b"{not json")
+    outcome = build.evaluate()
+    assert outcome.verdict.severity == "PASS"
+    known = outcome.verdict.known_items
+    assert known is not None and known.status == NO_BASELINE
+    assert not baseline.exists()
+
+
+def test_the_query_cache_keeps_a_chunks_query_across_builds(build: Build) -> None:
+    chunks = corpus()
+    build.store(chunks)
+    build.evaluate()
+    cache = json.loads((directory(build.layout) / "queries.json").read_text())["queries"]
+    text = passage("beta", 4242)
+    build.store([*chunks, Chunk(chunk_id(text), text, "beta", "beta/new.md")])
+    build.evaluate()
+    after = json.loads((directory(build.layout) / "queries.json").read_text())["queries"]
+    assert {i: after[i] for i in cache} == cache
