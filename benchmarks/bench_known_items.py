@@ -29,6 +29,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ def measure(
         if (state_copy / "known-items").exists():
             shutil.copytree(state_copy / "known-items", layout.state_dir / "known-items")
         inputs = {"store_sha256": "bench", "embeddings_sha256": None}
-        spent, elapsed, run = cpu_and_wall(lambda: known_items_of(cfg, build, layout, inputs))
+        spent, elapsed, run = cpu_and_wall(partial(known_items_of, cfg, build, layout, inputs))
         cpu.append(spent)
         wall.append(elapsed)
         searched = run.searched

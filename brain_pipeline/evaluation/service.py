@@ -21,8 +21,8 @@ from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
     from brain_pipeline.evaluation.eval_record import EvalInputs
-    from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.known_item_run import KnownItemRun
+    from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
     from brain_pipeline.state.layout import StateLayout

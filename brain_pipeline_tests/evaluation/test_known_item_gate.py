@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from brain_pipeline.corpus.store import Chunk, chunk_id
 from brain_pipeline.evaluation.known_item_gate import (
@@ -24,7 +24,7 @@ from brain_pipeline_tests.evaluation.known_item_corpus import (
 )
 
 
-def _ranker(chunks: Sequence[Chunk]):  # type: ignore[no-untyped-def]
+def _ranker(chunks: Sequence[Chunk]) -> Callable[[str, str], list[str]]:
     source = ListSource(chunks)
     return lambda query, area: [i for i, _ in source.bm25(area).search(query, 10)]
 
