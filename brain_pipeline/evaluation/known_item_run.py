@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation import known_item_state as state
 from brain_pipeline.evaluation.known_item_gate import (
@@ -50,6 +52,8 @@ class KnownItemRun:
     sampled: int
     searched: int
     """Queries actually run (the rest came from the per-area cache)."""
+    embedded: int = 0
+    """Queries sent to the query embedder (the rest had a cached vector)."""
 
 
 def _mode(embeddings: EmbeddingStore | None, embedder: QueryEmbedder | None, mode: str) -> str:
@@ -92,10 +96,17 @@ def run_known_items(
     and there is no baseline to ask: the check says so and passes.
     """
     mode = _mode(embeddings, query_embedder, retrieval_mode)
-    retriever = Retriever(source, embeddings, query_embedder, query_model=query_model)
+    vectors = _VectorMemo(query_embedder, layout, query_model)
+    retriever = Retriever(
+        source, embeddings, vectors if query_embedder is not None else None,
+        query_model=query_model,
+    )
+    fell_back: set[str] = set()
 
     def rank(query: str, area: str) -> list[str]:
         result = retriever.search(query, area, limit=10, mode=mode)
+        if result.fallback is not None:
+            fell_back.add(area)  # answered lexically this time: not remembered as hybrid
         return [hit.chunk.id for hit in result.hits]
 
     memo = RankMemo(rank)
@@ -155,10 +166,12 @@ def run_known_items(
                 "answers": {q: top for (q, a), top in memo.answers.items() if a == area},
             }
             for area in areas
+            if area not in fell_back
         }
         state.save_answers(layout, answers)
         candidate = state.candidate_key(store_sha256, embeddings_sha256)
         state.save_candidate(layout, candidate, items, counts, notes)
+        vectors.save({item.query for item in items} | {o.query for o in verdict.items})
     if notes:
         verdict = KnownItemVerdict(
             status=verdict.status,
@@ -168,4 +181,45 @@ def run_known_items(
             warnings=verdict.warnings,
             notes=verdict.notes + tuple(notes),
         )
-    return KnownItemRun(verdict, candidate, len(items), memo.asked)
+    return KnownItemRun(verdict, candidate, len(items), memo.asked, vectors.embedded)
+
+
+class _VectorMemo:
+    """The query embedder behind a cache of known-item query vectors kept in the state
+    directory: a paid embedding service never embeds an unchanged query twice."""
+
+    def __init__(
+        self, embed: QueryEmbedder | None, layout: StateLayout | None, model: str | None
+    ) -> None:
+        self._embed = embed
+        self._layout = layout
+        self._model = model or ""
+        self._vectors: dict[str, list[float]] | None = None
+        self.embedded = 0
+
+    def __bool__(self) -> bool:
+        return self._embed is not None
+
+    def _known(self) -> dict[str, list[float]]:
+        if self._vectors is None:
+            loaded = (
+                state.load_query_vectors(self._layout, self._model)
+                if self._layout is not None and self._model
+                else {}
+            )
+            self._vectors = loaded
+        return self._vectors
+
+    def __call__(self, query: str) -> Any:
+        known = self._known()
+        vector = known.get(query)
+        if vector is None:
+            assert self._embed is not None
+            raw = np.asarray(self._embed(query), dtype=np.float64).reshape(-1)
+            vector = known[query] = [float(x) for x in raw]
+            self.embedded += 1
+        return vector
+
+    def save(self, keep: set[str]) -> None:
+        if self._layout is not None and self._model and self._vectors is not None:
+            state.save_query_vectors(self._layout, self._model, self._vectors, keep)

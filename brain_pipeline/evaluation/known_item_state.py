@@ -161,3 +161,20 @@ def load_baseline(layout: StateLayout) -> KnownItemBaseline | str:
     describe = f"known items of the store {how} {data.get('when', '?')}{note}"
     return KnownItemBaseline(tuple(items), chunks, describe)
 
+
+
+def load_query_vectors(layout: StateLayout, model: str) -> dict[str, list[float]]:
+    """Known-item query vectors made by `model`: a query is embedded once, ever."""
+    data = _read_json(directory(layout) / "query-vectors.json", "known-item query vectors")
+    if not isinstance(data, dict) or data.get("model") != model:
+        return {}
+    vectors = data.get("vectors")
+    return dict(vectors) if isinstance(vectors, dict) else {}
+
+
+def save_query_vectors(
+    layout: StateLayout, model: str, vectors: Mapping[str, list[float]], keep: set[str]
+) -> None:
+    """Keep the vectors of the queries still asked (the baseline's and the candidate's)."""
+    kept = {q: v for q, v in vectors.items() if q in keep}
+    _write_json(directory(layout) / "query-vectors.json", {"model": model, "vectors": kept})

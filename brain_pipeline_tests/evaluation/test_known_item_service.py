@@ -6,11 +6,15 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
+from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.evaluation import eval_record
+from brain_pipeline.evaluation.known_item_gate import KnownItemSettings
+from brain_pipeline.evaluation.known_item_run import KnownItemRun, run_known_items
 from brain_pipeline.evaluation.known_item_state import NO_BASELINE, directory
 from brain_pipeline.evaluation.service import (
     EvaluationOutcome,
@@ -19,8 +23,11 @@ from brain_pipeline.evaluation.service import (
     record_as_baseline,
 )
 from brain_pipeline.publishing.gate import decide
+from brain_pipeline.retrieval.vectors import EmbeddingStore, quantize
+from brain_pipeline.retrieval.view_source import ViewSource
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.views import clear_views
+from brain_pipeline_tests.evaluation.helpers import WordHashEmbedder
 from brain_pipeline_tests.evaluation.known_item_corpus import corpus, passage
 
 
@@ -145,3 +152,36 @@ def test_the_query_cache_keeps_a_chunks_query_across_builds(build: Build) -> Non
     build.evaluate()
     after = json.loads((directory(build.layout) / "queries.json").read_text())["queries"]
     assert {i: after[i] for i in cache} == cache
+
+
+def _hybrid_run(build: Build, chunks: list[Chunk], embedder: WordHashEmbedder,
+                vectors: np.ndarray | None = None) -> KnownItemRun:
+    build.store(chunks)
+    layout = build.layout
+    view = open_store_view(build.dir / "knowledge-store.json", layout)
+    matrix = vectors if vectors is not None else quantize(
+        embedder.embed_documents([c.content for c in chunks])
+    )
+    store = EmbeddingStore(embedder.name, embedder.dimension, [c.id for c in chunks], matrix)
+    return run_known_items(
+        ViewSource(view, layout), layout, sample_per_area=12, settings=KnownItemSettings(),
+        embeddings=store, query_embedder=embedder.embed_query, query_model=embedder.name,
+        store_sha256=view.sha256,
+    )
+
+
+def test_hybrid_embeds_each_query_once_and_an_area_whose_vectors_changed_is_asked_again(
+    build: Build,
+) -> None:
+    embedder = WordHashEmbedder()
+    chunks = corpus()
+    first = _hybrid_run(build, chunks, embedder)
+    assert (first.searched, first.embedded, embedder.queries_embedded) == (24, 24, 24)
+    again = _hybrid_run(build, chunks, embedder)
+    assert (again.searched, again.embedded) == (0, 0)
+    # Same ids, other vectors for beta: beta is searched again, with the cached vectors.
+    matrix = quantize(embedder.embed_documents([c.content for c in chunks]))
+    matrix[[i for i, c in enumerate(chunks) if c.area == "beta"]] //= 2
+    moved = _hybrid_run(build, chunks, embedder, matrix)
+    assert (moved.searched, moved.embedded) == (12, 0)
+    assert embedder.queries_embedded == 24
