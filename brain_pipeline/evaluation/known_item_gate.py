@@ -14,9 +14,9 @@ and judges the answers per area:
   top 10; the files whose chunks entered the top 10 are named: they displaced it.
 
 Per area it **blocks** when the area disappeared, when it lost more than `max_area_loss`
-of its chunks (or of its known items' text), or when found@10 of the items whose text
-remains fell by more than `max_found_drop` and the paired bootstrap interval of the
-change excludes zero. It **warns** when a drop or a loss is notable without blocking
+of its chunks (or of its known items' text), or when found@10 (over all its known items:
+lost content is not found either) fell by more than `max_found_drop` and the paired
+bootstrap interval of the change excludes zero. It **warns** when a drop or a loss is notable without blocking
 (the drop over the margin inside the noise, or more than half the allowed loss). A
 renamed area (its passages all live in one other area) is asked in its new name, and
 said so. Pure: the store is a `ChunkSource`, the retriever a function, nothing is read
@@ -106,7 +106,8 @@ class AreaOutcome:
     change: float = 0.0
     change_low: float = 0.0
     change_high: float = 0.0
-    """Paired change of found@10 over the items whose text remains (negative: a drop)."""
+    """Paired change of found@10 over the area's known items, a passage whose text is gone
+    counting as not found (negative: a drop)."""
     verdict: str = "pass"
     """"pass", "warn" or "block"."""
 
@@ -272,10 +273,11 @@ def _judge_area(
     present = [o for o in outcomes if o.status != "lost_content"]
     misses = [o for o in present if o.became_miss]
     change = low = high = 0.0
-    if present:
+    if outcomes:
+        # Over every known item: a passage whose text is gone is not found either.
         interval = paired_difference(
-            [1.0 if o.rank is not None else 0.0 for o in present],
-            [1.0 if o.before is not None else 0.0 for o in present],
+            [1.0 if o.rank is not None else 0.0 for o in outcomes],
+            [1.0 if o.before is not None else 0.0 for o in outcomes],
         )
         change, low, high = interval.value, interval.low, interval.high
     blocks: list[str] = []
@@ -301,15 +303,19 @@ def _judge_area(
             f"and the text of {len(lost)}/{len(outcomes)} known items{gone}"
         )
     drop = -change
-    if present and drop > settings.max_found_drop:
-        before = sum(1 for o in present if o.before is not None)
-        now = sum(1 for o in present if o.rank is not None)
+    # When the loss already blocks and no retrieval was lost, the drop says nothing new.
+    redundant = bool(blocks) and not misses
+    if outcomes and drop > settings.max_found_drop and not redundant:
+        n = len(outcomes)
+        before = sum(1 for o in outcomes if o.before is not None)
+        now = sum(1 for o in outcomes if o.rank is not None)
         named = "; ".join(_miss_text(o) for o in misses[:_NAMED])
         more = f" (+{len(misses) - _NAMED} more)" if len(misses) > _NAMED else ""
         sentence = (
-            f"area {area}: found@10 fell from {before}/{len(present)} to {now}/{len(present)} "
+            f"area {area}: found@10 fell from {before}/{n} to {now}/{n} "
             f"({change:+.3f}, 95% {low:+.3f} to {high:+.3f}; allowed drop "
-            f"{settings.max_found_drop:.2f}); {len(misses)} became misses: {named}{more}"
+            f"{settings.max_found_drop:.2f}); {len(lost)} lost content, {len(misses)} "
+            f"became misses{': ' + named + more if misses else ''}{gone}"
         )
         if high < 0:
             blocks.append(sentence)

@@ -187,3 +187,18 @@ def test_the_test_corpus_words_are_distinct() -> None:
     words = {word(a, n) for a in ("alpha", "beta", "gamma") for n in range(10_100)}
     assert len(words) == 3 * 10_100
     assert FILLER in passage("alpha", 1)
+
+
+def test_lost_content_counts_in_found_at_10_when_the_loss_rule_allows_it() -> None:
+    chunks = corpus()
+    after = [c for c in chunks if c.source not in {"alpha/file-0.md", "alpha/file-1.md"}]
+    verdict = judge(chunks, after, max_area_loss=0.9)
+    alpha = next(a for a in verdict.areas if a.area == "alpha")
+    assert alpha.lost_content > 2 and alpha.lost_retrieval == 0 and alpha.change_high < 0
+    (failure,) = verdict.failures
+    assert failure.startswith(
+        f"known items: area alpha: found@10 fell from 20/20 to {20 - alpha.lost_content}/20"
+    )
+    assert f"{alpha.lost_content} lost content, 0 became misses; text gone from alpha/file-" in (
+        failure
+    )
