@@ -127,10 +127,7 @@ def record_baseline(
     path = directory(layout) / "candidates" / f"{key}.json"
     data = _read_json(path, "known-item candidate")
     if data is None:
-        return (
-            "known items: no known items were recorded for this store (evaluate it first); "
-            "the known-item baseline is unchanged"
-        )
+        return clear_baseline(layout, "no known items were kept for this store")
     _parse(data)  # refuse to copy what could not be read back
     when = (now or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds")
     _write_json(
@@ -138,6 +135,16 @@ def record_baseline(
         {**data, "kind": kind, "note": note, "when": when, "candidate": key},
     )
     return f"known items: {len(data['items'])} known items recorded as the baseline ({kind})"
+
+
+def clear_baseline(layout: StateLayout, why: str) -> str:
+    """No known-item baseline (the published store has no known items): asking the next
+    build about another store's passages would blame it for the difference."""
+    (directory(layout) / "baseline.json").unlink(missing_ok=True)
+    return (
+        f"known items: {why}; the known-item baseline is cleared (the check passes until "
+        "the next publication records one)"
+    )
 
 
 def load_baseline(layout: StateLayout) -> KnownItemBaseline | str:

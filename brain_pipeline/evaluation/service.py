@@ -202,14 +202,14 @@ def record_known_items(
     layout: StateLayout, record: Mapping[str, Any], *, kind: str, note: str | None
 ) -> str:
     """The known items sampled from the store `record` evaluated become the known-item
-    baseline; the one line saying so (or why not: a record from before the check)."""
+    baseline; the one line saying so. A record from before the check (a rollback to an
+    old publication, say) or whose known items were not kept clears the baseline."""
     from brain_pipeline.evaluation import known_item_state
 
     key = record.get("known_items_candidate")
     if not isinstance(key, str):
-        return (
-            "known items: this evaluation predates the known-item check; the known-item "
-            "baseline is unchanged"
+        return known_item_state.clear_baseline(
+            layout, "this evaluation predates the known-item check"
         )
     return known_item_state.record_baseline(layout, key, kind=kind, note=note)
 
