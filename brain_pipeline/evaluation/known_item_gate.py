@@ -16,8 +16,9 @@ and judges the answers per area:
 Per area it **blocks** when the area disappeared, when it lost more than `max_area_loss`
 of its chunks (or of its known items' text), or when found@10 (over all its known items:
 lost content is not found either) fell by more than `max_found_drop` and the paired
-bootstrap interval of the change excludes zero. It **warns** when a drop or a loss is notable without blocking
-(the drop over the margin inside the noise, or more than half the allowed loss). A
+bootstrap interval of the change excludes zero. It **warns** when a drop or a loss is
+notable without blocking (the drop over the margin inside the noise, or more than half
+the allowed loss). A
 renamed area (its passages all live in one other area) is asked in its new name, and
 said so. Pure: the store is a `ChunkSource`, the retriever a function, nothing is read
 from or written to disk.

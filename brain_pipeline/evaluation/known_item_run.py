@@ -156,22 +156,20 @@ def run_known_items(
         if sample.note:
             notes.append(sample.note)
     counts = {area: len(source.area_ids(area)) for area in areas}
-    candidate = None
+    candidate: str | None = None
     if layout is not None:
-        live = {i for area in areas for i in source.area_ids(area)}
-        state.save_queries(layout, queries, live)
-        answers = {
-            area: {
-                "key": keys[area],
-                "answers": {q: top for (q, a), top in memo.answers.items() if a == area},
-            }
-            for area in areas
-            if area not in fell_back
-        }
-        state.save_answers(layout, answers)
-        candidate = state.candidate_key(store_sha256, embeddings_sha256)
-        state.save_candidate(layout, candidate, items, counts, notes)
-        vectors.save({item.query for item in items} | {o.query for o in verdict.items})
+        try:
+            candidate = _save(
+                layout, source, areas, keys, memo, fell_back, queries, items, counts, notes,
+                store_sha256, embeddings_sha256,
+            )
+            vectors.save({item.query for item in items} | {o.query for o in verdict.items})
+        except OSError as exc:  # a read-only build directory: judged, not remembered
+            candidate = None
+            notes.append(
+                f"known items not saved ({exc.strerror or exc}): a publication of this "
+                "store leaves no known-item baseline"
+            )
     if notes:
         verdict = KnownItemVerdict(
             status=verdict.status,
@@ -182,6 +180,37 @@ def run_known_items(
             notes=verdict.notes + tuple(notes),
         )
     return KnownItemRun(verdict, candidate, len(items), memo.asked, vectors.embedded)
+
+
+def _save(
+    layout: StateLayout,
+    source: ViewSource,
+    areas: Sequence[str],
+    keys: dict[str, str],
+    memo: RankMemo,
+    fell_back: set[str],
+    queries: dict[str, str | None],
+    items: Sequence[KnownItem],
+    counts: dict[str, int],
+    notes: Sequence[str],
+    store_sha256: str | None,
+    embeddings_sha256: str | None,
+) -> str:
+    """Keep the caches and this store's candidate; returns the candidate's key."""
+    live = {i for area in areas for i in source.area_ids(area)}
+    state.save_queries(layout, queries, live)
+    answers = {
+        area: {
+            "key": keys[area],
+            "answers": {q: top for (q, a), top in memo.answers.items() if a == area},
+        }
+        for area in areas
+        if area not in fell_back  # answered lexically this time: not remembered as hybrid
+    }
+    state.save_answers(layout, answers)
+    candidate = state.candidate_key(store_sha256, embeddings_sha256)
+    state.save_candidate(layout, candidate, items, counts, notes)
+    return candidate
 
 
 class _VectorMemo:

@@ -19,6 +19,7 @@ Every write is atomic; a file that cannot be read is set aside once and counts a
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -44,11 +45,17 @@ def directory(layout: StateLayout) -> Path:
     return layout.state_dir / "known-items"
 
 
-def _read_json(path: Path, what: str) -> Any:
+def _read_json(path: Path, what: str, *, cache: bool = True) -> Any:
+    """The file's JSON, or None when it is absent (or, for a cache, cannot be read: a
+    cache miss costs a search, never the evaluation)."""
+    absent: tuple[type[OSError], ...] = (
+        (OSError,) if cache else (FileNotFoundError, NotADirectoryError)
+    )
+
     def load() -> Any:
         try:
             return json.loads(path.read_bytes())
-        except FileNotFoundError:
+        except absent:
             return None
 
     return healed(path, load, what=what, consequence="rebuilt (a cache miss)")
@@ -140,7 +147,8 @@ def record_baseline(
 def clear_baseline(layout: StateLayout, why: str) -> str:
     """No known-item baseline (the published store has no known items): asking the next
     build about another store's passages would blame it for the difference."""
-    (directory(layout) / "baseline.json").unlink(missing_ok=True)
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        (directory(layout) / "baseline.json").unlink()
     return (
         f"known items: {why}; the known-item baseline is cleared (the check passes until "
         "the next publication records one)"
@@ -151,7 +159,7 @@ def load_baseline(layout: StateLayout) -> KnownItemBaseline | str:
     """The known-item baseline, or the one line saying why there is none."""
     path = directory(layout) / "baseline.json"
     try:
-        data = _read_json(path, "known-item baseline")
+        data = _read_json(path, "known-item baseline", cache=False)
     except OSError as exc:
         return f"no known-item baseline: {path} is unreadable ({exc.strerror}): the check passes"
     if data is None:

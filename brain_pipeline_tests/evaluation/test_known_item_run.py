@@ -190,3 +190,17 @@ def test_hybrid_embeds_each_query_once_and_an_area_whose_vectors_changed_is_aske
     moved = _hybrid_run(build, chunks, embedder, matrix)
     assert (moved.searched, moved.embedded) == (12, 0)
     assert embedder.queries_embedded == 24
+
+
+def test_an_unwritable_state_directory_costs_the_memory_not_the_evaluation(
+    build: Build,
+) -> None:
+    build.store(corpus())
+    blocker = directory(build.layout)
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("a file where the known-item folder goes")
+    outcome = build.evaluate()
+    run = outcome.known_item_run
+    assert run is not None and run.candidate is None
+    assert outcome.verdict.severity == "PASS"
+    assert any(n.startswith("known items not saved (") for n in run.verdict.notes)
