@@ -275,7 +275,8 @@ def classify(outcome: EvaluationOutcome) -> Result:
     known = verdict.known_items
     drop = max((-a.change for a in known.areas), default=0.0) if known is not None else 0.0
     blocked_by_known = bool(known is not None and known.failures)
-    return Result(labelled, blocked_by_known, verdict.severity == "ERROR", max(drop, 0.0))
+    return Result(labelled, blocked_by_known, verdict.severity == "ERROR",
+                  drop if drop > 0 else 0.0)  # never "-0.000"
 
 
 def rate(results: list[Result], attribute: str) -> str:
