@@ -30,8 +30,9 @@ Benign (what a maintainer does on an ordinary day):
   add 10         ten new files
 
 Detection (damage) and false-alarm (benign) rates are over `--repeat` seeds. Last, a sweep
-of decoy floods of growing size in one area gives the smallest found@10 drop the check
-detects in at least 95% of the seeds. "Vectors of another model" is not run: this
+of decoy floods of growing size in one area gives the smallest flood the check detects in
+at least 95% of the seeds, and, over all sweep runs, the detection rate by the found@10
+drop measured on the area's known items. "Vectors of another model" is not run: this
 benchmark is lexical (embedding provider none); such vectors are refused before the
 evaluation (publish.agent_query_model).
 """
@@ -314,10 +315,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"decoy sweep ({args.sweep_repeat} seeds each): share of one area's paragraphs "
               "flooded -> detected by the known-item check, found@10 drop")
         smallest = None
+        swept: list[Result] = []
         for share in SWEEP:
             results = [
                 bench.run(decoy_share(share), 77_000 + r) for r in range(args.sweep_repeat)
             ]
+            swept.extend(results)
             session.note_reference()
             detected = sum(1 for r in results if r.known)
             drops = [r.drop for r in results]
@@ -330,6 +333,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"smallest flood detected in >= 95% of seeds: {smallest[0]:.0%} of the area's "
                   f"paragraphs, a found@10 drop of {smallest[1]:.3f} (median; least "
                   f"{smallest[2]:.3f})")
+        print("by the drop measured on the area's known items (all sweep runs):")
+        for floor in (0.05, 0.075, 0.10, 0.125, 0.15, 0.20):
+            above = [r for r in swept if r.drop >= floor - 1e-9]
+            if above:
+                caught = sum(1 for r in above if r.known)
+                print(f"  drop >= {floor:.3f}: detected {caught}/{len(above)}")
         print(json.dumps({"seconds": round(time.perf_counter() - started, 1)}))
     session.finish()
     return 0
