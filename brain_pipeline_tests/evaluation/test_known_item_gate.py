@@ -202,3 +202,13 @@ def test_lost_content_counts_in_found_at_10_when_the_loss_rule_allows_it() -> No
     assert f"{alpha.lost_content} lost content, 0 became misses; text gone from alpha/file-" in (
         failure
     )
+
+
+def test_losing_more_than_half_the_allowed_share_warns() -> None:
+    chunks = corpus()
+    after = [c for c in chunks if c.source != "alpha/file-3.md"]
+    verdict = judge(chunks, after, max_found_drop=0.9)
+    assert verdict.failures == ()
+    (warning,) = verdict.warnings
+    assert warning.startswith("known items: area alpha lost 17% of its chunks (48 -> 40)")
+    assert next(a for a in verdict.areas if a.area == "alpha").verdict == "warn"
