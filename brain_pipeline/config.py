@@ -206,8 +206,22 @@ class Thresholds(_Section):
     max_misses: int | None = Field(default=None, ge=0)
 
 
+class KnownItemSettings(_Section):
+    """The known-item check (evaluation/known_items.py): what the agent found at the last
+    publication, asked again of each build. Needs no labels."""
+
+    sample_per_area: int = Field(default=40, ge=1, le=2000)
+    """Known items asked per area (a stable sample by id hash)."""
+    max_found_drop: float = Field(default=0.10, ge=0.0, le=1.0)
+    """found@10 may fall by this much in an area before it blocks (and only when the
+    paired bootstrap interval of the drop excludes zero)."""
+    max_area_loss: float = Field(default=0.25, ge=0.0, le=1.0)
+    """Share of an area's chunks that may disappear before it blocks."""
+
+
 class EvaluationSettings(_Section):
     fixture: Path = Path("examples/retrieval-eval.json")
+    known_items: KnownItemSettings = Field(default_factory=KnownItemSettings)
     thresholds: dict[Literal["legacy", "bm25", "hybrid"], Thresholds] = Field(default_factory=dict)
     on_regression: Literal["block", "warn"] = "block"
     """A query the agent's retriever answered at the last publication and misses now:

@@ -124,6 +124,8 @@ def _documented_default(default: str) -> Any:
         return text == "true"
     if re.fullmatch(r"\d+", text):
         return int(text)
+    if re.fullmatch(r"\d+\.\d+", text):
+        return float(text)
     return text
 
 

@@ -83,6 +83,13 @@ def test_an_unusable_fixture_says_why(tmp_path: Path, text: str) -> None:
     assert problem.key == "evaluation.fixture" and problem.message.startswith("fixture unusable")
 
 
+def test_a_fixture_with_no_labels_yet_is_usable(tmp_path: Path) -> None:
+    # No labels: the known-item check is the gate (evaluation.verdict.judge).
+    _ready(tmp_path)
+    (tmp_path / "fixture.json").write_text('{"queries": []}', encoding="utf-8")
+    assert check_inputs(_cfg(tmp_path), env={}) == []
+
+
 # Run in a fresh interpreter whose import system refuses the local model's modules, as an
 # install without the `local` extra does (this test session has them, and may have
 # imported them already). Then the real command line runs.

@@ -70,6 +70,12 @@ MEANINGS: dict[str, str] = {
     "the top 10",
     "evaluation.on_regression": "a query the agent's retriever answered at the last "
     "publication and misses now: `block` the publish, or `warn` and publish",
+    "evaluation.known_items.sample_per_area": "known items asked per area (a stable "
+    "sample by id hash)",
+    "evaluation.known_items.max_found_drop": "an area's found@10 may fall this much before "
+    "the check blocks (when the paired interval excludes zero)",
+    "evaluation.known_items.max_area_loss": "share of an area's chunks that may disappear "
+    "before the check blocks",
     "publish.root": "the agent checkout (files go to `src/storage`, and `dist/storage` when "
     "`dist/` exists); unset: `<build_dir>/agent`",
     "publish.agent_query_model": "vectors of any other model are not published",

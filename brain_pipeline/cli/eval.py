@@ -142,6 +142,7 @@ def run(args: argparse.Namespace) -> int:
         print(report_text(report))
         for line in summary_lines(outcome):
             print(line)
+        _print_known_items(outcome)
         if args.per_query:
             _print_per_query(outcome)
         print(verdict)
@@ -153,6 +154,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"  - {failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_known_items(outcome: Any) -> None:
+    """The known-item check's found@10 per area (evaluation/known_item_gate.py)."""
+    from brain_pipeline.evaluation.known_item_gate import table_lines
+
+    known = outcome.verdict.known_items
+    if known is not None:
+        print()
+        for line in table_lines(known):
+            print(line)
 
 
 def _print_per_query(outcome: Any) -> None:
@@ -224,10 +236,12 @@ def _accept(cfg: Any, store: Path, outcome: Any, note: str) -> int | None:
         )
         return 1
     count = sum(1 for r in outcome.verdict.regressions if r.blocking)
+    known = outcome.verdict.known_items
+    losses = len(known.failures) if known is not None else 0
     outcome.verdict = accepted
     _stderr(
         f"eval: accepted evaluation {str(outcome.record_key)[:12]} as the baseline "
-        f"({count} regression(s) accepted): {note}"
+        f"({count} regression(s), {losses} known-item loss(es) accepted): {note}"
     )
     return None
 

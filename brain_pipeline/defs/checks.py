@@ -25,7 +25,10 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
             "corpus_config.yaml is missed, when the fixture names chunks the store no longer "
             "has, when the store is empty, or when a query the agent's retriever answered at "
             "the last publication is now a miss (evaluation.on_regression: block; warn makes "
-            "it a WARN) — and then nothing downstream is published. A "
+            "it a WARN), or when the known-item check (passages found at the last "
+            "publication, asked again with queries made from their own text; the gate "
+            "when the fixture has no labels) sees an area lose its content or retrieval "
+            "— and then nothing downstream is published. A "
             "result whose inputs (store, vectors, fixture, thresholds, code) are unchanged is "
             "reused and says so."
         ),

@@ -17,10 +17,10 @@ def report_text(report: EvaluationReport) -> str:
     n = len({(q.query, q.area) for q in report.queries})
     labels = [f"{s.name} (= bm25)" if s.fell_back_entirely else s.name for s in report.retrievers]
     width = max([len("retriever"), *map(len, labels)])
-    lines = [
-        f"{n} queries from {report.fixture_source}, {report.n_chunks} chunks",
-        f"{'retriever':<{width}}  recall@10     MRR  nDCG@10  misses",
-    ]
+    lines = [f"{n} queries from {report.fixture_source}, {report.n_chunks} chunks"]
+    if n == 0:  # no labels: no figures to show (the known-item table follows)
+        return "\n".join(lines)
+    lines.append(f"{'retriever':<{width}}  recall@10     MRR  nDCG@10  misses")
     for label, s in zip(labels, report.retrievers, strict=True):
         lines.append(
             f"{label:<{width}}  {s.recall_at_10:9.3f}  {s.mrr:6.3f}  {s.ndcg_at_10:7.3f}  "

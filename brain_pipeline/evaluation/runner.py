@@ -100,7 +100,8 @@ class EvaluationReport:
     def flat_metrics(self) -> dict[str, float]:
         """{"bm25.ndcg_at_10": ..., ...} plus counts, for Dagster metadata and logs."""
         flat: dict[str, float] = {}
-        for s in self.retrievers:
+        # No labelled query: there is no figure (a 0.0 would read as a collapse).
+        for s in (r for r in self.retrievers if r.n_queries):
             flat[f"{s.name}.recall_at_10"] = s.recall_at_10
             flat[f"{s.name}.mrr"] = s.mrr
             flat[f"{s.name}.ndcg_at_10"] = s.ndcg_at_10

@@ -21,6 +21,7 @@ from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
     from brain_pipeline.evaluation.eval_record import EvalInputs
+    from brain_pipeline.evaluation.known_item_run import KnownItemRun
     from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
@@ -48,6 +49,8 @@ class EvaluationOutcome:
     """{"bm25.ndcg_at_10": bootstrap.Interval, ...}: 95% intervals over queries."""
     regression: BaselineComparison | None = None
     """The comparison with the baseline (None when nothing could be evaluated)."""
+    known_item_run: KnownItemRun | None = None
+    """The known-item check's run on this store (None when nothing could be evaluated)."""
 
     @property
     def failures(self) -> list[str]:
@@ -106,6 +109,8 @@ def evaluate_store_dir(
         return EvaluationOutcome(EvaluationVerdict.unusable(measured))
     report = measured.report
     regression = compare_with_baseline(report, StateLayout.of(cfg.build_dir))
+    # The labelled evaluation already warned about unreadable vectors: not twice.
+    known = known_items_of(cfg, store_dir, measured.layout, measured.inputs)
     verdict = judge(
         report,
         measured.thresholds,
@@ -114,6 +119,7 @@ def evaluate_store_dir(
         baseline=regression.status,
         on_regression=cfg.evaluation.on_regression,
         evaluation_key=measured.key,
+        known_items=known.verdict,
     )
     outcome = EvaluationOutcome(
         verdict,
@@ -126,6 +132,7 @@ def evaluate_store_dir(
         inputs=measured.inputs,
         intervals=figure_intervals(report.queries),
         regression=regression,
+        known_item_run=known,
     )
     previous = measured.previous
     if not measured.keep or measured.layout is None:
@@ -138,6 +145,7 @@ def evaluate_store_dir(
         "markdown": outcome.markdown,
         "inputs": outcome.inputs,
         "verdict": verdict.to_dict(),
+        "known_items_candidate": known.candidate,
     }
     # A reused report keeps when (and in which run) it was evaluated.
     for name in ("when", "run_id"):
@@ -185,8 +193,63 @@ def record_as_baseline(
 
     report = EvaluationReport.from_dict(record["report"])
     intervals = {n: i.to_list() for n, i in figure_intervals(report.queries).items()}
-    return record_baseline(
-        layout or StateLayout.of(cfg.build_dir), record, intervals, kind=kind, note=note
+    where = layout or StateLayout.of(cfg.build_dir)
+    summary = record_baseline(where, record, intervals, kind=kind, note=note)
+    summary["known_items"] = record_known_items(where, record, kind=kind, note=note)
+    return summary
+
+
+def record_known_items(
+    layout: StateLayout, record: Mapping[str, Any], *, kind: str, note: str | None
+) -> str:
+    """The known items sampled from the store `record` evaluated become the known-item
+    baseline; the one line saying so. A record from before the check (a rollback to an
+    old publication, say) or whose known items were not kept clears the baseline."""
+    from brain_pipeline.evaluation import known_item_state
+
+    key = record.get("known_items_candidate")
+    if not isinstance(key, str):
+        return known_item_state.clear_baseline(
+            layout, "this evaluation predates the known-item check"
+        )
+    return known_item_state.record_baseline(layout, key, kind=kind, note=note)
+
+
+def known_items_of(
+    cfg: BrainConfig,
+    store_dir: Path,
+    layout: StateLayout | None,
+    inputs: Mapping[str, Any],
+    warn: Any = None,
+) -> KnownItemRun:
+    """The known-item check on the store in `store_dir` (see `known_item_run`)."""
+    from brain_pipeline.corpus.store import STORE_FILENAME
+    from brain_pipeline.corpus.store_reader import open_store_view
+    from brain_pipeline.embedding.factory import choose_query_embedder
+    from brain_pipeline.embedding.store_file import read_embeddings
+    from brain_pipeline.evaluation.known_item_gate import KnownItemSettings
+    from brain_pipeline.evaluation.known_item_run import run_known_items
+    from brain_pipeline.retrieval.view_source import ViewSource
+
+    settings = cfg.evaluation.known_items
+    view = open_store_view(store_dir / STORE_FILENAME, layout)
+    embeddings = None
+    embed = model = None
+    if cfg.retrieval.mode == "hybrid" and cfg.effective_provider() != "none":
+        embeddings = read_embeddings(store_dir / EMBEDDINGS_FILENAME, warn, mapped=True)
+        choice = choose_query_embedder(cfg, embeddings)
+        embed, model = choice.embed, choice.model
+    return run_known_items(
+        ViewSource(view, layout),
+        layout,
+        sample_per_area=settings.sample_per_area,
+        settings=KnownItemSettings(settings.max_found_drop, settings.max_area_loss),
+        embeddings=embeddings,
+        query_embedder=embed,
+        query_model=model,
+        retrieval_mode=cfg.retrieval.mode,
+        store_sha256=inputs.get("store_sha256"),
+        embeddings_sha256=inputs.get("embeddings_sha256"),
     )
 
 
@@ -244,7 +307,8 @@ def _measure(
     try:
         # Read once: the digest in the record is of exactly the bytes evaluated.
         fixture_bytes = fixture_path.read_bytes()
-        loaded = parse_fixture(fixture_bytes, source=str(fixture_path))
+        # No labels yet is allowed: the known-item check is then the gate.
+        loaded = parse_fixture(fixture_bytes, source=str(fixture_path), allow_empty=True)
     except FileNotFoundError:
         return f"fixture unusable: {fixture_path}: fixture file not found"
     except OSError as exc:

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from brain_pipeline.evaluation.known_item_gate import KnownItemVerdict
+
 if TYPE_CHECKING:
     from brain_pipeline.evaluation.compare import Comparison
     from brain_pipeline.evaluation.runner import EvaluationReport
@@ -110,6 +112,11 @@ class EvaluationVerdict:
     """The note of `eval --accept`, once this evaluation's regressions were accepted."""
     evaluation_key: str | None = None
     """The evaluation record's key (the digest of the inputs judged), when recorded."""
+    known_items: KnownItemVerdict | None = None
+    """The known-item check (known_item_gate): its blocking sentences are among
+    `failures` (and can be accepted, like regressions), its warnings among `warnings`."""
+    notes: tuple[str, ...] = ()
+    """Lines that change nothing but must be said (no labels: thresholds skipped)."""
 
     @property
     def passed(self) -> bool:
@@ -118,9 +125,16 @@ class EvaluationVerdict:
 
     @property
     def own_failures(self) -> tuple[str, ...]:
-        """The failures that are not regressions (these cannot be accepted)."""
-        blocking = {r.message for r in self.regressions if r.blocking}
+        """The failures that are not regressions or known-item losses (these cannot be
+        accepted)."""
+        blocking = self._acceptable()
         return tuple(f for f in self.failures if f not in blocking)
+
+    def _acceptable(self) -> set[str]:
+        blocking = {r.message for r in self.regressions if r.blocking}
+        if self.known_items is not None:
+            blocking.update(self.known_items.failures)
+        return blocking
 
     def headline(self) -> str:
         """One line saying what decided the verdict, for a notification or a log.
@@ -133,7 +147,7 @@ class EvaluationVerdict:
         elif self.severity == "WARN":
             text = _first("retrieval evaluation passed with warnings", self.warnings)
         else:
-            text = "retrieval evaluation passed: " + self.bounds_summary()
+            text = "retrieval evaluation passed: " + self.bounds_summary() + self._gate_summary()
         text = " ".join(text.split())  # one line, whatever a failure holds
         return text if len(text) <= HEADLINE_CHARS else text[: HEADLINE_CHARS - 1] + "…"
 
@@ -143,18 +157,27 @@ class EvaluationVerdict:
         for row in self.thresholds:
             groups.setdefault(row.retriever, []).append(row.describe())
         parts = [f"{name} {', '.join(items)}" for name, items in groups.items()]
+        if not parts and self.notes:
+            return self.notes[0]
         return "; ".join(parts) if parts else "no thresholds configured"
 
     def line(self) -> str:
         """`PASSED: <every bound and figure>` or `FAILED: <every failure>` (the CLI's last line)."""
         if self.failures:
             return "FAILED: " + "; ".join(self.failures)
-        return "PASSED: " + self.bounds_summary()
+        return "PASSED: " + self.bounds_summary() + self._gate_summary()
+
+    def _gate_summary(self) -> str:
+        """With no labels the known-item check is the gate: a PASS line names its figure
+        (with labels the line stays the bounds, and the known-item table is printed apart)."""
+        if self.notes and self.known_items is not None:
+            return "; " + self.known_items.summary()
+        return ""
 
     def accepting(self, note: str) -> EvaluationVerdict:
         """This verdict once its regressions are accepted as the new baseline: they no
         longer fail it (they stay listed, non-blocking). Other failures stay."""
-        blocking = {r.message for r in self.regressions if r.blocking}
+        blocking = self._acceptable()
         failures = tuple(f for f in self.failures if f not in blocking)
         regressions = tuple(replace(r, blocking=False) for r in self.regressions)
         return replace(
@@ -187,6 +210,12 @@ class EvaluationVerdict:
             on_regression=str(data.get("on_regression", "block")),
             accepted=data.get("accepted"),
             evaluation_key=data.get("evaluation_key"),
+            known_items=(
+                KnownItemVerdict.from_dict(data["known_items"])
+                if isinstance(data.get("known_items"), Mapping)
+                else None
+            ),
+            notes=tuple(str(n) for n in data.get("notes", ())),
         )
 
     @classmethod
@@ -258,6 +287,7 @@ def judge(
     baseline: str | None = None,
     on_regression: str = "block",
     evaluation_key: str | None = None,
+    known_items: KnownItemVerdict | None = None,
 ) -> EvaluationVerdict:
     """The verdict on `report`: the one place thresholds, staleness and regressions are
     judged.
@@ -267,9 +297,18 @@ def judge(
     a bound for a retriever that was not evaluated, and, with `on_regression: block`, a
     query `agent_retriever` answered at the baseline (`comparison`) and misses now.
     `comparison` None means there is no baseline to compare with (`baseline` says why).
+    A fixture with no queries skips every threshold (and `notes` says so): then the
+    known-item check (`known_items`, whose failures and warnings join these) is the gate.
     """
     failures: list[str] = []
     warnings: list[str] = []
+    notes: list[str] = []
+    if not report.queries:
+        notes.append(
+            f"no labelled queries in {report.fixture_source}: the labelled thresholds are "
+            "skipped; the known-item check is the gate"
+        )
+        thresholds = None
     if report.n_chunks == 0:
         failures.append("the knowledge store is empty: nothing can be retrieved")
     stale = tuple(
@@ -301,6 +340,9 @@ def judge(
                 regressions.append(
                     Regression(change.retriever, change.query, change.area, message, block)
                 )
+    if known_items is not None:
+        failures.extend(known_items.failures)
+        warnings.extend(known_items.warnings)
     return EvaluationVerdict(
         severity=_severity(failures, warnings),
         failures=tuple(failures),
@@ -311,4 +353,6 @@ def judge(
         baseline=baseline,
         on_regression=on_regression,
         evaluation_key=evaluation_key,
+        known_items=known_items,
+        notes=tuple(notes),
     )

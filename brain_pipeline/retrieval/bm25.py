@@ -269,6 +269,13 @@ class BM25Index:
         """Documents in the collection (masked-out ones are not)."""
         return self._n_docs
 
+    def document_frequency(self, term: str) -> int:
+        """How many live documents contain `term` (an index term, as `tokenize` makes).
+
+        What the known-item queries (evaluation/known_items.py) call distinctive: a term
+        few of the area's passages share."""
+        return len(self._postings_of(term)[0])
+
     def search(self, query: str, limit: int = 10) -> list[tuple[str, float]]:
         """Top `limit` (id, score) for a raw query string."""
         return self.search_tokens(tokenize(query), limit)

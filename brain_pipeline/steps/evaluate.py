@@ -125,6 +125,7 @@ def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
             values[f"{name}.delta_high"] = round(float(diff.high), 4)
         values["changes"] = Table(list(CHANGES_COLUMNS), changes_rows(comparison))
         values["regressions"] = len(verdict.regressions)
+    _known_item_metadata(verdict.known_items, values)
     values["thresholds"] = _threshold_table(outcome, values)
     values["per_query"] = _per_query_table(outcome)
     values["evaluation"] = Markdown(str(outcome.markdown))
@@ -158,3 +159,21 @@ def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
         if name in inputs:
             values[name] = inputs[name] or "—"
     return values
+
+
+def _known_item_metadata(known: Any, values: dict[str, Any]) -> None:
+    """found@10 per area as numbers (the check's page plots each over evaluations), the
+    per-area table, and the line naming the known-item baseline."""
+    if known is None:
+        return
+    from brain_pipeline.evaluation.known_item_gate import TABLE_COLUMNS, table_rows
+
+    values["known_items.baseline"] = known.status
+    if not known.areas:
+        return
+    values["known_items.found_at_10"] = round(known.found / known.asked, 4) if known.asked else 0.0
+    for area in known.areas:
+        values[f"known_items.{area.area}.found_at_10"] = round(float(area.found_at_10), 4)
+        values[f"known_items.{area.area}.lost_content"] = int(area.lost_content)
+        values[f"known_items.{area.area}.lost_retrieval"] = int(area.lost_retrieval)
+    values["known_items"] = Table(list(TABLE_COLUMNS), table_rows(known))

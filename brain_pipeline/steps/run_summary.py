@@ -58,6 +58,11 @@ def check_line(
         for key in shown
         if key in metadata
     )
+    if "known_items.found_at_10" in metadata:  # the no-label gate's figure (known items)
+        known = metadata["known_items.found_at_10"]
+        figures += (", " if figures else "") + (
+            f"known items found@10 {float(getattr(known, 'value', known)):.3f}"
+        )
     if passed:
         verdict = "passed"
     elif severity == "WARN":

@@ -35,6 +35,14 @@ def test_the_figures_are_bm25s_alone_and_named_so_without_vectors() -> None:
     assert _check(True, "ERROR", FIGURES, lexical=True).endswith("(lexical BM25 nDCG@10 0.612)")
 
 
+def test_the_known_item_figure_follows_and_stands_alone_without_labels() -> None:
+    known = {"known_items.found_at_10": Wrapped(0.9375)}
+    assert _check(True, "ERROR", known, lexical=True).endswith("(known items found@10 0.938)")
+    assert _check(True, "ERROR", {**FIGURES, **known}, lexical=True).endswith(
+        "(lexical BM25 nDCG@10 0.612, known items found@10 0.938)"
+    )
+
+
 def test_dagster_metadata_values_give_the_same_line_as_plain_ones() -> None:
     wrapped = {key: Wrapped(value) for key, value in FIGURES.items()}
     assert _check(False, "ERROR", wrapped) == _check(False, "ERROR", FIGURES)

@@ -1,0 +1,195 @@
+"""Where the known-item check keeps what outlives one evaluation (state/known-items/).
+
+- `queries.json`: chunk id -> its learner query (or null: nothing distinctive), for the
+  ids of the current store, so an unchanged chunk keeps its query across builds and is
+  never read or tokenised again (known_items.QUERY_VERSION keys it).
+- `answers.json`: per area, the agent's top 10 for each known-item query, under a key of
+  the area's ids (and its vectors, in hybrid mode): an area a build did not touch is not
+  searched again, which is what keeps a one-edit run cheap.
+- `candidates/<key>.json`: the known items of an evaluated store (its sample with ranks)
+  and its chunk count per area, keyed by the store's and the vectors' digests; the few
+  newest are kept.
+- `baseline.json`: the candidate of the store last published (or accepted), copied by
+  `record_baseline` when the evaluation baseline is recorded: what the next build is
+  asked against.
+
+Every write is atomic; a file that cannot be read is set aside once and counts as absent
+(a cache miss, or "no known-item baseline" in one line). No Dagster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from brain_pipeline.evaluation.known_item_gate import KnownItemBaseline
+from brain_pipeline.evaluation.known_items import QUERY_VERSION, KnownItem
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.digest import value_digest
+
+_FORMAT = 1
+_KEEP_CANDIDATES = 8
+NO_BASELINE = (
+    "no known-item baseline yet (nothing published since the known-item check began): "
+    "the check passes; the next publication records one"
+)
+
+
+def directory(layout: StateLayout) -> Path:
+    return layout.state_dir / "known-items"
+
+
+def _read_json(path: Path, what: str, *, cache: bool = True) -> Any:
+    """The file's JSON, or None when it is absent (or, for a cache, cannot be read: a
+    cache miss costs a search, never the evaluation)."""
+    absent: tuple[type[OSError], ...] = (
+        (OSError,) if cache else (FileNotFoundError, NotADirectoryError)
+    )
+
+    def load() -> Any:
+        try:
+            return json.loads(path.read_bytes())
+        except absent:
+            return None
+
+    return healed(path, load, what=what, consequence="rebuilt (a cache miss)")
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    atomic_write_bytes(path, payload.encode("utf-8"))
+
+
+def load_queries(layout: StateLayout) -> dict[str, str | None]:
+    data = _read_json(directory(layout) / "queries.json", "known-item query cache")
+    if not isinstance(data, dict) or data.get("version") != QUERY_VERSION:
+        return {}
+    queries = data.get("queries")
+    return dict(queries) if isinstance(queries, dict) else {}
+
+
+def save_queries(layout: StateLayout, queries: Mapping[str, str | None], live: set[str]) -> None:
+    """Keep the queries of live ids only (the file stays the size of the store)."""
+    kept = {i: q for i, q in queries.items() if i in live}
+    _write_json(directory(layout) / "queries.json", {"version": QUERY_VERSION, "queries": kept})
+
+
+def load_answers(layout: StateLayout) -> dict[str, Any]:
+    data = _read_json(directory(layout) / "answers.json", "known-item answer cache")
+    return data if isinstance(data, dict) else {}
+
+
+def save_answers(layout: StateLayout, answers: Mapping[str, Any]) -> None:
+    _write_json(directory(layout) / "answers.json", dict(answers))
+
+
+def candidate_key(store_sha256: str | None, embeddings_sha256: str | None) -> str:
+    return value_digest({"store": store_sha256, "embeddings": embeddings_sha256})[:24]
+
+
+def save_candidate(
+    layout: StateLayout,
+    key: str,
+    items: Sequence[KnownItem],
+    area_chunks: Mapping[str, int],
+    notes: Sequence[str],
+) -> None:
+    folder = directory(layout) / "candidates"
+    data = {
+        "format": _FORMAT,
+        "items": [item.to_dict() for item in items],
+        "area_chunks": dict(area_chunks),
+        "notes": list(notes),
+    }
+    _write_json(folder / f"{key}.json", data)
+    old = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for stale in old[_KEEP_CANDIDATES:]:
+        stale.unlink(missing_ok=True)
+
+
+def _parse(data: Any) -> tuple[list[KnownItem], dict[str, int]]:
+    if not isinstance(data, dict) or data.get("format") != _FORMAT:
+        raise ValueError("not a known-item file of this format")
+    items = [KnownItem.from_dict(i) for i in data["items"]]
+    chunks = {str(a): int(n) for a, n in dict(data["area_chunks"]).items()}
+    return items, chunks
+
+
+def record_baseline(
+    layout: StateLayout,
+    key: str,
+    *,
+    kind: str,
+    note: str | None = None,
+    now: Callable[[], datetime] | None = None,
+) -> str:
+    """Make candidate `key` the known-item baseline; the one line saying what happened."""
+    path = directory(layout) / "candidates" / f"{key}.json"
+    data = _read_json(path, "known-item candidate")
+    if data is None:
+        return clear_baseline(layout, "no known items were kept for this store")
+    _parse(data)  # refuse to copy what could not be read back
+    when = (now or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds")
+    _write_json(
+        directory(layout) / "baseline.json",
+        {**data, "kind": kind, "note": note, "when": when, "candidate": key},
+    )
+    return f"known items: {len(data['items'])} known items recorded as the baseline ({kind})"
+
+
+def clear_baseline(layout: StateLayout, why: str) -> str:
+    """No known-item baseline (the published store has no known items): asking the next
+    build about another store's passages would blame it for the difference."""
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        (directory(layout) / "baseline.json").unlink()
+    return (
+        f"known items: {why}; the known-item baseline is cleared (the check passes until "
+        "the next publication records one)"
+    )
+
+
+def load_baseline(layout: StateLayout) -> KnownItemBaseline | str:
+    """The known-item baseline, or the one line saying why there is none."""
+    path = directory(layout) / "baseline.json"
+    try:
+        data = _read_json(path, "known-item baseline", cache=False)
+    except OSError as exc:
+        return f"no known-item baseline: {path} is unreadable ({exc.strerror}): the check passes"
+    if data is None:
+        return NO_BASELINE
+    try:
+        items, chunks = _parse(data)
+    except (KeyError, TypeError, ValueError):
+        return (
+            f"no known-item baseline: {path} is of another format: the check passes; "
+            "the next publication records one"
+        )
+    how = "accepted" if data.get("kind") == "accepted" else "published"
+    note = f" ({data['note']})" if data.get("note") else ""
+    describe = f"known items of the store {how} {data.get('when', '?')}{note}"
+    return KnownItemBaseline(tuple(items), chunks, describe)
+
+
+
+def load_query_vectors(layout: StateLayout, model: str) -> dict[str, list[float]]:
+    """Known-item query vectors made by `model`: a query is embedded once, ever."""
+    data = _read_json(directory(layout) / "query-vectors.json", "known-item query vectors")
+    if not isinstance(data, dict) or data.get("model") != model:
+        return {}
+    vectors = data.get("vectors")
+    return dict(vectors) if isinstance(vectors, dict) else {}
+
+
+def save_query_vectors(
+    layout: StateLayout, model: str, vectors: Mapping[str, list[float]], keep: set[str]
+) -> None:
+    """Keep the vectors of the queries still asked (the baseline's and the candidate's)."""
+    kept = {q: v for q, v in vectors.items() if q in keep}
+    _write_json(directory(layout) / "query-vectors.json", {"model": model, "vectors": kept})

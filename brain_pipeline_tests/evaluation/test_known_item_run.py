@@ -1,0 +1,206 @@
+"""The known-item check inside the evaluation service: baselines, caches, bad state."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
+from brain_pipeline.corpus.store_reader import open_store_view
+from brain_pipeline.evaluation import eval_record
+from brain_pipeline.evaluation.known_item_gate import KnownItemSettings
+from brain_pipeline.evaluation.known_item_run import KnownItemRun, run_known_items
+from brain_pipeline.evaluation.known_item_state import NO_BASELINE, directory
+from brain_pipeline.evaluation.service import (
+    EvaluationOutcome,
+    accept_evaluation,
+    evaluate_store_dir,
+    record_as_baseline,
+)
+from brain_pipeline.publishing.gate import decide
+from brain_pipeline.retrieval.vectors import EmbeddingStore, quantize
+from brain_pipeline.retrieval.view_source import ViewSource
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.corpus.views import clear_views
+from brain_pipeline_tests.evaluation.helpers import WordHashEmbedder
+from brain_pipeline_tests.evaluation.known_item_corpus import corpus, passage
+
+
+class Build:
+    def __init__(self, tmp_path: Path) -> None:
+        self.dir = tmp_path / "build"
+        self.dir.mkdir()
+        self.layout = StateLayout.of(self.dir)
+        fixture = tmp_path / "fixture.json"
+        fixture.write_text(json.dumps({"queries": []}))
+        config = tmp_path / "corpus_config.yaml"
+        config.write_text(
+            f"build_dir: {self.dir}\nembedding:\n  provider: none\n"
+            f"evaluation:\n  fixture: {fixture}\n  thresholds:\n    bm25:\n"
+            "      min_ndcg_at_10: 0.9\n  known_items:\n    sample_per_area: 12\n"
+        )
+        self.cfg: BrainConfig = load_config(config, env={})
+
+    def store(self, chunks: list[Chunk]) -> None:
+        tmp = self.dir / ".store.tmp"
+        tmp.write_bytes(serialize_store(chunks))
+        os.replace(tmp, self.dir / "knowledge-store.json")
+        clear_views()
+
+    def evaluate(self) -> EvaluationOutcome:
+        return evaluate_store_dir(self.cfg, self.dir)
+
+    def publish(self, outcome: EvaluationOutcome) -> dict[str, object]:
+        record = eval_record.lookup(self.layout, str(outcome.record_key))
+        assert record is not None
+        return record_as_baseline(self.cfg, record, kind="published")
+
+
+@pytest.fixture
+def build(tmp_path: Path) -> Build:
+    return Build(tmp_path)
+
+
+def test_no_labels_and_no_baseline_pass_and_say_both(build: Build) -> None:
+    build.store(corpus())
+    outcome = build.evaluate()
+    assert outcome.verdict.severity == "PASS"
+    assert outcome.verdict.line() == (
+        f"PASSED: no labelled queries in {build.cfg.evaluation.fixture}: the labelled "
+        "thresholds are skipped; the known-item check is the gate; known items: "
+        + NO_BASELINE
+    )
+    assert decide(outcome.verdict, force=False, store_chunk_count=96).allowed
+
+
+def test_a_publication_records_the_baseline_and_damage_then_blocks(build: Build) -> None:
+    chunks = corpus()
+    build.store(chunks)
+    summary = build.publish(build.evaluate())
+    assert summary["known_items"] == (
+        "known items: 24 known items recorded as the baseline (published)"
+    )
+    assert (directory(build.layout) / "baseline.json").is_file()
+    build.store([c for c in chunks if c.area != "beta"])
+    outcome = build.evaluate()
+    assert outcome.verdict.severity == "ERROR"
+    assert outcome.verdict.failures[0].startswith(
+        "known items: area beta disappeared: its 48 chunk(s) are gone"
+    )
+    assert not decide(outcome.verdict, force=False, store_chunk_count=48).allowed
+    accepted = accept_evaluation(build.cfg, build.layout, str(outcome.record_key), "beta retired")
+    assert accepted is not None and accepted.severity == "PASS"
+    assert decide(accepted, force=False, store_chunk_count=48).allowed
+    again = build.evaluate()  # asked against the accepted store's known items now
+    assert again.verdict.severity == "PASS"
+    assert "accepted" in str(again.verdict.known_items and again.verdict.known_items.status)
+
+
+def test_a_one_edit_build_searches_only_the_edited_area(build: Build) -> None:
+    chunks = corpus()
+    build.store(chunks)
+    first = build.evaluate()
+    assert first.known_item_run is not None and first.known_item_run.searched == 24
+    build.publish(first)
+    unchanged = build.evaluate()
+    assert unchanged.known_item_run is not None and unchanged.known_item_run.searched == 0
+    text = passage("alpha", 777)
+    build.store([*chunks, Chunk(chunk_id(text), text, "alpha", "alpha/new.md")])
+    edited = build.evaluate()
+    assert edited.known_item_run is not None
+    assert 0 < edited.known_item_run.searched <= 13  # alpha's 12 (+ the new chunk's own)
+    assert edited.verdict.severity == "PASS"
+
+
+def test_publishing_an_evaluation_from_before_the_check_clears_the_baseline(
+    build: Build,
+) -> None:
+    build.store(corpus())
+    outcome = build.evaluate()
+    build.publish(outcome)
+    assert (directory(build.layout) / "baseline.json").exists()
+    record = dict(eval_record.lookup(build.layout, str(outcome.record_key)) or {})
+    record.pop("known_items_candidate")  # as a rollback to an old publication finds it
+    summary = record_as_baseline(build.cfg, record, kind="published")
+    assert summary["known_items"] == (
+        "known items: this evaluation predates the known-item check; the known-item "
+        "baseline is cleared (the check passes until the next publication records one)"
+    )
+    assert not (directory(build.layout) / "baseline.json").exists()
+    assert build.evaluate().verdict.severity == "PASS"
+
+
+def test_a_damaged_baseline_is_set_aside_and_the_check_passes_saying_so(build: Build) -> None:
+    build.store(corpus())
+    build.publish(build.evaluate())
+    baseline = directory(build.layout) / "baseline.json"
+    baseline.write_bytes(b"{not json")
+    outcome = build.evaluate()
+    assert outcome.verdict.severity == "PASS"
+    known = outcome.verdict.known_items
+    assert known is not None and known.status == NO_BASELINE
+    assert not baseline.exists()
+
+
+def test_the_query_cache_keeps_a_chunks_query_across_builds(build: Build) -> None:
+    chunks = corpus()
+    build.store(chunks)
+    build.evaluate()
+    cache = json.loads((directory(build.layout) / "queries.json").read_text())["queries"]
+    text = passage("beta", 4242)
+    build.store([*chunks, Chunk(chunk_id(text), text, "beta", "beta/new.md")])
+    build.evaluate()
+    after = json.loads((directory(build.layout) / "queries.json").read_text())["queries"]
+    assert {i: after[i] for i in cache} == cache
+
+
+def _hybrid_run(build: Build, chunks: list[Chunk], embedder: WordHashEmbedder,
+                vectors: np.ndarray | None = None) -> KnownItemRun:
+    build.store(chunks)
+    layout = build.layout
+    view = open_store_view(build.dir / "knowledge-store.json", layout)
+    matrix = vectors if vectors is not None else quantize(
+        embedder.embed_documents([c.content for c in chunks])
+    )
+    store = EmbeddingStore(embedder.name, embedder.dimension, [c.id for c in chunks], matrix)
+    return run_known_items(
+        ViewSource(view, layout), layout, sample_per_area=12, settings=KnownItemSettings(),
+        embeddings=store, query_embedder=embedder.embed_query, query_model=embedder.name,
+        store_sha256=view.sha256,
+    )
+
+
+def test_hybrid_embeds_each_query_once_and_an_area_whose_vectors_changed_is_asked_again(
+    build: Build,
+) -> None:
+    embedder = WordHashEmbedder()
+    chunks = corpus()
+    first = _hybrid_run(build, chunks, embedder)
+    assert (first.searched, first.embedded, embedder.queries_embedded) == (24, 24, 24)
+    again = _hybrid_run(build, chunks, embedder)
+    assert (again.searched, again.embedded) == (0, 0)
+    # Same ids, other vectors for beta: beta is searched again, with the cached vectors.
+    matrix = quantize(embedder.embed_documents([c.content for c in chunks]))
+    matrix[[i for i, c in enumerate(chunks) if c.area == "beta"]] //= 2
+    moved = _hybrid_run(build, chunks, embedder, matrix)
+    assert (moved.searched, moved.embedded) == (12, 0)
+    assert embedder.queries_embedded == 24
+
+
+def test_an_unwritable_state_directory_costs_the_memory_not_the_evaluation(
+    build: Build,
+) -> None:
+    build.store(corpus())
+    blocker = directory(build.layout)
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("a file where the known-item folder goes")
+    outcome = build.evaluate()
+    run = outcome.known_item_run
+    assert run is not None and run.candidate is None
+    assert outcome.verdict.severity == "PASS"
+    assert any(n.startswith("known items not saved (") for n in run.verdict.notes)

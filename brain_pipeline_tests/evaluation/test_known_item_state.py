@@ -1,0 +1,67 @@
+"""The known-item state files: what survives a build, and what a damaged file costs."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+
+from brain_pipeline.evaluation import known_item_state as state
+from brain_pipeline.evaluation.known_items import KnownItem
+from brain_pipeline.state.layout import StateLayout
+
+ITEM = KnownItem("aws", "0123456789ab", "vpc peering", "aws/vpc.md", "VPC", "text", 1,
+                 ("0123456789ab",))
+
+
+def test_a_candidate_becomes_the_baseline_it_reads_back_as(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    key = state.candidate_key("store", None)
+    state.save_candidate(layout, key, [ITEM], {"aws": 7}, [])
+    line = state.record_baseline(layout, key, kind="accepted", note="why",
+                                 now=lambda: datetime(2026, 1, 2))
+    assert line == "known items: 1 known items recorded as the baseline (accepted)"
+    baseline = state.load_baseline(layout)
+    assert not isinstance(baseline, str)
+    assert baseline.items == (ITEM,) and dict(baseline.area_chunks) == {"aws": 7}
+    assert baseline.describe == "known items of the store accepted 2026-01-02T00:00:00 (why)"
+
+
+def test_only_the_newest_candidates_are_kept(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    for n in range(12):
+        key = state.candidate_key(f"store-{n}", None)
+        state.save_candidate(layout, key, [ITEM], {"aws": 1}, [])
+        path = state.directory(layout) / "candidates" / f"{key}.json"
+        os.utime(path, ns=(n * 10**9, n * 10**9))
+    kept = sorted((state.directory(layout) / "candidates").glob("*.json"))
+    assert len(kept) == 8
+
+
+def test_a_damaged_query_cache_is_a_cache_miss(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    state.save_queries(layout, {"a": "x y", "b": None, "gone": "z w"}, {"a", "b"})
+    assert state.load_queries(layout) == {"a": "x y", "b": None}
+    (state.directory(layout) / "queries.json").write_bytes(b"\x00\x01 not json")
+    assert state.load_queries(layout) == {}
+
+
+def test_a_baseline_of_another_format_says_so_and_passes(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    path = state.directory(layout) / "baseline.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"format": 99}))
+    line = state.load_baseline(layout)
+    assert line == (
+        f"no known-item baseline: {path} is of another format: the check passes; "
+        "the next publication records one"
+    )
+    assert state.load_baseline(StateLayout.of(tmp_path / "new")) == state.NO_BASELINE
+
+
+def test_query_vectors_are_kept_per_model_for_the_queries_still_asked(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    state.save_query_vectors(layout, "m1", {"a b": [0.5, 1.0], "old": [1.0, 0.0]}, {"a b"})
+    assert state.load_query_vectors(layout, "m1") == {"a b": [0.5, 1.0]}
+    assert state.load_query_vectors(layout, "m2") == {}
