@@ -111,13 +111,21 @@ def step_check_specs(asset: str) -> list[dg.AssetCheckSpec]:
     return [check.spec for check in STEP_CHECKS if check.asset == asset]
 
 
-def step_check_results(asset: str, cfg: BrainConfig, log: Any = None) -> list[dg.AssetCheckResult]:
-    """Every check of `asset`, evaluated now (after its step wrote its outputs)."""
-    return [
-        check_result(check.evaluate(cfg, log), check_name=check.name)
-        for check in STEP_CHECKS
-        if check.asset == asset
-    ]
+def step_check_results(
+    asset: str, cfg: BrainConfig, log: Any = None, run_id: str | None = None
+) -> list[dg.AssetCheckResult]:
+    """Every check of `asset`, evaluated now (after its step wrote its outputs). A
+    blocking check's verdict is also kept in the build directory under the digest of
+    what it judged: the publish gate of any later run reads it there."""
+    results = []
+    for check in STEP_CHECKS:
+        if check.asset != asset:
+            continue
+        verdict = check.evaluate(cfg, log)
+        if check.blocking:
+            health.record_blocking_verdict(cfg, check.name, verdict, run_id)
+        results.append(check_result(verdict, check_name=check.name))
+    return results
 
 
 def build_freshness_check(cfg: BrainConfig, clock: Any = None) -> dg.AssetChecksDefinition:
