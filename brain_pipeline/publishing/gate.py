@@ -10,7 +10,8 @@ only what publishing itself knows, the store's size and `force`.
 The rule:
 
 - an empty store is never published, whatever the verdicts and `force` (zero chunks
-  would blank the agent's knowledge);
+  would blank the agent's knowledge), nor data a check that is not `overridable` failed
+  (a store too long for the agent's loader would break the agent);
 - the data is published when every blocking check passed (PASS or WARN) on it; a WARN's
   warnings travel in the reason;
 - a blocking check that failed on this data, or has no verdict on it (it never ran on
@@ -60,6 +61,9 @@ class CheckOutcome:
     severity: str | None
     """PASS, WARN, ERROR; None when the check never judged this data."""
     description: str = ""
+    overridable: bool = True
+    """False when publishing data this check failed would break the agent: `force` does
+    not override such a failure (as it does not an empty store)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,10 @@ def decide(
     """
     if store_chunk_count <= 0:
         return Decision(False, "refusing to publish an empty store (0 chunks)")
+    unloadable = [c for c in checks if not c.overridable and _problem(c) and c.severity]
+    if unloadable:
+        problem = _short("; ".join(str(_problem(c)) for c in unloadable))
+        return Decision(False, f"refusing to publish: {problem} (force does not override it)")
     problems = [problem for check in checks if (problem := _problem(check))]
     evaluated = verdict is not None and verdict.severity in ("PASS", "WARN")
     if verdict is None:

@@ -113,6 +113,11 @@ The publish gate requires a passing verdict under that key for the store it publ
 a test pins that every blocking check in the definitions is here or is `retrieval_eval`."""
 
 
+NOT_OVERRIDABLE = frozenset({"fits_agent_string_limit"})
+"""Blocking checks whose failure `force` does not override: the agent cannot load such a
+store, so publishing it would break the agent, not merely serve worse answers."""
+
+
 def record_blocking_verdict(
     cfg: BrainConfig, check: str, verdict: CheckVerdict, run_id: str | None
 ) -> None:

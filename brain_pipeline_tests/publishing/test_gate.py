@@ -109,3 +109,16 @@ def test_force_overrides_a_failed_blocking_check_and_names_it() -> None:
     d = decide(PASS, force=True, store_chunk_count=10, checks=[failed])
     assert d.allowed and d.forced
     assert d.reason.startswith("FORCED PUBLISH: fits_agent_string_limit failed on this data")
+
+
+def test_force_does_not_override_a_check_that_is_not_overridable() -> None:
+    failed = CheckOutcome(FITS, "ERROR", "too long", overridable=False)
+    for force in (True, False):
+        d = decide(None, force=force, store_chunk_count=10, checks=[failed])
+        assert not d.allowed and not d.forced
+        assert d.reason == (
+            "refusing to publish: fits_agent_string_limit failed on this data: too long "
+            "(force does not override it)"
+        )
+    never_ran = CheckOutcome(FITS, None, overridable=False)
+    assert decide(PASS, force=True, store_chunk_count=10, checks=[never_ran]).forced

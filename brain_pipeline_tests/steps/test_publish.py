@@ -245,16 +245,28 @@ def test_a_live_store_is_not_reported_unchanged_once_a_lower_limit_fails_it(
         publish_to_agent(project.cfg, project.layout, force=False, run_id="p3", log=log)
 
 
-def test_force_publishes_a_store_over_the_limit_and_says_so(
+def test_force_does_not_publish_a_store_the_agent_cannot_load(
     project: Project, log: StepLog
 ) -> None:
-    project = _evaluated(project, log, publish=TOO_SMALL)
-    result = publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log)
+    """As before the gate read this check: the agent would fail to load it, forced or not."""
+    project = _evaluated(project, log, publish={**TOO_SMALL, "force": True})
+    with pytest.raises(StepFailure) as refused:
+        publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log)
+    assert str(refused.value).endswith("the agent cannot load it (force does not override it)")
+    assert not _live_store(project).exists()
+    assert _forced_lines(log) == []
+
+
+def test_force_publishes_a_store_its_size_check_never_judged(
+    project: Project, log: StepLog
+) -> None:
+    """A missing verdict is what `--force-publish` is for: logged once, loudly."""
+    project = _evaluated(project, log)
+    project.layout.check_verdicts.unlink()
+    publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log)
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
-    assert result.metadata["decision"].startswith(
-        "FORCED PUBLISH: fits_agent_string_limit failed on this data"
-    )
-    assert len(_forced_lines(log)) == 1
+    (forced,) = _forced_lines(log)
+    assert forced.startswith("FORCED PUBLISH: fits_agent_string_limit has not run on this data")
 
 
 # --- S3 -----------------------------------------------------------------------------------
