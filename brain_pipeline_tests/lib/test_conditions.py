@@ -5,7 +5,8 @@ observation sensor, or automation with the labelled conditions that were true
 (`lib.conditions.run_trigger`, worded by `steps.trigger`). The by-hand case runs in
 process; the other three are launched by a real `dagster-daemon` on a temporary
 DAGSTER_HOME, one instigator at a time, so which one started each run is known from the
-phase it appeared in and the tags Dagster itself puts on the run.
+phase it appeared in and the tags Dagster itself puts on the run. An automation run is
+done when the agent can read the edit: the same run rebuilds and publishes it.
 """
 
 from __future__ import annotations
