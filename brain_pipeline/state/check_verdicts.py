@@ -41,6 +41,10 @@ class CheckRecord:
     description: str
     run_id: str | None = None
     when: str = ""
+    overridable: bool = True
+    """False when `force` must not publish over this verdict (the check measured data the
+    agent cannot use); a check that crashed judged nothing, so its failure stays
+    overridable."""
 
     @property
     def blocks(self) -> bool:

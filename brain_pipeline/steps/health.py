@@ -119,11 +119,17 @@ store, so publishing it would break the agent, not merely serve worse answers.""
 
 
 def record_blocking_verdict(
-    cfg: BrainConfig, check: str, verdict: CheckVerdict, run_id: str | None
+    cfg: BrainConfig,
+    check: str,
+    verdict: CheckVerdict,
+    run_id: str | None,
+    *,
+    measured: bool = True,
 ) -> None:
     """Keep a blocking check's verdict under the key of the store it judged (the one the
     store's record stamped), so a later run's publish gate can tell whether these bytes
-    passed. Without a store record nothing was judged and nothing is kept."""
+    passed. Without a store record nothing was judged and nothing is kept. `measured` is
+    False for the failure of a check that raised: `force` may override that one."""
     record = _record(cfg, "knowledge_store")
     layout = StateLayout.of(cfg.build_dir)
     stamp = record.outputs.get(layout.store_file.name) if record is not None else None
@@ -138,6 +144,7 @@ def record_blocking_verdict(
             severity=severity,
             description=verdict.description,
             run_id=run_id,
+            overridable=not (measured and check in NOT_OVERRIDABLE),
         ),
     )
 

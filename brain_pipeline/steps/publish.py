@@ -101,17 +101,16 @@ def blocking_checks(
     evaluation's, which `evaluation_of_build` finds): severity None where it has none."""
     from brain_pipeline.publishing.gate import CheckOutcome
     from brain_pipeline.state.check_verdicts import verdict_for
-    from brain_pipeline.steps.health import BLOCKING_CHECK_KEYS, NOT_OVERRIDABLE
+    from brain_pipeline.steps.health import BLOCKING_CHECK_KEYS
 
     outcomes = []
     for check, key_of in BLOCKING_CHECK_KEYS.items():
         record = verdict_for(layout, check, key_of(cfg, store_sha256))
-        overridable = check not in NOT_OVERRIDABLE
         if record is None:
-            outcomes.append(CheckOutcome(check, None, overridable=overridable))
+            outcomes.append(CheckOutcome(check, None))
         else:
             outcomes.append(
-                CheckOutcome(check, record.severity, record.description, overridable)
+                CheckOutcome(check, record.severity, record.description, record.overridable)
             )
     return outcomes
 

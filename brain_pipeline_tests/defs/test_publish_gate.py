@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from brain_pipeline.definitions import build_definitions
 from brain_pipeline.steps.health import BLOCKING_CHECK_KEYS
@@ -26,7 +27,8 @@ EDIT = "A paragraph of the edit that the agent cannot load while the limit is lo
 
 
 def _live_files(project: Project) -> dict[str, bytes]:
-    root = project.publish_root
+    """What the agent reads: the files of its storage folder."""
+    root = project.published()
     if not root.exists():
         return {}
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
@@ -76,7 +78,7 @@ def test_a_launch_of_the_publish_asset_alone_is_refused_after_a_failed_blocking_
         "publishing refused: refusing to publish: fits_agent_string_limit failed on this "
         "data: knowledge-store.json is " in refusal
     ), refusal
-    assert "retrieval_eval has not run on this data" in refusal  # the vectors were not built
+    assert refusal.rstrip().endswith("the agent cannot load it (force does not override it)")
 
     # A selection below the failed check: the evaluation runs and passes, the gate refuses.
     below = project.materialize("embeddings*")
@@ -91,3 +93,38 @@ def test_a_launch_of_the_publish_asset_alone_is_refused_after_a_failed_blocking_
     assert project.materialize().success
     live = project.published() / "knowledge-store.json"
     assert EDIT in live.read_text(encoding="utf-8")
+
+
+def test_force_publish_does_not_publish_a_store_the_agent_cannot_load(tmp_path: Path) -> None:
+    project = make_tiny_project(tmp_path)
+    project.write_config(**{LIMIT: TOO_SMALL})
+    assert not project.materialize().success
+    forced = project.materialize("embeddings*", force_publish=True)
+    assert not forced.success
+    assert any("(force does not override it)" in line for line in forced.lines), forced.lines
+    assert _live_files(project) == {}
+
+
+def _raise(*_args: object, **_kwargs: object) -> object:
+    raise RuntimeError("the check itself broke")
+
+
+def test_force_publish_overrides_a_size_check_that_could_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that raised measured nothing: refused, and what `--force-publish` is for."""
+    project = make_tiny_project(tmp_path)
+    monkeypatch.setattr("brain_pipeline.steps.health.fits_agent_string_limit", _raise)
+    assert not project.materialize().success
+    below = project.materialize("embeddings*")
+    assert not below.success
+    assert any(
+        "fits_agent_string_limit failed on this data: the check could not run: RuntimeError"
+        in line
+        for line in below.lines
+    ), below.lines
+    assert _live_files(project) == {}
+    assert project.materialize("embeddings*", force_publish=True).success
+    assert (project.published() / "knowledge-store.json").read_bytes() == (
+        project.store_file.read_bytes()
+    )
