@@ -28,7 +28,8 @@ PUBLISH_CONDITION = publish_condition()
 
 class PublishConfig(dg.Config):
     force: bool = False
-    """Publish even though no passing evaluation of this data is recorded (logged)."""
+    """Publish even though a blocking check did not pass on this data (logged; never a
+    store the agent cannot load)."""
 
 
 def publication_freshness(cfg: BrainConfig) -> dg.FreshnessPolicy:

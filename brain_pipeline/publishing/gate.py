@@ -94,13 +94,13 @@ def decide(
     if unloadable:
         problem = _short("; ".join(str(_problem(c)) for c in unloadable))
         return Decision(False, f"refusing to publish: {problem} (force does not override it)")
-    problems = [problem for check in checks if (problem := _problem(check))]
+    problems = [found for check in checks if (found := _problem(check))]
     evaluated = verdict is not None and verdict.severity in ("PASS", "WARN")
     if verdict is None:
         problems.append(f"{EVALUATION_CHECK} has not run on this data ({RUN_CHECKS})")
     elif not evaluated:
         failures = "; ".join(verdict.failures) or verdict.headline()
-        problems.append(f"the retrieval evaluation of this data failed: {failures}")
+        problems.append(f"{EVALUATION_CHECK} failed on this data: {failures}")
     if not problems:
         passed = ", ".join([EVALUATION_CHECK, *(check.check for check in checks)])
         reason = f"every blocking check passed on this data ({passed})"

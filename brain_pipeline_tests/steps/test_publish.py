@@ -129,7 +129,7 @@ def test_force_publishes_a_failed_build_and_says_forced_publish_once(
 
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     assert result.metadata["decision"].startswith(
-        "FORCED PUBLISH: the retrieval evaluation of this data failed: bm25: 1 misses > maximum 0"
+        "FORCED PUBLISH: retrieval_eval failed on this data: bm25: 1 misses > maximum 0"
     )
     assert _forced_lines(log) == [result.metadata["decision"]]
 
