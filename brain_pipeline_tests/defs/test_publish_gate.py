@@ -11,6 +11,7 @@ the project's configuration.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pytest
@@ -18,6 +19,7 @@ import pytest
 from brain_pipeline.definitions import build_definitions
 from brain_pipeline.steps.health import BLOCKING_CHECK_KEYS
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus, make_tiny_project
+from brain_pipeline_tests.defs.gate_job import reingest_job
 
 PUBLISHED = dg.AssetKey("published_local")
 LIMIT = "publish.agent_string_limit"
@@ -34,7 +36,7 @@ def _live_files(project: Project) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def _refusal(result: dg.ExecuteInProcessResult) -> str:
+def _refusal(result: Any) -> str:
     """The publish step's failure, as Dagster recorded it."""
     (failure,) = [
         event
@@ -128,3 +130,30 @@ def test_force_publish_overrides_a_size_check_that_could_not_run(
     assert (project.published() / "knowledge-store.json").read_bytes() == (
         project.store_file.read_bytes()
     )
+
+
+def test_a_re_execution_of_the_publish_step_of_a_failed_run_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schedule's job blocked by the size check, then the UI's "re-execute" of its
+    publish step alone: the check is not part of the re-execution, its verdict is."""
+    project = make_tiny_project(tmp_path)
+    project.write_config(**{LIMIT: TOO_SMALL})
+    monkeypatch.setenv("BRAIN_CONFIG", str(project.config_path))
+    job = dg.reconstructable(reingest_job)
+    with dg.instance_for_test() as instance:
+        with dg.execute_job(job, instance, raise_on_error=False) as failed:
+            assert not failed.success
+            started = {
+                event.step_key
+                for event in failed.all_events
+                if event.event_type == dg.DagsterEventType.STEP_START
+            }
+            assert "published_local" not in started  # Dagster's blocking, in this run
+        options = dg.ReexecutionOptions(failed.run_id, step_selection=["published_local"])
+        with dg.execute_job(
+            job, instance, reexecution_options=options, raise_on_error=False
+        ) as again:
+            assert not again.success
+            assert "fits_agent_string_limit failed on this data" in _refusal(again)
+    assert _live_files(project) == {}
