@@ -3,6 +3,9 @@
 They read the build directory's records (no re-computation) and never block, except
 `fits_agent_string_limit`: a store the agent's Node.js loader cannot read must not go
 out, so past the limit it fails with ERROR severity and blocks everything downstream.
+Dagster's blocking acts only inside its run, so its verdict is also recorded under the
+digest of the store and limit it judged (`record_blocking_verdict`), where the publish
+gate of any later run looks for it (`BLOCKING_CHECK_KEYS`).
 """
 
 from __future__ import annotations
