@@ -10,8 +10,8 @@
 - `automation_sensor` is that launcher. It evaluates the assets' automation conditions
   (`lib.conditions`: `knowledge_chunks` on `eager()` or a corpus version it has not
   read, and why `eager()` alone would lose edits), so one edit makes one run: the chunks,
-  then the store and the vectors in the same run; the publish steps only once every
-  blocking check upstream has passed.
+  then the store and the vectors and `retrieval_eval` in the same run; the publish steps
+  only once every blocking check upstream has passed (their own gate refuses otherwise).
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
-"""The blocking `retrieval_eval` check (its step: `steps.evaluate`)."""
+"""The blocking `retrieval_eval` check (its step: `steps.evaluate`).
 
-
+It has an automation condition of its own (`lib.conditions.evaluation_condition`), so an
+automation run that rebuilds the vectors evaluates them too, and its publish step finds
+the verdict it requires.
+"""
 
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
+from brain_pipeline.lib.conditions import evaluation_condition
 from brain_pipeline.lib.steps import EVAL_FIXTURE, check_result, claim_build_dir
 from brain_pipeline.steps.evaluate import evaluate_for_check
 
@@ -19,6 +23,7 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
         name=CHECK_NAME,
         blocking=True,
         additional_deps=[EVAL_FIXTURE],
+        automation_condition=evaluation_condition(),
         description=(
             "Runs the labelled fixture through the legacy baseline, BM25 and hybrid retrieval "
             "on the built store and vectors. Fails (ERROR, blocking) when a threshold from "

@@ -48,10 +48,11 @@ class StepCheck:
             name=self.name, asset=self.asset, description=self.description, blocking=self.blocking
         )
 
-    def evaluate(self, cfg: BrainConfig, log: Any = None) -> CheckVerdict:
-        """The verdict; one that raises is a failed verdict at the check's severity."""
+    def judge(self, cfg: BrainConfig, log: Any = None) -> tuple[CheckVerdict, bool]:
+        """The verdict, and whether the check measured anything: one that raises is a
+        failed verdict at the check's severity, that measured nothing."""
         try:
-            return self.verdict(cfg)
+            return self.verdict(cfg), True
         except Exception as exc:
             if log is not None:
                 log.error(f"{self.name} could not run:\n{traceback.format_exc()}")
@@ -59,7 +60,7 @@ class StepCheck:
                 False,
                 "ERROR" if self.blocking else "WARN",
                 f"the check could not run: {type(exc).__name__}: {exc}",
-            )
+            ), False
 
 
 STEP_CHECKS = (
@@ -111,13 +112,21 @@ def step_check_specs(asset: str) -> list[dg.AssetCheckSpec]:
     return [check.spec for check in STEP_CHECKS if check.asset == asset]
 
 
-def step_check_results(asset: str, cfg: BrainConfig, log: Any = None) -> list[dg.AssetCheckResult]:
-    """Every check of `asset`, evaluated now (after its step wrote its outputs)."""
-    return [
-        check_result(check.evaluate(cfg, log), check_name=check.name)
-        for check in STEP_CHECKS
-        if check.asset == asset
-    ]
+def step_check_results(
+    asset: str, cfg: BrainConfig, log: Any = None, run_id: str | None = None
+) -> list[dg.AssetCheckResult]:
+    """Every check of `asset`, evaluated now (after its step wrote its outputs). A
+    blocking check's verdict is also kept in the build directory under the digest of
+    what it judged: the publish gate of any later run reads it there."""
+    results = []
+    for check in STEP_CHECKS:
+        if check.asset != asset:
+            continue
+        verdict, measured = check.judge(cfg, log)
+        if check.blocking:
+            health.record_blocking_verdict(cfg, check.name, verdict, run_id, measured=measured)
+        results.append(check_result(verdict, check_name=check.name))
+    return results
 
 
 def build_freshness_check(cfg: BrainConfig, clock: Any = None) -> dg.AssetChecksDefinition:

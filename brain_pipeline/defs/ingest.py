@@ -176,7 +176,9 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
             result = assemble_knowledge_store(
                 cfg, layout, run_id=context.run.run_id, log=context.log
             )
-        return materialize_result(result, step_check_results("knowledge_store", cfg, context.log))
+        return materialize_result(
+            result, step_check_results("knowledge_store", cfg, context.log, context.run.run_id)
+        )
 
     return knowledge_store
 

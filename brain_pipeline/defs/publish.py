@@ -1,4 +1,5 @@
-"""Assets `published_local` and `published_s3` (group publish), gated by `retrieval_eval`.
+"""Assets `published_local` and `published_s3` (group publish), gated by every blocking
+check's recorded verdict on the bytes they would publish (`steps.publish.gate`).
 
 The steps themselves (the gate, the manifest, the records) are `steps.publish`; here they
 meet their resources and their results become metadata.
@@ -27,7 +28,8 @@ PUBLISH_CONDITION = publish_condition()
 
 class PublishConfig(dg.Config):
     force: bool = False
-    """Publish even though no passing evaluation of this data is recorded (logged)."""
+    """Publish even though a blocking check did not pass on this data (logged; never a
+    store the agent cannot load)."""
 
 
 def publication_freshness(cfg: BrainConfig) -> dg.FreshnessPolicy:
@@ -55,7 +57,8 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
         description=(
             "Writes knowledge-store.json (and embeddings.bin when its model is the agent's query "
             "model) plus manifest.json to the agent's src/storage, and to dist/storage when the "
-            "agent has a dist/ build. Refuses unless retrieval_eval passed for these exact inputs."
+            "agent has a dist/ build. Refuses, in any run, unless every blocking check "
+            "(retrieval_eval, fits_agent_string_limit) passed on these exact bytes."
         ),
     )
     def published_local(

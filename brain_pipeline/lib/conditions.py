@@ -108,9 +108,20 @@ def downstream_condition() -> dg.AutomationCondition[Any]:
     )
 
 
+def evaluation_condition() -> dg.AutomationCondition[Any]:
+    """`retrieval_eval`, a check defined apart from its asset: in the run that rebuilds the
+    vectors it judges, or after its asset or fixture changed. Without a condition of its
+    own Dagster never puts it in an automation run (only the checks in an asset's
+    `check_specs` join their asset), so the publish step of that run would find no
+    evaluation of the new data and refuse every automated edit."""
+    return downstream_condition()
+
+
 def publish_condition() -> dg.AutomationCondition[Any]:
     """The publish steps: as the store and vectors, once every blocking check upstream has
-    passed (or will run first in the same run, where it still blocks)."""
+    passed (or will run first in the same run, where it still blocks; `retrieval_eval`
+    is requested with the vectors by `evaluation_condition`). The publish step's own gate
+    refuses whatever a blocking check did not pass, in this run or before."""
     condition = dg.AutomationCondition
     return (
         (condition.eager() | _with_upstream_run()) & condition.all_deps_blocking_checks_passed()

@@ -1,22 +1,29 @@
 """May this build be published, and why: the one rule, without any Dagster in it.
 
-The evaluation judges once (`evaluation.verdict.judge`) and its record keeps the
-`EvaluationVerdict` for exactly the inputs it evaluated; both publish steps read that verdict back
-and ask `decide`. Nothing here re-judges a threshold or re-runs the comparison with the
-baseline: the verdict's severity is the evaluation's answer, and this module adds only
-what publishing itself knows, the store's size and `force`.
+Every blocking check records its verdict keyed by exactly what it judged: the
+evaluation (`evaluation.verdict.judge`) in its record, keyed by all its inputs, the
+others in `state.check_verdicts`, keyed by the store they judged. Both publish steps read
+back the verdicts for the bytes they are about to publish and ask `decide`. Nothing here
+re-judges a threshold: a verdict's severity is its check's answer, and this module adds
+only what publishing itself knows, the store's size and `force`.
 
 The rule:
 
-- an empty store is never published, whatever the verdict and `force` (zero chunks would
-  blank the agent's knowledge);
-- a verdict of PASS or WARN is published (a WARN's warnings travel in the reason);
-- an ERROR verdict, or none at all (the evaluation never ran on these bytes, or its
-  record is unreadable), is refused unless `force` is set, and a forced publication says
-  so in its reason, which the caller logs once.
+- an empty store is never published, whatever the verdicts and `force` (zero chunks
+  would blank the agent's knowledge), nor data a check that is not `overridable` failed
+  (a store too long for the agent's loader would break the agent);
+- the data is published when every blocking check passed (PASS or WARN) on it; a WARN's
+  warnings travel in the reason;
+- a blocking check that failed on this data, or has no verdict on it (it never ran on
+  these bytes, in this run or any other, or its record is unreadable), refuses, naming the
+  check and what to run, unless `force` is set; a forced publication says so in its
+  reason, which the caller logs once.
 
-`decide` reads the verdict through `VerdictLike` (severity, failures, warnings and
-`headline()`), so this package does not import the evaluation package.
+Dagster blocks only inside the run a check ran in; this rule holds whatever the run
+selected (a CLI `--select`, a UI launch, a re-execution, automation, a backfill).
+
+`decide` reads the evaluation's verdict through `VerdictLike` (severity, failures,
+warnings and `headline()`), so this package does not import the evaluation package.
 """
 
 from __future__ import annotations
@@ -41,6 +48,24 @@ class VerdictLike(Protocol):
     def headline(self) -> str: ...
 
 
+EVALUATION_CHECK = "retrieval_eval"
+RUN_CHECKS = "run `brain-pipeline materialize`, whose run checks the build before it publishes"
+"""What to run when a blocking check never judged the data: a whole run."""
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A blocking check's verdict on the data about to be published."""
+
+    check: str
+    severity: str | None
+    """PASS, WARN, ERROR; None when the check never judged this data."""
+    description: str = ""
+    overridable: bool = True
+    """False when publishing data this check failed would break the agent: `force` does
+    not override such a failure (as it does not an empty store)."""
+
+
 @dataclass(frozen=True)
 class Decision:
     """`allowed` and the sentence that explains it; `forced` when `force` overrode a refusal."""
@@ -50,23 +75,41 @@ class Decision:
     forced: bool = False
 
 
-def decide(verdict: VerdictLike | None, *, force: bool, store_chunk_count: int) -> Decision:
-    """Publish or not, and why, from the evaluation's verdict (see the module docstring).
+def decide(
+    verdict: VerdictLike | None,
+    *,
+    force: bool,
+    store_chunk_count: int,
+    checks: Sequence[CheckOutcome] = (),
+) -> Decision:
+    """Publish or not, and why, from every blocking check's verdict on this data (see the
+    module docstring).
 
-    `verdict` is None when no evaluation of exactly these inputs is recorded.
+    `verdict` is the evaluation's, None when no evaluation of exactly these inputs is
+    recorded; `checks` are the other blocking checks'.
     """
     if store_chunk_count <= 0:
         return Decision(False, "refusing to publish an empty store (0 chunks)")
-    if verdict is not None and verdict.severity in ("PASS", "WARN"):
-        reason = "the retrieval evaluation of this data passed"
-        if verdict.severity == "WARN":
-            reason += " with warnings: " + "; ".join(verdict.warnings)
-        return Decision(True, _short(reason))
+    unloadable = [c for c in checks if not c.overridable and _problem(c) and c.severity]
+    if unloadable:
+        problem = _short("; ".join(str(_problem(c)) for c in unloadable))
+        return Decision(False, f"refusing to publish: {problem} (force does not override it)")
+    problems = [found for check in checks if (found := _problem(check))]
+    evaluated = verdict is not None and verdict.severity in ("PASS", "WARN")
     if verdict is None:
-        problem = "the retrieval evaluation has not run on this data"
-    else:
+        problems.append(f"{EVALUATION_CHECK} has not run on this data ({RUN_CHECKS})")
+    elif not evaluated:
         failures = "; ".join(verdict.failures) or verdict.headline()
-        problem = _short(f"the retrieval evaluation of this data failed: {failures}")
+        problems.append(f"{EVALUATION_CHECK} failed on this data: {failures}")
+    if not problems:
+        passed = ", ".join([EVALUATION_CHECK, *(check.check for check in checks)])
+        reason = f"every blocking check passed on this data ({passed})"
+        warnings = list(verdict.warnings) if verdict is not None else []
+        warnings += [c.description for c in checks if c.severity == "WARN"]
+        if warnings:
+            reason += " with warnings: " + "; ".join(warnings)
+        return Decision(True, _short(reason))
+    problem = _short("; ".join(problems))
     if force:
         return Decision(
             True,
@@ -74,6 +117,15 @@ def decide(verdict: VerdictLike | None, *, force: bool, store_chunk_count: int) 
             forced=True,
         )
     return Decision(False, f"refusing to publish: {problem} (set force to override)")
+
+
+def _problem(check: CheckOutcome) -> str | None:
+    """Why `check` keeps this data from being published; None when it does not."""
+    if check.severity is None:
+        return f"{check.check} has not run on this data ({RUN_CHECKS})"
+    if check.severity in ("PASS", "WARN"):
+        return None
+    return f"{check.check} failed on this data: {check.description}"
 
 
 def _short(reason: str) -> str:

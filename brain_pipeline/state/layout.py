@@ -13,6 +13,7 @@
     assets/            one record per asset: inputs' digests -> outputs' digests
     embedding-gaps.json chunks refused by the embedding service, skipped or truncated
     eval.json          the last evaluation keyed by its input digests (publish gate)
+    check-verdicts.json the other blocking checks' verdicts, keyed by what they judged
     eval-baseline.json the evaluation of the last published (or accepted) store, and a
                        summary of every publication's (regression gate, eval --history)
     locks/             one writer per build directory (OS locks, holder described)
@@ -89,6 +90,11 @@ class StateLayout:
     @property
     def eval_record(self) -> Path:
         return self.state_dir / "eval.json"
+
+    @property
+    def check_verdicts(self) -> Path:
+        """Blocking checks' verdicts keyed by the data they judged (`state.check_verdicts`)."""
+        return self.state_dir / "check-verdicts.json"
 
     @property
     def eval_baseline(self) -> Path:

@@ -3,18 +3,24 @@
 They read the build directory's records (no re-computation) and never block, except
 `fits_agent_string_limit`: a store the agent's Node.js loader cannot read must not go
 out, so past the limit it fails with ERROR severity and blocks everything downstream.
+Dagster's blocking acts only inside its run, so its verdict is also recorded under the
+digest of the store and limit it judged (`record_blocking_verdict`), where the publish
+gate of any later run looks for it (`BLOCKING_CHECK_KEYS`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.agent_limits import size_verdict
+from brain_pipeline.state.check_verdicts import CheckRecord, record_verdict
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, read_record
 from brain_pipeline.steps.report import CheckVerdict, Table
+from brain_pipeline.utils.digest import value_digest
 
 FRESHNESS_MARGIN = timedelta(hours=2)
 
@@ -83,7 +89,7 @@ def fits_agent_string_limit(cfg: BrainConfig) -> CheckVerdict:
     record = _record(cfg, "knowledge_store")
     if record is None:
         return _missing("knowledge_store")
-    verdict = size_verdict(int(record.facts.get("utf16_units", 0)))
+    verdict = size_verdict(int(record.facts.get("utf16_units", 0)), cfg.publish.agent_string_limit)
     return CheckVerdict(
         verdict.level == "ok",
         "ERROR" if verdict.level == "block" else "WARN",
@@ -93,6 +99,56 @@ def fits_agent_string_limit(cfg: BrainConfig) -> CheckVerdict:
             "limit": verdict.limit,
             "share_of_limit": round(verdict.fraction, 4),
         },
+    )
+
+
+def string_limit_key(cfg: BrainConfig, store_sha256: str) -> str:
+    """What `fits_agent_string_limit` judges: this store, against this limit."""
+    return value_digest({"store_sha256": store_sha256, "limit": cfg.publish.agent_string_limit})
+
+
+BLOCKING_CHECK_KEYS: dict[str, Callable[[BrainConfig, str], str]] = {
+    "fits_agent_string_limit": string_limit_key,
+}
+"""Every blocking check of the build, but `retrieval_eval` (whose verdict is its own
+record's), with how to digest what it judges from the sha256 of the store it judged.
+The publish gate requires a passing verdict under that key for the store it publishes;
+a test pins that every blocking check in the definitions is here or is `retrieval_eval`."""
+
+
+NOT_OVERRIDABLE = frozenset({"fits_agent_string_limit"})
+"""Blocking checks whose failure `force` does not override: the agent cannot load such a
+store, so publishing it would break the agent, not merely serve worse answers."""
+
+
+def record_blocking_verdict(
+    cfg: BrainConfig,
+    check: str,
+    verdict: CheckVerdict,
+    run_id: str | None,
+    *,
+    measured: bool = True,
+) -> None:
+    """Keep a blocking check's verdict under the key of the store it judged (the one the
+    store's record stamped), so a later run's publish gate can tell whether these bytes
+    passed. Without a store record nothing was judged and nothing is kept. `measured` is
+    False for the failure of a check that raised: `force` may override that one."""
+    record = _record(cfg, "knowledge_store")
+    layout = StateLayout.of(cfg.build_dir)
+    stamp = record.outputs.get(layout.store_file.name) if record is not None else None
+    if stamp is None:
+        return
+    severity = "PASS" if verdict.passed else verdict.severity
+    record_verdict(
+        layout,
+        CheckRecord(
+            check=check,
+            key=BLOCKING_CHECK_KEYS[check](cfg, stamp.sha256),
+            severity=severity,
+            description=verdict.description,
+            run_id=run_id,
+            overridable=not (measured and check in NOT_OVERRIDABLE),
+        ),
     )
 
 

@@ -1,10 +1,12 @@
 """The two publish steps: to the agent's storage folders, then to S3, each gated.
 
-Within one Dagster run the blocking check keeps these steps from running at all. Run on
-their own, they still refuse unless the build directory's evaluation record holds a
-publishable verdict for *exactly* the inputs they would publish (store, vectors, fixture,
-thresholds, code). The verdict is read as the evaluation stored it and
-`publishing.gate.decide` makes the decision (a person can override a refusal with
+Within one Dagster run a failed blocking check keeps these steps from running at all.
+Run without it (a selection below it, a UI launch of the publish asset alone, a
+re-execution), they still refuse unless *every* blocking check recorded a passing
+verdict on exactly what they would publish: the evaluation's record for the inputs
+(store, vectors, fixture, thresholds, code), and `state.check_verdicts` for the store
+(`steps.health.BLOCKING_CHECK_KEYS`). The verdicts are read as their checks stored them
+and `publishing.gate.decide` makes the decision (a person can override a refusal with
 `force`, which is logged once per step). The build directory, not the Dagster instance,
 is the source of truth, so the gate holds on a fresh instance and cannot read another
 build's result.
@@ -31,7 +33,7 @@ from brain_pipeline.steps.report import Markdown, RunLink, StepResult
 
 if TYPE_CHECKING:
     from brain_pipeline.evaluation.verdict import EvaluationVerdict
-    from brain_pipeline.publishing.gate import Decision
+    from brain_pipeline.publishing.gate import CheckOutcome, Decision
     from brain_pipeline.publishing.source import ArtifactSource
 
 PUBLISH_CODE_VERSION = "publish-1"
@@ -92,6 +94,27 @@ def evaluation_of_build(
     return key, eval_record.lookup(layout, key)
 
 
+def blocking_checks(
+    cfg: BrainConfig, layout: StateLayout, store_sha256: str
+) -> list[CheckOutcome]:
+    """Each blocking check's recorded verdict on the store with `store_sha256` (but the
+    evaluation's, which `evaluation_of_build` finds): severity None where it has none."""
+    from brain_pipeline.publishing.gate import CheckOutcome
+    from brain_pipeline.state.check_verdicts import verdict_for
+    from brain_pipeline.steps.health import BLOCKING_CHECK_KEYS
+
+    outcomes = []
+    for check, key_of in BLOCKING_CHECK_KEYS.items():
+        record = verdict_for(layout, check, key_of(cfg, store_sha256))
+        if record is None:
+            outcomes.append(CheckOutcome(check, None))
+        else:
+            outcomes.append(
+                CheckOutcome(check, record.severity, record.description, record.overridable)
+            )
+    return outcomes
+
+
 def gate(
     cfg: BrainConfig,
     layout: StateLayout,
@@ -100,7 +123,8 @@ def gate(
     log: StepLog,
 ) -> BuildArtifacts:
     """Refuse (raise) unless `publishing.gate.decide` allows publishing these bytes on
-    their recorded verdict; a forced publication is logged here, once."""
+    the verdicts every blocking check recorded for them; a forced publication is logged
+    here, once."""
     from brain_pipeline.corpus.store_reader import open_store_view
     from brain_pipeline.evaluation.eval_record import known_sha256
     from brain_pipeline.evaluation.service import stored_verdict
@@ -109,7 +133,12 @@ def gate(
 
     view = open_store_view(layout.store_file, layout)
     verdict = stored_verdict(record)
-    decision = decide(verdict, force=force or cfg.publish.force, store_chunk_count=len(view))
+    decision = decide(
+        verdict,
+        force=force or cfg.publish.force,
+        store_chunk_count=len(view),
+        checks=blocking_checks(cfg, layout, view.sha256),
+    )
     if not decision.allowed:
         raise StepFailure(f"publishing refused: {decision.reason}")
     if decision.forced:
@@ -265,12 +294,13 @@ def publish_to_agent(
     previous = read_record(layout, "published_local")
     if (
         previous is not None
+        and previous.is_current_for(layout, PUBLISH_CODE_VERSION, inputs)
         and decide(
             stored_verdict(evaluation),
             force=False,
             store_chunk_count=int(previous.facts.get("chunk_count") or 0),
+            checks=blocking_checks(cfg, layout, str(previous.facts.get("store_sha256"))),
         ).allowed
-        and previous.is_current_for(layout, PUBLISH_CODE_VERSION, inputs)
     ):
         # The same evaluated bytes are live and untouched (every live file's stat is the
         # one recorded when it was published): nothing to read, nothing to write (but the

@@ -105,6 +105,31 @@ def test_a_raising_blocking_check_publishes_nothing(
         instance.dispose()
 
 
+def _live(project: Project) -> dict[str, bytes]:
+    root = project.publish_root
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_selection_below_a_failed_blocking_check_publishes_nothing(
+    tiny_project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Dagster blocks only in the run the check failed in; the next run, selecting what is
+    below the store, meets the publish step's own gate."""
+    project = cli_sees(tiny_project, monkeypatch)
+    assert main(["materialize"]) == 0
+    before = _live(project)
+    project.write_config(**{"publish.agent_string_limit": 100})  # the store is ~600 units
+    edit_corpus(project, "An edit that makes the store too long for this agent.")
+    capsys.readouterr()
+
+    assert main(["materialize"]) == 1
+    assert "fits_agent_string_limit" in capsys.readouterr().out
+    assert main(["materialize", "--select", "embeddings*"]) != 0
+    said = capsys.readouterr()
+    assert "fits_agent_string_limit failed on this data" in said.out + said.err
+    assert _live(project) == before
+
+
 def test_a_raising_warn_check_is_reported_and_blocks_nothing(
     tiny_project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

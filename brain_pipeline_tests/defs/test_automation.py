@@ -157,6 +157,10 @@ def test_a_corpus_change_makes_automation_rebuild_and_publish(tiny_project: Proj
     observe_with_sensor(tiny_project)
     result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=quiet.cursor)
     assert _requested(result) == set(MATERIALIZED)
+    # The evaluation joins that run: without it the publish step's gate refuses the edit.
+    evaluation = dg.AssetCheckKey(dg.AssetKey("embeddings"), "retrieval_eval")
+    (check,) = [r for r in result.results if r.key == evaluation]
+    assert check.true_subset.size == 1
 
 
 def _requested(result: dg.EvaluateAutomationConditionsResult) -> set[str]:

@@ -5,7 +5,8 @@ observation sensor, or automation with the labelled conditions that were true
 (`lib.conditions.run_trigger`, worded by `steps.trigger`). The by-hand case runs in
 process; the other three are launched by a real `dagster-daemon` on a temporary
 DAGSTER_HOME, one instigator at a time, so which one started each run is known from the
-phase it appeared in and the tags Dagster itself puts on the run.
+phase it appeared in and the tags Dagster itself puts on the run. An automation run is
+done when the agent can read the edit: the same run rebuilds and publishes it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import yaml
 from brain_pipeline.definitions import build_definitions
 from brain_pipeline.lib.conditions import UNCONSUMED_LABEL
 from brain_pipeline.lib.instance import INSTANCE_YAML
+from brain_pipeline.publishing.local import live_manifest
 from brain_pipeline.steps.trigger import AUTOMATION_PREFIX, BY_HAND, TRIGGERED_BY
 from brain_pipeline_tests.conftest import LEAKY_ENV
 from brain_pipeline_tests.defs.conftest import (
@@ -214,6 +216,24 @@ def _freshness(daemon: DaemonProject, instance: dg.DagsterInstance, asset: str) 
     return f"{state} (daemon log: {daemon.log_tail(10)})"
 
 
+def _published_by(daemon: DaemonProject, text: str, run_id: str) -> str:
+    """The run named by the live manifest once `text` is in the published store (polled,
+    bounded): an edit is done when the agent can read it, not when it is rebuilt."""
+    root = daemon.project.publish_root
+    deadline = time.monotonic() + PHASE_TIMEOUT
+    while time.monotonic() < deadline:
+        store = daemon.project.published() / "knowledge-store.json"
+        manifest = live_manifest(root)
+        if store.exists() and text in store.read_text(encoding="utf-8") and manifest:
+            return str(manifest.run_id)
+        if daemon.daemon is not None and daemon.daemon.poll() is not None:
+            pytest.fail(f"the daemon exited before publishing:\n{daemon.log_tail()}")
+        time.sleep(1.0)
+    pytest.fail(
+        f"the edit was never published (run {run_id} rebuilt it):\n{daemon.log_tail()}"
+    )
+
+
 def _phase(
     daemon: DaemonProject,
     instance: dg.DagsterInstance,
@@ -250,8 +270,10 @@ def test_schedule_sensor_and_automation_runs_say_what_started_them(
     # The daemon evaluates the publication's freshness policy by itself, between runs.
     assert _freshness(daemon, instance, "published_local") == "PASS"
 
+    automated_edit = "Automation rebuilds and publishes what an observed edit changed."
+
     def observed_edit() -> None:
-        edit_corpus(project, "Automation rebuilds what an observed edit changed.")
+        edit_corpus(project, automated_edit)
         _observe_in_process(daemon, instance)
 
     by_automation = _phase(
@@ -264,8 +286,12 @@ def test_schedule_sensor_and_automation_runs_say_what_started_them(
     (automation,) = by_automation.values()
     assert automation.startswith(AUTOMATION_PREFIX)
     assert UNCONSUMED_LABEL in automation.removeprefix(AUTOMATION_PREFIX).split(", ")
+    # The run that rebuilt the edit published it too (its evaluation ran in that run).
+    (automation_run,) = by_automation
+    assert _published_by(daemon, automated_edit, automation_run) == automation_run
 
     # One launcher: the observation sensor records the edit, automation runs it, once.
+    sensed_edit = "The sensor observes; automation rebuilds and publishes."
     daemon.dagster("sensor", "start", "corpus_observation_sensor")
     try:
         by_observation = _phase(
@@ -273,7 +299,7 @@ def test_schedule_sensor_and_automation_runs_say_what_started_them(
             instance,
             ["sensor", "automation_sensor"],
             lambda tags: True,
-            before=lambda: edit_corpus(project, "The sensor observes; automation rebuilds."),
+            before=lambda: edit_corpus(project, sensed_edit),
         )
     finally:
         daemon.dagster("sensor", "stop", "corpus_observation_sensor")
@@ -281,3 +307,4 @@ def test_schedule_sensor_and_automation_runs_say_what_started_them(
     assert observed.startswith(AUTOMATION_PREFIX)
     (run_id,) = by_observation
     assert _tags(instance, run_id).get("dagster/from_automation_condition") == "true"
+    assert _published_by(daemon, sensed_edit, run_id) == run_id

@@ -1,11 +1,11 @@
-"""`publishing.gate.decide`: publish or not, and why, from the evaluation's verdict."""
+"""`publishing.gate.decide`: publish or not, and why, from every blocking check's verdict."""
 
 from __future__ import annotations
 
 import pytest
 
 from brain_pipeline.evaluation.verdict import EvaluationVerdict
-from brain_pipeline.publishing.gate import REASON_CHARS, decide
+from brain_pipeline.publishing.gate import REASON_CHARS, CheckOutcome, decide
 
 PASS = EvaluationVerdict("PASS")
 WARN = EvaluationVerdict("WARN", warnings=("regression: 'q' (a) became a miss",))
@@ -17,7 +17,7 @@ ERROR = EvaluationVerdict(
 def test_a_passing_verdict_is_published() -> None:
     d = decide(PASS, force=False, store_chunk_count=10)
     assert d.allowed and not d.forced
-    assert d.reason == "the retrieval evaluation of this data passed"
+    assert d.reason == "every blocking check passed on this data (retrieval_eval)"
 
 
 def test_a_warning_is_published_and_named_in_the_reason() -> None:
@@ -36,7 +36,10 @@ def test_a_failed_verdict_is_refused_naming_every_failure() -> None:
 def test_no_verdict_is_refused_as_never_evaluated() -> None:
     d = decide(None, force=False, store_chunk_count=10)
     assert not d.allowed
-    assert "has not run on this data" in d.reason and "force" in d.reason
+    assert d.reason == (
+        "refusing to publish: retrieval_eval has not run on this data (run `brain-pipeline "
+        "materialize`, whose run checks the build before it publishes) (set force to override)"
+    )
 
 
 @pytest.mark.parametrize("verdict", [ERROR, None])
@@ -63,3 +66,59 @@ def test_a_long_list_of_failures_is_shortened_but_keeps_the_override_hint() -> N
     d = decide(many, force=False, store_chunk_count=10)
     assert len(d.reason) < REASON_CHARS + 100
     assert "stale label 0000" in d.reason and d.reason.endswith("(set force to override)")
+
+
+FITS = "fits_agent_string_limit"
+
+
+def test_every_blocking_check_must_have_passed_on_this_data() -> None:
+    passed = CheckOutcome(FITS, "PASS", "12 units")
+    d = decide(PASS, force=False, store_chunk_count=10, checks=[passed])
+    assert d.allowed and d.reason == (
+        "every blocking check passed on this data (retrieval_eval, fits_agent_string_limit)"
+    )
+
+
+def test_a_failed_blocking_check_refuses_in_one_line_naming_it() -> None:
+    failed = CheckOutcome(FITS, "ERROR", "knowledge-store.json is 900 units: too long")
+    d = decide(PASS, force=False, store_chunk_count=10, checks=[failed])
+    assert not d.allowed and "\n" not in d.reason
+    assert d.reason == (
+        "refusing to publish: fits_agent_string_limit failed on this data: "
+        "knowledge-store.json is 900 units: too long (set force to override)"
+    )
+
+
+def test_a_blocking_check_that_never_judged_this_data_refuses_saying_what_to_run() -> None:
+    d = decide(PASS, force=False, store_chunk_count=10, checks=[CheckOutcome(FITS, None)])
+    assert not d.allowed
+    assert d.reason.startswith(
+        "refusing to publish: fits_agent_string_limit has not run on this data (run "
+        "`brain-pipeline materialize`"
+    )
+
+
+def test_a_warn_of_a_blocking_check_is_published_with_its_warning() -> None:
+    warned = CheckOutcome(FITS, "WARN", "85 % of the limit")
+    d = decide(WARN, force=False, store_chunk_count=10, checks=[warned])
+    assert d.allowed and "85 % of the limit" in d.reason and "became a miss" in d.reason
+
+
+def test_force_overrides_a_failed_blocking_check_and_names_it() -> None:
+    failed = CheckOutcome(FITS, "ERROR", "too long")
+    d = decide(PASS, force=True, store_chunk_count=10, checks=[failed])
+    assert d.allowed and d.forced
+    assert d.reason.startswith("FORCED PUBLISH: fits_agent_string_limit failed on this data")
+
+
+def test_force_does_not_override_a_check_that_is_not_overridable() -> None:
+    failed = CheckOutcome(FITS, "ERROR", "too long", overridable=False)
+    for force in (True, False):
+        d = decide(None, force=force, store_chunk_count=10, checks=[failed])
+        assert not d.allowed and not d.forced
+        assert d.reason == (
+            "refusing to publish: fits_agent_string_limit failed on this data: too long "
+            "(force does not override it)"
+        )
+    never_ran = CheckOutcome(FITS, None, overridable=False)
+    assert decide(PASS, force=True, store_chunk_count=10, checks=[never_ran]).forced

@@ -18,6 +18,7 @@ from brain_pipeline.evaluation import eval_record
 from brain_pipeline.evaluation.service import evaluation_inputs
 from brain_pipeline.evaluation.verdict import EvaluationVerdict
 from brain_pipeline.steps.embed import embed_store
+from brain_pipeline.steps.health import fits_agent_string_limit, record_blocking_verdict
 from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
 from brain_pipeline_tests.steps.conftest import Project, StepLog
 
@@ -46,9 +47,12 @@ def configure(project: Project, **sections: Any) -> Project:
 
 
 def build(project: Project, log: StepLog) -> None:
-    """Observe, chunk, assemble and (not) embed: the build directory the steps read."""
+    """Observe, chunk, assemble (and judge the store's size, as the store's step does)
+    and (not) embed: the build directory the steps read."""
     chunk_corpus(project.cfg, project.layout, observe(project.cfg), run_id="r", log=log)
     assemble_knowledge_store(project.cfg, project.layout, run_id="r", log=log)
+    judged = fits_agent_string_limit(project.cfg)
+    record_blocking_verdict(project.cfg, "fits_agent_string_limit", judged, "r")
     embed_store(project.cfg, project.layout, make_embedder=lambda _cfg: None, run_id="r", log=log)
 
 

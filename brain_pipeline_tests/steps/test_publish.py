@@ -17,6 +17,8 @@ from brain_pipeline.evaluation.service import evaluate_build
 from brain_pipeline.evaluation.verdict import EvaluationVerdict
 from brain_pipeline.publishing.local import storage_dirs
 from brain_pipeline.steps.contract import StepFailure
+from brain_pipeline.steps.health import fits_agent_string_limit, record_blocking_verdict
+from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
 from brain_pipeline.steps.publish import publish_to_agent, publish_to_s3, upload_to_s3
 from brain_pipeline_tests.peers.moto_s3 import TEST_REGION, MotoS3Server
 from brain_pipeline_tests.steps.built import build, configure, plant_verdict, write_fixture
@@ -50,7 +52,9 @@ def test_a_passing_verdict_publishes_the_build(project: Project, log: StepLog) -
 
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     assert result.metadata["status"] == "updated"
-    assert result.metadata["decision"] == "the retrieval evaluation of this data passed"
+    assert result.metadata["decision"] == (
+        "every blocking check passed on this data (retrieval_eval, fits_agent_string_limit)"
+    )
     assert result.metadata["verdict"].startswith("retrieval evaluation passed: bm25 misses 0")
     assert _forced_lines(log) == []
 
@@ -65,7 +69,8 @@ def test_a_warn_verdict_publishes_with_the_warning_in_the_reason(
 
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     assert result.metadata["decision"] == (
-        f"the retrieval evaluation of this data passed with warnings: {PLANTED_WARNING}"
+        "every blocking check passed on this data (retrieval_eval, fits_agent_string_limit) "
+        f"with warnings: {PLANTED_WARNING}"
     )
     assert _forced_lines(log) == []
 
@@ -100,7 +105,9 @@ def test_the_stored_verdict_decides_even_when_the_thresholds_disagree(
     plant_verdict(project, EvaluationVerdict(severity="PASS"))
     result = publish_to_agent(project.cfg, project.layout, force=False, run_id="p", log=log)
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
-    assert result.metadata["decision"] == "the retrieval evaluation of this data passed"
+    assert result.metadata["decision"] == (
+        "every blocking check passed on this data (retrieval_eval, fits_agent_string_limit)"
+    )
 
 
 @pytest.mark.parametrize("how", ["argument", "configuration"])
@@ -122,7 +129,7 @@ def test_force_publishes_a_failed_build_and_says_forced_publish_once(
 
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     assert result.metadata["decision"].startswith(
-        "FORCED PUBLISH: the retrieval evaluation of this data failed: bm25: 1 misses > maximum 0"
+        "FORCED PUBLISH: retrieval_eval failed on this data: bm25: 1 misses > maximum 0"
     )
     assert _forced_lines(log) == [result.metadata["decision"]]
 
@@ -160,10 +167,106 @@ def test_a_build_without_a_stored_verdict_is_refused(
         publish_to_agent(project.cfg, project.layout, force=False, run_id="p", log=log)
 
     assert str(refused.value) == (
-        "publishing refused: refusing to publish: the retrieval evaluation has not run "
-        "on this data (set force to override)"
+        "publishing refused: refusing to publish: retrieval_eval has not run on this data "
+        "(run `brain-pipeline materialize`, whose run checks the build before it publishes) "
+        "(set force to override)"
     )
     assert not _live_store(project).exists()
+
+
+# --- every blocking check, on the bytes to publish ----------------------------------------
+
+TOO_SMALL = {"agent_string_limit": 100}
+"""An agent whose loader reads 100 UTF-16 units: every store of the project is too long."""
+
+
+def test_a_store_over_the_agents_limit_is_refused_though_the_evaluation_passed(
+    project: Project, log: StepLog
+) -> None:
+    project = _evaluated(project, log, publish=TOO_SMALL)
+    assert evaluate_build(project.cfg).verdict.severity == "PASS"
+
+    for publish in (publish_to_agent, _publish_s3_unconfigured):
+        with pytest.raises(StepFailure) as refused:
+            publish(project.cfg, project.layout, force=False, run_id="p", log=log)
+        reason = str(refused.value)
+        assert reason.startswith(
+            "publishing refused: refusing to publish: fits_agent_string_limit failed on "
+            "this data: knowledge-store.json is "
+        ), reason
+        assert "the agent cannot load it" in reason and "\n" not in reason
+    assert not _live_store(project).exists()
+
+
+def _publish_s3_unconfigured(cfg: Any, layout: Any, **kwargs: Any) -> Any:
+    """`publish_to_s3` with a bucket named (its gate runs before any upload)."""
+    s3 = cfg.publish.s3.model_copy(update={"bucket": "never-reached"})
+    cfg = cfg.model_copy(update={"publish": cfg.publish.model_copy(update={"s3": s3})})
+    return publish_to_s3(cfg, layout, upload=_no_upload, **kwargs)
+
+
+def _no_upload(*_args: Any) -> Any:
+    raise AssertionError("the gate let a refused build reach S3")
+
+
+def test_a_store_its_blocking_check_never_judged_is_refused(
+    project: Project, log: StepLog
+) -> None:
+    """Rebuilt without its step's checks (as no run of the pipeline does): the verdict
+    on record is for the previous bytes, so it is not a pass for these."""
+    project = _evaluated(project, log)
+    project.write("aws/later.md", "# Later\n\nA paragraph that no check has judged yet.\n")
+    chunk_corpus(project.cfg, project.layout, observe(project.cfg), run_id="r2", log=log)
+    assemble_knowledge_store(project.cfg, project.layout, run_id="r2", log=log)
+    write_fixture(project)
+    evaluate_build(project.cfg, run_id="eval-2")
+
+    never_judged = r"fits_agent_string_limit has not run on this data \(run `brain-pipeline mat"
+    with pytest.raises(StepFailure, match=never_judged):
+        publish_to_agent(project.cfg, project.layout, force=False, run_id="p", log=log)
+    assert not _live_store(project).exists()
+
+
+def test_a_live_store_is_not_reported_unchanged_once_a_lower_limit_fails_it(
+    project: Project, log: StepLog
+) -> None:
+    """The judged key holds the limit: a PASS under the old limit is not one under the new."""
+    project = _evaluated(project, log)
+    publish_to_agent(project.cfg, project.layout, force=False, run_id="p", log=log)
+    project = configure(project, publish=TOO_SMALL)
+
+    with pytest.raises(StepFailure, match="fits_agent_string_limit has not run on this data"):
+        publish_to_agent(project.cfg, project.layout, force=False, run_id="p2", log=log)
+
+    record_blocking_verdict(
+        project.cfg, "fits_agent_string_limit", fits_agent_string_limit(project.cfg), "r3"
+    )
+    with pytest.raises(StepFailure, match="fits_agent_string_limit failed on this data"):
+        publish_to_agent(project.cfg, project.layout, force=False, run_id="p3", log=log)
+
+
+def test_force_does_not_publish_a_store_the_agent_cannot_load(
+    project: Project, log: StepLog
+) -> None:
+    """As before the gate read this check: the agent would fail to load it, forced or not."""
+    project = _evaluated(project, log, publish={**TOO_SMALL, "force": True})
+    with pytest.raises(StepFailure) as refused:
+        publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log)
+    assert str(refused.value).endswith("the agent cannot load it (force does not override it)")
+    assert not _live_store(project).exists()
+    assert _forced_lines(log) == []
+
+
+def test_force_publishes_a_store_its_size_check_never_judged(
+    project: Project, log: StepLog
+) -> None:
+    """A missing verdict is what `--force-publish` is for: logged once, loudly."""
+    project = _evaluated(project, log)
+    project.layout.check_verdicts.unlink()
+    publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log)
+    assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
+    (forced,) = _forced_lines(log)
+    assert forced.startswith("FORCED PUBLISH: fits_agent_string_limit has not run on this data")
 
 
 # --- S3 -----------------------------------------------------------------------------------
