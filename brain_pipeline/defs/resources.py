@@ -48,7 +48,8 @@ class RunLocks(dg.ConfigurableResource):
     """The run's configuration, read once when the run starts, and the locks it names.
 
     Holds the build directory's write lock (and the publish root's) for the run's
-    duration; re-entrant, so the CLI's own hold is not waited for. A resource rather than
+    duration; re-entrant, so the CLI's own hold is not waited for. Under it, it starts
+    and ends the run's up-to-date record (`steps.up_to_date.run_started`/`run_ended`). A resource rather than
     a step prologue so that a run launched from the UI, a schedule or automation reads
     and holds exactly what a CLI run does, from before its first step to after its last.
     """
@@ -59,6 +60,7 @@ class RunLocks(dg.ConfigurableResource):
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[RunLocks]:
         from brain_pipeline.state.lock import hold_run_locks, make_holder
+        from brain_pipeline.steps import up_to_date
 
         cfg = self._config = load_config(self.config_path)
         run = context.run
@@ -71,7 +73,20 @@ class RunLocks(dg.ConfigurableResource):
             holder=make_holder("dagster run", run.run_id if run else None),
             on_wait=context.log.info if context.log else None,
         ):
-            yield self
+            if run is None:
+                yield self
+                return
+            # Every run, whoever launched it: no "up to date" until this one is proven,
+            # and after its last step what it left, for the record (steps.up_to_date).
+            up_to_date.run_started(cfg, run.run_id)
+            try:
+                yield self
+            finally:
+                try:
+                    up_to_date.run_ended(cfg, run.run_id)
+                except OSError as exc:  # the next command then runs in full; the run stands
+                    if context.log:
+                        context.log.warning(f"the up-to-date record was not written: {exc}")
 
     def run_config(self) -> BrainConfig | None:
         """The snapshot this run started with (None outside a run)."""
