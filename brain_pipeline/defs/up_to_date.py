@@ -106,36 +106,50 @@ def consult_instance(
     return verdict
 
 
-def record_for_run(context: dg.RunStatusSensorContext, config_path: str | None) -> dg.SkipReason:
-    """The sensor's tick for a successful run: confirm it under the build dir's lock."""
+def keep_record(instance: dg.DagsterInstance, cfg: BrainConfig) -> str | None:
+    """One tick of the `up_to_date_record` sensor: confirm the pending run once Dagster
+    says it succeeded, and drop a record the instance no longer holds (its assets were
+    wiped: the next command then runs). What it did, or None."""
     from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
 
-    cfg = load_config(config_path)
-    run_id = context.dagster_run.run_id
+    layout = StateLayout.of(cfg.build_dir)
     try:
         with build_dir_lock(
             cfg.build_dir, wait_seconds=0, holder=make_holder("up_to_date_record sensor")
         ):
-            why = confirm_finished_run(context.instance, run_id, cfg)
+            pending = record.pending_run(layout)
+            if pending is not None:
+                run = instance.get_run_by_id(pending)
+                if run is not None and run.is_finished:
+                    why = confirm_finished_run(instance, pending, cfg)
+                    record.drop_pending(layout, pending)
+                    return f"run {pending[:8]}: " + (why or "recorded as up to date")
+            recorded = record.recorded_run(layout)
+            if recorded is not None:
+                unseen = _unseen(instance, recorded)
+                if unseen is not None:
+                    record.forget(layout)
+                    return f"run {recorded[:8]} no longer up to date: {unseen}"
     except LockBusyError:
-        why = "another run holds the build directory (the next command runs in full)"
-    return dg.SkipReason(f"run {run_id[:8]}: " + (why or "recorded as up to date"))
+        return None  # a run is in progress: its end is the next tick's business
+    return None
 
 
 def build_record_sensor(config_path: str | None) -> dg.SensorDefinition:
-    @dg.run_status_sensor(
-        run_status=dg.DagsterRunStatus.SUCCESS,
+    @dg.sensor(
         name="up_to_date_record",
-        monitor_all_code_locations=True,
+        minimum_interval_seconds=30,
         default_status=dg.DefaultSensorStatus.RUNNING,
         description=(
             "Records a successful full run launched from the UI, a schedule or automation "
             "as what `brain-pipeline materialize` compares against, so the command skips "
-            "when nothing changed since (the command records its own runs)."
+            "when nothing changed since (the command records its own runs); forgets it "
+            "when the instance no longer holds that run's materialisations (a wipe)."
         ),
     )
-    def up_to_date_record(context: dg.RunStatusSensorContext) -> dg.SkipReason:
-        return record_for_run(context, config_path)
+    def up_to_date_record(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+        said = keep_record(context.instance, load_config(config_path))
+        return dg.SkipReason(said or "nothing to record")
 
     return up_to_date_record
 

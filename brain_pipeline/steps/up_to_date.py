@@ -438,6 +438,27 @@ def record_successful_run(
     return confirm(cfg, run_id, instance_home, full=True)
 
 
+def pending_run(layout: StateLayout) -> str | None:
+    """The run whose outcome awaits Dagster's verdict (None: none)."""
+    pending = _read_json(pending_path(layout))
+    run_id = pending.get("run_id") if pending is not None else None
+    return run_id if isinstance(run_id, str) else None
+
+
+def drop_pending(layout: StateLayout, run_id: str) -> None:
+    """Forget run `run_id`'s pending outcome (it finished and was judged)."""
+    if pending_run(layout) == run_id:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(pending_path(layout))
+
+
+def recorded_run(layout: StateLayout) -> str | None:
+    """The run the record rests on (None: no readable record)."""
+    body = _read_json(record_path(layout))
+    run_id = body.get("run_id") if body is not None else None
+    return run_id if isinstance(run_id, str) else None
+
+
 # --- what only the instance can say -----------------------------------------------------------
 
 
