@@ -45,9 +45,8 @@ One writer at a time: the run holds the build directory's lock (and the publish 
 when it publishes) for its whole duration. A second run waits up to locks.wait_seconds
 (BRAIN_LOCK_WAIT_SECONDS) and then exits 75 naming the holder (pid, run id, host).
 
-When no Dagster daemon is running (no `brain-pipeline ui`), the command sends the run's
-notification itself, read from the finished run in the instance; with a daemon, the
-notification sensors do, once either way.
+The command sends the run's notification itself, read from the finished run in the
+instance, unless a running daemon's notification sensor sent it first: once either way.
 
 Selection uses Dagster's asset selection syntax, e.g.:
   brain-pipeline materialize                          everything
@@ -316,8 +315,9 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
 
 
 def _notify(instance: DagsterInstance, run_id: str, cfg: BrainConfig) -> None:
-    """The run's one notification, when no daemon's sensors will send it (`defs.notify`).
-    A channel that is down is one line here; it never changes the exit status."""
+    """The run's one notification (`defs.notify`): sent here unless a notification
+    sensor already sent it (the claim makes it once). A channel that is down is one line
+    here; it never changes the exit status."""
     if not cfg.notify.configured:
         return
     from brain_pipeline.defs.notify import notify_finished_run
