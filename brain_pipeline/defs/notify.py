@@ -29,8 +29,8 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
-from brain_pipeline.lib.code_location import location_config, location_config_path
 from brain_pipeline.defs.up_to_date import ours as _ours
+from brain_pipeline.lib.code_location import location_config, location_config_path
 from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
     Previous,
@@ -211,7 +211,8 @@ def notify_finished_run(
         return None
     stale = superseded_by(event, newer_runs(instance, run, cfg))
     if stale is not None:
-        ok, line = True, (
+        ok = True
+        line = (
             f"run {run.run_id[:8]}: {event.kind} message not sent: a newer run "
             f"({stale.run_id[:8]}) did not publish"
         )

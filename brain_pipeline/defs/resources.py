@@ -49,9 +49,10 @@ class RunLocks(dg.ConfigurableResource):
 
     Holds the build directory's write lock (and the publish root's) for the run's
     duration; re-entrant, so the CLI's own hold is not waited for. Under it, it starts
-    and ends the run's up-to-date record (`steps.up_to_date.run_started`/`run_ended`). A resource rather than
-    a step prologue so that a run launched from the UI, a schedule or automation reads
-    and holds exactly what a CLI run does, from before its first step to after its last.
+    and ends the run's up-to-date record (`steps.up_to_date.run_started`, `run_ended`).
+    A resource rather than a step prologue so that a run launched from the UI, a
+    schedule or automation reads and holds exactly what a CLI run does, from before its
+    first step to after its last.
     """
 
     config_path: str | None = None

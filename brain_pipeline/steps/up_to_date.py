@@ -324,7 +324,8 @@ def run_started(cfg: BrainConfig, run_id: str) -> None:
         return
     forget(layout)
     inputs = current_inputs(cfg, layout, run_id)
-    _write_json(pending_path(layout), {"format": PENDING_FORMAT, "run_id": run_id, "inputs": inputs})
+    pending = {"format": PENDING_FORMAT, "run_id": run_id, "inputs": inputs}
+    _write_json(pending_path(layout), pending)
 
 
 def outcome_body(
