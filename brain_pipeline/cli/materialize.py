@@ -39,7 +39,13 @@ Without --select, the run is skipped when nothing could change: the corpus, fixt
 configuration, code and embedding provider are those of the last successful full run,
 and its build and live publication are untouched (same stat signatures). It then prints
 "up to date: nothing changed since run <id> (published <when>)" and exits 0 without
-starting a run. --force runs anyway; any --select always runs.
+starting a run. --force runs anyway; so do --select, --retry-refused, --force-publish
+and --rebind. Every run forgets that record as it starts (a failed or partial run is
+never followed by a skip); a successful full run launched from the UI, a schedule or
+automation is recorded by the daemon's up_to_date_record sensor. At most once an hour
+the skip asks the Dagster instance whether it still holds that run (not on a new
+DAGSTER_HOME, not after a wipe) and reports the verified publication to it, so the
+freshness policy on published_local sees it.
 
 One writer at a time: the run holds the build directory's lock (and the publish root's
 when it publishes) for its whole duration. A second run waits up to locks.wait_seconds
