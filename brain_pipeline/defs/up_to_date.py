@@ -3,10 +3,12 @@
 `steps.up_to_date` keeps the record Dagster-free; here is what needs the instance:
 
 - `confirm_finished_run`: a run of ours that Dagster says SUCCEEDED, and that selected
-  every asset and check, has what it left (written as pending by its own `RunLocks`
-  resource) made the record. The command calls it after its own run; the
-  `up_to_date_record` run-status sensor calls it for every other run (the UI, a
-  schedule, automation), so the next `materialize` skips after those too.
+  every asset and every blocking check, has what it left (written as pending by its own
+  `RunLocks` resource) made the record. The command calls it after its own run; the
+  `up_to_date_record` sensor (`keep_record`, every 30 s while the daemon runs) for
+  every other run (the UI, a schedule, automation), so the next `materialize` skips
+  after those too. The sensor also drops a record the instance no longer holds (a
+  wipe from the UI or `dagster asset wipe`).
 - `consult_instance`: what the skip asks the instance, at most once per
   `steps.up_to_date.CONSULT_AFTER_SECONDS`: does it hold the recorded run's
   materialisations (not after `dagster asset wipe`)? And, so that the freshness
