@@ -17,8 +17,8 @@ the UI, a schedule, automation), because the run's own resource makes the first 
    failed or partial run always leaves a build that is not "up to date";
 2. `run_ended`: after its last step, what the run left is written as *pending*;
 3. `confirm`: only once Dagster says the run SUCCEEDED, and only for a full run (every
-   asset and every blocking check), the pending body becomes the record: by the command after its own
-   run, by the `up_to_date_record` run-status sensor for the others.
+   asset and every blocking check), the pending body becomes the record: by the
+   command after its own run, by the `up_to_date_record` sensor for the others.
 
 `check` compares the present with the record; `materialize` without a selection skips
 the run only when everything is equal. Any doubt means a run: a missing, unreadable or
