@@ -60,6 +60,7 @@ class RunLocks(dg.ConfigurableResource):
 
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[RunLocks]:
+        from brain_pipeline.defs.up_to_date import selection_names
         from brain_pipeline.state.lock import hold_run_locks, make_holder
         from brain_pipeline.steps import up_to_date
 
@@ -79,7 +80,7 @@ class RunLocks(dg.ConfigurableResource):
                 return
             # Every run, whoever launched it: no "up to date" until this one is proven,
             # and after its last step what it left, for the record (steps.up_to_date).
-            up_to_date.run_started(cfg, run.run_id)
+            up_to_date.run_started(cfg, run.run_id, *selection_names(run))
             try:
                 yield self
             finally:

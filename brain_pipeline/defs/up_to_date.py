@@ -14,13 +14,15 @@
   materialisations (not after `dagster asset wipe`)? And, so that the freshness
   policy on `published_local` (which counts materialisations only) sees what the skip
   verified, it reports one runless materialisation of `published_local` when the last
-  one is older than that: status `unchanged`, the same status a run reports when it
-  finds the live store current.
+  one is older than half the policy's warn window (`steps.up_to_date.
+  report_after_seconds`; 12 h for a daily schedule): status `unchanged`, the same
+  status a run reports when it finds the live store current.
 """
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
@@ -91,7 +93,8 @@ def consult_instance(
     if why is not None:
         return record.UpToDate(False, why)
     latest = instance.get_latest_materialization_event(dg.AssetKey("published_local"))
-    if latest is None or now - latest.timestamp >= record.CONSULT_AFTER_SECONDS:
+    report_after = record.report_after_seconds(cfg, datetime.fromtimestamp(now, UTC))
+    if latest is None or now - latest.timestamp >= report_after:
         instance.report_runless_asset_event(
             dg.AssetMaterialization(
                 asset_key="published_local",

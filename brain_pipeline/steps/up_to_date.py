@@ -307,13 +307,34 @@ def _write_json(path: Path, body: Mapping[str, Any]) -> None:
     atomic_write_bytes(path, (json.dumps(body, sort_keys=True, indent=1) + "\n").encode("utf-8"))
 
 
-def run_started(cfg: BrainConfig, run_id: str) -> None:
+def touches_record(assets: Iterable[str] | None, checks: Iterable[str] | None) -> bool:
+    """Whether a run selecting `assets` and `checks` (as for `is_full_selection`) can change
+    what the record rests on or what the UI shows for it: any asset of a full run, or
+    any check of one. A run of `published_s3` alone (what automation launches after the
+    skip's runless materialisation of `published_local`, uploading nothing when no
+    bucket is configured) cannot."""
+    if assets is None:
+        return True
+    if set(assets) & set(FULL_RUN_ASSETS):
+        return True
+    return any(name.split(":", 1)[0] in FULL_RUN_ASSETS for name in checks or ())
+
+
+def run_started(
+    cfg: BrainConfig,
+    run_id: str,
+    assets: Iterable[str] | None = None,
+    checks: Iterable[str] | None = None,
+) -> None:
     """A run is starting on this build directory (called under its lock, by every run).
 
     The record goes (a failed or partial run must leave no "up to date"), and the inputs
     are taken as the run starts: an input edited while the run reads it is then a reason
     not to record. Idempotent for one run (a step process of a multiprocess run enters
-    the run's resource again)."""
+    the run's resource again). `assets`, `checks`: the run's selection (None: all), for
+    `touches_record`."""
+    if not touches_record(assets, checks):
+        return
     layout = StateLayout.of(cfg.build_dir)
     pending = _read_json(pending_path(layout))
     if pending is not None and pending.get("run_id") == run_id:
@@ -457,6 +478,18 @@ def recorded_run(layout: StateLayout) -> str | None:
 
 
 # --- what only the instance can say -----------------------------------------------------------
+
+
+def report_after_seconds(cfg: BrainConfig, now: datetime) -> float:
+    """How old the last materialisation of published_local may be before the skip reports
+    what it verified: half the freshness policy's warn window (the schedule's longest
+    gap, `defs.publish.publication_freshness`), at least CONSULT_AFTER_SECONDS. Half, so
+    the policy never warns while skips verify; not every hour, as each report is a new
+    materialisation that eager automation reacts to (a `published_s3` run)."""
+    from brain_pipeline.steps.health import FRESHNESS_MARGIN, freshness_allowance
+
+    warn = freshness_allowance(cfg, now) - FRESHNESS_MARGIN
+    return max(CONSULT_AFTER_SECONDS, warn.total_seconds() / 2)
 
 
 def mark_seen(

@@ -10,6 +10,7 @@ first line ("up to date ..." or "running: ..."), and the runs the instance holds
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -24,6 +25,7 @@ from brain_pipeline.steps.up_to_date import (
     CONSULT_AFTER_SECONDS,
     FULL_RUN_ASSETS,
     FULL_RUN_CHECKS,
+    report_after_seconds,
 )
 from brain_pipeline_tests.defs.conftest import IMPOSSIBLE, Project, cli_sees
 
@@ -219,7 +221,13 @@ def test_the_freshness_policy_sees_what_the_skip_verified(built: Project) -> Non
     assert built_by_run.run_id  # the command's run
     assert _nothing_to_do(cfg, now=time.time() + 60)  # consult not due: nothing written
     assert last_materialization().timestamp == built_by_run.timestamp
-    later = time.time() + CONSULT_AFTER_SECONDS + 1
+    # The hourly consult: the instance still holds the run, no report is due yet.
+    assert _nothing_to_do(cfg, now=time.time() + CONSULT_AFTER_SECONDS + 1)
+    assert last_materialization().timestamp == built_by_run.timestamp
+    # Half the policy's warn window later (12 h for the daily schedule): reported.
+    report_after = report_after_seconds(cfg, datetime.now(UTC))
+    assert report_after == 12 * 3600
+    later = time.time() + report_after + CONSULT_AFTER_SECONDS + 1
     assert _nothing_to_do(cfg, now=later)
     verified = last_materialization()
     assert verified.timestamp > built_by_run.timestamp and verified.run_id == ""
@@ -254,3 +262,26 @@ def test_the_record_never_outlives_a_run_in_progress(built: Path | Project) -> N
     up_to_date.run_started(cfg, "a-run-killed-midway")
     assert up_to_date.recorded_run(layout) is None
     assert not up_to_date.check(cfg).current
+
+
+def test_a_run_of_published_s3_alone_keeps_the_record(built: Project) -> None:
+    """What eager automation launches after the skip's runless materialisation of
+    published_local: with no bucket it uploads nothing, so the record stands."""
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.steps import up_to_date
+
+    cfg = load_config()
+    layout = StateLayout.of(cfg.build_dir)
+    recorded = up_to_date.recorded_run(layout)
+    instance = _instance()
+    try:
+        defs = build_definitions(str(built.config_path))
+        job = defs.resolve_implicit_global_asset_job_def()
+        result = job.execute_in_process(
+            instance=instance, asset_selection=[dg.AssetKey("published_s3")]
+        )
+        assert result.success
+    finally:
+        instance.dispose()
+    assert up_to_date.recorded_run(layout) == recorded
+    assert up_to_date.check(cfg).current
