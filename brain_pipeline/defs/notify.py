@@ -64,7 +64,7 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
     succeeded: list[str] = []
     checks: list[CheckOutcome] = []
     published, status, run_failure = False, None, None
-    for record in instance.get_records_for_run(run.run_id, of_type=kinds, limit=10_000).records:
+    for record in instance.get_records_for_run(run.run_id, of_type=kinds).records:
         event = record.event_log_entry.dagster_event
         if event is None:
             continue
