@@ -29,6 +29,8 @@ Usage::
 
     python benchmarks/bench_run_cost.py --files 1200 --before /tmp/before
     python benchmarks/bench_run_cost.py --sample --before /tmp/before
+    python benchmarks/bench_run_cost.py --files 1200 --before /tmp/before --plain-before --no-change
+    python benchmarks/bench_run_cost.py ... --no-change --consult   (the hourly consult)
 """
 
 from __future__ import annotations
@@ -198,6 +200,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--before", type=Path, help="a copy of older code, run in turns")
+    parser.add_argument(
+        "--plain-before",
+        action="store_true",
+        help="run the older code as plain `materialize` too (its plain command already "
+        "makes a Dagster run, e.g. 7442caa) instead of `--select '*'`",
+    )
+    parser.add_argument(
+        "--no-change",
+        action="store_true",
+        help="edit nothing: each round measures the up-to-date skip",
+    )
+    parser.add_argument(
+        "--consult",
+        action="store_true",
+        help="with --no-change: make the skip ask the Dagster instance each round, as it "
+        "does once an hour (the record of its last confirmation is removed first)",
+    )
     args = parser.parse_args(argv)
     session = Session(runs=args.repeat).start()
     base = Path(tempfile.mkdtemp(prefix="bench-run-cost-"))
@@ -212,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             files = [f for f in corpus.files if f not in corpus.fixture_files]
             label = f"{args.files:,} synthetic files"
         envs: dict[str, dict[str, str]] = {}
-        argvs = {"now": [], "before": ["--select", "*"]}
+        argvs = {"now": [], "before": [] if args.plain_before else ["--select", "*"]}
         for name in systems:
             workdir = base / name
             workdir.mkdir()
@@ -224,17 +243,32 @@ def main(argv: list[str] | None = None) -> int:
             measure(env, workdir, argvs[name])  # the full build (and bytecode)
         samples: dict[str, dict[str, list[float]]] = {n: {} for n in systems}
         for round_number in range(args.repeat):
-            target = files[round_number % len(files)]
-            with target.open("a", encoding="utf-8") as handle:
-                handle.write(f"\n\nAn appended paragraph, round {round_number}, about caches.\n")
+            if not args.no_change:
+                target = files[round_number % len(files)]
+                with target.open("a", encoding="utf-8") as handle:
+                    handle.write(
+                        f"\n\nAn appended paragraph, round {round_number}, about caches.\n"
+                    )
             order = systems if round_number % 2 == 0 else systems[::-1]
             for name in order:
+                if args.consult:
+                    (base / name / "build" / "state" / "instance-seen.json").unlink(
+                        missing_ok=True
+                    )
                 for part, value in measure(envs[name], base / name, argvs[name]).items():
                     samples[name].setdefault(part, []).append(value)
             session.note_reference()
         chunks = json.loads((base / "now" / "build" / "knowledge-store.json").read_bytes())
         print(
-            f"\n{label}, {len(chunks):,} chunks, one paragraph appended per run: CPU-s, "
+            f"\n{label}, {len(chunks):,} chunks, "
+            + (
+                "nothing changed (the up-to-date skip"
+                + (", asking the instance" if args.consult else "")
+                + ")"
+                if args.no_change
+                else "one paragraph appended per run"
+            )
+            + ": CPU-s, "
             f"median [min-max] of {args.repeat}"
         )
         print("| part | " + " | ".join(systems) + " |")

@@ -41,15 +41,20 @@ Without --select, the run is skipped when nothing could change: the corpus, fixt
 configuration, code and embedding provider are those of the last successful full run,
 and its build and live publication are untouched (same stat signatures). It then prints
 "up to date: nothing changed since run <id> (published <when>)" and exits 0 without
-starting a run. --force runs anyway; any --select always runs.
+starting a run. --force runs anyway; so do --select, --retry-refused, --force-publish
+and --rebind. Every run forgets that record as it starts (a failed or partial run is
+never followed by a skip); a successful full run launched from the UI, a schedule or
+automation is recorded by the daemon's up_to_date_record sensor. At most once an hour
+the skip asks the Dagster instance whether it still holds that run (not on a new
+DAGSTER_HOME, not after a wipe) and reports the verified publication to it, so the
+freshness policy on published_local sees it.
 
 One writer at a time: the run holds the build directory's lock (and the publish root's
 when it publishes) for its whole duration. A second run waits up to locks.wait_seconds
 (BRAIN_LOCK_WAIT_SECONDS) and then exits 75 naming the holder (pid, run id, host).
 
-When no Dagster daemon is running (no `brain-pipeline ui`), the command sends the run's
-notification itself, read from the finished run in the instance; with a daemon, the
-notification sensors do, once either way.
+The command sends the run's notification itself, read from the finished run in the
+instance, unless a running daemon's notification sensor sent it first: once either way.
 
 Selection uses Dagster's asset selection syntax, e.g.:
   brain-pipeline materialize                          everything
@@ -118,20 +123,32 @@ def _refuse(problems: list[object]) -> int:
     return 2
 
 
-def _nothing_to_do(cfg: BrainConfig) -> bool:
+def _nothing_to_do(cfg: BrainConfig, now: float | None = None) -> bool:
     """True (after saying so) when the last successful full run is provably current.
 
     Asked under the build directory's lock, without waiting: a run in progress is a
-    doubt, and a doubt means a run (which then waits for the lock as usual).
+    doubt, and a doubt means a run (which then waits for the lock as usual). Dagster is
+    imported only when the instance is due to be asked again (`steps.up_to_date.
+    consult_due`, at most once an hour): whether it still holds the recorded run, and
+    to show the freshness policy what this skip verified.
     """
+    from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
-    from brain_pipeline.steps.up_to_date import check
+    from brain_pipeline.steps.up_to_date import check, consult_due
 
+    now = time.time() if now is None else now
     try:
         with build_dir_lock(
             cfg.build_dir, wait_seconds=0, holder=make_holder("brain-pipeline materialize")
         ):
             verdict = check(cfg)
+            layout = StateLayout.of(cfg.build_dir)
+            if verdict.current and consult_due(
+                layout, str(verdict.run_id), cfg.instance_home(), now
+            ):
+                from brain_pipeline.defs.up_to_date import skip_verdict
+
+                verdict = skip_verdict(cfg, verdict, now)
     except LockBusyError:
         return False
     if verdict.current:
@@ -139,6 +156,20 @@ def _nothing_to_do(cfg: BrainConfig) -> bool:
     elif verdict.reason:
         note(verdict.message())
     return verdict.current
+
+
+def asks_for_work(args: argparse.Namespace) -> str | None:
+    """The flag that makes a run wanted even when nothing changed, if any: the skip is
+    never taken over a request."""
+    if args.force:
+        return None  # --force needs no explaining
+    if args.retry_refused:
+        return "--retry-refused asks for a run"
+    if args.force_publish:
+        return "--force-publish asks for a run"
+    if args.rebind:
+        return "--rebind asks for a run"
+    return None
 
 
 def _selects_publishing(selection: str, definitions: Definitions) -> bool:
@@ -192,7 +223,10 @@ def run(args: argparse.Namespace) -> int:
         problems = check_inputs(cfg, Needs())
         if problems:
             return _refuse(list(problems))
-        if not args.force and not args.rebind and _nothing_to_do(cfg):
+        wanted = asks_for_work(args)
+        if wanted is not None:
+            note(f"running: {wanted}")
+        elif not args.force and _nothing_to_do(cfg):
             return 0
         args.select = EVERYTHING
     return _launch(cfg, args)
@@ -200,14 +234,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
     from brain_pipeline.preflight import Needs, check_inputs, describe_inputs
-    from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
-    from brain_pipeline.steps.up_to_date import current_inputs, record_successful_run
-    from brain_pipeline.steps.up_to_date import forget as forget_last_run
 
     run_id = str(uuid.uuid4())
     full = args.select == EVERYTHING
-    inputs_at_start = current_inputs(cfg, StateLayout.of(cfg.build_dir), run_id)
     holder = make_holder(f"brain-pipeline materialize --select {args.select}", run_id)
     started = time.monotonic()
     from brain_pipeline.cli.instance_setup import location_and_instance
@@ -239,8 +269,6 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
             holder=holder,
             on_wait=note,
         ):
-            if full:
-                forget_last_run(StateLayout.of(cfg.build_dir))  # proven again by success
             if args.rebind:
                 from brain_pipeline.lib.steps import rebind_build_dir
 
@@ -268,9 +296,12 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
                     build_dir=cfg.build_dir,
                     trigger=launched_by(),
                 )
-            if outcome.success and outcome.interrupted is None and full:
-                # Still under the run's locks: what is recorded is what this run left.
-                why_not = record_successful_run(cfg, outcome.run_id, inputs_at_start)
+            if outcome.interrupted is None:
+                # Still under the run's locks: what is recorded is what this run left (the
+                # run's resource wrote it as pending; the sensor does this for other runs).
+                from brain_pipeline.defs.up_to_date import confirm_finished_run
+
+                why_not = confirm_finished_run(instance, outcome.run_id, cfg)
                 if why_not and args.verbose:
                     note(f"the next run cannot be skipped: {why_not}")
     except LockBusyError as exc:
@@ -292,8 +323,9 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
 
 
 def _notify(instance: DagsterInstance, run_id: str, cfg: BrainConfig) -> None:
-    """The run's one notification, when no daemon's sensors will send it (`defs.notify`).
-    A channel that is down is one line here; it never changes the exit status."""
+    """The run's one notification (`defs.notify`): sent here unless a notification
+    sensor already sent it (the claim makes it once). A channel that is down is one line
+    here; it never changes the exit status."""
     if not cfg.notify.configured:
         return
     from brain_pipeline.defs.notify import notify_finished_run

@@ -11,64 +11,74 @@ directory are left alone.
 A channel that is down never touches the run (the run has already finished when the
 sensor sees it); the tick says what was sent and what was not, after the bounded retries
 of `publishing.run_alerts.deliver`. Both sensors run by default when a channel is configured.
+
+Once per run, newest truth: `brain-pipeline materialize` reports its own run through the
+same `notify_finished_run` whether or not a daemon runs; whoever comes first claims the
+run with an exclusive file in the build directory's state (`run_alerts.claim_run`), so
+a message is never lost to a daemon that just stopped and never sent twice. A failed
+step's cause is the exception the step's code raised (`root_cause`), a run that ended
+with no failed step (killed) says which steps had succeeded, and a RECOVERED that a
+newer blocked or failed run made stale is not sent (a restarted daemon catching up).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.defs.up_to_date import ours as _ours
 from brain_pipeline.lib.code_location import location_config, location_config_path
-from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
+from brain_pipeline.lib.dagster_private import run_events
 from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
     Previous,
     RunFacts,
     build_message,
+    claim_run,
     classify,
     deliver,
     known_secrets,
     previous_outcome,
     run_link,
+    superseded_by,
 )
+from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.trigger import describe_trigger
 
-NOTIFIED_KEY = "brain_pipeline/notified/"
-"""Instance key-value entry per run already reported (a second tick never re-sends)."""
-OUR_JOBS = ("reingest_job", "rollback_job", "__ASSET_JOB")
 LOOKBACK_RUNS = 25
-
-
-def _ours(run: dg.DagsterRun, cfg: BrainConfig) -> bool:
-    """A run of this project's jobs on this build directory (when it says which)."""
-    if not run.job_name.startswith(OUR_JOBS):
-        return False
-    tagged = run.tags.get(BUILD_DIR_TAG)
-    return tagged is None or tagged == build_dir_tag_value(cfg.build_dir)
+NEWER_RUNS = 25
 
 
 def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
     """The run's failed steps, check evaluations and publication, from its events."""
     kinds = {
         dg.DagsterEventType.STEP_FAILURE,
+        dg.DagsterEventType.STEP_SUCCESS,
         dg.DagsterEventType.ASSET_CHECK_EVALUATION,
         dg.DagsterEventType.ASSET_MATERIALIZATION,
+        dg.DagsterEventType.RUN_FAILURE,
     }
     failed: list[tuple[str, str]] = []
+    succeeded: list[str] = []
     checks: list[CheckOutcome] = []
-    published, status = False, None
-    for record in instance.get_records_for_run(run.run_id, of_type=kinds).records:
-        event = record.event_log_entry.dagster_event
+    published, status, run_failure = False, None, None
+    for entry in run_events(instance, run.run_id, kinds):
+        event = entry.dagster_event
         if event is None:
             continue
         data: Any = event.event_specific_data
-        if event.event_type == dg.DagsterEventType.STEP_FAILURE:
+        if event.event_type == dg.DagsterEventType.STEP_SUCCESS:
+            succeeded.append(str(event.step_key))
+        elif event.event_type == dg.DagsterEventType.RUN_FAILURE:
+            run_failure = entry.user_message or event.message
+        elif event.event_type == dg.DagsterEventType.STEP_FAILURE:
             user = getattr(data, "user_failure_data", None)
             error = getattr(data, "error", None)
             text = (user.description if user is not None else None) or (
-                error.message if error is not None else "failed"
+                root_cause(error) if error is not None else "failed"
             )
             failed.append((str(event.step_key), str(text)))
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
@@ -95,7 +105,29 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
         published=published,
         publish_status=status,
         trigger=describe_trigger(run.tags, ()),
+        succeeded_steps=tuple(succeeded),
+        run_failure=str(run_failure) if run_failure else None,
     )
+
+
+def root_cause(error: Any) -> str:
+    """The exception the code raised, not Dagster's wrapper around it: a step whose
+    function raised fails with `DagsterExecutionStepExecutionError: Error occurred while
+    executing op ...`, the user's exception being its cause. The first error of the
+    chain that is not Dagster's own (the last one when all are)."""
+    seen = 0
+    while (
+        error is not None
+        and str(getattr(error, "cls_name", "")).startswith("Dagster")
+        and getattr(error, "cause", None) is not None
+        and seen < 20
+    ):
+        error, seen = error.cause, seen + 1
+    message = str(getattr(error, "message", "") or "").strip()
+    name = str(getattr(error, "cls_name", "") or "")
+    if name and not message.startswith(name):
+        message = f"{name}: {message}"
+    return message or "failed"
 
 
 def _text(value: Any) -> str | None:
@@ -128,21 +160,41 @@ def previous_event(
     )
 
 
+def newer_runs(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig
+) -> Iterator[RunFacts]:
+    """The finished runs of ours created after `run` (up to NEWER_RUNS), read lazily."""
+    record = instance.get_run_record_by_id(run.run_id)
+    if record is None:
+        return
+    later = instance.get_run_records(
+        filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE],
+            created_after=record.create_timestamp,
+        ),
+        limit=NEWER_RUNS,
+    )
+    for other in later:
+        if other.dagster_run.run_id != run.run_id and _ours(other.dagster_run, cfg):
+            yield run_facts(instance, other.dagster_run)
+
+
 def notify_finished_run(
     instance: dg.DagsterInstance,
     run_id: str,
     cfg: BrainConfig,
     log: Any = None,
-    *,
-    by_command: bool = True,
 ) -> str | None:
     """Report the finished run `run_id` once; the one-line account of the delivery, or
-    None when it is not ours, has nothing to report, was reported already, or (for the
-    command, `by_command`) a running daemon's sensors will report it.
+    None when it is not ours, has nothing to report, or was reported already.
 
     One path for every run: the notification sensors call it at their tick, and
-    `brain-pipeline materialize` right after its run when no daemon runs. Whoever comes
-    first records the run as notified in the instance, so the other sends nothing.
+    `brain-pipeline materialize` right after its own run (and for each dead run it
+    reaps), whether or not a daemon runs: a daemon that is stopping or stopped never
+    leaves a run unannounced. Whoever comes first claims the run
+    (`publishing.run_alerts.claim_run`, in the build directory's state), so the other
+    sends nothing. A RECOVERED that a newer blocked or failed run has made stale is
+    not sent.
     """
     settings = cfg.notify
     record = instance.get_run_record_by_id(run_id)
@@ -151,58 +203,40 @@ def notify_finished_run(
     run = record.dagster_run
     if not run.is_finished or not _ours(run, cfg):
         return None
-    if by_command and sensors_will_notify(instance):
-        return None
-    key = NOTIFIED_KEY + run.run_id
-    storage = instance.run_storage
-    if storage.get_cursor_values({key}).get(key):
-        return None
     facts = run_facts(instance, run)
     previous = None if not facts.succeeded else previous_event(instance, run, cfg)
     event = classify(facts, previous, run_link(settings.ui_base_url, run.run_id))
     if event is None:
         return None
-    message = build_message(event, known_secrets(settings, _environment()))
-    delivery = deliver(settings, message)
-    storage.set_cursor_values({key: event.kind})
-    line = f"run {run.run_id[:8]}: {event.kind} message: {delivery.describe()}"
+    if not claim_run(StateLayout.of(cfg.build_dir).state_dir, run.run_id):
+        return None
+    stale = superseded_by(event, newer_runs(instance, run, cfg))
+    if stale is not None:
+        ok = True
+        line = (
+            f"run {run.run_id[:8]}: {event.kind} message not sent: a newer run "
+            f"({stale.run_id[:8]}) did not publish"
+        )
+    else:
+        delivery = deliver(settings, build_message(event, known_secrets(settings, _environment())))
+        ok = delivery.ok
+        line = f"run {run.run_id[:8]}: {event.kind} message: {delivery.describe()}"
     if log is not None:
-        (log.info if delivery.ok else log.warning)(line)
+        (log.info if ok else log.warning)(line)
     return line
 
 
-#: A sensor daemon whose last heartbeat is older than this is taken for gone (it beats
-#: every 30 s or so; one missed beat is not a dead daemon).
-DAEMON_HEARTBEAT_TOLERANCE_SECONDS = 120.0
-
-
-def sensors_will_notify(instance: dg.DagsterInstance, now: float | None = None) -> bool:
-    """Whether a live sensor daemon serves this instance (`brain-pipeline ui`, `dagster
-    dev` or `dagster-daemon run`), so the notification sensors will see the run."""
-    import time
-
-    heartbeats = instance.get_daemon_heartbeats()
-    beat = heartbeats.get("SENSOR")
-    if beat is None:
-        return False
-    return (now if now is not None else time.time()) - beat.timestamp < (
-        DAEMON_HEARTBEAT_TOLERANCE_SECONDS
-    )
-
-
-def notify_for_run(
-    context: dg.RunStatusSensorContext, config_path: str | None
-) -> dg.SkipReason | None:
+def notify_for_run(context: dg.RunStatusSensorContext, config_path: str | None) -> dg.SkipReason:
     """A notification sensor's tick for `context.dagster_run` (the configuration is read
-    at each tick: a new channel needs no reload)."""
-    line = notify_finished_run(
-        context.instance,
-        context.dagster_run.run_id,
-        load_config(config_path),
-        context.log,
-        by_command=False,
-    )
-    return dg.SkipReason(line) if line else None
+    at each tick: a new channel needs no reload).
+
+    Always a SkipReason, never None: a run-status sensor whose function returns None for
+    one run and a SkipReason for the next in the same tick fails the tick ("received both
+    DagsterRunReaction and SkipReason"), which a daemon catching up on several finished
+    runs would hit; with a SkipReason each tick handles one run and says what it did."""
+    run_id = context.dagster_run.run_id
+    line = notify_finished_run(context.instance, run_id, load_config(config_path), context.log)
+    return dg.SkipReason(line or f"run {run_id[:8]}: nothing to report")
 
 
 def _environment() -> dict[str, str]:
@@ -227,7 +261,7 @@ def build_notification_sensors(
             "one-line cause) or a step failed before publishing. Channels: notify.*."
         ),
     )
-    def notify_on_failure(context: dg.RunFailureSensorContext) -> dg.SkipReason | None:
+    def notify_on_failure(context: dg.RunFailureSensorContext) -> dg.SkipReason:
         return notify_for_run(context, config_path)
 
     @dg.run_status_sensor(
@@ -241,7 +275,7 @@ def build_notification_sensors(
             "failed or WARN run (recovered). Channels: notify.*."
         ),
     )
-    def notify_on_success(context: dg.RunStatusSensorContext) -> dg.SkipReason | None:
+    def notify_on_success(context: dg.RunStatusSensorContext) -> dg.SkipReason:
         return notify_for_run(context, config_path)
 
     return [notify_on_failure, notify_on_success]

@@ -59,11 +59,12 @@ class BrainSettings(dg.ConfigurableResource):
 
     Every step loads the configuration from here first (`load()`). For a run's duration
     the resource holds the build directory's write lock (and the publish root's); the
-    locks are re-entrant, so the CLI's own hold is not waited for. A resource rather than
-    a step prologue so that a run launched from the UI, a schedule or automation reads
-    and holds exactly what a CLI run does, from before its first step to after its last.
-    One resource, not a nested one: Dagster initialises a nested resource through a
-    deprecated accessor (`InitResourceContext.dagster_run`).
+    locks are re-entrant, so the CLI's own hold is not waited for. Under them it starts
+    and ends the run's up-to-date record (`steps.up_to_date.run_started`, `run_ended`).
+    A resource rather than a step prologue so that a run launched from the UI, a
+    schedule or automation reads and holds exactly what a CLI run does, from before its
+    first step to after its last. One resource, not a nested one: Dagster initialises a
+    nested resource through a deprecated accessor (`InitResourceContext.dagster_run`).
 
     `config_path` lets a test or a deployment point at another file without touching
     the environment. Secrets are never part of this resource's fields.
@@ -74,7 +75,9 @@ class BrainSettings(dg.ConfigurableResource):
 
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[BrainSettings]:
+        from brain_pipeline.defs.up_to_date import selection_names
         from brain_pipeline.state.lock import hold_run_locks, make_holder
+        from brain_pipeline.steps import up_to_date
 
         refuse_unloaded_path("settings", self.config_path)
         cfg = self._config = load_config(self.config_path)
@@ -88,7 +91,20 @@ class BrainSettings(dg.ConfigurableResource):
             holder=make_holder("dagster run", run.run_id if run else None),
             on_wait=context.log.info if context.log else None,
         ):
-            yield self
+            if run is None:
+                yield self
+                return
+            # Every run, whoever launched it: no "up to date" until this one is proven,
+            # and after its last step what it left, for the record (steps.up_to_date).
+            up_to_date.run_started(cfg, run.run_id, *selection_names(run))
+            try:
+                yield self
+            finally:
+                try:
+                    up_to_date.run_ended(cfg, run.run_id)
+                except OSError as exc:  # the next command then runs in full; the run stands
+                    if context.log:
+                        context.log.warning(f"the up-to-date record was not written: {exc}")
 
     def load(self) -> BrainConfig:
         """The run's snapshot (see the module docstring); outside a run, read now."""

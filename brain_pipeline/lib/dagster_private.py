@@ -33,6 +33,26 @@ def write_instance_value(instance: dg.DagsterInstance, key: str, value: str) -> 
     instance.run_storage.set_cursor_values({key: value})
 
 
+# ---- a run's own events -----------------------------------------------------------------
+
+
+def run_events(
+    instance: dg.DagsterInstance, run_id: str, kinds: set[dg.DagsterEventType]
+) -> list[dg.EventLogEntry]:
+    """The events of `run_id` of the given kinds, oldest first
+    (`DagsterInstance.get_records_for_run`, every page): what a notification says of a
+    run (its failed and succeeded steps, checks, materialisations), read the same way by
+    the command and by the run-status sensors, which only get the one event that fired."""
+    entries: list[dg.EventLogEntry] = []
+    cursor: str | None = None
+    while True:
+        page = instance.get_records_for_run(run_id, cursor=cursor, of_type=kinds, limit=1000)
+        entries.extend(record.event_log_entry for record in page.records)
+        if not page.has_more:
+            return entries
+        cursor = page.cursor
+
+
 # ---- runs and pool slots ----------------------------------------------------------------
 
 

@@ -22,6 +22,7 @@ and from each delivery line before either leaves this module.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -33,6 +34,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -79,6 +81,10 @@ class RunFacts:
     publish_status: str | None = None
     """The materialisation's status: updated, unchanged, held."""
     trigger: str | None = None
+    succeeded_steps: Sequence[str] = ()
+    """Steps that succeeded, in order (a run killed midway still did these)."""
+    run_failure: str | None = None
+    """What Dagster (or the reaper) said when it marked the run failed."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,7 @@ def classify(facts: RunFacts, previous: Previous | None, link: str | None = None
         if facts.failed_steps:
             step, description = facts.failed_steps[0]
             return event("failed", f"{step} failed: {first_line(description)}")
-        return event("failed", "the run failed before any step did (see the run)")
+        return event("failed", ended_midway(facts))
     if not facts.published or facts.publish_status == "held":
         return None
     # A blocking check that failed with WARN severity: the gate let a regression through
@@ -129,6 +135,30 @@ def classify(facts: RunFacts, previous: Previous | None, link: str | None = None
         return event("regression", warned[0].cause())
     if previous in BAD_EVENTS:
         return event("recovered", f"published after the {previous} run; the live store is current")
+    return None
+
+
+def ended_midway(facts: RunFacts) -> str:
+    """The cause of a run that failed with no step failing (killed, crashed, stopped):
+    what had succeeded before it ended, and what Dagster said."""
+    said = f": {first_line(facts.run_failure, 200)}" if facts.run_failure else ""
+    if facts.succeeded_steps:
+        done = ", ".join(dict.fromkeys(facts.succeeded_steps))
+        return f"the run ended after {done} succeeded, before the rest finished{said}"
+    return f"the run ended before any step finished{said}"
+
+
+def superseded_by(event: Event, newer: Iterable[RunFacts]) -> RunFacts | None:
+    """The newer finished run that makes `event` stale, if any: a RECOVERED is no longer
+    the truth once a later run was blocked or failed (a daemon catching up on old runs
+    must not announce a recovery after a newer failure). `newer`: runs finished after
+    the event's run, any order."""
+    if event.kind != "recovered":
+        return None
+    for facts in newer:
+        later = classify(facts, None)
+        if later is not None and later.kind in BAD_EVENTS:
+            return facts
     return None
 
 
@@ -203,6 +233,43 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
     return text
+
+
+# -- once per run --------------------------------------------------------------------------
+
+NOTIFIED_DIR = "notified"
+KEEP_CLAIMS = 500
+
+
+def claim_run(state_dir: Path, run_id: str) -> bool:
+    """True for the one caller (a sensor tick or the command) that is to report `run_id`.
+
+    An exclusive create of `<state>/notified/<run id>` in the build directory's state:
+    atomic across processes, so two reporters racing on the same finished run send one
+    message. Claims beyond the newest KEEP_CLAIMS are removed (a run that old is never
+    reported again: the sensors look back far fewer runs)."""
+    folder = state_dir / NOTIFIED_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    name = "".join(c for c in run_id if c.isalnum() or c == "-") or "run"
+    try:
+        handle = os.open(folder / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    os.close(handle)
+    _prune(folder)
+    return True
+
+
+def _prune(folder: Path) -> None:
+    entries = []
+    for entry in os.scandir(folder):
+        try:
+            entries.append((entry.stat().st_mtime_ns, entry.path))
+        except FileNotFoundError:
+            continue
+    for _, path in sorted(entries)[:-KEEP_CLAIMS]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 # -- delivery ----------------------------------------------------------------------------

@@ -1,19 +1,36 @@
-"""Could a full run change anything? Answered from the last successful run's record.
+"""Could a full run change anything? Answered from the last successful full run's record.
 
 A re-run after nothing changed used to cost seconds of fixed overhead (importing and
-opening Dagster, writing a run's events) to conclude what a few stats can prove. At the
-end of a successful full run, `record_successful_run` writes `state/last-run.json`:
-every input's digest (corpus, fixture, configuration, code, embedding provider and key)
-and the signature (utils.file_signature, the project's one "unchanged" rule) of every
-file the run's outcome lives in: the build's artifacts and records, and each file of
-the live publication, which is verified against its manifest first. `check` compares
-the present with that record; `materialize` without a selection skips the run only when
-everything is equal. Any doubt means a run: a missing, unreadable or foreign record, a
-changed or missing file, an interrupted publication, a configured S3 bucket (the bucket
-is only checked by a run) — each is a reason, and the first one found is reported.
+opening Dagster, writing a run's events) to conclude what a few stats can prove. The
+record, `state/last-run.json`, holds every input's digest (corpus, fixture,
+configuration, code, embedding provider and key), the signature (utils.file_signature,
+the project's one "unchanged" rule) of every file the run's outcome lives in (the
+build's artifacts and records, each file of the live publication, verified against its
+manifest first) and the Dagster instance that saw the run.
+
+It is written in three moves, whichever launcher started the run (the command line,
+the UI, a schedule, automation), because the run's own resource makes the first two
+(defs/resources.py `BrainSettings`, under the run's locks):
+
+1. `run_started`: the record is removed (until a run is proven, nothing is) and the
+   inputs are taken as the run starts; every run does this, whatever it selects, so a
+   failed or partial run always leaves a build that is not "up to date";
+2. `run_ended`: after its last step, what the run left is written as *pending*;
+3. `confirm`: only once Dagster says the run SUCCEEDED, and only for a full run (every
+   asset and every blocking check), the pending body becomes the record: by the
+   command after its own run, by the `up_to_date_record` sensor for the others.
+
+`check` compares the present with the record; `materialize` without a selection skips
+the run only when everything is equal. Any doubt means a run: a missing, unreadable or
+foreign record, another Dagster instance (DAGSTER_HOME or its dagster.yaml), a changed
+or missing file, an interrupted publication, a configured S3 bucket (the bucket is only
+checked by a run) — each is a reason, and the first one found is reported.
 
 Nothing here imports Dagster, so the answer costs a corpus walk (settled files are not
-read again: the observation's file index) and a few hundred stats.
+read again: the observation's file index) and a few hundred stats. What only the
+instance can say (its assets were wiped; the freshness policy needs to see the
+verification) is asked at most once per CONSULT_AFTER_SECONDS (`consult_due`,
+`defs.up_to_date.consult_instance`).
 """
 
 from __future__ import annotations
@@ -37,12 +54,40 @@ from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import file_sha256_or, value_digest
 from brain_pipeline.utils.file_signature import FileSignature
 
-RECORD_FORMAT = 1
+RECORD_FORMAT = 2
+"""2: the record names the Dagster instance that saw the run (a format-1 record means a run)."""
+PENDING_FORMAT = 1
+CONSULT_AFTER_SECONDS = 3600.0
+"""How long a skip trusts the instance's last confirmation that it holds the recorded
+run's materialisations (and the freshness policy's last materialisation of
+published_local): after that, the command asks the instance again, which costs an
+import of Dagster (see docs/operations.md)."""
+FULL_RUN_ASSETS = ("knowledge_chunks", "knowledge_store", "embeddings", "published_local")
+"""What a run must have selected (with FULL_RUN_CHECKS) to be recorded: a partial run
+proves nothing about the rest."""
+FULL_RUN_CHECKS = (
+    "embeddings:retrieval_eval",
+    "knowledge_store:fits_agent_string_limit",
+)
+"""The code location's blocking checks (`asset:check`), which a recorded run must have
+run: what the publication rests on. Non-blocking checks are advice (an automation run
+may leave the separately defined ones out). Pinned against the code location by
+brain_pipeline_tests/defs/test_up_to_date.py, so a new blocking check must be added here."""
 _SOURCE_ROOT = Path(__file__).resolve().parents[1]
 
 
 def record_path(layout: StateLayout) -> Path:
     return layout.state_dir / "last-run.json"
+
+
+def pending_path(layout: StateLayout) -> Path:
+    """What the run in progress (or the last run, until confirmed) left: `run_ended`."""
+    return layout.state_dir / "last-run.pending.json"
+
+
+def seen_path(layout: StateLayout) -> Path:
+    """When the instance last confirmed it holds the recorded run (`consult_due`)."""
+    return layout.state_dir / "instance-seen.json"
 
 
 @dataclass(frozen=True)
@@ -53,6 +98,7 @@ class UpToDate:
     reason: str
     run_id: str | None = None
     published_at: str | None = None
+    finished_at: str | None = None
 
     def message(self) -> str:
         if self.current:
@@ -239,20 +285,77 @@ def forget(layout: StateLayout) -> None:
         os.unlink(record_path(layout))
 
 
-def record_successful_run(
-    cfg: BrainConfig, run_id: str, inputs_at_start: Mapping[str, Any], *, clock: Any = None
-) -> str | None:
-    """Write the record after a successful full run; None when written, else why not.
+def instance_identity(home: Path | str) -> dict[str, Any]:
+    """The Dagster instance a run was seen by: its folder and its dagster.yaml's signature
+    (another folder, or storages switched in the same folder, is an instance that has
+    not seen the run)."""
+    folder = Path(home).expanduser().resolve()
+    signature = FileSignature.of(folder / "dagster.yaml")
+    return {"home": str(folder), "settings": signature.as_list() if signature else None}
 
-    Called while the run still holds its locks, so nothing moves between the run's last
-    write and these stats. `inputs_at_start` is `current_inputs` taken before the run:
-    an input edited while the run read it (the fixture, a module) is not what the run
-    used, so then, when the publication cannot be verified, or when S3 publishing is
-    configured (only a run checks the bucket), no record is written and the next run
-    runs in full.
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        body = json.loads(path.read_bytes())
+    except (FileNotFoundError, ValueError, UnicodeDecodeError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _write_json(path: Path, body: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, (json.dumps(body, sort_keys=True, indent=1) + "\n").encode("utf-8"))
+
+
+def touches_record(assets: Iterable[str] | None, checks: Iterable[str] | None) -> bool:
+    """Whether a run selecting `assets` and `checks` (as for `is_full_selection`) can change
+    what the record rests on or what the UI shows for it: any asset of a full run, or
+    any check of one. A run of `published_s3` alone (what automation launches after the
+    skip's runless materialisation of `published_local`, uploading nothing when no
+    bucket is configured) cannot."""
+    if assets is None:
+        return True
+    if set(assets) & set(FULL_RUN_ASSETS):
+        return True
+    return any(name.split(":", 1)[0] in FULL_RUN_ASSETS for name in checks or ())
+
+
+def run_started(
+    cfg: BrainConfig,
+    run_id: str,
+    assets: Iterable[str] | None = None,
+    checks: Iterable[str] | None = None,
+) -> None:
+    """A run is starting on this build directory (called under its lock, by every run).
+
+    The record goes (a failed or partial run must leave no "up to date"), and the inputs
+    are taken as the run starts: an input edited while the run reads it is then a reason
+    not to record. Idempotent for one run (a step process of a multiprocess run enters
+    the run's resource again). `assets`, `checks`: the run's selection (None: all), for
+    `touches_record`."""
+    if not touches_record(assets, checks):
+        return
+    layout = StateLayout.of(cfg.build_dir)
+    pending = _read_json(pending_path(layout))
+    if pending is not None and pending.get("run_id") == run_id:
+        return
+    forget(layout)
+    inputs = current_inputs(cfg, layout, run_id)
+    pending = {"format": PENDING_FORMAT, "run_id": run_id, "inputs": inputs}
+    _write_json(pending_path(layout), pending)
+
+
+def outcome_body(
+    cfg: BrainConfig, run_id: str, inputs_at_start: Mapping[str, Any], *, clock: Any = None
+) -> dict[str, Any] | str:
+    """What a run left, as the record will hold it; a string saying why not instead.
+
+    `inputs_at_start` is `current_inputs` taken as the run started: an input edited
+    while the run read it (the fixture, a module) is not what the run used, so then,
+    when the publication cannot be verified, or when S3 publishing is configured (only
+    a run checks the bucket), there is no record and the next run runs in full.
     """
     layout = StateLayout.of(cfg.build_dir)
-    forget(layout)
     if cfg.publish.s3.bucket:
         return "S3 publishing is configured (only a run checks the bucket)"
     inputs = current_inputs(cfg, layout, run_id)
@@ -262,9 +365,8 @@ def record_successful_run(
         publication = verified_publication(cfg, layout)
     except NotVerified as exc:
         return str(exc)
-    # The corpus as the run observed it (the snapshot its store was built from: still in
-    # memory, the observation stored it in this process), not as it is now: a file
-    # edited during the run then differs at the next check, which runs.
+    # The corpus as the run observed it (the snapshot its store was built from), not as
+    # it is now: a file edited during the run then differs at the next check, which runs.
     store = read_record(layout, "knowledge_store")
     digest = store.facts.get("corpus_digest") if store is not None else None
     try:
@@ -273,7 +375,7 @@ def record_successful_run(
         return "the corpus snapshot of the run cannot be read"
     corpus = corpus_identity(snapshot)
     now = (clock or (lambda: datetime.now(UTC)))()
-    body = {
+    return {
         "format": RECORD_FORMAT,
         "run_id": run_id,
         "finished_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -281,9 +383,135 @@ def record_successful_run(
         "build": _signatures(_outcome_files(layout)),
         "publication": publication,
     }
-    data = json.dumps(body, sort_keys=True, indent=1) + "\n"
-    atomic_write_bytes(record_path(layout), data.encode("utf-8"))
+
+
+def run_ended(cfg: BrainConfig, run_id: str, *, clock: Any = None) -> None:
+    """After the run's last step, still under its locks: what it left, as pending.
+
+    Written whether or not the run succeeded (the resource that calls it cannot tell);
+    only `confirm`, once Dagster says the run succeeded, makes it the record."""
+    layout = StateLayout.of(cfg.build_dir)
+    pending = _read_json(pending_path(layout))
+    if pending is None or pending.get("run_id") != run_id:
+        return  # another run started since (or this one never registered): nothing to say
+    body = outcome_body(cfg, run_id, dict(pending.get("inputs") or {}), clock=clock)
+    pending["outcome"] = body
+    _write_json(pending_path(layout), pending)
+
+
+def is_full_selection(assets: Iterable[str] | None, checks: Iterable[str] | None) -> bool:
+    """Whether a run selected every asset of a full run and every blocking check: `assets`
+    are the run's asset names (None: all), `checks` its check names as `asset:check`
+    (None: Dagster runs every check of the selected assets)."""
+    if assets is not None and not set(FULL_RUN_ASSETS) <= set(assets):
+        return False
+    return checks is None or set(FULL_RUN_CHECKS) <= set(checks)
+
+
+def confirm(
+    cfg: BrainConfig,
+    run_id: str,
+    instance_home: Path | str,
+    *,
+    full: bool,
+    now: float | None = None,
+) -> str | None:
+    """The run `run_id` SUCCEEDED (Dagster says so): make what it left the record.
+    None when recorded, else why not. Call under the build directory's lock."""
+    layout = StateLayout.of(cfg.build_dir)
+    pending = _read_json(pending_path(layout))
+    if pending is None or pending.get("run_id") != run_id:
+        return "another run started since this one"
+    if not full:
+        return "the run did not select every asset and check"
+    outcome = pending.get("outcome")
+    if not isinstance(outcome, dict):
+        return str(outcome) if outcome else "the run left no account of its outcome"
+    identity = instance_identity(instance_home)
+    _write_json(record_path(layout), {**outcome, "instance": identity})
+    # The instance has just seen the run: no need to ask it for the next hour.
+    mark_seen(layout, run_id, identity, now=now)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(pending_path(layout))
     return None
+
+
+def record_successful_run(
+    cfg: BrainConfig,
+    run_id: str,
+    inputs_at_start: Mapping[str, Any],
+    instance_home: Path | str,
+    *,
+    clock: Any = None,
+) -> str | None:
+    """The three moves at once, for a successful full run whose inputs at start are
+    `inputs_at_start` (the tests' shortcut; runs go through `BrainSettings`)."""
+    layout = StateLayout.of(cfg.build_dir)
+    forget(layout)
+    _write_json(
+        pending_path(layout),
+        {"format": PENDING_FORMAT, "run_id": run_id, "inputs": dict(inputs_at_start)},
+    )
+    run_ended(cfg, run_id, clock=clock)
+    return confirm(cfg, run_id, instance_home, full=True)
+
+
+def pending_run(layout: StateLayout) -> str | None:
+    """The run whose outcome awaits Dagster's verdict (None: none)."""
+    pending = _read_json(pending_path(layout))
+    run_id = pending.get("run_id") if pending is not None else None
+    return run_id if isinstance(run_id, str) else None
+
+
+def drop_pending(layout: StateLayout, run_id: str) -> None:
+    """Forget run `run_id`'s pending outcome (it finished and was judged)."""
+    if pending_run(layout) == run_id:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(pending_path(layout))
+
+
+def recorded_run(layout: StateLayout) -> str | None:
+    """The run the record rests on (None: no readable record)."""
+    body = _read_json(record_path(layout))
+    run_id = body.get("run_id") if body is not None else None
+    return run_id if isinstance(run_id, str) else None
+
+
+# --- what only the instance can say -----------------------------------------------------------
+
+
+def report_after_seconds(cfg: BrainConfig, now: datetime) -> float:
+    """How old the last materialisation of published_local may be before the skip reports
+    what it verified: half the freshness policy's warn window (the schedule's longest
+    gap, `defs.publish.publication_freshness`), at least CONSULT_AFTER_SECONDS. Half, so
+    the policy never warns while skips verify; not every hour, as each report is a new
+    materialisation that eager automation reacts to (a `published_s3` run)."""
+    from brain_pipeline.steps.health import FRESHNESS_MARGIN, freshness_allowance
+
+    warn = freshness_allowance(cfg, now) - FRESHNESS_MARGIN
+    return max(CONSULT_AFTER_SECONDS, warn.total_seconds() / 2)
+
+
+def mark_seen(
+    layout: StateLayout, run_id: str, identity: Mapping[str, Any], *, now: float | None = None
+) -> None:
+    """The instance `identity` holds run `run_id`'s materialisations (asked at `now`)."""
+    import time
+
+    stamp = time.time() if now is None else now
+    _write_json(seen_path(layout), {"run_id": run_id, "instance": dict(identity), "at": stamp})
+
+
+def consult_due(layout: StateLayout, run_id: str, home: Path | str, now: float) -> bool:
+    """Whether the skip must ask the instance first: it never confirmed this run, or not
+    within CONSULT_AFTER_SECONDS (a wipe since; freshness needs to see the skip)."""
+    seen = _read_json(seen_path(layout))
+    if seen is None or seen.get("run_id") != run_id:
+        return True
+    if seen.get("instance") != instance_identity(home):
+        return True
+    at = seen.get("at")
+    return not isinstance(at, (int, float)) or not 0 <= now - at < CONSULT_AFTER_SECONDS
 
 
 def _read(layout: StateLayout) -> dict[str, Any] | None:
@@ -335,6 +563,12 @@ def check(cfg: BrainConfig) -> UpToDate:
     run_id = str(body.get("run_id"))
     if cfg.publish.s3.bucket:
         return UpToDate(False, "S3 publishing is configured (only a run checks the bucket)")
+    if body.get("instance") != instance_identity(cfg.instance_home()):
+        return UpToDate(
+            False,
+            f"the Dagster instance {cfg.instance_home()} has not seen run {run_id} "
+            "(another DAGSTER_HOME, or its dagster.yaml changed)",
+        )
     recorded_inputs = dict(body.get("inputs") or {})
     publication = dict(body.get("publication") or {})
     if publication.get("root") != str(cfg.publish_root()):
@@ -365,4 +599,4 @@ def check(cfg: BrainConfig) -> UpToDate:
         return UpToDate(False, f"the corpus cannot be read: {exc}")
     if corpus != recorded_inputs.get("corpus"):
         return UpToDate(False, "the corpus changed")
-    return UpToDate(True, "", run_id, publication.get("published_at"))
+    return UpToDate(True, "", run_id, publication.get("published_at"), body.get("finished_at"))

@@ -172,12 +172,13 @@ def test_the_sensors_run_by_default_only_when_a_channel_is_configured(
     assert statuses() == {dg.DefaultSensorStatus.RUNNING}
 
 
-def test_the_command_notifies_once_when_no_daemon_runs_and_leaves_it_to_a_live_one(
+def test_the_command_notifies_once_even_when_a_daemon_just_beat_and_the_sensors_add_nothing(
     tiny_project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """One path for every run: `brain-pipeline materialize` sends the finished run's one
-    message itself when no sensor daemon serves the instance; a later sensor tick sends
-    nothing more. With a daemon's recent heartbeat, the command leaves it to the sensors."""
+    """One path for every run: `brain-pipeline materialize` sends its run's one message
+    itself, even when a sensor daemon's heartbeat is seconds old (a daemon that has just
+    stopped would never send it); the sensors, ticking later, find the run claimed and
+    send nothing more. The claim lives in the build directory's state."""
     from dagster._daemon.types import DaemonHeartbeat
 
     from brain_pipeline.cli import main
@@ -188,21 +189,21 @@ def test_the_command_notifies_once_when_no_daemon_runs_and_leaves_it_to_a_live_o
         tiny_project.settings["notify"] = {"webhook_url": f"{hook.url}/hooks/{HOOK_TOKEN}"}
         tiny_project.write_config()
         assert main(["materialize"]) == 0
-        _bury_gliders(tiny_project)
-        assert main(["materialize"]) == 1  # blocked: no daemon, the command sends it
-        assert [b["event"] for b in hook.bodies] == ["blocked"]
-        said = [line for line in capsys.readouterr().err.splitlines() if "message:" in line]
-        assert len(said) == 1 and ": blocked message: webhook " in said[0], said
-        assert HOOK_TOKEN not in said[0]  # the URL's token is never shown
         instance = dg.DagsterInstance.get()
         try:
+            instance.add_daemon_heartbeat(
+                DaemonHeartbeat(time.time(), "SENSOR", "a-daemon-that-just-stopped", errors=[])
+            )
+            _bury_gliders(tiny_project)
+            assert main(["materialize"]) == 1  # blocked: the command sends it
+            assert [b["event"] for b in hook.bodies] == ["blocked"]
+            said = [line for line in capsys.readouterr().err.splitlines() if "message:" in line]
+            assert len(said) == 1 and ": blocked message: webhook " in said[0], said
+            assert HOOK_TOKEN not in said[0]  # the URL's token is never shown
             blocked_run = hook.bodies[0]["run_id"]
+            assert (tiny_project.build / "state" / "notified" / blocked_run).is_file()
             run = instance.get_run_by_id(blocked_run)
             assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
-            # The daemon's sensors, ticking later, find it sent.
-            project = Project(**{**tiny_project.__dict__, "instance": instance})
-            ticker = Ticker(project)
-            ticker.cursors = {name: None for name in SENSORS}
             defs = build_definitions(str(tiny_project.config_path))
             for name in SENSORS:  # ticks over the finished run, as a daemon started now
                 context = dg.build_run_status_sensor_context(
@@ -216,16 +217,109 @@ def test_the_command_notifies_once_when_no_daemon_runs_and_leaves_it_to_a_live_o
                 )
                 defs.resolve_sensor_def(name)(context)  # type: ignore[operator]
             assert len(hook.bodies) == 1
-
-            # A live sensor daemon: the command leaves the message to its sensors.
-            ticker.tick(1)
-            instance.add_daemon_heartbeat(
-                DaemonHeartbeat(time.time(), "SENSOR", "test-daemon", errors=[])
-            )
-            assert main(["materialize", "--force"]) == 1
-            assert len(hook.bodies) == 1
-            ticker.tick()
-            assert len(hook.bodies) == 2 and hook.bodies[1]["event"] == "blocked"
-            assert hook.bodies[1]["run_id"] != blocked_run
         finally:
             instance.dispose()
+
+
+def test_a_daemon_catching_up_never_sends_a_stale_recovered(
+    tiny_project: Project, tmp_path: Path
+) -> None:
+    """Blocked, then published (a recovery), then blocked again, all finished before the
+    sensors tick (a daemon restarted after them): the two BLOCKED messages go out, the
+    RECOVERED does not (the newest truth is the second failure)."""
+    with WebhookServer.start() as hook:
+        tiny_project.settings["notify"] = {"webhook_url": f"{hook.url}/hooks/{HOOK_TOKEN}"}
+        tiny_project.write_config()
+        ticker = Ticker(tiny_project)
+        ticker.tick(1)
+        guide = tiny_project.corpus / "beta" / "guide.md"
+        original = guide.read_text()
+        assert tiny_project.materialize().success
+        _bury_gliders(tiny_project)
+        first = tiny_project.materialize()
+        guide.write_text(original, encoding="utf-8")
+        recovered = tiny_project.materialize()
+        _bury_gliders(tiny_project)
+        second = tiny_project.materialize()
+        assert (first.success, recovered.success, second.success) == (False, True, False)
+        ticker.tick(8)  # one run per tick and sensor
+    assert [(b["event"], b["run_id"]) for b in hook.bodies] == [
+        ("blocked", first.run_id),
+        ("blocked", second.run_id),
+    ]
+    stale = [s for s in ticker.skips if recovered.run_id[:8] in s]
+    assert stale == [
+        f"run {recovered.run_id[:8]}: recovered message not sent: a newer run "
+        f"({second.run_id[:8]}) did not publish"
+    ]
+
+
+def test_a_raising_check_is_reported_by_the_exception_it_raised(
+    tiny_project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_: object, **__: object) -> None:
+        raise RuntimeError("the relevance table is corrupt at row 7")
+
+    monkeypatch.setattr("brain_pipeline.defs.checks.evaluate_for_check", broken)
+    with WebhookServer.start() as hook:
+        tiny_project.settings["notify"] = {"webhook_url": f"{hook.url}/hooks/{HOOK_TOKEN}"}
+        tiny_project.write_config()
+        ticker = Ticker(tiny_project)
+        ticker.tick(1)
+        assert not tiny_project.materialize().success
+        ticker.tick()
+    assert [b["event"] for b in hook.bodies] == ["failed"]
+    cause = hook.bodies[0]["cause"]
+    assert cause == (
+        "embeddings_retrieval_eval failed: RuntimeError: the relevance table is corrupt at row 7"
+    ), cause
+    assert "DagsterExecutionStepExecutionError" not in hook.bodies[0]["text"]
+
+
+KILLED_AT_EMBEDDINGS = """
+import os, signal, sys
+import brain_pipeline.steps.embed as embed
+
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+embed.embed_store = killed
+from brain_pipeline.cli import main
+sys.exit(main(["materialize"]))
+"""
+
+
+def test_a_run_killed_midway_says_what_had_succeeded(
+    tiny_project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`kill -9` while embedding: the next command reaps the dead run and its message
+    names the steps that had succeeded (chunks, store), not "before any step did"."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from brain_pipeline.cli import main
+    from brain_pipeline_tests.defs.conftest import cli_sees
+
+    cli_sees(tiny_project, monkeypatch)
+    with WebhookServer.start() as hook:
+        tiny_project.settings["notify"] = {"webhook_url": f"{hook.url}/hooks/{HOOK_TOKEN}"}
+        tiny_project.write_config()
+        child = subprocess.run(
+            [sys.executable, "-c", KILLED_AT_EMBEDDINGS],
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert child.returncode == -signal.SIGKILL, child.stderr
+        assert hook.bodies == []  # nobody was left to say it
+        assert main(["materialize", "--select", "group:ingest"]) == 0  # reaps, then notifies
+    assert [b["event"] for b in hook.bodies] == ["failed"]
+    cause = hook.bodies[0]["cause"]
+    assert cause.startswith(
+        "the run ended after corpus, eval_fixture, knowledge_chunks, knowledge_store "
+        "succeeded, before the rest "
+        "finished: The process running this run"
+    ), cause

@@ -107,3 +107,25 @@ def test_a_custom_condition_is_evaluated_against_the_callers_instance(
     result = dg.evaluate_automation_conditions(defs=[watched], instance=instance)
     assert result.total_requested == 1
     assert seen == [instance]
+
+
+def test_a_runs_events_of_the_asked_kinds_are_read_whole_and_in_order(
+    instance: dg.DagsterInstance,
+) -> None:
+    @dg.asset
+    def first() -> int:
+        return 1
+
+    @dg.asset(deps=[first])
+    def second() -> None:
+        raise RuntimeError("second broke")
+
+    result = dg.materialize([first, second], instance=instance, raise_on_error=False)
+    kinds = {dg.DagsterEventType.STEP_SUCCESS, dg.DagsterEventType.STEP_FAILURE}
+    entries = private.run_events(instance, result.run_id, kinds)
+    events = [entry.dagster_event for entry in entries if entry.dagster_event]
+    said = [(event.event_type, event.step_key) for event in events]
+    assert said == [
+        (dg.DagsterEventType.STEP_SUCCESS, "first"),
+        (dg.DagsterEventType.STEP_FAILURE, "second"),
+    ]

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from brain_pipeline.config import EmailSettings, NotifySettings
 from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
     RunFacts,
     build_message,
+    claim_run,
     classify,
     deliver,
     known_secrets,
     previous_outcome,
+    superseded_by,
 )
 from brain_pipeline_tests.peers.notify_peers import WebhookServer, free_port
 
@@ -133,3 +136,38 @@ def _message():  # type: ignore[no-untyped-def]
     event = classify(facts(succeeded=False, failed_steps=[("knowledge_store", "disk full")]), None)
     assert event is not None
     return build_message(event)
+
+
+def test_a_killed_run_says_what_had_succeeded_and_what_dagster_said() -> None:
+    killed = facts(
+        succeeded=False,
+        succeeded_steps=("knowledge_chunks", "knowledge_store"),
+        run_failure="The process running this run is gone (killed or crashed).",
+    )
+    event = classify(killed, None)
+    assert event is not None and event.kind == "failed"
+    assert event.cause == (
+        "the run ended after knowledge_chunks, knowledge_store succeeded, before the rest "
+        "finished: The process running this run is gone (killed or crashed)."
+    )
+    nothing = classify(facts(succeeded=False), None)
+    assert nothing is not None and nothing.cause == "the run ended before any step finished"
+
+
+def test_a_recovered_is_stale_after_a_newer_failure_only() -> None:
+    published = facts(published=True, publish_status="updated")
+    recovered = classify(published, "blocked")
+    assert recovered is not None and recovered.kind == "recovered"
+    newer_failure = facts(run_id="newer-failed", succeeded=False, failed_steps=(("x", "boom"),))
+    newer_good = facts(run_id="newer-good", published=True, publish_status="updated")
+    assert superseded_by(recovered, [newer_good, newer_failure]) == newer_failure
+    assert superseded_by(recovered, [newer_good]) is None
+    blocked = classify(newer_failure, None)
+    assert blocked is not None and superseded_by(blocked, [newer_failure]) is None
+
+
+def test_a_run_is_claimed_once_across_callers(tmp_path: Path) -> None:
+    assert claim_run(tmp_path, "run-1") is True
+    assert claim_run(tmp_path, "run-1") is False
+    assert claim_run(tmp_path, "run-2") is True
+    assert sorted(p.name for p in (tmp_path / "notified").iterdir()) == ["run-1", "run-2"]

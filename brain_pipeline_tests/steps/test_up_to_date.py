@@ -233,7 +233,7 @@ def test_an_input_edited_during_the_run_leaves_no_record(built: Built) -> None:
     body = json.loads(built.fixture.read_bytes())
     body["queries"][0]["query"] = "edited while the run read the old one"
     built.fixture.write_text(json.dumps(body), encoding="utf-8")
-    why = up_to_date.record_successful_run(cfg, "run-x", at_start)
+    why = up_to_date.record_successful_run(cfg, "run-x", at_start, cfg.instance_home())
     assert why == "an input changed during the run"
     assert not record_path(built.layout).exists()
     assert not built.verdict().current
@@ -244,12 +244,12 @@ def test_a_corpus_edited_during_the_run_is_a_change_at_the_next_check(built: Bui
     cfg = load_config()
     at_start = up_to_date.current_inputs(cfg, built.layout, "run-x")
     (built.corpus / "networks" / "notes.md").write_text("# Changed\n\nAfter it was read.")
-    assert up_to_date.record_successful_run(cfg, "run-x", at_start) is None
+    assert up_to_date.record_successful_run(cfg, "run-x", at_start, cfg.instance_home()) is None
     assert built.verdict().reason == "the corpus changed"
 
 
 def test_a_verified_run_is_recorded_again(built: Built) -> None:
     cfg = load_config()
     at_start = up_to_date.current_inputs(cfg, built.layout, "run-y")
-    assert up_to_date.record_successful_run(cfg, "run-y", at_start) is None
+    assert up_to_date.record_successful_run(cfg, "run-y", at_start, cfg.instance_home()) is None
     assert built.verdict().run_id == "run-y"

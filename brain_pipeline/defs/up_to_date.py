@@ -1,0 +1,176 @@
+"""The up-to-date record's Dagster side: who confirms a run, and what the skip asks Dagster.
+
+`steps.up_to_date` keeps the record Dagster-free; here is what needs the instance:
+
+- `confirm_finished_run`: a run of ours that Dagster says SUCCEEDED, and that selected
+  every asset and every blocking check, has what it left (written as pending by its own
+  `BrainSettings` resource) made the record. The command calls it after its own run; the
+  `up_to_date_record` sensor (`keep_record`, every 30 s while the daemon runs) for
+  every other run (the UI, a schedule, automation), so the next `materialize` skips
+  after those too. The sensor also drops a record the instance no longer holds (a
+  wipe from the UI or `dagster asset wipe`).
+- `consult_instance`: what the skip asks the instance, at most once per
+  `steps.up_to_date.CONSULT_AFTER_SECONDS`: does it hold the recorded run's
+  materialisations (not after `dagster asset wipe`)? And, so that the freshness
+  policy on `published_local` (which counts materialisations only) sees what the skip
+  verified, it reports one runless materialisation of `published_local` when the last
+  one is older than half the policy's warn window (`steps.up_to_date.
+  report_after_seconds`; 12 h for a daily schedule): status `unchanged`, the same
+  status a run reports when it finds the live store current.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import dagster as dg
+
+from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.lib.code_location import location_config_path
+from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.steps import up_to_date as record
+
+OUR_JOBS = ("reingest_job", "rollback_job", "__ASSET_JOB")
+VERIFIED_RUN = "verified_run"
+"""Metadata of the runless materialisation: the run whose publication the skip verified."""
+
+
+def ours(run: dg.DagsterRun, cfg: BrainConfig) -> bool:
+    """A run of this project's jobs on this build directory (when it says which)."""
+    if not run.job_name.startswith(OUR_JOBS):
+        return False
+    tagged = run.tags.get(BUILD_DIR_TAG)
+    return tagged is None or tagged == build_dir_tag_value(cfg.build_dir)
+
+
+def selection_names(run: dg.DagsterRun) -> tuple[list[str] | None, list[str] | None]:
+    """The run's selected asset names and `asset:check` names (None: not narrowed)."""
+    assets = run.asset_selection
+    checks = run.asset_check_selection
+    return (
+        None if assets is None else [k.to_user_string() for k in assets],
+        None if checks is None else [f"{k.asset_key.to_user_string()}:{k.name}" for k in checks],
+    )
+
+
+def confirm_finished_run(instance: dg.DagsterInstance, run_id: str, cfg: BrainConfig) -> str | None:
+    """Make run `run_id`'s pending outcome the record when Dagster says it SUCCEEDED and it
+    was a full run; None when recorded, else why not. Call under the build dir's lock."""
+    run = instance.get_run_by_id(run_id)
+    if run is None or not ours(run, cfg):
+        return "not a run of this build directory"
+    if run.status != dg.DagsterRunStatus.SUCCESS:
+        return f"the run ended {run.status.value}"
+    assets, checks = selection_names(run)
+    full = record.is_full_selection(assets, checks)
+    return record.confirm(cfg, run.run_id, cfg.instance_home(), full=full)
+
+
+def _unseen(instance: dg.DagsterInstance, run_id: str) -> str | None:
+    """Why the instance does not hold run `run_id`'s materialisations, or None."""
+    for name in record.FULL_RUN_ASSETS:
+        entry = instance.get_latest_materialization_event(dg.AssetKey(name))
+        if entry is None:
+            return f"this Dagster instance holds no materialisation of {name} (wiped?)"
+        if entry.run_id == run_id:
+            continue
+        materialization = entry.asset_materialization
+        verified = materialization.metadata.get(VERIFIED_RUN) if materialization else None
+        if getattr(verified, "value", verified) != run_id:
+            return f"this Dagster instance's latest {name} is not run {run_id}'s (wiped?)"
+    return None
+
+
+def consult_instance(
+    instance: dg.DagsterInstance, cfg: BrainConfig, verdict: record.UpToDate, now: float
+) -> record.UpToDate:
+    """Ask the instance what only it knows (module docstring); the skip's final verdict."""
+    run_id = str(verdict.run_id)
+    why = _unseen(instance, run_id)
+    if why is not None:
+        return record.UpToDate(False, why)
+    latest = instance.get_latest_materialization_event(dg.AssetKey("published_local"))
+    report_after = record.report_after_seconds(cfg, datetime.fromtimestamp(now, UTC))
+    if latest is None or now - latest.timestamp >= report_after:
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(
+                asset_key="published_local",
+                description="verified unchanged by `brain-pipeline materialize` (no run)",
+                metadata={
+                    "status": "unchanged",
+                    VERIFIED_RUN: run_id,
+                    "published_at": str(verdict.published_at or ""),
+                },
+            )
+        )
+    layout = StateLayout.of(cfg.build_dir)
+    record.mark_seen(layout, run_id, record.instance_identity(cfg.instance_home()), now=now)
+    return verdict
+
+
+def keep_record(instance: dg.DagsterInstance, cfg: BrainConfig) -> str | None:
+    """One tick of the `up_to_date_record` sensor: confirm the pending run once Dagster
+    says it succeeded, and drop a record the instance no longer holds (its assets were
+    wiped: the next command then runs). What it did, or None."""
+    from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
+
+    layout = StateLayout.of(cfg.build_dir)
+    try:
+        with build_dir_lock(
+            cfg.build_dir, wait_seconds=0, holder=make_holder("up_to_date_record sensor")
+        ):
+            pending = record.pending_run(layout)
+            if pending is not None:
+                run = instance.get_run_by_id(pending)
+                if run is not None and run.is_finished:
+                    why = confirm_finished_run(instance, pending, cfg)
+                    record.drop_pending(layout, pending)
+                    return f"run {pending[:8]}: " + (why or "recorded as up to date")
+            recorded = record.recorded_run(layout)
+            if recorded is not None:
+                unseen = _unseen(instance, recorded)
+                if unseen is not None:
+                    record.forget(layout)
+                    return f"run {recorded[:8]} no longer up to date: {unseen}"
+    except LockBusyError:
+        return None  # a run is in progress: its end is the next tick's business
+    return None
+
+
+def build_record_sensor(config_path: str | None) -> dg.SensorDefinition:
+    @dg.sensor(
+        name="up_to_date_record",
+        minimum_interval_seconds=30,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=(
+            "Records a successful full run launched from the UI, a schedule or automation "
+            "as what `brain-pipeline materialize` compares against, so the command skips "
+            "when nothing changed since (the command records its own runs); forgets it "
+            "when the instance no longer holds that run's materialisations (a wipe)."
+        ),
+    )
+    def up_to_date_record(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+        said = keep_record(context.instance, load_config(config_path))
+        return dg.SkipReason(said or "nothing to record")
+
+    return up_to_date_record
+
+
+def skip_verdict(cfg: BrainConfig, verdict: record.UpToDate, now: Any = None) -> record.UpToDate:
+    """The command's consult (when due): opens the instance the command uses."""
+    from brain_pipeline.lib.instance import ensure_instance_home, open_instance
+
+    ensure_instance_home(cfg.instance_home())
+    instance = open_instance(cfg.build_dir, cli_run=True)
+    try:
+        return consult_instance(instance, cfg, verdict, now if now is not None else time.time())
+    finally:
+        instance.dispose()
+
+
+@dg.definitions
+def up_to_date_definitions() -> dg.Definitions:
+    return dg.Definitions(sensors=[build_record_sensor(location_config_path())])
