@@ -29,6 +29,7 @@ Usage::
 
     python benchmarks/bench_run_cost.py --files 1200 --before /tmp/before
     python benchmarks/bench_run_cost.py --sample --before /tmp/before
+    python benchmarks/bench_run_cost.py --beir ../shared/datasets/scifact --before /tmp/before
     python benchmarks/bench_run_cost.py --files 1200 --before /tmp/before --plain-before --no-change
     python benchmarks/bench_run_cost.py ... --no-change --consult   (the hourly consult)
 """
@@ -47,6 +48,7 @@ from pathlib import Path
 
 import yaml
 from _figures import Figure, Session
+from beir_corpus import write_beir_corpus
 from bench_scale import child_env, generate_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -197,6 +199,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=1200, help="synthetic corpus size")
     parser.add_argument("--sample", action="store_true", help="the bundled sample corpus")
+    parser.add_argument(
+        "--beir",
+        type=Path,
+        metavar="DIR",
+        help="a real-text corpus: a BEIR data set's documents as Markdown files and its "
+        "test queries as the fixture (beir_corpus.py; SciFact gives about 19k chunks)",
+    )
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--before", type=Path, help="a copy of older code, run in turns")
@@ -225,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.sample:
             corpus_root, fixture, files = sample_corpus(base)
             label = "the bundled sample corpus"
+        elif args.beir:
+            real = write_beir_corpus(args.beir, base / "corpus")
+            corpus_root, fixture, files = real.root, real.fixture, real.files
+            label = f"{len(files):,} {args.beir.name} documents as files (real text)"
         else:
             corpus = generate_corpus(base / "corpus", args.files, args.seed)
             corpus_root, fixture = corpus.root, corpus.fixture
