@@ -47,6 +47,7 @@ from brain_pipeline.publishing.run_alerts import (
 )
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.trigger import describe_trigger
+from brain_pipeline.utils.markdown import md_undefanged
 
 LOOKBACK_RUNS = 25
 NEWER_RUNS = 25
@@ -87,7 +88,7 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
                     f"{data.asset_key.to_user_string()}:{data.check_name}",
                     bool(data.passed),
                     str(getattr(data.severity, "value", data.severity)),
-                    str(data.description or ""),
+                    md_undefanged(str(data.description or "")),  # plain text, not Markdown
                     bool(data.blocking),
                     _text(data.metadata.get("headline")),
                 )

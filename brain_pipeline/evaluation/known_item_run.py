@@ -16,7 +16,6 @@ No Dagster.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +38,7 @@ from brain_pipeline.retrieval.hybrid import QueryEmbedder, Retriever
 from brain_pipeline.retrieval.vectors import EmbeddingStore
 from brain_pipeline.retrieval.view_source import ViewSource
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.digest import value_digest
+from brain_pipeline.utils.digest import sha256_hex, value_digest
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,7 @@ def _area_key(
     if mode == "hybrid" and embeddings is not None:
         rows = row_of()
         picked = [rows[i] for i in source.area_ids(area) if i in rows]
-        parts["vectors"] = hashlib.sha256(embeddings.vectors[picked].tobytes()).hexdigest()
+        parts["vectors"] = sha256_hex(embeddings.vectors[picked].tobytes())
         parts["model"] = model
     return value_digest(parts)
 

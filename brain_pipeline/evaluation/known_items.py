@@ -26,7 +26,6 @@ Pure: no files (the caller keeps the cache), no Dagster.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import re
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
@@ -35,6 +34,7 @@ from typing import Any
 
 from brain_pipeline.corpus.store import Chunk, heading_text
 from brain_pipeline.retrieval.text import raw_words, term_of
+from brain_pipeline.utils.digest import order_key
 
 OPENING_WORDS = 30
 MAX_QUERY_WORDS = 6
@@ -133,7 +133,7 @@ def learner_query(content: str, df: DocumentFrequency, n_docs: int) -> str | Non
 def id_order(ids: Iterable[str]) -> list[str]:
     """Distinct ids in the order of a hash of each id: a stable, well-mixed order."""
     unique = dict.fromkeys(ids)
-    return sorted(unique, key=lambda i: hashlib.blake2b(i.encode("utf-8"), digest_size=8).digest())
+    return sorted(unique, key=order_key)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from brain_pipeline.lib.instance import in_process_run_tags
 from brain_pipeline.lib.steps import CORPUS, EVAL_FIXTURE, PUBLISH_ASSETS
 from brain_pipeline.steps import run_summary as summary
 from brain_pipeline.steps.trigger import TRIGGER_TAG
+from brain_pipeline.utils.markdown import md_undefanged
 from brain_pipeline.utils.terminal import printable
 
 
@@ -203,7 +204,8 @@ def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
             str(name),
             passed=getattr(evaluation, "passed", None),
             severity=getattr(getattr(evaluation, "severity", None), "value", "ERROR"),
-            description=getattr(evaluation, "description", None) or "",
+            # Written as defanged Markdown for the UI (lib.steps.check_result); plain here.
+            description=md_undefanged(getattr(evaluation, "description", None) or ""),
             metadata=getattr(evaluation, "metadata", None) or {},
             lexical=lexical,
         )

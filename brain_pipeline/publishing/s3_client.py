@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -33,7 +32,7 @@ from typing import Any, Literal
 
 from brain_pipeline.publishing.source import ArtifactSource, SourceChanged
 from brain_pipeline.utils.digest import md5_hex as md5_of
-from brain_pipeline.utils.digest import sha256_hex
+from brain_pipeline.utils.digest import sha256_hex, sha256_parts
 
 JSON_CONTENT_TYPE = "application/json"
 BINARY_CONTENT_TYPE = "application/octet-stream"
@@ -467,12 +466,9 @@ class S3Destination:
         stored = stored_sha256(head)
         if stored is not None:
             return stored
-        digest = hashlib.sha256()
         with self.errors(f"reading {key}"):
             body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
-            for block in body.iter_chunks(1 << 20):
-                digest.update(block)
-        return digest.hexdigest()
+            return sha256_parts(body.iter_chunks(1 << 20))
 
 
 def stored_sha256(head: dict[str, Any]) -> str | None:

@@ -38,6 +38,12 @@ def sha256_hex(data: Buffer) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def order_key(text: str) -> bytes:
+    """An 8-byte BLAKE2b of `text`: a stable pseudo-random order for sampling by id (the
+    same ids give the same sample on every machine and in every build)."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+
+
 def ids_digest(ids: IdArray) -> str:
     """sha256 of an id array's bytes in C order and its own dtype: the content name of a
     cached segment, postings or match matrix built for exactly those ids, in that order.

@@ -40,6 +40,15 @@ def md_defanged(text: str) -> str:
     return _ACTIVE.sub(lambda m: "\\" + m.group(), text)
 
 
+_DEFANGED = re.compile(r"\\([\\\[\]<>&@:.])")
+
+
+def md_undefanged(text: str) -> str:
+    """`md_defanged`'s inverse: a check description as a person reads it, for the
+    terminal and the notification (plain text), where a backslash would only be noise."""
+    return _DEFANGED.sub(lambda m: m.group(1), text)
+
+
 def md_code(text: object, *, in_table: bool = False) -> str:
     """`text` as an inline code span; `in_table` for a table cell, where GFM splits cells
     on `|` even inside a code span unless it is escaped (and then shows it unescaped).

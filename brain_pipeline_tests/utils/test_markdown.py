@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from brain_pipeline.utils.markdown import md_code, md_defanged, md_text
+import pytest
+
+from brain_pipeline.utils.markdown import md_code, md_defanged, md_text, md_undefanged
 
 
 def test_links_images_html_and_autolinks_are_escaped() -> None:
@@ -40,3 +42,16 @@ def test_a_defanged_sentence_keeps_its_punctuation_but_links_nothing() -> None:
         "\\<b\\>\\&amp; `ok` x\\@y.z"
     )
     assert md_defanged("every area has chunks (3 files)") == "every area has chunks (3 files)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "first: alpha/table.md [bbb09fb9f1bb] refused (400 INVALID_ARGUMENT: requests[2])",
+        "see http://evil.example/![x](y) <b>&amp; a@b www.x.com \\ back \\[kept",
+    ],
+)
+def test_a_defanged_description_reads_as_written_on_the_terminal(text: str) -> None:
+    defanged = md_defanged(text)
+    assert "](" not in defanged.replace("\\]", "") and "<b>" not in defanged
+    assert md_undefanged(defanged) == text
