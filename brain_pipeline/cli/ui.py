@@ -26,8 +26,8 @@ is not installed) with DAGSTER_HOME set to the project's instance (DAGSTER_HOME 
 else .dagster_home/ beside corpus_config.yaml), so runs started by `brain-pipeline
 materialize` appear in the UI's history. The code location is named `brain_pipeline`
 (workspace.yaml beside the configuration; for a configuration elsewhere, one written into
-the instance folder). A busy port is refused at once: choose another with -p PORT.
-Stop it with Ctrl-C.
+the build directory's state folder, never into DAGSTER_HOME). A busy port is refused at
+once: choose another with -p PORT. Stop it with Ctrl-C.
 """
 
 Which = Callable[[str], str | None]
