@@ -23,7 +23,7 @@ from brain_pipeline.corpus.store import chunk_id
 
 AREAS = 4
 DOCS_PER_TOPIC = 50
-SENTENCES_PER_PARAGRAPH = 2
+SENTENCES_PER_PARAGRAPH = 3
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
 
 
