@@ -161,6 +161,19 @@ def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
     return values
 
 
+def known_item_figures(known: Any) -> dict[str, float]:
+    """found@10 overall and per area as numbers: on the evaluation's check and on each
+    publication (published_local), whose asset page plots them over publications."""
+    if known is None or not known.areas:
+        return {}
+    figures = {
+        "known_items.found_at_10": round(known.found / known.asked, 4) if known.asked else 0.0
+    }
+    for area in known.areas:
+        figures[f"known_items.{area.area}.found_at_10"] = round(float(area.found_at_10), 4)
+    return figures
+
+
 def _known_item_metadata(known: Any, values: dict[str, Any]) -> None:
     """found@10 per area as numbers (the check's page plots each over evaluations), the
     per-area table, and the line naming the known-item baseline."""
@@ -171,9 +184,8 @@ def _known_item_metadata(known: Any, values: dict[str, Any]) -> None:
     values["known_items.baseline"] = known.status
     if not known.areas:
         return
-    values["known_items.found_at_10"] = round(known.found / known.asked, 4) if known.asked else 0.0
+    values.update(known_item_figures(known))
     for area in known.areas:
-        values[f"known_items.{area.area}.found_at_10"] = round(float(area.found_at_10), 4)
         values[f"known_items.{area.area}.lost_content"] = int(area.lost_content)
         values[f"known_items.{area.area}.lost_retrieval"] = int(area.lost_retrieval)
     values["known_items"] = Table(list(TABLE_COLUMNS), table_rows(known))

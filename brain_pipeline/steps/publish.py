@@ -22,6 +22,7 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, FileStamp, read_record, write_record
 from brain_pipeline.steps.contract import StepFailure, StepLog
+from brain_pipeline.steps.evaluate import known_item_figures
 from brain_pipeline.steps.publications import (
     held_by_rollback,
     publications_table,
@@ -312,6 +313,9 @@ def publish_to_agent(
         shown = {k: v for k, v in previous.facts.items() if k not in ("verdict", "forced")}
         published_on = stored_verdict(previous.facts)
         shown["verdict"] = published_on.headline() if published_on else "none recorded"
+        current = stored_verdict(evaluation)
+        if current is not None:  # this build's known items, asked of the live bytes
+            shown.update(known_item_figures(current.known_items))
         return StepResult(previous.data_version, {**shown, "status": "unchanged"})
     artifacts = gate(cfg, layout, force, evaluation, log)
     try:
@@ -349,6 +353,8 @@ def publish_to_agent(
         metadata["evaluated_in_run"] = RunLink(artifacts.evaluation_run_id)
     if report.manifest.run_id:
         metadata["live_since_run"] = RunLink(report.manifest.run_id)
+    if artifacts.verdict is not None:  # what the agent can still find, over publications
+        metadata.update(known_item_figures(artifacts.verdict.known_items))
     metadata["manifest"] = Markdown(report.manifest.to_markdown())
     metadata["targets"] = report.to_metadata()["targets"]
     metadata["publications"] = publications_table(layout)

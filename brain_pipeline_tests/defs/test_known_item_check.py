@@ -22,6 +22,12 @@ def _evaluation(project: Project) -> Any:
     return record.event.dagster_event.event_specific_data
 
 
+def _latest_publication(project: Project) -> Any:
+    event = project.instance.get_latest_materialization_event(dg.AssetKey("published_local"))
+    assert event is not None and event.asset_materialization is not None
+    return event.asset_materialization.metadata
+
+
 @pytest.fixture
 def unlabelled(tmp_path: Path) -> Project:
     corpus = tmp_path / "corpus"
@@ -47,6 +53,11 @@ def test_an_unlabelled_corpus_publishes_and_then_damage_is_held_back_until_accep
     found = metadata["known_items.aws-tutor.found_at_10"]
     assert isinstance(found, dg.FloatMetadataValue) and found.value == 1.0
     assert isinstance(metadata["known_items"], dg.TableMetadataValue)
+    # The publication carries the same figures, so the asset's page plots them over
+    # publications.
+    publication = _latest_publication(project)
+    assert publication["known_items.aws-tutor.found_at_10"] == found
+    assert isinstance(publication["known_items.found_at_10"], dg.FloatMetadataValue)
 
     for folder in GONE:
         shutil.rmtree(project.corpus / "aws-tutor" / folder)
