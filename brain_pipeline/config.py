@@ -262,10 +262,11 @@ class PublishSettings(_Section):
     root: Path | None = None
     agent_query_model: str = "gemini-embedding-001"
     force: bool = False
-    agent_string_limit: int = Field(default=536_870_888, ge=1)
-    """Longest string the agent's Node.js loader can read, in UTF-16 code units (V8's
-    maximum on 64-bit builds); `fits_agent_string_limit` blocks a larger store. Lower it
-    to keep headroom."""
+    agent_string_limit: int | None = Field(default=None, ge=1)
+    """Longest string the agent's Node.js loader can read, in UTF-16 code units; None:
+    the agent's own limit (`corpus.agent_limits.NODE_MAX_STRING_UNITS`, V8's maximum on
+    64-bit builds, read when the check runs). `fits_agent_string_limit` blocks a larger
+    store. Lower it to keep headroom."""
     keep_generations: int = Field(default=8, ge=1, le=1000)
     """Publications a rollback can reach: their local copies (state/published/) and their
     S3 objects are kept. 8 = a week of nightly runs plus the live one."""

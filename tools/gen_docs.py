@@ -80,8 +80,8 @@ MEANINGS: dict[str, str] = {
     "`dist/` exists); unset: `<build_dir>/agent`",
     "publish.agent_query_model": "vectors of any other model are not published",
     "publish.force": "publish despite a failed evaluation (logged as `FORCED PUBLISH`)",
-    "publish.agent_string_limit": "UTF-16 code units the agent can load as one string; "
-    "a larger store blocks publishing",
+    "publish.agent_string_limit": "UTF-16 code units the agent can load as one string "
+    "(null: the agent's own limit, 536,870,888); a larger store blocks publishing",
     "publish.keep_generations": "publications a rollback can reach (local copies and S3 "
     "objects kept)",
     "publish.s3.bucket": "no bucket: S3 is skipped",

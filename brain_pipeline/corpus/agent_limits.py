@@ -48,7 +48,14 @@ class SizeVerdict:
         return self.units / self.limit if self.limit else 0.0
 
 
-def size_verdict(units: int, limit: int = NODE_MAX_STRING_UNITS) -> SizeVerdict:
+def string_limit(configured: int | None = None) -> int:
+    """The limit a store is judged against: the configured one, else the agent's own,
+    read now (not bound when this module loaded)."""
+    return configured if configured is not None else NODE_MAX_STRING_UNITS
+
+
+def size_verdict(units: int, limit: int | None = None) -> SizeVerdict:
+    limit = string_limit(limit)
     share = units / limit if limit else 0.0
     where = (
         f"knowledge-store.json is {units:,} UTF-16 code units, {share:.1%} of the agent's "

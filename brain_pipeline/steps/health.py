@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.corpus.agent_limits import size_verdict
+from brain_pipeline.corpus.agent_limits import size_verdict, string_limit
 from brain_pipeline.state.check_verdicts import CheckRecord, record_verdict
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, read_record
@@ -89,7 +89,8 @@ def fits_agent_string_limit(cfg: BrainConfig) -> CheckVerdict:
     record = _record(cfg, "knowledge_store")
     if record is None:
         return _missing("knowledge_store")
-    verdict = size_verdict(int(record.facts.get("utf16_units", 0)), cfg.publish.agent_string_limit)
+    units = int(record.facts.get("utf16_units", 0))
+    verdict = size_verdict(units, string_limit(cfg.publish.agent_string_limit))
     return CheckVerdict(
         verdict.level == "ok",
         "ERROR" if verdict.level == "block" else "WARN",
@@ -104,7 +105,8 @@ def fits_agent_string_limit(cfg: BrainConfig) -> CheckVerdict:
 
 def string_limit_key(cfg: BrainConfig, store_sha256: str) -> str:
     """What `fits_agent_string_limit` judges: this store, against this limit."""
-    return value_digest({"store_sha256": store_sha256, "limit": cfg.publish.agent_string_limit})
+    limit = string_limit(cfg.publish.agent_string_limit)
+    return value_digest({"store_sha256": store_sha256, "limit": limit})
 
 
 BLOCKING_CHECK_KEYS: dict[str, Callable[[BrainConfig, str], str]] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from brain_pipeline.corpus.agent_limits import size_verdict, utf16_units_of_utf8
+from brain_pipeline.corpus.agent_limits import size_verdict, string_limit, utf16_units_of_utf8
 
 TEXTS = ["", "plain ascii", "é and ß", "€ 3 bytes", "😀 astral, two units", "a\x00b", "中文字"]
 
@@ -21,3 +21,15 @@ def test_the_verdict_levels_at_their_thresholds() -> None:
     blocked = size_verdict(101, limit=100)
     assert blocked.level == "block" and "cannot load it" in blocked.message
     assert blocked.fraction == pytest.approx(1.01)
+
+
+def test_the_agents_own_limit_is_read_when_a_store_is_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from brain_pipeline.corpus import agent_limits
+
+    assert string_limit() == agent_limits.NODE_MAX_STRING_UNITS
+    assert size_verdict(1_000).level == "ok"
+    monkeypatch.setattr(agent_limits, "NODE_MAX_STRING_UNITS", 999)
+    assert size_verdict(1_000).level == "block"  # not the value bound at import
+    assert string_limit(5_000) == 5_000  # a configured limit wins
