@@ -40,6 +40,10 @@ _PUBLISHERS = frozenset({"published_local", "published_s3"})
 _BUILDERS = frozenset({"knowledge_chunks", "knowledge_store", "embeddings"})
 
 
+NO_LABELS = '{"queries": []}'
+"""A fixture with no labels yet: the known-item check is then the gate (docs/evaluation.md)."""
+
+
 @dataclass(frozen=True)
 class Needs:
     """Which inputs a run needs, from the assets it selects (all of them by default)."""
@@ -154,7 +158,8 @@ def check_fixture(cfg: BrainConfig, env: Mapping[str, str]) -> Problem | None:
         return Problem(
             "evaluation.fixture",
             f"fixture {path} does not exist (evaluation.fixture {where}); create one with "
-            f"`{LABEL_COMMAND}`, or point evaluation.fixture / BRAIN_EVAL_FIXTURE at yours",
+            f"`{LABEL_COMMAND}`, or write {NO_LABELS} there to publish with the known-item "
+            "check alone, or point evaluation.fixture / BRAIN_EVAL_FIXTURE at yours",
         )
     if path.is_dir():
         return Problem(

@@ -46,6 +46,7 @@ def test_each_missing_input_is_one_problem_in_fixing_order(tmp_path: Path) -> No
     assert [p.key for p in problems] == ["corpus.path", "evaluation.fixture"]
     assert "does not exist" in problems[0].message
     assert "create one with" in problems[1].message
+    assert '{"queries": []}' in problems[1].message  # a first publication needs no labels
 
 
 def test_an_area_without_readable_files_names_what_it_holds(tmp_path: Path) -> None:

@@ -163,14 +163,14 @@ def check_metadata(cfg: BrainConfig, outcome: Any) -> dict[str, Any]:
 
 def known_item_figures(known: Any) -> dict[str, float]:
     """found@10 overall and per area as numbers: on the evaluation's check and on each
-    publication (published_local), whose asset page plots them over publications."""
-    if known is None or not known.areas:
+    publication (published_local), whose asset page plots them over publications. Areas
+    with no known items (nothing distinctive to ask) get none."""
+    if known is None or not known.asked:  # no items: no figure (a 0 would plot as a fall)
         return {}
-    figures = {
-        "known_items.found_at_10": round(known.found / known.asked, 4) if known.asked else 0.0
-    }
+    figures = {"known_items.found_at_10": round(known.found / known.asked, 4)}
     for area in known.areas:
-        figures[f"known_items.{area.area}.found_at_10"] = round(float(area.found_at_10), 4)
+        if area.items:
+            figures[f"known_items.{area.area}.found_at_10"] = round(float(area.found_at_10), 4)
     return figures
 
 

@@ -124,3 +124,19 @@ def test_unchanged_inputs_show_the_recorded_result_and_say_it_was_reused(
     assert again.metadata["evaluation_key"] == first.metadata["evaluation_key"]
     record = record_of_build(project)
     assert record is not None and record["run_id"] == "run-1"
+
+
+def test_known_item_figures_leave_out_areas_with_nothing_to_ask() -> None:
+    from brain_pipeline.evaluation.known_item_gate import AreaOutcome, KnownItemVerdict
+    from brain_pipeline.steps.evaluate import known_item_figures
+
+    def area(name: str, items: int, found: int) -> AreaOutcome:
+        return AreaOutcome(name, name, items, found, found, 0, 0, 10, 10)
+
+    dull = KnownItemVerdict("baseline of run x", (area("dull", 0, 0),))
+    assert known_item_figures(dull) == {}  # a 0 would plot as a fall to nothing
+    mixed = KnownItemVerdict("baseline of run x", (area("dull", 0, 0), area("rich", 4, 3)))
+    assert known_item_figures(mixed) == {
+        "known_items.found_at_10": 0.75,
+        "known_items.rich.found_at_10": 0.75,
+    }
