@@ -10,15 +10,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from beir_corpus import write_beir_corpus  # noqa: E402
+from beir_corpus import SENTENCES_PER_PARAGRAPH, write_beir_corpus  # noqa: E402
 
 from brain_pipeline.corpus.file_chunks import ingest_corpus  # noqa: E402
+
+
+TIDES = ["The moon pulls.", "Water rises.", "Then it falls.", "Tides repeat.", "Twice a day."]
 
 
 def _dataset(folder: Path) -> Path:
     folder.mkdir()
     docs = [
-        {"_id": "d1", "title": "Tides", "text": "The moon pulls. Water rises. Then it falls."},
+        {"_id": "d1", "title": "Tides", "text": " ".join(TIDES)},
         {"_id": "d2", "title": "Stars", "text": "Stars burn hydrogen. They shine."},
         {"_id": "d3", "title": "Empty", "text": ""},
     ]
@@ -32,12 +35,13 @@ def _dataset(folder: Path) -> Path:
 def test_documents_become_files_and_judged_queries_label_their_chunks(tmp_path: Path) -> None:
     corpus = write_beir_corpus(_dataset(tmp_path / "beir"), tmp_path / "out" / "corpus")
     assert [p.name for p in corpus.files] == ["doc-d1.md", "doc-d2.md"]  # no text, no file
-    assert corpus.files[0].read_text() == (
-        "# Tides\n\nThe moon pulls. Water rises.\n\nThen it falls.\n"
-    )
+    step = SENTENCES_PER_PARAGRAPH
+    paragraphs = [" ".join(TIDES[i : i + step]) for i in range(0, len(TIDES), step)]
+    assert len(paragraphs) > 1
+    assert corpus.files[0].read_text() == "# Tides\n\n" + "\n\n".join(paragraphs) + "\n"
     queries = json.loads(corpus.fixture.read_text())["queries"]
     assert len(queries) == 1 and queries[0]["query"] == "why do tides rise"
     by_id = {chunk.id: chunk for chunk in ingest_corpus(corpus.root).chunks}
     (label,) = queries[0]["relevant"]
-    assert by_id[label].content == "The moon pulls. Water rises."
+    assert by_id[label].content == paragraphs[0]
     assert by_id[label].area == queries[0]["area"]
