@@ -14,7 +14,6 @@ from beir_corpus import SENTENCES_PER_PARAGRAPH, write_beir_corpus  # noqa: E402
 
 from brain_pipeline.corpus.file_chunks import ingest_corpus  # noqa: E402
 
-
 TIDES = ["The moon pulls.", "Water rises.", "Then it falls.", "Tides repeat.", "Twice a day."]
 
 
