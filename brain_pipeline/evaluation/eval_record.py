@@ -34,7 +34,7 @@ from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
 from brain_pipeline.utils.atomic import atomic_write_bytes
-from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.damage import healed_json
 from brain_pipeline.utils.digest import file_sha256, value_digest
 from brain_pipeline.utils.file_signature import FileSignature
 
@@ -78,16 +78,9 @@ class EvalInputs:
 
 def _read(layout: StateLayout) -> dict[str, Any]:
     empty: dict[str, Any] = {"format": _FORMAT, "records": [], "digests": {}}
-
-    def load() -> Any:
-        try:
-            return json.loads(layout.eval_record.read_bytes())
-        except FileNotFoundError:
-            return empty
-
-    data = healed(
+    data = healed_json(
         layout.eval_record,
-        load,
+        empty,
         what="evaluation record",
         consequence="the evaluation runs again (nothing is reused, nothing published on it)",
     )

@@ -24,7 +24,7 @@ from typing import Any
 
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes
-from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.damage import healed_json
 
 KEEP = 8
 _FORMAT = 1
@@ -53,16 +53,9 @@ class CheckRecord:
 
 def _read(layout: StateLayout) -> dict[str, Any]:
     empty: dict[str, Any] = {"format": _FORMAT, "checks": {}}
-
-    def load() -> Any:
-        try:
-            return json.loads(layout.check_verdicts.read_bytes())
-        except FileNotFoundError:
-            return empty
-
-    data = healed(
+    data = healed_json(
         layout.check_verdicts,
-        load,
+        empty,
         what="blocking check verdicts",
         consequence="nothing is published until the blocking checks run again",
     )
