@@ -16,24 +16,14 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline_tests.defs.conftest import Project, cli_sees, edit_corpus
+from brain_pipeline_tests.peers.moto_s3 import deny_writes
 
 BUCKET = "agent-store"
 FIXED_STORE = "knowledge-store/knowledge-store.json"
 
 
-def deny_writes_to(key: str) -> None:
-    policy = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:PutObject",
-                "Resource": f"arn:aws:s3:::{BUCKET}/{key}",
-            }
-        ],
-    }
-    boto3.client("s3").put_bucket_policy(Bucket=BUCKET, Policy=json.dumps(policy))
+def deny_writes_to(*keys: str) -> None:
+    deny_writes(BUCKET, *keys)
 
 
 def fixed(key: str) -> bytes:

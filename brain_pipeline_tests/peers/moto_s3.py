@@ -197,3 +197,24 @@ def running_moto_s3() -> Iterator[MotoS3Server]:
         yield server
     finally:
         server.stop()
+
+
+def deny_writes(bucket: str, *keys: str) -> None:
+    """A bucket policy refusing s3:PutObject (so CopyObject too) on `keys`: moto enforces
+    bucket policies with authentication off, so this is a real refusal by the peer."""
+    import json
+
+    import boto3
+
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:PutObject",
+                "Resource": [f"arn:aws:s3:::{bucket}/{key}" for key in keys],
+            }
+        ],
+    }
+    boto3.client("s3").put_bucket_policy(Bucket=bucket, Policy=json.dumps(policy))

@@ -10,11 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
+from brain_pipeline.publishing.manifest import build_manifest
+from brain_pipeline.publishing.s3 import S3PublishReport, publish_s3
 from brain_pipeline.publishing.source import ArtifactSource
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
 from brain_pipeline.utils.digest import sha256_hex
@@ -105,3 +108,19 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def publish_build(
+    build: SampleBuild, *, bucket: str, prefix: str, **overrides: Any
+) -> S3PublishReport:
+    """`publish_s3` of a sample build with its own manifest, vectors included, in the test
+    region; `overrides` replace any option (a protection, a deadline, another client)."""
+    options: dict[str, Any] = {
+        "bucket": bucket,
+        "prefix": prefix,
+        "region": TEST_REGION,
+        "include_embeddings": True,
+        "manifest": build_manifest(build.store, build.embeddings, build.chunks),
+    }
+    options.update(overrides)
+    return publish_s3(build.store, build.embeddings, **options)

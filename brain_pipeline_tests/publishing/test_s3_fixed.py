@@ -18,8 +18,7 @@ import boto3
 import pytest
 
 from brain_pipeline.corpus.store import parse_store
-from brain_pipeline.publishing.manifest import build_manifest
-from brain_pipeline.publishing.s3 import PublishError, S3PublishReport, publish_s3
+from brain_pipeline.publishing.s3 import PublishError, S3PublishReport
 from brain_pipeline.publishing.s3_client import (
     BINARY_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -32,39 +31,24 @@ from brain_pipeline.publishing.s3_client import (
 from brain_pipeline.publishing.s3_fixed import FixedName, PreviousSet, write_fixed_names
 from brain_pipeline.retrieval.vectors import decode_embeddings
 from brain_pipeline.utils.digest import sha256_hex
-from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
-from brain_pipeline_tests.publishing.conftest import TEST_REGION, SampleBuild, make_build
+from brain_pipeline_tests.peers.moto_s3 import MotoS3Server, deny_writes
+from brain_pipeline_tests.publishing.conftest import (
+    TEST_REGION,
+    SampleBuild,
+    make_build,
+    publish_build,
+)
 
 BUCKET = "brain-artifacts"
 PREFIX = "knowledge-store/"
 
 
 def publish(build: SampleBuild, **overrides: Any) -> S3PublishReport:
-    options: dict[str, Any] = {
-        "bucket": BUCKET,
-        "prefix": PREFIX,
-        "region": TEST_REGION,
-        "include_embeddings": True,
-        "manifest": build_manifest(build.store, build.embeddings, build.chunks),
-    }
-    options.update(overrides)
-    return publish_s3(build.store, build.embeddings, **options)
+    return publish_build(build, bucket=BUCKET, prefix=PREFIX, **overrides)
 
 
 def deny_writes_to(*keys: str) -> None:
-    """A bucket policy refusing s3:PutObject (so CopyObject too) on `keys`."""
-    policy = {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:PutObject",
-                "Resource": [f"arn:aws:s3:::{BUCKET}/{key}" for key in keys],
-            }
-        ],
-    }
-    boto3.client("s3").put_bucket_policy(Bucket=BUCKET, Policy=json.dumps(policy))
+    deny_writes(BUCKET, *keys)
 
 
 def fixed(filename: str) -> bytes | None:

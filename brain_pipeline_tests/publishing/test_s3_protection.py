@@ -18,11 +18,16 @@ from pydantic import ValidationError
 
 from brain_pipeline.config import S3Settings
 from brain_pipeline.publishing.manifest import build_manifest
-from brain_pipeline.publishing.s3 import PublishError, S3PublishReport, publish_s3
+from brain_pipeline.publishing.s3 import PublishError, S3PublishReport
 from brain_pipeline.publishing.s3_client import S3Protection, make_s3_client
 from brain_pipeline.publishing.s3_inspect import inspect_s3
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
-from brain_pipeline_tests.publishing.conftest import TEST_REGION, SampleBuild, make_build
+from brain_pipeline_tests.publishing.conftest import (
+    TEST_REGION,
+    SampleBuild,
+    make_build,
+    publish_build,
+)
 
 BUCKET = "brain-artifacts"
 PREFIX = "kb/"
@@ -30,15 +35,7 @@ OWNER = "123456789012"
 
 
 def publish(build: SampleBuild, **overrides: Any) -> S3PublishReport:
-    options: dict[str, Any] = {
-        "bucket": BUCKET,
-        "prefix": PREFIX,
-        "region": TEST_REGION,
-        "include_embeddings": True,
-        "manifest": build_manifest(build.store, build.embeddings, build.chunks),
-    }
-    options.update(overrides)
-    return publish_s3(build.store, build.embeddings, **options)
+    return publish_build(build, bucket=BUCKET, prefix=PREFIX, **overrides)
 
 
 def encryption_of_every_object() -> dict[str, tuple[str | None, str | None]]:
@@ -133,9 +130,7 @@ def test_without_an_owner_none_is_sent(bucket: MotoS3Server, build: SampleBuild)
     client = make_s3_client(TEST_REGION)
     sent = SentHeaders(client)
     publish(build, client=client)
-    assert sent.requests and len(sent.without("x-amz-expected-bucket-owner")) == len(
-        sent.requests
-    )
+    assert sent.requests and len(sent.without("x-amz-expected-bucket-owner")) == len(sent.requests)
 
 
 def test_the_settings_are_checked_when_the_configuration_loads() -> None:
