@@ -88,5 +88,7 @@ def test_json_and_history_carry_the_known_item_figures(
     assert entries[1]["known_items"]["baseline"].startswith("no known-item baseline yet")
     assert main(["eval", "--history"]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert "known_items.blocked_areas" in table[0]
-    assert table[1].split()[table[0].split().index("known_items.blocked_areas")] == "1"
+    columns = table[0].split()
+    assert {"known_items.found_at_10", "known_items.lost_content"} <= set(columns)
+    assert table[1].split()[columns.index("known_items.lost_content")] == "1"
+    assert table[1].split()[columns.index("known_items.blocked_areas")] == "1"

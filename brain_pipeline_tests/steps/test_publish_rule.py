@@ -208,6 +208,8 @@ def test_a_verdict_judged_against_another_baseline_is_refused_until_judged_again
         publish_to_agent(project.cfg, project.layout, force=False, run_id="pb", log=log)
     assert _snapshot(project.cfg.publish_root()) == live
 
-    assert evaluate_build(project.cfg, run_id="b2").verdict.severity == "PASS"
+    rejudged = evaluate_build(project.cfg, run_id="b2")
+    assert rejudged.reused  # measured once: only the judgement was made again
+    assert rejudged.verdict.severity == "PASS"
     result = publish_to_agent(project.cfg, project.layout, force=False, run_id="pb", log=log)
     assert result.metadata["status"] == "updated"
