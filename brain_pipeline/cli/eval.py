@@ -37,7 +37,11 @@ PROGRESS_EVERY_SECONDS = 2.0
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", metavar="DIR", help="store directory (default: build dir)")
     parser.add_argument("--fixture", metavar="FILE", help="labelled queries (JSON)")
-    parser.add_argument("--json", action="store_true", help="print the full report as JSON")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print the full report as JSON, with the known-item figures and the verdict",
+    )
     parser.add_argument(
         "--per-query",
         action="store_true",
@@ -136,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
         _write_csv(Path(args.csv), per_query_frame(report).to_csv(index=False))
     if args.json:
-        print(report.to_json())
+        print(_json_document(outcome))
         _stderr(verdict)  # stdout stays one JSON document
     else:
         print(report_text(report))
@@ -154,6 +158,29 @@ def run(args: argparse.Namespace) -> int:
             print(f"  - {failure}", file=sys.stderr)
         return 1
     return 0
+
+
+def _json_document(outcome: Any) -> str:
+    """The report, with the known-item check's figures (`known_items`) and the verdict
+    (severity, failures, warnings, and the rule it was judged by) beside it."""
+    import json
+
+    from brain_pipeline.evaluation.reports import known_item_summary
+
+    verdict = outcome.verdict
+    document = {
+        **outcome.report.to_dict(),
+        "known_items": known_item_summary(verdict.known_items),
+        "verdict": {
+            "severity": verdict.severity,
+            "headline": verdict.headline(),
+            "failures": list(verdict.failures),
+            "warnings": list(verdict.warnings),
+            "evaluation_key": outcome.record_key,
+            "rule": outcome.rule.to_dict() if outcome.rule is not None else None,
+        },
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False)
 
 
 def _print_known_items(outcome: Any) -> None:

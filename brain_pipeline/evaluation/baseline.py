@@ -151,7 +151,8 @@ def summary_of(
     note: str | None,
     when: str,
 ) -> dict[str, Any]:
-    """One line of `eval --history`: figures, their intervals, misses, note."""
+    """One line of `eval --history`: figures, their intervals, misses, note, and the
+    known-item figures (`reports.known_item_summary`) of the verdict it went out on."""
     inputs = record.get("inputs") if isinstance(record.get("inputs"), Mapping) else {}
     verdict = record.get("verdict") if isinstance(record.get("verdict"), Mapping) else None
     return {
@@ -168,7 +169,22 @@ def summary_of(
         "figures": dict(record.get("figures") or {}),
         "intervals": {name: list(value) for name, value in intervals.items()},
         "run_id": record.get("run_id"),
+        "known_items": _known_items_of(verdict),
     }
+
+
+def _known_items_of(verdict: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The known-item figures of a stored verdict (None: none, or unreadable)."""
+    from brain_pipeline.evaluation.known_item_gate import KnownItemVerdict
+    from brain_pipeline.evaluation.reports import known_item_summary
+
+    data = (verdict or {}).get("known_items")
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        return known_item_summary(KnownItemVerdict.from_dict(data))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def record_baseline(

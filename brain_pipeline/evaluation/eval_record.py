@@ -5,7 +5,11 @@ bytes, the thresholds, the evaluation/retrieval code and the effective query pro
 and model. `EvalInputs.key()` digests exactly those; when the digest is unchanged the
 previous outcome is reused (and says so) instead of re-running the fixture. The record
 is also what a publish gate consults: `lookup(layout, key)` finds the outcome for exactly
-the inputs it is about to publish, `latest(layout)` the newest one.
+the inputs it is about to publish, `latest(layout)` the newest one. The key covers what
+was *measured*; the verdict also depends on the rule it was judged by (every evaluation
+setting, the baselines compared with), which the outcome keeps as `rule` and the gate
+matches too (`verdict_rule.lookup_judged`): a reused report is judged again under a new
+rule, a verdict is never reused under one.
 
 File: `layout.eval_record` (JSON, written atomically). It holds up to `_KEEP` outcomes,
 newest first, so alternating `eval --fixture` runs do not evict the pipeline's (each
@@ -14,10 +18,11 @@ keyed by (size, mtime_ns, inode, ctime_ns), so an unchanged 800 MB embeddings.bi
 not re-hashed on every check.
 
 An outcome holds `report` (runner.EvaluationReport.to_dict), `figures`, `markdown`,
-`inputs`, `run_id` and `verdict` (verdict.EvaluationVerdict.to_dict, the whole judgement the
-publish gate reads). Outcomes written before verdicts were stored (with `passed` and
-`failures` instead) still lend their report for reuse; the next check judges it and
-rewrites the outcome with a verdict, and until then a publish gate finds no verdict.
+`inputs`, `run_id`, `verdict` (verdict.EvaluationVerdict.to_dict, the whole judgement the
+publish gate reads) and `rule` (verdict_rule.VerdictRule.to_dict, what it was judged
+by). Outcomes written before verdicts (or rules) were stored still lend their report
+for reuse; the next check judges it and rewrites the outcome with a verdict and its
+rule, and until then a publish gate finds no verdict.
 """
 
 from __future__ import annotations

@@ -64,6 +64,12 @@ class KnownItemBaseline:
     area_chunks: Mapping[str, int]
     describe: str
     """One line: which publication (or acceptance) this is."""
+    candidate: str | None = None
+    """The key of the evaluated store's candidate it was copied from (which evaluation
+    recorded it: a verdict judged against its own store's known items is recognised)."""
+    digest: str | None = None
+    """Digest of its items and chunk counts: what a verdict judged against it is keyed by
+    (evaluation.verdict_rule), so a verdict counts only against these known items."""
 
 
 @dataclass(frozen=True)

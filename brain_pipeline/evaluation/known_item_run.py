@@ -25,6 +25,7 @@ import numpy as np
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation import known_item_state as state
 from brain_pipeline.evaluation.known_item_gate import (
+    KnownItemBaseline,
     KnownItemSettings,
     KnownItemVerdict,
     RankMemo,
@@ -53,6 +54,10 @@ class KnownItemRun:
     """Queries actually run (the rest came from the per-area cache)."""
     embedded: int = 0
     """Queries sent to the query embedder (the rest had a cached vector)."""
+    baseline_candidate: str | None = None
+    baseline_digest: str | None = None
+    """The known-item baseline the verdict was judged against (`KnownItemBaseline`'s
+    `candidate` and `digest`; None: there was none): part of the rule it was made under."""
 
 
 def _mode(embeddings: EmbeddingStore | None, embedder: QueryEmbedder | None, mode: str) -> str:
@@ -125,17 +130,18 @@ def run_known_items(
             for query, top in dict(entry.get("answers", {})).items():
                 memo.answers[(query, area)] = [str(i) for i in top]
 
+    used: KnownItemBaseline | None = None
     if layout is None:
         verdict = no_baseline(
             "no known-item baseline for a store outside the build directory: the check passes"
         )
     else:
         baseline = state.load_baseline(layout)
-        verdict = (
-            no_baseline(baseline)
-            if isinstance(baseline, str)
-            else judge_known_items(baseline, source, memo, settings)
-        )
+        if isinstance(baseline, str):
+            verdict = no_baseline(baseline)
+        else:
+            used = baseline
+            verdict = judge_known_items(baseline, source, memo, settings)
 
     queries = state.load_queries(layout) if layout is not None else {}
     items: list[KnownItem] = []
@@ -178,7 +184,15 @@ def run_known_items(
             warnings=verdict.warnings,
             notes=verdict.notes + tuple(notes),
         )
-    return KnownItemRun(verdict, candidate, len(items), memo.asked, vectors.embedded)
+    return KnownItemRun(
+        verdict,
+        candidate,
+        len(items),
+        memo.asked,
+        vectors.embedded,
+        baseline_candidate=used.candidate if used is not None else None,
+        baseline_digest=used.digest if used is not None else None,
+    )
 
 
 def _save(

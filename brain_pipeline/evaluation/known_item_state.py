@@ -174,7 +174,14 @@ def load_baseline(layout: StateLayout) -> KnownItemBaseline | str:
     how = "accepted" if data.get("kind") == "accepted" else "published"
     note = f" ({data['note']})" if data.get("note") else ""
     describe = f"known items of the store {how} {data.get('when', '?')}{note}"
-    return KnownItemBaseline(tuple(items), chunks, describe)
+    candidate = data.get("candidate")
+    return KnownItemBaseline(
+        tuple(items),
+        chunks,
+        describe,
+        candidate=candidate if isinstance(candidate, str) else None,
+        digest=value_digest({"items": data["items"], "area_chunks": data["area_chunks"]}),
+    )
 
 
 

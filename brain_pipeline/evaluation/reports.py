@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from brain_pipeline.evaluation.compare import Comparison
+    from brain_pipeline.evaluation.known_item_gate import KnownItemVerdict
     from brain_pipeline.evaluation.runner import EvaluationReport
 
 _HISTORY_METRICS = ("ndcg_at_10", "recall_at_10", "misses")
@@ -97,6 +98,62 @@ def _count(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def known_item_summary(known: KnownItemVerdict | None) -> dict[str, Any] | None:
+    """The known-item check as plain JSON, for `eval --json` and each `eval --history`
+    entry: found@10 overall and per area, and per area what was lost (chunks, known
+    items' text, retrieval) and the verdict, with the baseline compared with and the
+    check's own lines. found@10 is None where nothing was asked (a 0 would read as a
+    fall). None when the evaluation had no known-item check (an older record)."""
+    if known is None:
+        return None
+    areas: dict[str, dict[str, Any]] = {}
+    for a in known.areas:
+        lost_chunks = a.chunks_before - a.chunks_now
+        areas[a.area] = {
+            "asked_in": a.asked_in,
+            "items": a.items,
+            "found_before": a.found_before,
+            "found_now": a.found_now,
+            "found_at_10": round(a.found_at_10, 4) if a.items else None,
+            "found_at_10_before": round(a.found_at_10_before, 4) if a.items else None,
+            "change": a.change,
+            "change_low": a.change_low,
+            "change_high": a.change_high,
+            "chunks_before": a.chunks_before,
+            "chunks_now": a.chunks_now,
+            "chunk_loss": round(lost_chunks / a.chunks_before, 4) if a.chunks_before else 0.0,
+            "lost_content": a.lost_content,
+            "known_item_loss": round(a.lost_content / a.items, 4) if a.items else 0.0,
+            "lost_retrieval": a.lost_retrieval,
+            "verdict": a.verdict,
+        }
+    return {
+        "baseline": known.status,
+        "found": known.found,
+        "asked": known.asked,
+        "found_at_10": round(known.found / known.asked, 4) if known.asked else None,
+        "areas": areas,
+        "failures": list(known.failures),
+        "warnings": list(known.warnings),
+        "notes": list(known.notes),
+    }
+
+
+def _known_item_columns(entry: Mapping[str, Any], row: dict[str, Any]) -> None:
+    """found@10 overall, and how many areas lost something, for one history row."""
+    known = entry.get("known_items")
+    if not isinstance(known, Mapping):
+        return
+    if known.get("found_at_10") is not None:
+        row["known_items.found_at_10"] = round(float(known["found_at_10"]), 3)
+    found = known.get("areas")
+    areas: list[Mapping[str, Any]] = (
+        [a for a in found.values() if isinstance(a, Mapping)] if isinstance(found, Mapping) else []
+    )
+    row["known_items.lost_content"] = sum(int(a.get("lost_content", 0)) for a in areas)
+    row["known_items.blocked_areas"] = sum(1 for a in areas if a.get("verdict") == "block")
+
+
 def history_frame(publications: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per past publication (newest first): when, how, figures with intervals."""
     import pandas as pd
@@ -120,6 +177,7 @@ def history_frame(publications: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
                 low_high = intervals.get(name)
                 if isinstance(low_high, list | tuple) and len(low_high) == 2:
                     row[f"{name}.ci"] = f"{low_high[0]:.3g}–{low_high[1]:.3g}"
+        _known_item_columns(entry, row)
         row["store"] = str(entry.get("store_sha256") or "")[:12]
         row["note"] = entry.get("note") or ""
         rows.append(row)

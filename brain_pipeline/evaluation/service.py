@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
+    from brain_pipeline.evaluation.verdict_rule import VerdictRule
     from brain_pipeline.state.layout import StateLayout
 
 
@@ -51,6 +52,9 @@ class EvaluationOutcome:
     """The comparison with the baseline (None when nothing could be evaluated)."""
     known_item_run: KnownItemRun | None = None
     """The known-item check's run on this store (None when nothing could be evaluated)."""
+    rule: VerdictRule | None = None
+    """What the verdict was judged by besides the inputs (settings, baselines, code): a
+    publish gate counts it only under the same rule (evaluation/verdict_rule.py)."""
 
     @property
     def failures(self) -> list[str]:
@@ -93,8 +97,10 @@ def evaluate_store_dir(
     """Measure (see `_measure`), compare with the baseline, judge once, and record it.
 
     The comparison depends on the baseline, which changes without the inputs changing
-    (a publication, an `--accept`), so a reused report is compared and judged afresh;
-    the record is rewritten only when that verdict differs from the stored one.
+    (a publication, an `--accept`), and the verdict on settings the inputs do not cover
+    (`on_regression`, `known_items.*`), so a reused report is compared and judged afresh;
+    the verdict is stored with the rule it was judged by (`verdict_rule`), and the
+    record is rewritten only when the verdict or that rule differs from the stored ones.
     `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
     """
     from brain_pipeline.evaluation import eval_record
@@ -102,6 +108,7 @@ def evaluate_store_dir(
     from brain_pipeline.evaluation.regression import compare_with_baseline
     from brain_pipeline.evaluation.render import report_markdown
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, judge
+    from brain_pipeline.evaluation.verdict_rule import rule_of
     from brain_pipeline.state.layout import StateLayout
 
     measured = _measure(cfg, store_dir, fixture, warn, progress, reuse=reuse)
@@ -121,6 +128,13 @@ def evaluate_store_dir(
         evaluation_key=measured.key,
         known_items=known.verdict,
     )
+    # Exactly the baselines this verdict was judged against, and today's settings.
+    rule = rule_of(
+        cfg,
+        regression.baseline.key if regression.baseline is not None else None,
+        known.baseline_candidate,
+        known.baseline_digest,
+    )
     outcome = EvaluationOutcome(
         verdict,
         report=report,
@@ -133,11 +147,16 @@ def evaluate_store_dir(
         intervals=figure_intervals(report.queries),
         regression=regression,
         known_item_run=known,
+        rule=rule,
     )
     previous = measured.previous
     if not measured.keep or measured.layout is None:
         return outcome
-    if previous is not None and previous.get("verdict") == verdict.to_dict():
+    if (
+        previous is not None
+        and previous.get("verdict") == verdict.to_dict()
+        and previous.get("rule") == rule.to_dict()
+    ):
         return outcome
     stored = {
         "report": report.to_dict(),
@@ -146,6 +165,7 @@ def evaluate_store_dir(
         "inputs": outcome.inputs,
         "verdict": verdict.to_dict(),
         "known_items_candidate": known.candidate,
+        "rule": rule.to_dict(),
     }
     # A reused report keeps when (and in which run) it was evaluated.
     for name in ("when", "run_id"):

@@ -4,7 +4,8 @@ Within one Dagster run a failed blocking check keeps these steps from running at
 Run without it (a selection below it, a UI launch of the publish asset alone, a
 re-execution), they still refuse unless *every* blocking check recorded a passing
 verdict on exactly what they would publish: the evaluation's record for the inputs
-(store, vectors, fixture, thresholds, code), and `state.check_verdicts` for the store
+(store, vectors, fixture, thresholds, code) judged under today's rule (settings and
+baselines: `evaluation.verdict_rule`), and `state.check_verdicts` for the store
 (`steps.health.BLOCKING_CHECK_KEYS`). The verdicts are read as their checks stored them
 and `publishing.gate.decide` makes the decision (a person can override a refusal with
 `force`, which is logged once per step). The build directory, not the Dagster instance,
@@ -79,9 +80,11 @@ def recover(cfg: BrainConfig, log: StepLog) -> None:
 def evaluation_of_build(
     cfg: BrainConfig, layout: StateLayout
 ) -> tuple[str | None, dict[str, Any] | None]:
-    """(key, record) of the evaluation of exactly the build's inputs; record None if none."""
-    from brain_pipeline.evaluation import eval_record
+    """(key, record) of the evaluation of exactly the build's inputs; record None if none,
+    or if its verdict was made under another rule (settings, baselines: see
+    `evaluation.verdict_rule`)."""
     from brain_pipeline.evaluation.service import evaluation_inputs
+    from brain_pipeline.evaluation.verdict_rule import lookup_judged
 
     if not layout.store_file.exists():
         raise StepFailure(
@@ -92,7 +95,7 @@ def evaluation_of_build(
     if inputs is None:
         return None, None
     key = inputs.key()
-    return key, eval_record.lookup(layout, key)
+    return key, lookup_judged(cfg, layout, key)
 
 
 def blocking_checks(

@@ -212,3 +212,23 @@ def test_losing_more_than_half_the_allowed_share_warns() -> None:
     (warning,) = verdict.warnings
     assert warning.startswith("known items: area alpha lost 17% of its chunks (48 -> 40)")
     assert next(a for a in verdict.areas if a.area == "alpha").verdict == "warn"
+
+
+def test_an_area_losing_chunks_but_no_known_item_text_blocks_on_its_chunk_count() -> None:
+    """The chunk count is watched on its own: the sample is a few dozen passages, so an
+    area can lose far more than the allowed share without any of them being touched."""
+    chunks = corpus()
+    base = baseline_of(chunks)
+    known = {item.target for item in base.items}
+    spare = [c.id for c in chunks if c.area == "alpha" and c.id not in known]
+    gone = set(spare[:15])  # 15 of alpha's 48 chunks (31%), none of them a known item
+    after = [c for c in chunks if c.id not in gone]
+    verdict = judge_known_items(base, ListSource(after), _ranker(after))
+    alpha = next(a for a in verdict.areas if a.area == "alpha")
+    assert (alpha.lost_content, alpha.chunks_before, alpha.chunks_now) == (0, 48, 33)
+    assert alpha.verdict == "block"
+    (failure,) = verdict.failures
+    assert failure.startswith(
+        "known items: area alpha lost 31% of its chunks (48 -> 33) and the text of 0/20 "
+        "known items, more than the 25% allowed"
+    )
