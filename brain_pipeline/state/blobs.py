@@ -2,7 +2,7 @@
 
 A blob is named by the sha256 of its bytes (`utils.digest`), so it is written once, never
 changed, and any worker that knows the name can fetch and check it. Two backends, one
-interface (`BlobStore`), chosen by `open_blobs(url)`:
+interface (`BlobStore`), chosen by `blob_store(url)`:
 
 * a local folder (the default, `<build dir>/state/blobs`): `sha256/<2 hex>/<digest>`,
   written through `utils.atomic` (temporary file, fsync, rename): a reader sees the
@@ -277,7 +277,7 @@ def check_blobs_url(url: str) -> str:
     return url
 
 
-def open_blobs(
+def blob_store(
     url: str, *, region: str | None = None, endpoint_url: str | None = None
 ) -> BlobStore:
     """The blob store at `url`: `s3://bucket/prefix`, `file:///path` or a folder path."""

@@ -199,13 +199,33 @@ def sqlite_path(url: str) -> Path:
     return Path(unquote(url.split("://", 1)[1])[1:])
 
 
+def _wal(connection: sqlite3.Connection) -> None:
+    """Switch a database to WAL. Connections opening a new file at once can be refused
+    this switch with "database is locked" without the busy timeout being applied: retry
+    (what was measured with four workers opening one new ledger)."""
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _sqlite_dialect(url: str) -> _Dialect:
     path = sqlite_path(url)
 
     def connect() -> sqlite3.Connection:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
-        connection.execute("PRAGMA journal_mode=WAL")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, isolation_level=None)
+            _wal(connection)
+        except (OSError, sqlite3.Error) as exc:
+            raise LedgerError(
+                f"cannot open the ledger {path}: {exc} (check state.ledger / BRAIN_STATE_LEDGER)"
+            ) from None
         connection.execute("PRAGMA synchronous=NORMAL")
         return connection
 
@@ -251,7 +271,8 @@ def _json(value: Any) -> str:
 
 
 class Ledger:
-    """One connection to the ledger; not shared between threads (open one per thread)."""
+    """One connection to the ledger at `url` (see the module), its schema created if
+    missing. Not shared between threads: open one per thread or process."""
 
     def __init__(self, url: str) -> None:
         check_ledger_url(url)
@@ -578,8 +599,3 @@ class RunLockBusyError(LockBusyError):
         self.path = Path()
         self.holder = dict(holder or {})
         self.waited = waited
-
-
-def open_ledger(url: str) -> Ledger:
-    """The ledger at `url` (see the module); its schema created if missing."""
-    return Ledger(url)

@@ -10,7 +10,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from brain_pipeline.state.blobs import BlobStore, open_blobs
+from brain_pipeline.state.blobs import BlobStore, blob_store
 from brain_pipeline.state.ledger import sqlite_url
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.peers.postgres import PostgresServer
@@ -51,4 +51,4 @@ def blobs_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 @pytest.fixture
 def blobs(blobs_url: str) -> BlobStore:
-    return open_blobs(blobs_url)
+    return blob_store(blobs_url)

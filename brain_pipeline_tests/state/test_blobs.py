@@ -17,8 +17,8 @@ from brain_pipeline.state.blobs import (
     BlobStore,
     LocalBlobs,
     S3Blobs,
+    blob_store,
     check_blobs_url,
-    open_blobs,
 )
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 
@@ -92,7 +92,7 @@ def test_a_damaged_blob_is_an_error_never_served(blobs: BlobStore, tmp_path: Pat
 
 
 def _put_forever(url: str, path: str) -> None:
-    store = open_blobs(url)
+    store = blob_store(url)
     while True:  # killed by the test at some point of one of these
         store.put_file(path)
         store.delete(store.put_file(path))
@@ -117,7 +117,7 @@ def test_a_put_killed_midway_leaves_no_partial_blob(
         os.kill(writer.pid, signal.SIGKILL)
         writer.join(timeout=30)
     assert writer.exitcode == -signal.SIGKILL
-    store = open_blobs(blobs_url)
+    store = blob_store(blobs_url)
     assert list(store.list()) in ([], [digest])
     if store.has(digest):
         assert store.get_bytes(digest) == data
@@ -152,7 +152,7 @@ def test_s3_keeps_no_body_that_is_not_its_digest(s3: MotoS3Server) -> None:
     """What a file rewritten between its hashing and its upload sends (the local check is
     the test above)."""
     boto3.client("s3").create_bucket(Bucket="checked")
-    store = open_blobs("s3://checked/p")
+    store = blob_store("s3://checked/p")
     assert isinstance(store, S3Blobs)
     wrong = hashlib.sha256(b"declared").hexdigest()
     with pytest.raises(BlobError, match="do not hash to"):
@@ -161,7 +161,7 @@ def test_s3_keeps_no_body_that_is_not_its_digest(s3: MotoS3Server) -> None:
 
 
 def test_s3_keys_live_under_the_prefix(blobs_url: str) -> None:
-    store = open_blobs(blobs_url)
+    store = blob_store(blobs_url)
     digest = store.put_bytes(b"x")
     if isinstance(store, S3Blobs):
         keys = [
@@ -183,10 +183,10 @@ def test_a_bad_blobs_url_says_what_to_write(url: str, says: str) -> None:
         check_blobs_url(url)
 
 
-def test_open_blobs_reads_folders_file_urls_and_s3(tmp_path: Path) -> None:
-    assert isinstance(open_blobs(str(tmp_path)), LocalBlobs)
-    assert open_blobs(f"file://{tmp_path}").root == tmp_path.resolve()  # type: ignore[attr-defined]
-    s3 = open_blobs("s3://bucket/a/b/", region="eu-west-1", endpoint_url="http://127.0.0.1:9")
+def test_blob_store_reads_folders_file_urls_and_s3(tmp_path: Path) -> None:
+    assert isinstance(blob_store(str(tmp_path)), LocalBlobs)
+    assert blob_store(f"file://{tmp_path}").root == tmp_path.resolve()  # type: ignore[attr-defined]
+    s3 = blob_store("s3://bucket/a/b/", region="eu-west-1", endpoint_url="http://127.0.0.1:9")
     assert isinstance(s3, S3Blobs) and (s3.bucket, s3.prefix) == ("bucket", "a/b/")
     assert s3.client.meta.region_name == "eu-west-1"
     assert s3.client.meta.endpoint_url == "http://127.0.0.1:9"

@@ -18,7 +18,6 @@ from brain_pipeline.state.ledger import (
     StepResult,
     Verdict,
     check_ledger_url,
-    open_ledger,
     redacted,
 )
 from brain_pipeline.state.lock import LockBusyError, make_holder
@@ -28,7 +27,7 @@ KEY = StepKey("embeddings", inputs="a" * 64, code="c" * 64, settings="s" * 64)
 
 
 def test_a_step_result_is_found_by_its_whole_key_only(ledger_url: str) -> None:
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         assert ledger.step_result(KEY) is None
         kept = ledger.record_step(
             StepResult(KEY, {"vectors": "v" * 64}, {"texts_embedded": 3, "model": "m"}, "run-1")
@@ -45,7 +44,7 @@ def test_a_step_result_is_found_by_its_whole_key_only(ledger_url: str) -> None:
 
 
 def test_a_verdict_is_keyed_by_check_data_and_rule(ledger_url: str) -> None:
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         assert ledger.verdict("fits", "d1", "r1") is None
         ledger.record_verdict(Verdict("fits", "d1", "r1", "ERROR", "too big", overridable=False))
         verdict = ledger.verdict("fits", "d1", "r1")
@@ -58,7 +57,7 @@ def test_a_verdict_is_keyed_by_check_data_and_rule(ledger_url: str) -> None:
 
 
 def test_publications_are_appended_and_read_newest_first(ledger_url: str) -> None:
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         assert ledger.publications() == []
         first = ledger.append_publication({"store": "s1"}, run_id="r1")
         second = ledger.append_publication({"store": "s2"}, forced=True, reason="hotfix")
@@ -71,7 +70,7 @@ def test_publications_are_appended_and_read_newest_first(ledger_url: str) -> Non
 
 
 def test_pointers_move_only_by_compare_and_set(ledger_url: str) -> None:
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         assert ledger.pointer("live publication") is None
         assert ledger.set_pointer("live publication", "1", expected=None)
         assert not ledger.set_pointer("live publication", "9", expected=None)  # already set
@@ -83,22 +82,22 @@ def test_pointers_move_only_by_compare_and_set(ledger_url: str) -> None:
 
 
 def _cas_worker(url: str, name: str, barrier: Any, results: Any, who: int) -> None:
-    with open_ledger(url) as ledger:
+    with Ledger(url) as ledger:
         barrier.wait(timeout=60)
         results.put((who, ledger.set_pointer(name, f"by-{who}", expected="start")))
 
 
 def test_of_racing_compare_and_sets_exactly_one_wins(ledger_url: str) -> None:
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         ledger.set_pointer("baseline", "start", expected=None)
     winners = _race(_cas_worker, ledger_url, "baseline", workers=4)
     assert len(winners) == 1
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         assert ledger.pointer("baseline") == f"by-{winners[0]}"
 
 
 def _claim_worker(url: str, topic: str, barrier: Any, results: Any, who: int) -> None:
-    with open_ledger(url) as ledger:
+    with Ledger(url) as ledger:
         barrier.wait(timeout=60)
         results.put((who, ledger.claim(topic, f"worker-{who}")))
 
@@ -122,7 +121,7 @@ def _race(target: Any, url: str, arg: str, workers: int) -> list[int]:
 def test_a_notification_is_claimed_once_under_a_race(ledger_url: str) -> None:
     winners = _race(_claim_worker, ledger_url, "run-7:failed", workers=4)
     assert len(winners) == 1
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         [claim] = ledger.undelivered()
         assert claim.topic == "run-7:failed" and claim.claimant == f"worker-{winners[0]}"
         assert not ledger.claim("run-7:failed", "late")
@@ -135,7 +134,7 @@ def test_claims_from_threads_each_with_its_own_connection(ledger_url: str) -> No
     start = threading.Barrier(6)
 
     def claim() -> None:
-        with open_ledger(ledger_url) as ledger:
+        with Ledger(ledger_url) as ledger:
             start.wait(timeout=60)
             won.append(ledger.claim("run-8:recovered", threading.current_thread().name))
 
@@ -149,7 +148,7 @@ def test_claims_from_threads_each_with_its_own_connection(ledger_url: str) -> No
 
 def _open_worker(url: str, _: str, barrier: Any, results: Any, who: int) -> None:
     barrier.wait(timeout=60)
-    with open_ledger(url) as ledger:
+    with Ledger(url) as ledger:
         ledger.claim(f"opened-{who}", "x")
     results.put((who, True))
 
@@ -157,7 +156,7 @@ def _open_worker(url: str, _: str, barrier: Any, results: Any, who: int) -> None
 def test_workers_creating_the_schema_at_once_all_succeed(ledger_url: str) -> None:
     # No one has opened this ledger yet: every worker finds no tables and creates them.
     assert _race(_open_worker, ledger_url, "", workers=4) == [0, 1, 2, 3]
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         assert {c.topic for c in ledger.undelivered()} == {f"opened-{i}" for i in range(4)}
 
 
@@ -165,7 +164,7 @@ def _lock_worker(url: str, run_id: str, barrier: Any, results: Any, who: int) ->
     """Race for the lock; the loser asks again once the winner holds it (and has had the
     time to describe itself), and reports what it was told."""
     holder = make_holder("materialize", f"{run_id}-{who}")
-    with open_ledger(url) as ledger:
+    with Ledger(url) as ledger:
         barrier.wait(timeout=60)
         try:
             with ledger.run_lock(holder, wait_seconds=0):
@@ -200,14 +199,14 @@ def test_two_processes_race_for_the_run_lock_and_the_loser_names_the_holder(
     refusal = outcomes[1 - winner]
     assert "busy: held by pid" in refusal and f"run run-{winner}" in refusal
     assert str(processes[winner].pid) in refusal
-    with open_ledger(ledger_url) as ledger:  # released: the next run takes it at once
+    with Ledger(ledger_url) as ledger:  # released: the next run takes it at once
         with ledger.run_lock(make_holder("materialize", "next"), wait_seconds=0):
             pass
         assert ledger.lock_holder() is None
 
 
 def _hold_worker(url: str, run_id: str, held: Any, release: Any) -> None:
-    with open_ledger(url) as ledger, ledger.run_lock(make_holder("x", run_id), wait_seconds=0):
+    with Ledger(url) as ledger, ledger.run_lock(make_holder("x", run_id), wait_seconds=0):
         held.set()
         release.wait(timeout=60)
 
@@ -220,7 +219,7 @@ def test_run_lock_waits_then_names_the_holder(ledger_url: str) -> None:
         assert held.wait(timeout=60)
         told: list[str] = []
         with (
-            open_ledger(ledger_url) as ledger,
+            Ledger(ledger_url) as ledger,
             pytest.raises(LockBusyError, match="run run-a"),
             ledger.run_lock(
                 make_holder("materialize", "run-b"),
@@ -238,7 +237,7 @@ def test_run_lock_waits_then_names_the_holder(ledger_url: str) -> None:
 
 
 def test_run_lock_is_reentrant_within_a_process(ledger_url: str) -> None:
-    with open_ledger(ledger_url) as first, open_ledger(ledger_url) as second:
+    with Ledger(ledger_url) as first, Ledger(ledger_url) as second:
         with first.run_lock(make_holder("materialize", "run-a"), wait_seconds=0):
             with second.run_lock(make_holder("step", "run-a"), wait_seconds=0):
                 pass
@@ -250,9 +249,9 @@ def test_run_lock_is_reentrant_within_a_process(ledger_url: str) -> None:
 
 
 def test_the_schema_is_created_once_and_reopening_keeps_the_rows(ledger_url: str) -> None:
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         ledger.append_publication({"store": "s1"})
-    with open_ledger(ledger_url) as ledger:
+    with Ledger(ledger_url) as ledger:
         assert [p.digests for p in ledger.publications()] == [{"store": "s1"}]
 
 
