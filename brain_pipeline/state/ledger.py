@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -343,8 +343,8 @@ class Ledger:
 
     def record_step(self, result: StepResult) -> StepResult:
         """Keep `result` under its key (replacing an earlier row under the same key)."""
-        stamped = StepResult(
-            result.key, dict(result.outputs), dict(result.facts), result.run_id, _now()
+        stamped = replace(
+            result, outputs=dict(result.outputs), facts=dict(result.facts), recorded_at=_now()
         )
         k = result.key
         self._execute(
@@ -371,7 +371,7 @@ class Ledger:
     # -- verdicts ----------------------------------------------------------------------
 
     def record_verdict(self, verdict: Verdict) -> Verdict:
-        v = Verdict(**{**verdict.__dict__, "recorded_at": _now()})
+        v = replace(verdict, recorded_at=_now())
         self._execute(
             "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (check_name, data, rule) DO UPDATE SET severity = excluded.severity, "

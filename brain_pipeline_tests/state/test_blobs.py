@@ -6,7 +6,9 @@ import hashlib
 import multiprocessing
 import os
 import signal
+import time
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -91,14 +93,15 @@ def test_a_damaged_blob_is_an_error_never_served(blobs: BlobStore, tmp_path: Pat
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "blobs") == ["target"]
 
 
-def _put_forever(url: str, path: str) -> None:
+def _put_forever(url: str, path: str, started: Any) -> None:
     store = blob_store(url)
+    started.set()
     while True:  # killed by the test at some point of one of these
         store.put_file(path)
         store.delete(store.put_file(path))
 
 
-@pytest.mark.parametrize("after", [0.3, 0.8, 1.5])
+@pytest.mark.parametrize("after", [0.0, 0.05, 0.2, 0.5])
 def test_a_put_killed_midway_leaves_no_partial_blob(
     blobs_url: str, tmp_path: Path, after: float
 ) -> None:
@@ -108,10 +111,12 @@ def test_a_put_killed_midway_leaves_no_partial_blob(
     source = tmp_path / "big.bin"
     source.write_bytes(data)
     digest = hashlib.sha256(data).hexdigest()
-    writer = SPAWN.Process(target=_put_forever, args=(blobs_url, str(source)))
+    started = SPAWN.Event()
+    writer = SPAWN.Process(target=_put_forever, args=(blobs_url, str(source), started))
     writer.start()
     try:
-        writer.join(timeout=after)
+        assert started.wait(timeout=60)
+        time.sleep(after)
     finally:
         assert writer.pid is not None
         os.kill(writer.pid, signal.SIGKILL)
@@ -121,6 +126,9 @@ def test_a_put_killed_midway_leaves_no_partial_blob(
     assert list(store.list()) in ([], [digest])
     if store.has(digest):
         assert store.get_bytes(digest) == data
+    if isinstance(store, LocalBlobs):  # what a killed writer leaves is a hidden temporary
+        left = [p for p in store.root.rglob("*") if p.is_file()]
+        assert all(p.name == digest or p.name.startswith(".") for p in left)
 
 
 def test_a_file_that_changes_while_stored_is_refused_locally(tmp_path: Path) -> None:
