@@ -27,9 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from brain_pipeline.state.blobs import check_blobs_url
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.ledger import check_ledger_url, sqlite_path, sqlite_url
 
 if TYPE_CHECKING:
     from brain_pipeline.corpus.junk import IngestLimits
@@ -322,19 +320,21 @@ class StateSettings(_Section):
     blobs: str | None = None
     """A folder or `s3://bucket/prefix` (endpoint and region: `publish.s3`'s)."""
 
+    # The state modules are imported only where used: every command loads this module.
+
     @field_validator("ledger")
     @classmethod
     def _ledger_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        return check_ledger_url(value.strip())
+        from brain_pipeline.state.ledger import check_ledger_url
+
+        return check_ledger_url(value.strip()) if value and value.strip() else None
 
     @field_validator("blobs")
     @classmethod
     def _blobs_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        return check_blobs_url(value.strip())
+        from brain_pipeline.state.blobs import check_blobs_url
+
+        return check_blobs_url(value.strip()) if value and value.strip() else None
 
 
 class EmailSettings(_Section):
@@ -486,6 +486,8 @@ class BrainConfig(_Section):
 
     def ledger_url(self) -> str:
         """`state.ledger`, else the SQLite file in the build directory's state folder."""
+        from brain_pipeline.state.ledger import sqlite_url
+
         return self.state.ledger or sqlite_url(StateLayout.of(self.build_dir).ledger)
 
     def blobs_url(self) -> str:
@@ -637,6 +639,8 @@ def _absolutise(cfg: BrainConfig, base: Path, env_paths: Mapping[str, Path]) -> 
     )
     ledger, blobs = cfg.state.ledger, cfg.state.blobs
     if ledger and ledger.lower().startswith("sqlite:"):
+        from brain_pipeline.state.ledger import sqlite_path, sqlite_url
+
         cfg.state.ledger = sqlite_url(fix("state.ledger", sqlite_path(ledger)) or "")
     if blobs and "://" not in blobs:
         cfg.state.blobs = str(fix("state.blobs", Path(blobs)))
