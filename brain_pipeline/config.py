@@ -27,8 +27,12 @@ from pydantic import (
     model_validator,
 )
 
+from brain_pipeline.state.layout import StateLayout
+
 if TYPE_CHECKING:
     from brain_pipeline.corpus.junk import IngestLimits
+    from brain_pipeline.state.blobs import BlobStore
+    from brain_pipeline.state.ledger import Ledger
 
 DEFAULT_CONFIG_NAME = "corpus_config.yaml"
 DEFAULT_CANDIDATES = ("../patb-rag-curated-content", "../agent-project/patb-rag-curated-content")
@@ -306,6 +310,33 @@ class LockSettings(_Section):
     wait_seconds: float = Field(default=600.0, ge=0.0)
 
 
+class StateSettings(_Section):
+    """Where the ledger and the blobs live (issue 41: the foundation; no step uses them
+    yet). Unset: inside the build directory's `state/`."""
+
+    ledger: str | None = None
+    """`sqlite:///<path>` or `postgresql://user@host:5432/db`; the password comes from
+    PGPASSWORD or ~/.pgpass, never from here (logs show `redacted(url)`)."""
+    blobs: str | None = None
+    """A folder or `s3://bucket/prefix` (endpoint and region: `publish.s3`'s)."""
+
+    # The state modules are imported only where used: every command loads this module.
+
+    @field_validator("ledger")
+    @classmethod
+    def _ledger_url(cls, value: str | None) -> str | None:
+        from brain_pipeline.state.ledger import check_ledger_url
+
+        return check_ledger_url(value.strip()) if value and value.strip() else None
+
+    @field_validator("blobs")
+    @classmethod
+    def _blobs_url(cls, value: str | None) -> str | None:
+        from brain_pipeline.state.blobs import check_blobs_url
+
+        return check_blobs_url(value.strip()) if value and value.strip() else None
+
+
 class EmailSettings(_Section):
     """SMTP delivery. Credentials are named, never given: `username_env`/`password_env`
     are the names of environment variables holding them (read when a message is sent)."""
@@ -366,6 +397,7 @@ class BrainConfig(_Section):
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     locks: LockSettings = Field(default_factory=LockSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
+    state: StateSettings = Field(default_factory=StateSettings)
 
     # ---- derived values -------------------------------------------------------------
     @property
@@ -452,6 +484,16 @@ class BrainConfig(_Section):
         """Where published artifacts go; defaults to <build_dir>/agent when unset."""
         return self.publish.root if self.publish.root is not None else self.build_dir / "agent"
 
+    def ledger_url(self) -> str:
+        """`state.ledger`, else the SQLite file in the build directory's state folder."""
+        from brain_pipeline.state.ledger import sqlite_url
+
+        return self.state.ledger or sqlite_url(StateLayout.of(self.build_dir).ledger)
+
+    def blobs_url(self) -> str:
+        """`state.blobs`, else the blob folder in the build directory's state folder."""
+        return self.state.blobs or str(StateLayout.of(self.build_dir).blobs_dir)
+
     def instance_home(self) -> Path:
         """The Dagster instance folder shared by the CLI and `dagster dev`."""
         env = os.environ.get("DAGSTER_HOME", "").strip()
@@ -485,6 +527,8 @@ ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("BRAIN_LOCK_WAIT_SECONDS", "locks.wait_seconds"),
     ("BRAIN_NOTIFY_WEBHOOK_URL", "notify.webhook_url"),
     ("BRAIN_UI_BASE_URL", "notify.ui_base_url"),
+    ("BRAIN_STATE_LEDGER", "state.ledger"),
+    ("BRAIN_STATE_BLOBS", "state.blobs"),
 )
 
 
@@ -593,6 +637,13 @@ def _absolutise(cfg: BrainConfig, base: Path, env_paths: Mapping[str, Path]) -> 
     cfg.evaluation.fixture = (
         fix("evaluation.fixture", cfg.evaluation.fixture) or cfg.evaluation.fixture
     )
+    ledger, blobs = cfg.state.ledger, cfg.state.blobs
+    if ledger and ledger.lower().startswith("sqlite:"):
+        from brain_pipeline.state.ledger import sqlite_path, sqlite_url
+
+        cfg.state.ledger = sqlite_url(fix("state.ledger", sqlite_path(ledger)) or "")
+    if blobs and "://" not in blobs:
+        cfg.state.blobs = str(fix("state.blobs", Path(blobs)))
     return cfg
 
 
@@ -638,3 +689,19 @@ def load_config(
         raise ConfigError(_format_validation_error(exc, source)) from None
     base = config_path.parent
     return _absolutise(cfg, base, overridden)
+
+
+def open_ledger(cfg: BrainConfig) -> Ledger:
+    """The configured ledger (`state.ledger`), its schema created on first use."""
+    from brain_pipeline.state.ledger import Ledger
+
+    return Ledger(cfg.ledger_url())
+
+
+def open_blobs(cfg: BrainConfig) -> BlobStore:
+    """The configured blob store (`state.blobs`); S3's endpoint and region are the
+    publication's (`publish.s3.endpoint_url`, `region`), else boto3's environment."""
+    from brain_pipeline.state.blobs import blob_store
+
+    s3 = cfg.publish.s3
+    return blob_store(cfg.blobs_url(), region=s3.region, endpoint_url=s3.endpoint_url)

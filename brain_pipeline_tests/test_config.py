@@ -369,3 +369,75 @@ def test_a_configuration_error_names_the_key_never_the_value(place: str, tmp_pat
     message = str(err.value)
     assert expected in message and "\n" not in message
     assert SECRET not in message and "SECRETXYZ" not in message
+
+
+# ---- state.ledger and state.blobs (issue 41's foundation) --------------------------
+
+
+def test_the_ledger_and_blobs_default_to_the_build_directorys_state(tmp_path: Path) -> None:
+    from brain_pipeline.config import open_blobs, open_ledger
+    from brain_pipeline.state.blobs import LocalBlobs
+
+    cfg = load_config(write(tmp_path / "c.yaml", {"build_dir": "b"}), env={})
+    state = tmp_path / "b" / "state"
+    assert cfg.ledger_url() == f"sqlite:///{state / 'ledger.sqlite'}"
+    assert cfg.blobs_url() == str(state / "blobs")
+    with open_ledger(cfg) as ledger:
+        assert ledger.backend == "sqlite" and ledger.publications() == []
+    assert (state / "ledger.sqlite").is_file()
+    blobs = open_blobs(cfg)
+    assert isinstance(blobs, LocalBlobs) and blobs.root == state / "blobs"
+
+
+def test_state_urls_from_the_file_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = write(
+        tmp_path / "c.yaml",
+        {"state": {"ledger": "sqlite:///rel/ledger.sqlite", "blobs": "rel/blobs"}},
+    )
+    cfg = load_config(config, env={})  # relative to the file's folder
+    assert cfg.ledger_url() == f"sqlite:///{tmp_path / 'rel' / 'ledger.sqlite'}"
+    assert cfg.blobs_url() == str(tmp_path / "rel" / "blobs")
+    monkeypatch.chdir(tmp_path / "..")
+    env = {
+        "BRAIN_STATE_LEDGER": "postgresql://brain@db.internal:5432/brain",
+        "BRAIN_STATE_BLOBS": "s3://team-bucket/brain/state",
+    }
+    cfg = load_config(config, env=env)
+    assert cfg.ledger_url() == "postgresql://brain@db.internal:5432/brain"
+    assert cfg.blobs_url() == "s3://team-bucket/brain/state"
+    cfg = load_config(config, env={"BRAIN_STATE_BLOBS": "here"})  # relative to the cwd
+    assert cfg.blobs_url() == str((tmp_path / ".." / "here").resolve())
+
+
+def test_s3_blobs_take_the_publications_endpoint_and_region(tmp_path: Path) -> None:
+    from brain_pipeline.config import open_blobs
+    from brain_pipeline.state.blobs import S3Blobs
+
+    settings = {
+        "state": {"blobs": "s3://team-bucket/brain"},
+        "publish": {"s3": {"region": "eu-west-1", "endpoint_url": "http://127.0.0.1:9"}},
+    }
+    blobs = open_blobs(load_config(write(tmp_path / "c.yaml", settings), env={}))
+    assert isinstance(blobs, S3Blobs) and (blobs.bucket, blobs.prefix) == ("team-bucket", "brain/")
+    assert blobs.client.meta.region_name == "eu-west-1"
+    assert blobs.client.meta.endpoint_url == "http://127.0.0.1:9"
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("ledger", "mysql://root:hunter2@db/brain", "use sqlite:///<path> or postgresql://"),
+        ("ledger", "postgresql:///brain", "needs a host"),
+        ("blobs", "gs://bucket/brain", "use a folder or s3://bucket/prefix"),
+    ],
+)
+def test_a_bad_state_url_is_one_line_saying_what_to_write(
+    tmp_path: Path, key: str, value: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_config(write(tmp_path / "c.yaml", {"state": {key: value}}), env={})
+    message = str(err.value)
+    assert f"state.{key}:" in message and says in message
+    assert "\n" not in message and "hunter2" not in message

@@ -121,6 +121,11 @@ MEANINGS: dict[str, str] = {
     "notify.ui_base_url": "the Dagster UI's address, so messages link the run",
     "notify.timeout_seconds": "one deadline for each whole delivery attempt, not per read",
     "notify.max_attempts": "attempts per channel",
+    "state.ledger": "the ledger (issue 41, not used by the steps yet): `sqlite:///<path>` or "
+    "`postgresql://user@host:5432/db`, the password from PGPASSWORD or ~/.pgpass (unset: "
+    "`<build_dir>/state/ledger.sqlite`)",
+    "state.blobs": "content-addressed blobs (likewise): a folder or `s3://bucket/prefix`, with "
+    "`publish.s3`'s endpoint and region (unset: `<build_dir>/state/blobs`)",
 }
 
 

@@ -19,6 +19,8 @@
     locks/             one writer per build directory (OS locks, holder described)
     publications.json  every publication, rollback and hold (publishing.publication_log)
     published/         the last K publications' files, content-addressed (rollback)
+    ledger.sqlite      the ledger (state.ledger's default; issue 41, not used by steps yet)
+    blobs/             content-addressed blobs (state.blobs's default; likewise)
 ```
 
 Paths are only named here; each module that owns a file creates it.
@@ -111,3 +113,13 @@ class StateLayout:
     @property
     def published_archive(self) -> Path:
         return self.state_dir / "published"
+
+    @property
+    def ledger(self) -> Path:
+        """The SQLite ledger when `state.ledger` is unset (`state.ledger`)."""
+        return self.state_dir / "ledger.sqlite"
+
+    @property
+    def blobs_dir(self) -> Path:
+        """The blob folder when `state.blobs` is unset (`state.blobs`)."""
+        return self.state_dir / "blobs"
