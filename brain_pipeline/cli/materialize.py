@@ -129,8 +129,8 @@ def _nothing_to_do(cfg: BrainConfig, now: float | None = None) -> bool:
     Asked under the build directory's lock, without waiting: a run in progress is a
     doubt, and a doubt means a run (which then waits for the lock as usual). Dagster is
     imported only when the instance is due to be asked again (`steps.up_to_date.
-    consult_due`, at most once an hour): whether it still holds the recorded run, and
-    to show the freshness policy what this skip verified.
+    consult_due`, at most once an hour): whether it still holds the recorded run. The
+    skip writes nothing there (no materialisation, no observation, no run).
     """
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
