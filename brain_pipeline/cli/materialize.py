@@ -324,12 +324,14 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
 
 def _notify(instance: DagsterInstance, run_id: str, cfg: BrainConfig) -> None:
     """The run's one notification (`defs.notify`): sent here unless a notification
-    sensor already sent it (the claim makes it once). A channel that is down is one line
-    here; it never changes the exit status."""
+    sensor already has it (the run's lease and delivery record make it once); then any
+    earlier run's message that is due to be tried again (an endpoint that was down),
+    so they go out without a daemon too. A channel that is down is one line here; it
+    never changes the exit status."""
     if not cfg.notify.configured:
         return
-    from brain_pipeline.defs.notify import notify_finished_run
+    from brain_pipeline.defs.notify import notify_finished_run, redeliver_due
 
     line = notify_finished_run(instance, run_id, cfg)
-    if line:
-        note(line)
+    for said in ([line] if line else []) + redeliver_due(instance, cfg):
+        note(said)
