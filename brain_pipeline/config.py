@@ -362,6 +362,14 @@ class NotifySettings(_Section):
     """The Dagster UI's address (e.g. http://dagster.internal:3000): messages link the run."""
     timeout_seconds: float = Field(default=5.0, gt=0, le=60)
     max_attempts: int = Field(default=3, ge=1, le=5)
+    """Quick attempts per channel in one try (1 s, 2 s, ... apart)."""
+    retry_backoff_seconds: float = Field(default=60.0, gt=0, le=3600)
+    """A message no channel accepted is tried again this long after, the wait doubling
+    after each failed try (at most an hour): by the `notify_retry` sensor while the
+    daemon runs, and by the next `brain-pipeline materialize`."""
+    retry_for_seconds: float = Field(default=86400.0, gt=0, le=7 * 86400)
+    """How long a message is tried again before it is given up (`failed`: named in the
+    run's log and in `brain-pipeline status`)."""
 
     @field_validator("webhook_url", "ui_base_url")
     @classmethod

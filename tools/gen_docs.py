@@ -120,7 +120,9 @@ MEANINGS: dict[str, str] = {
     "notify.email.password_env": "the *name* of the variable holding the SMTP password",
     "notify.ui_base_url": "the Dagster UI's address, so messages link the run",
     "notify.timeout_seconds": "one deadline for each whole delivery attempt, not per read",
-    "notify.max_attempts": "attempts per channel",
+    "notify.max_attempts": "quick attempts per channel in one try",
+    "notify.retry_backoff_seconds": "wait before an unaccepted message is tried again (doubles)",
+    "notify.retry_for_seconds": "how long such a message is retried before it is given up",
     "state.ledger": "the ledger (issue 41, not used by the steps yet): `sqlite:///<path>` or "
     "`postgresql://user@host:5432/db`, the password from PGPASSWORD or ~/.pgpass (unset: "
     "`<build_dir>/state/ledger.sqlite`)",

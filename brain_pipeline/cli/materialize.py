@@ -129,8 +129,8 @@ def _nothing_to_do(cfg: BrainConfig, now: float | None = None) -> bool:
     Asked under the build directory's lock, without waiting: a run in progress is a
     doubt, and a doubt means a run (which then waits for the lock as usual). Dagster is
     imported only when the instance is due to be asked again (`steps.up_to_date.
-    consult_due`, at most once an hour): whether it still holds the recorded run, and
-    to show the freshness policy what this skip verified.
+    consult_due`, at most once an hour): whether it still holds the recorded run. The
+    skip writes nothing there (no materialisation, no observation, no run).
     """
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
@@ -324,12 +324,14 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
 
 def _notify(instance: DagsterInstance, run_id: str, cfg: BrainConfig) -> None:
     """The run's one notification (`defs.notify`): sent here unless a notification
-    sensor already sent it (the claim makes it once). A channel that is down is one line
-    here; it never changes the exit status."""
+    sensor already has it (the run's lease and delivery record make it once); then any
+    earlier run's message that is due to be tried again (an endpoint that was down),
+    so they go out without a daemon too. A channel that is down is one line here; it
+    never changes the exit status."""
     if not cfg.notify.configured:
         return
-    from brain_pipeline.defs.notify import notify_finished_run
+    from brain_pipeline.defs.notify import notify_finished_run, redeliver_due
 
     line = notify_finished_run(instance, run_id, cfg)
-    if line:
-        note(line)
+    for said in ([line] if line else []) + redeliver_due(instance, cfg):
+        note(said)

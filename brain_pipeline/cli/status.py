@@ -163,6 +163,8 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         else:
             code = EXIT_COPY_MISMATCH if publication.error else EXIT_NOTHING_PUBLISHED
         empty = {"root": str(root), "published": False, "message": message, "pending": pending}
+        if cfg is not None:
+            empty["notifications"] = _undelivered_notifications(cfg)
         return empty, code
     manifest = publication.manifest
     corpus = compare_corpus(
@@ -195,7 +197,27 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
         report["s3"] = _check_s3(cfg, manifest)
     if cfg is not None:
         report["history"] = _history(cfg)
+        report["notifications"] = _undelivered_notifications(cfg)
     return report, _exit_code(report, publication.consistent)
+
+
+# ---- notifications not delivered (issue 40): a separate block, read-only --------------
+
+
+def _undelivered_notifications(cfg: Any) -> list[dict[str, Any]]:
+    """Run messages no endpoint accepted: given up (`failed`) or still being retried
+    (`pending`), newest first, from the build directory's delivery records."""
+    from brain_pipeline.publishing.run_alerts import undelivered
+    from brain_pipeline.state.layout import StateLayout
+
+    return [
+        {"run_id": r.run_id, "state": r.state, "tries": r.tries, "message": r.describe()}
+        for r in undelivered(StateLayout.of(cfg.build_dir).state_dir)
+    ]
+
+
+def _notification_lines(report: dict[str, Any]) -> list[str]:
+    return [f"notification: {n['message']}" for n in report.get("notifications") or []]
 
 
 def _history(cfg: Any) -> dict[str, Any]:
@@ -266,7 +288,7 @@ def _exit_code(report: dict[str, Any], consistent: bool) -> int:
 
 def _render(report: dict[str, Any]) -> str:
     if not report["published"]:
-        return str(report["message"])
+        return "\n".join([str(report["message"]), *_notification_lines(report)])
     m = report["manifest"]
     run = f" (run {m['run_id']})" if m.get("run_id") else ""
     lines = []
@@ -334,6 +356,7 @@ def _render(report: dict[str, Any]) -> str:
             lines.append(f"S3: UNREACHABLE: {'; '.join(s3['problems'])}")
         else:
             lines.append(f"S3: DIFFERS: {'; '.join(s3['problems'])}")
+    lines += _notification_lines(report)
     return "\n".join(lines)
 
 

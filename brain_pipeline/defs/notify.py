@@ -1,4 +1,4 @@
-"""Notifications: Dagster run-status sensors that report each finished run once.
+"""Notifications: Dagster sensors that deliver each finished run's message once.
 
 `notify_on_failure` (`@dg.run_failure_sensor`) and `notify_on_success`
 (`@dg.run_status_sensor(SUCCESS)`) read the run's events (its failed steps, its asset
@@ -9,21 +9,32 @@ same instance has no code-location origin, and must count too. Runs of another b
 directory are left alone.
 
 A channel that is down never touches the run (the run has already finished when the
-sensor sees it); the tick says what was sent and what was not, after the bounded retries
-of `publishing.run_alerts.deliver`. Both sensors run by default when a channel is configured.
+sensor sees it); the tick says what was sent and what was not, after the quick attempts
+of `publishing.run_alerts.deliver`. Both sensors run by default when a channel is
+configured, and so does `notify_retry`.
 
-Once per run, newest truth: `brain-pipeline materialize` reports its own run through the
-same `notify_finished_run` whether or not a daemon runs; whoever comes first claims the
-run with an exclusive file in the build directory's state (`run_alerts.claim_run`), so
-a message is never lost to a daemon that just stopped and never sent twice. A failed
-step's cause is the exception the step's code raised (`root_cause`), a run that ended
-with no failed step (killed) says which steps had succeeded, and a RECOVERED that a
-newer blocked or failed run made stale is not sent (a restarted daemon catching up).
+Each run's message is delivered once, newest truth: `brain-pipeline materialize`
+reports its own run through the same `notify_finished_run` whether or not a daemon
+runs. Whoever holds the run's lease (`run_alerts.run_lease`, a `flock` in the build
+directory's state) sends and records the outcome per channel in the run's delivery
+record before letting go, so two deliverers racing (the command after its run, a
+sensor tick) send one message, and a channel that accepted it is never sent it again.
+A message no channel accepted (an endpoint down for a minute) stays `pending` and is
+tried again by `notify_retry` (and by the next `materialize`), with a doubling
+backoff, until it is delivered or `notify.retry_for_seconds` have passed; then it is
+`failed`, named in the run's own log and in `brain-pipeline status`. A send that
+crashes between the endpoint's acceptance and the record being written is sent again
+by the next try: once is what the record can promise, not across a `kill -9` in that
+instant. A failed step's cause is the exception the step's code raised (`root_cause`),
+a run that ended with no failed step (killed) says which steps had succeeded, and a
+RECOVERED that a newer blocked or failed run made stale is not sent (a restarted
+daemon catching up).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import dagster as dg
@@ -31,19 +42,23 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.defs.up_to_date import ours as _ours
 from brain_pipeline.lib.code_location import location_config, location_config_path
-from brain_pipeline.lib.dagster_private import run_events
+from brain_pipeline.lib.dagster_private import note_in_run_log, run_events
 from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
     Previous,
+    RunDelivery,
     RunFacts,
     build_message,
-    claim_run,
     classify,
-    deliver,
     known_secrets,
+    pending_deliveries,
     previous_outcome,
+    read_delivery,
+    run_lease,
     run_link,
     superseded_by,
+    try_delivery,
+    write_delivery,
 )
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.trigger import describe_trigger
@@ -180,22 +195,30 @@ def newer_runs(
             yield run_facts(instance, other.dagster_run)
 
 
+Clock = Callable[[], float]
+
+
 def notify_finished_run(
     instance: dg.DagsterInstance,
     run_id: str,
     cfg: BrainConfig,
     log: Any = None,
+    *,
+    now: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> str | None:
     """Report the finished run `run_id` once; the one-line account of the delivery, or
-    None when it is not ours, has nothing to report, or was reported already.
+    None when it is not ours, has nothing to report, or another deliverer has it.
 
     One path for every run: the notification sensors call it at their tick, and
     `brain-pipeline materialize` right after its own run (and for each dead run it
     reaps), whether or not a daemon runs: a daemon that is stopping or stopped never
-    leaves a run unannounced. Whoever comes first claims the run
-    (`publishing.run_alerts.claim_run`, in the build directory's state), so the other
-    sends nothing. A RECOVERED that a newer blocked or failed run has made stale is
-    not sent.
+    leaves a run unannounced. Whoever holds the run's lease
+    (`publishing.run_alerts.run_lease`) reads its delivery record, sends to the
+    channels that have not accepted it yet and records what happened before letting
+    go: the other deliverer, racing, sends nothing, and a message the endpoint did
+    not accept stays `pending` for `redeliver_due`. A RECOVERED that a newer blocked or
+    failed run has made stale is not sent.
     """
     settings = cfg.notify
     record = instance.get_run_record_by_id(run_id)
@@ -204,30 +227,93 @@ def notify_finished_run(
     run = record.dagster_run
     if not run.is_finished or not _ours(run, cfg):
         return None
+    state_dir = StateLayout.of(cfg.build_dir).state_dir
+    if read_delivery(state_dir, run.run_id) is not None:
+        return _redeliver(instance, cfg, run.run_id, log, now=now, sleep=sleep)
     facts = run_facts(instance, run)
     previous = None if not facts.succeeded else previous_event(instance, run, cfg)
     event = classify(facts, previous, run_link(settings.ui_base_url, run.run_id))
     if event is None:
         return None
-    if not claim_run(StateLayout.of(cfg.build_dir).state_dir, run.run_id):
-        return None
-    stale = superseded_by(event, newer_runs(instance, run, cfg))
-    if stale is not None:
-        ok = True
-        line = (
-            f"run {run.run_id[:8]}: {event.kind} message not sent: a newer run "
-            f"({stale.run_id[:8]}) did not publish"
-        )
-    else:
-        delivery = deliver(settings, build_message(event, known_secrets(settings, _environment())))
-        ok = delivery.ok
-        line = f"run {run.run_id[:8]}: {event.kind} message: {delivery.describe()}"
+    at = time.time() if now is None else now
+    with run_lease(state_dir, run.run_id) as held:
+        if not held or read_delivery(state_dir, run.run_id) is not None:
+            return None  # another deliverer has it (it sends, or already did)
+        stale = superseded_by(event, newer_runs(instance, run, cfg))
+        if stale is not None:
+            write_delivery(state_dir, RunDelivery(run.run_id, event.kind, "superseded", None, at))
+            line = (
+                f"run {run.run_id[:8]}: {event.kind} message not sent: a newer run "
+                f"({stale.run_id[:8]}) did not publish"
+            )
+            if log is not None:
+                log.info(line)
+            return line
+        message = build_message(event, known_secrets(settings, _environment()))
+        fresh = RunDelivery(run.run_id, event.kind, "pending", message, first_at=at, next_at=at)
+        done = try_delivery(fresh, settings, now=at, sleep=sleep)
+        write_delivery(state_dir, done)
+    return _said(instance, done, log)
+
+
+def _redeliver(
+    instance: dg.DagsterInstance,
+    cfg: BrainConfig,
+    run_id: str,
+    log: Any,
+    *,
+    now: float | None,
+    sleep: Callable[[float], None],
+) -> str | None:
+    """One try of run `run_id`'s pending message, if it is due and nobody else holds
+    its lease; the account of it, else None."""
+    state_dir = StateLayout.of(cfg.build_dir).state_dir
+    at = time.time() if now is None else now
+    with run_lease(state_dir, run_id) as held:
+        record = read_delivery(state_dir, run_id) if held else None
+        if record is None or not record.due(at):
+            return None
+        done = try_delivery(record, cfg.notify, now=at, sleep=sleep)
+        write_delivery(state_dir, done)
+    return _said(instance, done, log)
+
+
+def redeliver_due(
+    instance: dg.DagsterInstance,
+    cfg: BrainConfig,
+    log: Any = None,
+    *,
+    now: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[str]:
+    """Try again every pending message that is due (`notify.retry_backoff_seconds`,
+    doubling): the `notify_retry` sensor's tick, and the command's after its own run.
+    The accounts of what was tried."""
+    if not cfg.notify.configured:
+        return []
+    state_dir = StateLayout.of(cfg.build_dir).state_dir
+    lines = []
+    for run_id in pending_deliveries(state_dir):
+        line = _redeliver(instance, cfg, run_id, log, now=now, sleep=sleep)
+        if line is not None:
+            lines.append(line)
+    return lines
+
+
+def _said(instance: dg.DagsterInstance, done: RunDelivery, log: Any) -> str:
+    """Log a try's account; a message given up is also written into its run's own log
+    (the run's page in the UI shows it), where whoever looks at the run will see it."""
+    line = done.describe()
     if log is not None:
-        (log.info if ok else log.warning)(line)
+        (log.info if done.state == "delivered" else log.warning)(line)
+    if done.state == "failed":
+        note_in_run_log(instance, done.run_id, f"notification {line}")
     return line
 
 
-def notify_for_run(context: dg.RunStatusSensorContext, config_path: str | None) -> dg.SkipReason:
+def notify_for_run(
+    context: dg.RunStatusSensorContext, config_path: str | None, clock: Clock = time.time
+) -> dg.SkipReason:
     """A notification sensor's tick for `context.dagster_run` (the configuration is read
     at each tick: a new channel needs no reload).
 
@@ -236,7 +322,8 @@ def notify_for_run(context: dg.RunStatusSensorContext, config_path: str | None) 
     DagsterRunReaction and SkipReason"), which a daemon catching up on several finished
     runs would hit; with a SkipReason each tick handles one run and says what it did."""
     run_id = context.dagster_run.run_id
-    line = notify_finished_run(context.instance, run_id, load_config(config_path), context.log)
+    cfg = load_config(config_path)
+    line = notify_finished_run(context.instance, run_id, cfg, context.log, now=clock())
     return dg.SkipReason(line or f"run {run_id[:8]}: nothing to report")
 
 
@@ -247,8 +334,10 @@ def _environment() -> dict[str, str]:
 
 
 def build_notification_sensors(
-    cfg: BrainConfig, config_path: str | None
+    cfg: BrainConfig, config_path: str | None, clock: Clock = time.time
 ) -> list[dg.SensorDefinition]:
+    """The two run-status sensors and `notify_retry`; `clock` is what their tries are
+    timed by (the tests pass their own)."""
     status = (
         dg.DefaultSensorStatus.RUNNING if cfg.notify.configured else dg.DefaultSensorStatus.STOPPED
     )
@@ -263,7 +352,7 @@ def build_notification_sensors(
         ),
     )
     def notify_on_failure(context: dg.RunFailureSensorContext) -> dg.SkipReason:
-        return notify_for_run(context, config_path)
+        return notify_for_run(context, config_path, clock)
 
     @dg.run_status_sensor(
         run_status=dg.DagsterRunStatus.SUCCESS,
@@ -277,9 +366,26 @@ def build_notification_sensors(
         ),
     )
     def notify_on_success(context: dg.RunStatusSensorContext) -> dg.SkipReason:
-        return notify_for_run(context, config_path)
+        return notify_for_run(context, config_path, clock)
 
-    return [notify_on_failure, notify_on_success]
+    @dg.sensor(
+        name="notify_retry",
+        minimum_interval_seconds=30,
+        default_status=status,
+        description=(
+            "Tries again each run's message that no channel accepted yet (an endpoint "
+            "down), notify.retry_backoff_seconds apart and doubling, until it is delivered "
+            "or notify.retry_for_seconds have passed (then it is named in the run's log "
+            "and in `brain-pipeline status`). Never sends a message twice."
+        ),
+    )
+    def notify_retry(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+        lines = redeliver_due(
+            context.instance, load_config(config_path), context.log, now=clock()
+        )
+        return dg.SkipReason("; ".join(lines) or "no message due to be tried again")
+
+    return [notify_on_failure, notify_on_success, notify_retry]
 
 
 @dg.definitions

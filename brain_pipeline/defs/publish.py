@@ -37,7 +37,10 @@ def publication_freshness(cfg: BrainConfig) -> dg.FreshnessPolicy:
     schedule's longest gap), FAIL past it plus `steps.health.FRESHNESS_MARGIN`. Dagster's
     freshness daemon evaluates it (every 30 s under `brain-pipeline ui`), between runs
     too; `published_store_is_current` adds what a time window cannot see: a newer
-    corpus than the one the agent serves."""
+    corpus than the one the agent serves. It judges the last run that materialised
+    the asset: the `materialize` skip writes no history, so on a quiet corpus the
+    nightly `reingest_schedule` run (which runs whether or not anything changed) is
+    what keeps it fresh, and a missing nightly run shows as WARN, as it should."""
     fail = freshness_allowance(cfg, datetime.now(UTC))
     return dg.FreshnessPolicy.time_window(fail_window=fail, warn_window=fail - FRESHNESS_MARGIN)
 

@@ -11,18 +11,16 @@
   wipe from the UI or `dagster asset wipe`).
 - `consult_instance`: what the skip asks the instance, at most once per
   `steps.up_to_date.CONSULT_AFTER_SECONDS`: does it hold the recorded run's
-  materialisations (not after `dagster asset wipe`)? And, so that the freshness
-  policy on `published_local` (which counts materialisations only) sees what the skip
-  verified, it reports one runless materialisation of `published_local` when the last
-  one is older than half the policy's warn window (`steps.up_to_date.
-  report_after_seconds`; 12 h for a daily schedule): status `unchanged`, the same
-  status a run reports when it finds the live store current.
+  materialisations (not after `dagster asset wipe`)? It only reads: a skip is not a run
+  and writes no history (no materialisation, no observation), so automation never
+  mistakes it for new data and the asset's history holds only what runs made. The
+  freshness policy on `published_local` judges the last real publication run; on a
+  quiet corpus the nightly `reingest_schedule` run is what keeps it fresh.
 """
 
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 import dagster as dg
@@ -34,8 +32,6 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps import up_to_date as record
 
 OUR_JOBS = ("reingest_job", "rollback_job", "__ASSET_JOB")
-VERIFIED_RUN = "verified_run"
-"""Metadata of the runless materialisation: the run whose publication the skip verified."""
 
 
 def ours(run: dg.DagsterRun, cfg: BrainConfig) -> bool:
@@ -75,11 +71,7 @@ def _unseen(instance: dg.DagsterInstance, run_id: str) -> str | None:
         entry = instance.get_latest_materialization_event(dg.AssetKey(name))
         if entry is None:
             return f"this Dagster instance holds no materialisation of {name} (wiped?)"
-        if entry.run_id == run_id:
-            continue
-        materialization = entry.asset_materialization
-        verified = materialization.metadata.get(VERIFIED_RUN) if materialization else None
-        if getattr(verified, "value", verified) != run_id:
+        if entry.run_id != run_id:
             return f"this Dagster instance's latest {name} is not run {run_id}'s (wiped?)"
     return None
 
@@ -92,20 +84,6 @@ def consult_instance(
     why = _unseen(instance, run_id)
     if why is not None:
         return record.UpToDate(False, why)
-    latest = instance.get_latest_materialization_event(dg.AssetKey("published_local"))
-    report_after = record.report_after_seconds(cfg, datetime.fromtimestamp(now, UTC))
-    if latest is None or now - latest.timestamp >= report_after:
-        instance.report_runless_asset_event(
-            dg.AssetMaterialization(
-                asset_key="published_local",
-                description="verified unchanged by `brain-pipeline materialize` (no run)",
-                metadata={
-                    "status": "unchanged",
-                    VERIFIED_RUN: run_id,
-                    "published_at": str(verdict.published_at or ""),
-                },
-            )
-        )
     layout = StateLayout.of(cfg.build_dir)
     record.mark_seen(layout, run_id, record.instance_identity(cfg.instance_home()), now=now)
     return verdict

@@ -62,6 +62,17 @@ def mark_run_failed(instance: dg.DagsterInstance, run: dg.DagsterRun, message: s
     instance.report_run_failed(run, message=message)
 
 
+def note_in_run_log(instance: dg.DagsterInstance, run_id: str, message: str) -> bool:
+    """Append `message` to finished run `run_id`'s own event log, as an engine event
+    (`DagsterInstance.report_engine_event`): the run's page in the UI then shows it (a
+    notification given up). False when the instance no longer holds the run."""
+    run = instance.get_run_by_id(run_id)
+    if run is None:
+        return False
+    instance.report_engine_event(message, run)
+    return True
+
+
 def runs_holding_pool_slots(instance: dg.DagsterInstance) -> set[str]:
     """Ids of the runs that hold (or wait for) a concurrency pool slot
     (`EventLogStorage.get_concurrency_run_ids`); empty where the storage has no pools."""

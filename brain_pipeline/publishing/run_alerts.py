@@ -13,6 +13,11 @@ Pure: no Dagster. The sensors in `defs/notify.py` turn a finished run into `RunF
 - `deliver(settings, message)` sends it to every configured channel with bounded
   retries and one overall deadline per attempt (`publishing.deadline`), and never
   raises: a channel that is down is a line in the returned `Delivery`, not a failure.
+- `run_lease`, `RunDelivery`, `try_delivery`: each run's message delivered once. One
+  deliverer at a time holds a run's lease, tries the channels that have not accepted it
+  and records the outcome before letting go; a message not accepted stays `pending`
+  and is tried again with a doubling backoff (`Redelivery`), until it is delivered or
+  given up (`failed`, which `undelivered` lists for `brain-pipeline status`).
 
 Secrets: the SMTP password is read from the environment variable the configuration
 names, at sending time; the webhook URL (which often embeds a token) is only ever
@@ -23,6 +28,7 @@ and from each delivery line before either leaves this module.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import http.client
 import json
 import os
@@ -31,7 +37,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from pathlib import Path
@@ -39,6 +45,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from brain_pipeline.publishing.deadline import Deadline
+from brain_pipeline.utils.atomic import atomic_write_bytes
 
 EventKind = Literal["blocked", "failed", "regression", "recovered"]
 Previous = Literal["blocked", "failed", "regression", "recovered", "good"]
@@ -235,41 +242,271 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
-# -- once per run --------------------------------------------------------------------------
+# -- each run's message, delivered once ---------------------------------------------------
 
 NOTIFIED_DIR = "notified"
 KEEP_CLAIMS = 500
+DELIVERY_FORMAT = 1
+MAX_BACKOFF_SECONDS = 3600.0
+"""The longest wait between two tries of one run's message (the backoff doubles up to it)."""
+DeliveryState = Literal["pending", "delivered", "failed", "superseded"]
+"""`pending`: not yet accepted, tried again once `next_at` comes; `delivered`: every
+channel accepted it; `failed`: given up after `notify.retry_for_seconds`; `superseded`:
+a RECOVERED a newer failure made stale, never sent."""
 
 
-def claim_run(state_dir: Path, run_id: str) -> bool:
-    """True for the one caller (a sensor tick or the command) that is to report `run_id`.
+@dataclass(frozen=True)
+class RunDelivery:
+    """The delivery record of one run's message, `<state>/notified/<run id>.json`.
 
-    An exclusive create of `<state>/notified/<run id>` in the build directory's state:
-    atomic across processes, so two reporters racing on the same finished run send one
-    message. Claims beyond the newest KEEP_CLAIMS are removed (a run that old is never
-    reported again: the sensors look back far fewer runs)."""
+    Written only under the run's lease (`run_lease`), atomically, before the lease is
+    released: the next deliverer to take the lease reads what the last one did, so a
+    channel that accepted the message is never sent it again, and one that did not is
+    tried again (the message itself is kept, already scrubbed of every secret, so the
+    retry sends the same text whoever makes it)."""
+
+    run_id: str
+    kind: str
+    state: DeliveryState
+    message: Message | None
+    first_at: float
+    tries: int = 0
+    next_at: float = 0.0
+    channels: dict[str, ChannelResult] = field(default_factory=dict)
+    """The last result per channel (`webhook <host>`, `email <host>:<port>`)."""
+
+    def accepted(self) -> frozenset[str]:
+        return frozenset(name for name, result in self.channels.items() if result.ok)
+
+    def due(self, now: float) -> bool:
+        return self.state == "pending" and now >= self.next_at
+
+    def describe(self) -> str:
+        """One line for a tick, a log or `brain-pipeline status` (never a secret: channels
+        are named by host and details were scrubbed when recorded)."""
+        head = f"run {self.run_id[:8]}: {self.kind} message"
+        said = "; ".join(
+            f"{r.channel}: {'sent' if r.ok else 'NOT sent'} after {r.attempts} attempt(s)"
+            + (f" ({r.detail})" if r.detail else "")
+            for r in self.channels.values()
+        )
+        if self.state == "superseded":
+            return f"{head} not sent: a newer run did not publish"
+        if self.state == "failed":
+            return f"{head} NOT delivered, given up after {self.tries} tries: {said}"
+        if self.state == "pending":
+            return f"{head}: {said}; try {self.tries}, tried again later"
+        return f"{head}: {said}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": DELIVERY_FORMAT,
+            "run_id": self.run_id,
+            "kind": self.kind,
+            "state": self.state,
+            "message": None if self.message is None else {
+                "subject": self.message.subject,
+                "text": self.message.text,
+                "payload": self.message.payload,
+            },
+            "first_at": self.first_at,
+            "tries": self.tries,
+            "next_at": self.next_at,
+            "channels": {
+                name: {"ok": r.ok, "attempts": r.attempts, "detail": r.detail}
+                for name, r in self.channels.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, body: Any) -> RunDelivery:
+        if not isinstance(body, dict) or body.get("format") != DELIVERY_FORMAT:
+            raise ValueError("not a delivery record of this format")
+        message = body.get("message")
+        return cls(
+            run_id=str(body["run_id"]),
+            kind=str(body["kind"]),
+            state=body["state"],
+            message=None if message is None else Message(
+                str(message["subject"]), str(message["text"]), dict(message["payload"])
+            ),
+            first_at=float(body["first_at"]),
+            tries=int(body["tries"]),
+            next_at=float(body["next_at"]),
+            channels={
+                name: ChannelResult(name, bool(r["ok"]), int(r["attempts"]), str(r["detail"]))
+                for name, r in dict(body.get("channels") or {}).items()
+            },
+        )
+
+
+def _run_name(run_id: str) -> str:
+    return "".join(c for c in run_id if c.isalnum() or c == "-") or "run"
+
+
+def delivery_path(state_dir: Path, run_id: str) -> Path:
+    return state_dir / NOTIFIED_DIR / f"{_run_name(run_id)}.json"
+
+
+@contextlib.contextmanager
+def run_lease(state_dir: Path, run_id: str) -> Iterator[bool]:
+    """Hold the lease on run `run_id`'s message: True for the one deliverer (a sensor
+    tick, the command) that may read, send and record it now; False when another holds
+    it (it is sending: this one leaves the run alone). An exclusive `flock` on
+    `<state>/notified/<run id>.lease`, never waited for: the kernel drops it when its
+    holder exits, so a deliverer killed mid-send leaves no stale lease, only its record
+    as it was before the try (the next one tries again)."""
     folder = state_dir / NOTIFIED_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    name = "".join(c for c in run_id if c.isalnum() or c == "-") or "run"
+    fd = os.open(folder / f"{_run_name(run_id)}.lease", os.O_CREAT | os.O_RDWR, 0o644)
     try:
-        handle = os.open(folder / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    except FileExistsError:
-        return False
-    os.close(handle)
-    _prune(folder)
-    return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def read_delivery(state_dir: Path, run_id: str) -> RunDelivery | None:
+    """The run's delivery record; None when nobody has handled its message yet.
+
+    A bare `<state>/notified/<run id>` (the claim file of earlier versions, taken before
+    sending) counts as handled: such a run is never sent again. A damaged record also
+    counts as handled (`failed`, so `status` names it): a second message is worse than
+    a reported gap."""
+    folder = state_dir / NOTIFIED_DIR
+    if (folder / _run_name(run_id)).exists():
+        return RunDelivery(run_id, "earlier", "delivered", None, 0.0)
+    try:
+        raw = delivery_path(state_dir, run_id).read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        return RunDelivery.from_json(json.loads(raw))
+    except (ValueError, KeyError, TypeError):
+        damaged = ChannelResult("record", False, 0, "the delivery record is unreadable")
+        return RunDelivery(run_id, "unknown", "failed", None, 0.0, channels={"record": damaged})
+
+
+def write_delivery(state_dir: Path, record: RunDelivery) -> None:
+    """Write the record atomically (call under the run's lease), then prune old ones."""
+    path = delivery_path(state_dir, record.run_id)
+    data = (json.dumps(record.to_json(), sort_keys=True, indent=1) + "\n").encode("utf-8")
+    atomic_write_bytes(path, data)
+    _prune(path.parent)
+
+
+@dataclass(frozen=True)
+class Redelivery:
+    """How a message that was not accepted is tried again (`notify.*`)."""
+
+    backoff_seconds: float = 60.0
+    """The wait before the second try; doubled after each failed try, up to
+    MAX_BACKOFF_SECONDS."""
+    give_up_after_seconds: float = 86400.0
+    """The total: a message still not accepted this long after its first try is `failed`."""
+
+    @classmethod
+    def of(cls, settings: Any) -> Redelivery:
+        return cls(float(settings.retry_backoff_seconds), float(settings.retry_for_seconds))
+
+    def wait_after(self, tries: int) -> float:
+        return min(MAX_BACKOFF_SECONDS, self.backoff_seconds * 2 ** max(0, tries - 1))
+
+
+def try_delivery(
+    record: RunDelivery,
+    settings: Any,
+    *,
+    now: float,
+    env: dict[str, str] | None = None,
+    sleep: Sleep = time.sleep,
+) -> RunDelivery:
+    """One try of a pending record (call under its lease): `deliver` to the channels that
+    have not accepted it yet, and the record as it stands after. Never raises."""
+    if record.message is None or record.state != "pending":
+        return record
+    delivery = deliver(settings, record.message, env=env, sleep=sleep, skip=record.accepted())
+    channels = {**record.channels, **{r.channel: r for r in delivery.results}}
+    tries = record.tries + 1
+    policy = Redelivery.of(settings)
+    state: DeliveryState = "pending"
+    next_at = now + policy.wait_after(tries)
+    if delivery.ok:  # every channel still configured has now accepted it
+        state = "delivered"
+    elif now - record.first_at >= policy.give_up_after_seconds:
+        state = "failed"
+    elif next_at - record.first_at > policy.give_up_after_seconds:
+        next_at = record.first_at + policy.give_up_after_seconds  # one last try at the end
+    return RunDelivery(
+        record.run_id, record.kind, state, record.message, record.first_at, tries, next_at,
+        channels,
+    )
+
+
+def pending_deliveries(state_dir: Path) -> list[str]:
+    """The runs whose message is still pending, oldest record first (a cheap scan of
+    `<state>/notified/`: what the retrying sensor and the command look at)."""
+    folder = state_dir / NOTIFIED_DIR
+    found: list[tuple[int, str]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if not entry.name.endswith(".json"):
+            continue
+        try:
+            body = json.loads(Path(entry.path).read_bytes())
+            mtime = entry.stat().st_mtime_ns
+        except (OSError, ValueError):
+            continue
+        if isinstance(body, dict) and body.get("state") == "pending" and body.get("run_id"):
+            found.append((mtime, str(body["run_id"])))
+    return [run_id for _, run_id in sorted(found)]
+
+
+def undelivered(state_dir: Path) -> list[RunDelivery]:
+    """Messages not delivered: given up (`failed`) or still being retried (`pending`),
+    newest first, for `brain-pipeline status`. Read-only."""
+    folder = state_dir / NOTIFIED_DIR
+    out: list[tuple[float, RunDelivery]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if not entry.name.endswith(".json"):
+            continue
+        record = read_delivery(state_dir, entry.name[: -len(".json")])
+        if record is not None and record.state in ("failed", "pending"):
+            out.append((record.first_at, record))
+    return [record for _, record in sorted(out, key=lambda pair: pair[0], reverse=True)]
 
 
 def _prune(folder: Path) -> None:
+    """Keep the newest KEEP_CLAIMS records (a run that old is never reported again: the
+    sensors look back far fewer runs); a pending record is kept until it is settled."""
     entries = []
     for entry in os.scandir(folder):
+        if entry.name.endswith(".lease"):
+            continue
         try:
             entries.append((entry.stat().st_mtime_ns, entry.path))
         except FileNotFoundError:
             continue
     for _, path in sorted(entries)[:-KEEP_CLAIMS]:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+        if path.endswith(".json"):
+            with contextlib.suppress(OSError, ValueError):
+                if json.loads(Path(path).read_bytes()).get("state") == "pending":
+                    continue
+        stem = path[: -len(".json")] if path.endswith(".json") else path
+        for doomed in (path, stem + ".lease"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(doomed)
 
 
 # -- delivery ----------------------------------------------------------------------------
@@ -442,12 +679,14 @@ def deliver(
     *,
     env: dict[str, str] | None = None,
     sleep: Sleep = time.sleep,
+    skip: Collection[str] = (),
 ) -> Delivery:
-    """Send `message` to every channel `settings` (config.NotifySettings) names."""
+    """Send `message` to every channel `settings` (config.NotifySettings) names, but
+    those named in `skip` (they accepted it at an earlier try)."""
     env = dict(os.environ) if env is None else env
     hidden = known_secrets(settings, env)
     results: list[ChannelResult] = []
-    if settings.webhook_url:
+    if settings.webhook_url and f"webhook {describe_url(settings.webhook_url)}" not in skip:
         url = settings.webhook_url
         results.append(
             _with_retries(
@@ -458,8 +697,8 @@ def deliver(
                 hidden,
             )
         )
-    if settings.email is not None:
-        email = settings.email
+    email = settings.email
+    if email is not None and f"email {email.host}:{email.port}" not in skip:
         results.append(
             _with_retries(
                 f"email {email.host}:{email.port}",

@@ -28,9 +28,10 @@ checked by a run) — each is a reason, and the first one found is reported.
 
 Nothing here imports Dagster, so the answer costs a corpus walk (settled files are not
 read again: the observation's file index) and a few hundred stats. What only the
-instance can say (its assets were wiped; the freshness policy needs to see the
-verification) is asked at most once per CONSULT_AFTER_SECONDS (`consult_due`,
-`defs.up_to_date.consult_instance`).
+instance can say (its assets were wiped) is asked at most once per
+CONSULT_AFTER_SECONDS (`consult_due`, `defs.up_to_date.consult_instance`). The skip
+writes nothing to the instance: it is not a run, so it leaves no materialisation or
+observation that automation, or the asset's history, would read as new data.
 """
 
 from __future__ import annotations
@@ -59,8 +60,7 @@ RECORD_FORMAT = 2
 PENDING_FORMAT = 1
 CONSULT_AFTER_SECONDS = 3600.0
 """How long a skip trusts the instance's last confirmation that it holds the recorded
-run's materialisations (and the freshness policy's last materialisation of
-published_local): after that, the command asks the instance again, which costs an
+run's materialisations: after that, the command asks the instance again, which costs an
 import of Dagster (see docs/operations.md)."""
 FULL_RUN_ASSETS = ("knowledge_chunks", "knowledge_store", "embeddings", "published_local")
 """What a run must have selected (with FULL_RUN_CHECKS) to be recorded: a partial run
@@ -310,9 +310,8 @@ def _write_json(path: Path, body: Mapping[str, Any]) -> None:
 def touches_record(assets: Iterable[str] | None, checks: Iterable[str] | None) -> bool:
     """Whether a run selecting `assets` and `checks` (as for `is_full_selection`) can change
     what the record rests on or what the UI shows for it: any asset of a full run, or
-    any check of one. A run of `published_s3` alone (what automation launches after the
-    skip's runless materialisation of `published_local`, uploading nothing when no
-    bucket is configured) cannot."""
+    any check of one. A run of `published_s3` alone (uploading nothing when no bucket
+    is configured) cannot."""
     if assets is None:
         return True
     if set(assets) & set(FULL_RUN_ASSETS):
@@ -480,18 +479,6 @@ def recorded_run(layout: StateLayout) -> str | None:
 # --- what only the instance can say -----------------------------------------------------------
 
 
-def report_after_seconds(cfg: BrainConfig, now: datetime) -> float:
-    """How old the last materialisation of published_local may be before the skip reports
-    what it verified: half the freshness policy's warn window (the schedule's longest
-    gap, `defs.publish.publication_freshness`), at least CONSULT_AFTER_SECONDS. Half, so
-    the policy never warns while skips verify; not every hour, as each report is a new
-    materialisation that eager automation reacts to (a `published_s3` run)."""
-    from brain_pipeline.steps.health import FRESHNESS_MARGIN, freshness_allowance
-
-    warn = freshness_allowance(cfg, now) - FRESHNESS_MARGIN
-    return max(CONSULT_AFTER_SECONDS, warn.total_seconds() / 2)
-
-
 def mark_seen(
     layout: StateLayout, run_id: str, identity: Mapping[str, Any], *, now: float | None = None
 ) -> None:
@@ -504,7 +491,7 @@ def mark_seen(
 
 def consult_due(layout: StateLayout, run_id: str, home: Path | str, now: float) -> bool:
     """Whether the skip must ask the instance first: it never confirmed this run, or not
-    within CONSULT_AFTER_SECONDS (a wipe since; freshness needs to see the skip)."""
+    within CONSULT_AFTER_SECONDS (a wipe since)."""
     seen = _read_json(seen_path(layout))
     if seen is None or seen.get("run_id") != run_id:
         return True

@@ -9,6 +9,7 @@ bad or recovered run's one message reaches the webhook and the mailbox exactly o
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,11 @@ from typing import Any
 import dagster as dg
 import pytest
 
+from brain_pipeline.config import load_config
 from brain_pipeline.definitions import build_definitions
+from brain_pipeline.defs.notify import build_notification_sensors, notify_finished_run
+from brain_pipeline.lib.dagster_private import run_events
+from brain_pipeline.publishing.run_alerts import read_delivery
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus
 from brain_pipeline_tests.peers.notify_peers import SmtpServer, WebhookServer, free_port
 
@@ -201,7 +206,8 @@ def test_the_command_notifies_once_even_when_a_daemon_just_beat_and_the_sensors_
             assert len(said) == 1 and ": blocked message: webhook " in said[0], said
             assert HOOK_TOKEN not in said[0]  # the URL's token is never shown
             blocked_run = hook.bodies[0]["run_id"]
-            assert (tiny_project.build / "state" / "notified" / blocked_run).is_file()
+            delivered = read_delivery(tiny_project.build / "state", blocked_run)
+            assert delivered is not None and delivered.state == "delivered"
             run = instance.get_run_by_id(blocked_run)
             assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
             defs = build_definitions(str(tiny_project.config_path))
@@ -323,3 +329,156 @@ def test_a_run_killed_midway_says_what_had_succeeded(
         "succeeded, before the rest "
         "finished: The process running this run"
     ), cause
+
+
+# --- delivered once: an endpoint down, then back (issue 40, item 6) ---------------------
+
+
+class FakeClock:
+    """The time the notification sensors and the command time their tries by."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class ClockedTicker(Ticker):
+    """The three notification sensors on `clock`, evaluated as the daemon does."""
+
+    NAMES = (*SENSORS, "notify_retry")
+
+    def __init__(self, project: Project, clock: FakeClock) -> None:
+        super().__init__(project)
+        self.clock = clock
+        self.cursors = dict.fromkeys(self.NAMES)
+
+    def tick(self, rounds: int = 4) -> None:
+        path = str(self.project.config_path)
+        sensors = build_notification_sensors(load_config(path), path, self.clock)
+        defs = dg.Definitions(sensors=sensors)
+        for _ in range(rounds):
+            for sensor in sensors:
+                context = dg.build_sensor_context(
+                    instance=self.project.instance,
+                    cursor=self.cursors[sensor.name],
+                    definitions=defs,
+                    sensor_name=sensor.name,
+                )
+                data = sensor.evaluate_tick(context)
+                self.cursors[sensor.name] = data.cursor or self.cursors[sensor.name]
+                if data.skip_message:
+                    self.skips.append(data.skip_message)
+
+
+def _blocked_run(project: Project, port: int, **notify: Any) -> tuple[str, ClockedTicker]:
+    """A published run then a blocked one, the webhook at `port` (nothing listening yet):
+    the run-status sensor's first try of the BLOCKED message is refused."""
+    project.settings["notify"] = {
+        "webhook_url": f"http://127.0.0.1:{port}/hooks/{HOOK_TOKEN}",
+        "max_attempts": 1,
+        "retry_backoff_seconds": 60,
+        **notify,
+    }
+    project.write_config()
+    ticker = ClockedTicker(project, FakeClock(time.time()))
+    ticker.tick(1)
+    assert project.materialize().success
+    _bury_gliders(project)
+    blocked = project.materialize()
+    assert not blocked.success
+    ticker.tick()
+    record = read_delivery(project.build / "state", blocked.run_id)
+    assert record is not None and record.state == "pending" and record.tries == 1
+    return blocked.run_id, ticker
+
+
+def test_a_message_the_webhook_missed_arrives_once_after_it_is_back(
+    tiny_project: Project,
+) -> None:
+    """The endpoint is down when the run ends, and for a minute after: the message is
+    tried again (notify_retry, backoff on the injected clock) and arrives exactly once
+    once the endpoint is back; later ticks of every sensor, and the command's own path,
+    send nothing more."""
+    port = free_port()
+    run_id, ticker = _blocked_run(tiny_project, port)
+    ticker.clock.advance(30)
+    ticker.tick()  # not due yet (60 s backoff), and still down
+    with WebhookServer.start(port) as hook:
+        ticker.tick()  # back, but the retry is not due: nothing yet
+        assert hook.bodies == []
+        ticker.clock.advance(31)
+        ticker.tick()
+        assert [(b["event"], b["run_id"]) for b in hook.bodies] == [("blocked", run_id)]
+        for _ in range(3):
+            ticker.clock.advance(3600)
+            ticker.tick()
+        cfg = load_config(str(tiny_project.config_path))
+        again = notify_finished_run(tiny_project.instance, run_id, cfg, now=ticker.clock())
+        assert again is None  # the command after its run: already delivered
+        assert len(hook.bodies) == 1
+    record = read_delivery(tiny_project.build / "state", run_id)
+    assert record is not None and record.state == "delivered" and record.tries == 2
+    assert HOOK_TOKEN not in "".join(ticker.skips)
+
+
+def test_two_deliverers_racing_on_a_retry_deliver_once(tiny_project: Project) -> None:
+    """The command (after its run) and the notify_retry sensor both find the refused
+    message due at once: while the first is mid-send (the endpoint holds its answer),
+    the second finds the run's lease taken and sends nothing; afterwards the delivered
+    mark keeps everyone off."""
+    port = free_port()
+    run_id, ticker = _blocked_run(tiny_project, port)
+    ticker.clock.advance(61)
+    cfg = load_config(str(tiny_project.config_path))
+    answer = threading.Event()
+    with WebhookServer.start(port, answer_when=answer) as hook:
+        said: list[str | None] = []
+        command = threading.Thread(
+            target=lambda: said.append(
+                notify_finished_run(tiny_project.instance, run_id, cfg, now=ticker.clock())
+            )
+        )
+        command.start()
+        deadline = time.monotonic() + 60
+        while not hook.bodies and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the command's POST is at the endpoint, unanswered
+        assert len(hook.bodies) == 1
+        ticker.skips.clear()
+        ticker.tick(1)  # the sensor, racing: the lease is held
+        assert "no message due to be tried again" in ticker.skips
+        answer.set()
+        command.join(60)
+        ticker.clock.advance(3600)
+        ticker.tick()
+    assert said and said[0] is not None and ": blocked message: webhook " in said[0]
+    assert len(hook.bodies) == 1 and hook.bodies[0]["run_id"] == run_id
+
+
+def test_a_message_never_accepted_is_given_up_and_named_in_status_and_the_run_log(
+    tiny_project: Project, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from brain_pipeline.cli import main
+    from brain_pipeline_tests.defs.conftest import cli_sees
+
+    run_id, ticker = _blocked_run(tiny_project, free_port(), retry_for_seconds=600)
+    for _ in range(12):  # ten minutes and more of a dead endpoint, on the injected clock
+        ticker.clock.advance(120)
+        ticker.tick(1)
+    record = read_delivery(tiny_project.build / "state", run_id)
+    assert record is not None and record.state == "failed"
+    logged = run_events(tiny_project.instance, run_id, {dg.DagsterEventType.ENGINE_EVENT})
+    notes = [e.message for e in logged if "NOT delivered" in e.message]
+    assert len(notes) == 1 and f"run {run_id[:8]}: blocked message" in notes[0]
+    assert HOOK_TOKEN not in notes[0]
+    cli_sees(tiny_project, monkeypatch)
+    capsys.readouterr()
+    main(["status"])
+    out = capsys.readouterr().out
+    shown = [line for line in out.splitlines() if line.startswith("notification: ")]
+    assert len(shown) == 1 and f"run {run_id[:8]}: blocked message NOT delivered" in shown[0]
+    assert HOOK_TOKEN not in out

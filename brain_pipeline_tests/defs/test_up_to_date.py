@@ -3,14 +3,13 @@
 Each test starts from a successful `brain-pipeline materialize` of the tiny project on
 its own DAGSTER_HOME, then does what the issue names: a failed selected run, another
 instance, a wipe, a flag that asks for work, a run the command did not launch, and a
-quiet hour under a freshness policy. What the user sees is asserted: the command's
+quiet day of hourly skips (which write no history). What the user sees is asserted: the command's
 first line ("up to date ..." or "running: ..."), and the runs the instance holds.
 """
 
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
@@ -20,14 +19,18 @@ from brain_pipeline.cli import main
 from brain_pipeline.cli.materialize import _nothing_to_do
 from brain_pipeline.config import load_config
 from brain_pipeline.definitions import build_definitions
-from brain_pipeline.defs.up_to_date import VERIFIED_RUN, keep_record
+from brain_pipeline.defs.up_to_date import keep_record
 from brain_pipeline.steps.up_to_date import (
     CONSULT_AFTER_SECONDS,
     FULL_RUN_ASSETS,
     FULL_RUN_CHECKS,
-    report_after_seconds,
 )
 from brain_pipeline_tests.defs.conftest import IMPOSSIBLE, Project, cli_sees
+from brain_pipeline_tests.lib.test_conditions import (  # the real-daemon fixture, reused
+    PHASE_TIMEOUT,
+    DaemonProject,
+    daemon_project,  # noqa: F401 (a fixture)
+)
 
 UP_TO_DATE = "up to date: nothing changed since run "
 
@@ -199,42 +202,33 @@ def test_a_failed_ui_run_is_never_recorded(
     assert not out.startswith(UP_TO_DATE) and "running: " in err
 
 
-def test_the_freshness_policy_sees_what_the_skip_verified(built: Project) -> None:
-    """FreshnessPolicy.time_window counts the asset's last materialisation. On a quiet
-    corpus the hourly consult reports one runless materialisation of published_local
-    (status unchanged, naming the verified run), so the policy's clock restarts
-    without a run; within the hour nothing more is written."""
+def test_a_day_of_hourly_skips_writes_no_history(built: Project) -> None:
+    """The skip is not a run: a day of hourly checks (each one due to consult the
+    instance) leaves the asset's history as the command's run left it, with no
+    runless materialisation or observation for automation to read as new data."""
     cfg = load_config()
-    key = dg.AssetKey("published_local")
+    keys = [dg.AssetKey(name) for name in (*FULL_RUN_ASSETS, "published_s3")]
 
-    def last_materialization() -> dg.EventLogEntry:
+    def history() -> list[tuple[str, str, float]]:
         instance = _instance()
         try:
-            records = instance.get_asset_records([key])
-            entry = records[0].asset_entry.last_materialization if records else None
+            events = []
+            for key in keys:
+                for fetch in (instance.fetch_materializations, instance.fetch_observations):
+                    records = fetch(key, limit=1000).records
+                    events += [(key.to_user_string(), r.run_id, r.timestamp) for r in records]
+            return sorted(events)
         finally:
             instance.dispose()
-        assert entry is not None
-        return entry
 
-    built_by_run = last_materialization()
-    assert built_by_run.run_id  # the command's run
-    assert _nothing_to_do(cfg, now=time.time() + 60)  # consult not due: nothing written
-    assert last_materialization().timestamp == built_by_run.timestamp
-    # The hourly consult: the instance still holds the run, no report is due yet.
-    assert _nothing_to_do(cfg, now=time.time() + CONSULT_AFTER_SECONDS + 1)
-    assert last_materialization().timestamp == built_by_run.timestamp
-    # Half the policy's warn window later (12 h for the daily schedule): reported.
-    report_after = report_after_seconds(cfg, datetime.now(UTC))
-    assert report_after == 12 * 3600
-    later = time.time() + report_after + CONSULT_AFTER_SECONDS + 1
-    assert _nothing_to_do(cfg, now=later)
-    verified = last_materialization()
-    assert verified.timestamp > built_by_run.timestamp and verified.run_id == ""
-    materialization = verified.asset_materialization
-    assert materialization is not None
-    assert materialization.metadata[VERIFIED_RUN].value == built_by_run.run_id
-    assert materialization.metadata["status"].value == "unchanged"
+    before = history()
+    runs = _run_count()
+    start = time.time()
+    for hour in range(1, 25):
+        assert _nothing_to_do(cfg, now=start + hour * (CONSULT_AFTER_SECONDS + 1))
+    assert history() == before
+    assert all(run_id for _, run_id, _ in before)  # every entry was made by a run
+    assert _run_count() == runs
 
 
 def test_the_full_run_sets_are_the_code_locations(tiny_project: Project) -> None:
@@ -265,8 +259,7 @@ def test_the_record_never_outlives_a_run_in_progress(built: Path | Project) -> N
 
 
 def test_a_run_of_published_s3_alone_keeps_the_record(built: Project) -> None:
-    """What eager automation launches after the skip's runless materialisation of
-    published_local: with no bucket it uploads nothing, so the record stands."""
+    """With no bucket a run of published_s3 alone uploads nothing, so the record stands."""
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.steps import up_to_date
 
@@ -285,3 +278,52 @@ def test_a_run_of_published_s3_alone_keeps_the_record(built: Project) -> None:
         instance.dispose()
     assert up_to_date.recorded_run(layout) == recorded
     assert up_to_date.check(cfg).current
+
+
+AUTOMATION_TICK = "Checking for new runs for sensor: automation_sensor"
+
+
+def _automation_ticks(daemon: DaemonProject) -> int:
+    """How many ticks of `automation_sensor` the daemon has started (its own log line)."""
+    if not daemon.log_path.exists():
+        return 0
+    return daemon.log_path.read_text(encoding="utf-8", errors="replace").count(AUTOMATION_TICK)
+
+
+def _wait_for_automation_ticks(daemon: DaemonProject, count: int) -> None:
+    deadline = time.monotonic() + PHASE_TIMEOUT
+    while _automation_ticks(daemon) < count:
+        if time.monotonic() > deadline or (daemon.daemon and daemon.daemon.poll() is not None):
+            pytest.fail(f"automation_sensor never ticked {count} times:\n{daemon.log_tail()}")
+        time.sleep(1.0)
+
+
+def test_under_the_daemon_a_day_of_hourly_skips_launches_no_run(
+    daemon_project: tuple[DaemonProject, dg.DagsterInstance],  # noqa: F811 (the fixture)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 40 item 5, with the real `dagster-daemon` and `automation_sensor` running:
+    24 hourly skips (the skip's clock injected, each one consulting the instance)
+    launch no run, and every materialisation of the publish assets is a run's own."""
+    daemon, instance = daemon_project
+    monkeypatch.setenv("DAGSTER_HOME", str(daemon.home))
+    monkeypatch.setenv("BRAIN_CONFIG", str(daemon.project.config_path))
+    assert main(["materialize"]) == 0  # the one real run: published, recorded
+    cfg = load_config()
+    runs = {r.dagster_run.run_id for r in instance.get_run_records()}
+    daemon.dagster("sensor", "start", "automation_sensor")
+    daemon.start_daemon()
+    _wait_for_automation_ticks(daemon, 1)  # automation is live before the first skip
+
+    start = time.time()
+    for hour in range(1, 25):
+        assert _nothing_to_do(cfg, now=start + hour * (CONSULT_AFTER_SECONDS + 1))
+    # Automation has looked at what the day left, twice over, before we judge.
+    _wait_for_automation_ticks(daemon, _automation_ticks(daemon) + 2)
+    daemon.stop_daemon()
+
+    assert {r.dagster_run.run_id for r in instance.get_run_records()} == runs
+    for name in ("published_local", "published_s3"):
+        records = instance.fetch_materializations(dg.AssetKey(name), limit=1000).records
+        assert {r.run_id for r in records} <= runs, name  # no runless entry (run_id "")
+    assert instance.fetch_materializations(dg.AssetKey("published_local"), limit=10).records

@@ -52,6 +52,16 @@ def test_marking_a_run_failed_records_its_failure_and_message(
     assert entry.event_log_entry.message == "the process is gone"
 
 
+def test_a_note_lands_in_a_finished_runs_own_log(instance: dg.DagsterInstance) -> None:
+    run = instance.add_run(
+        dg.DagsterRun(job_name="j", run_id=str(uuid.uuid4()), status=dg.DagsterRunStatus.FAILURE)
+    )
+    assert private.note_in_run_log(instance, run.run_id, "notification NOT delivered")
+    logged = private.run_events(instance, run.run_id, {dg.DagsterEventType.ENGINE_EVENT})
+    assert [e.message for e in logged] == ["notification NOT delivered"]
+    assert not private.note_in_run_log(instance, str(uuid.uuid4()), "no such run")
+
+
 def test_pool_limits_and_the_slots_a_run_holds(instance: dg.DagsterInstance) -> None:
     assert private.pool_limit(instance, "pool_a") is None
     assert private.set_pool_limit(instance, "pool_a", 1)

@@ -37,7 +37,12 @@ class WebhookServer:
 
     @classmethod
     @contextmanager
-    def start(cls) -> Iterator[WebhookServer]:
+    def start(
+        cls, port: int = 0, answer_when: threading.Event | None = None
+    ) -> Iterator[WebhookServer]:
+        """`port`: a fixed one (an endpoint that was down coming back where it was);
+        `answer_when`: each POST is recorded on arrival but answered only once it is set
+        (a slow endpoint, mid-delivery, for a race)."""
         received: list[dict[str, Any]] = []
         paths: list[str] = []
 
@@ -46,6 +51,8 @@ class WebhookServer:
                 length = int(self.headers.get("Content-Length", "0"))
                 received.append(json.loads(self.rfile.read(length)))
                 paths.append(self.path)
+                if answer_when is not None:
+                    answer_when.wait(30)
                 self.send_response(200)
                 self.end_headers()
                 self.wfile.write(b"ok")
@@ -53,7 +60,7 @@ class WebhookServer:
             def log_message(self, *args: Any) -> None:
                 return None
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:

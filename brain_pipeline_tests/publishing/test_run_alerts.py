@@ -7,15 +7,22 @@ from pathlib import Path
 
 from brain_pipeline.config import EmailSettings, NotifySettings
 from brain_pipeline.publishing.run_alerts import (
+    MAX_BACKOFF_SECONDS,
     CheckOutcome,
+    Redelivery,
+    RunDelivery,
     RunFacts,
     build_message,
-    claim_run,
     classify,
     deliver,
     known_secrets,
+    pending_deliveries,
     previous_outcome,
+    read_delivery,
+    run_lease,
     superseded_by,
+    try_delivery,
+    write_delivery,
 )
 from brain_pipeline_tests.peers.notify_peers import WebhookServer, free_port
 
@@ -166,8 +173,91 @@ def test_a_recovered_is_stale_after_a_newer_failure_only() -> None:
     assert blocked is not None and superseded_by(blocked, [newer_failure]) is None
 
 
-def test_a_run_is_claimed_once_across_callers(tmp_path: Path) -> None:
-    assert claim_run(tmp_path, "run-1") is True
-    assert claim_run(tmp_path, "run-1") is False
-    assert claim_run(tmp_path, "run-2") is True
-    assert sorted(p.name for p in (tmp_path / "notified").iterdir()) == ["run-1", "run-2"]
+def test_the_lease_admits_one_deliverer_of_a_run_at_a_time(tmp_path: Path) -> None:
+    """The once-only claim, pinned without Dagster: while one deliverer holds run-1's
+    lease (a separate open of the lease file, as another process would), nobody else
+    gets it; another run's lease is free; once released, it can be taken again."""
+    with run_lease(tmp_path, "run-1") as first:
+        assert first is True
+        with run_lease(tmp_path, "run-1") as second:
+            assert second is False
+        with run_lease(tmp_path, "run-2") as other:
+            assert other is True
+    with run_lease(tmp_path, "run-1") as again:
+        assert again is True
+
+
+def _pending(run_id: str, at: float) -> RunDelivery:
+    return RunDelivery(run_id, "failed", "pending", _message(), first_at=at, next_at=at)
+
+
+def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def test_a_refused_message_is_tried_again_when_due_and_delivered_once(tmp_path: Path) -> None:
+    """The endpoint is down at the first try and back at the second: one message, then
+    nothing more whatever the clock says (the delivered mark, on disk)."""
+    port = free_port()
+    settings = NotifySettings(
+        webhook_url=f"http://127.0.0.1:{port}/hook", max_attempts=1, retry_backoff_seconds=60
+    )
+    t0 = 1_000_000.0
+    record = try_delivery(_pending("run-1", t0), settings, now=t0, env={}, sleep=_no_sleep)
+    assert (record.state, record.tries, record.next_at) == ("pending", 1, t0 + 60)
+    write_delivery(tmp_path, record)
+    assert pending_deliveries(tmp_path) == ["run-1"]
+    assert not record.due(t0 + 59)
+    with WebhookServer.start(port) as hook:
+        stored = read_delivery(tmp_path, "run-1")
+        assert stored == record  # the message and the per-channel results survive the disk
+        record = try_delivery(stored, settings, now=t0 + 60, env={}, sleep=_no_sleep)
+        write_delivery(tmp_path, record)
+        assert record.state == "delivered" and len(hook.bodies) == 1
+        for later in (t0 + 120, t0 + 86400 * 2):
+            stored = read_delivery(tmp_path, "run-1")
+            assert stored is not None and not stored.due(later)
+            assert try_delivery(stored, settings, now=later, env={}) == stored
+        assert len(hook.bodies) == 1
+    assert pending_deliveries(tmp_path) == []
+
+
+def test_a_channel_that_accepted_is_not_sent_the_message_again() -> None:
+    """Webhook up, email down: each retry goes to the email only (the webhook's
+    acceptance is recorded per channel)."""
+    email = EmailSettings(
+        host="127.0.0.1", port=free_port(), starttls=False, sender="a@b.c", recipients=["d@e.f"]
+    )
+    with WebhookServer.start() as hook:
+        settings = NotifySettings(
+            webhook_url=f"{hook.url}/x", email=email, max_attempts=1, timeout_seconds=1
+        )
+        record = _pending("run-1", 0.0)
+        for now in (0.0, 60.0, 180.0):
+            record = try_delivery(record, settings, now=now, env={}, sleep=_no_sleep)
+        assert record.state == "pending" and record.tries == 3
+    assert len(hook.bodies) == 1
+
+
+def test_backoff_doubles_and_a_message_is_given_up_at_the_bound() -> None:
+    settings = NotifySettings(
+        webhook_url=f"http://127.0.0.1:{free_port()}/hook",
+        max_attempts=1,
+        retry_backoff_seconds=60,
+        retry_for_seconds=600,
+    )
+    record, tries_at = _pending("run-1", 0.0), []
+    while record.state == "pending":
+        tries_at.append(record.next_at)
+        record = try_delivery(record, settings, now=record.next_at, env={}, sleep=_no_sleep)
+    assert tries_at == [0.0, 60.0, 180.0, 420.0, 600.0]  # doubling, the last at the bound
+    assert record.state == "failed"
+    assert record.describe().startswith("run run-1: failed message NOT delivered, given up after 5")
+    assert Redelivery(60, 10**6).wait_after(20) == MAX_BACKOFF_SECONDS
+
+
+def test_a_claim_file_of_an_earlier_version_is_never_sent_again(tmp_path: Path) -> None:
+    (tmp_path / "notified").mkdir()
+    (tmp_path / "notified" / "run-1").touch()  # taken before sending, by the old code
+    record = read_delivery(tmp_path, "run-1")
+    assert record is not None and record.state == "delivered"
