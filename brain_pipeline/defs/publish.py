@@ -28,8 +28,12 @@ PUBLISH_CONDITION = publish_condition()
 
 class PublishConfig(dg.Config):
     force: bool = False
-    """Publish even though a blocking check did not pass on this data (logged; never a
-    store the agent cannot load)."""
+    """Publish even though a blocking check did not pass on this data (logged and recorded;
+    never a store the agent cannot load, nor an empty one). Needs `reason`; refused
+    where the deployment sets publish.allow_force: false."""
+    reason: str = ""
+    """Why a person forces this publication: recorded with it (publications, status, the
+    materialisation's metadata, the notification). Force without one is refused."""
 
 
 def publication_freshness(cfg: BrainConfig) -> dg.FreshnessPolicy:
@@ -73,6 +77,7 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
                 run_id=context.run.run_id,
                 log=context.log,
                 trigger=run_trigger(context.instance, context.run.tags, context.asset_key),
+                reason=config.reason,
             )
         return materialize_result(
             publication, step_check_results("published_local", cfg, context.log)
@@ -114,6 +119,7 @@ def published_s3(
             run_id=context.run.run_id,
             log=context.log,
             upload=s3_publisher.publish,
+            reason=config.reason,
         )
     if publication is not None:
         yield materialize_result(publication)

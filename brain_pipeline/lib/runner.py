@@ -261,6 +261,7 @@ def materialize_selection(
     definitions: dg.Definitions,
     instance: dg.DagsterInstance | None = None,
     force_publish: bool = False,
+    force_reason: str = "",
     verbose: bool = False,
     echo: Callable[[str], None] | None = None,
     run_id: str | None = None,
@@ -275,7 +276,8 @@ def materialize_selection(
     publish steps of the same run exactly as a UI launch or the schedule would.
     `build_dir` (for the run's build-directory tag) comes from the caller's configuration
     when it has read it already; otherwise the settings resource reads it. `trigger` says who
-    launched the run (`steps.trigger.TRIGGER_TAG`; default: by hand).
+    launched the run (`steps.trigger.TRIGGER_TAG`; default: by hand). `force_publish`
+    sets the publish assets' `force` config with `force_reason` as its `reason`.
     """
     defs = definitions
     keys = resolve_selection(selection, defs)
@@ -287,7 +289,8 @@ def materialize_selection(
     publish_keys = {dg.AssetKey(name) for name in PUBLISH_ASSETS}
     if force_publish:
         run_config["ops"] = {
-            key.to_python_identifier(): {"config": {"force": True}} for key in keys & publish_keys
+            key.to_python_identifier(): {"config": {"force": True, "reason": force_reason}}
+            for key in keys & publish_keys
         }
     settings: Any = (defs.resources or {}).get("settings")
     try:
