@@ -26,6 +26,12 @@ class RollbackConfig(dg.Config):
     one before the live publication."""
     release: bool = False
     """Only release the hold a rollback left (the held build may be published again)."""
+    force: bool = False
+    """Restore a publication its blocking checks did not pass (a forced one): needs
+    `reason`; refused where publish.allow_force is false. Never a store the agent cannot
+    load (over its string limit) or an empty one."""
+    reason: str = ""
+    """Why a person forces this rollback: recorded with it."""
 
 
 @dg.op(
@@ -58,6 +64,8 @@ def rollback_publication(
             trigger=f"rollback_job ({describe_trigger(context.run.tags, ())})",
             log=context.log,
             upload=s3_publisher.publish,
+            force=config.force,
+            reason=config.reason,
         )
     except StepFailure as exc:
         refused = isinstance(exc, RollbackRefused)
