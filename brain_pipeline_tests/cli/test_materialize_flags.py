@@ -91,9 +91,18 @@ def test_force_publish_publishes_in_one_command_and_is_marked_forced_everywhere(
 
     with dg.DagsterInstance.from_config(str(failed_build.root / "dagster-home")) as instance:
         event = instance.get_latest_materialization_event(dg.AssetKey("published_local"))
-    assert event is not None and event.asset_materialization is not None
+        assert event is not None and event.asset_materialization is not None
+        # The notification read from the forced run: a FORCED message with the reason.
+        from brain_pipeline.defs.notify import run_facts
+        from brain_pipeline.publishing.run_alerts import build_message, classify
+
+        run = instance.get_run_by_id(event.run_id)
+        assert run is not None
+        said = classify(run_facts(instance, run), "blocked")
     metadata = event.asset_materialization.metadata
     assert metadata["forced"].value is True and metadata["force_reason"].value == reason
+    assert said is not None and said.kind == "forced"
+    assert reason in build_message(said).text and "retrieval_eval" in said.cause
 
 
 @pytest.mark.parametrize("select", [None, "published_local"])
