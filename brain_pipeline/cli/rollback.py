@@ -18,8 +18,9 @@ baseline back to its evaluation. The publication it replaces is then held: sched
 and automatic runs do not publish it again until the corpus or the fixture changes.
 --release ends the hold at once. Takes the build directory's and the publish root's
 locks, like a run. It launches the `rollback_job` Dagster job in this process (the run is
-in the UI's Runs list), which reports the restored publication as the latest
-materialisation of published_local (and published_s3), so the catalog shows what is live.
+in the UI's Runs list), whose published_local step restores the publication and
+materialises it (its checks run on it; published_s3 reports the upload), so the catalog
+shows what is live; --release launches `release_hold_job`.
 
 Rollback goes through the publish gate: a publication that passed its blocking checks
 goes back freely; a forced one only with --force --reason "..." (recorded, refused where
@@ -101,17 +102,16 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace, run_id: str) -> int:
     from brain_pipeline.lib.runner import run_operation
 
     definitions, instance = location_and_instance(cfg)
-    op_config = {
-        "to": args.to,
-        "release": bool(args.release),
-        "force": bool(args.force),
-        "reason": args.reason or "",
-    }
+    from brain_pipeline.defs.rollback import RELEASE_JOB, ROLLBACK_JOB, rollback_run_config
+
+    job = RELEASE_JOB if args.release else ROLLBACK_JOB
     outcome = run_operation(
-        "rollback_job",
+        job,
         definitions=definitions,
         instance=instance,
-        run_config={"ops": {"rollback_publication": {"config": op_config}}},
+        run_config={}
+        if args.release
+        else rollback_run_config(args.to, force=bool(args.force), reason=args.reason or ""),
         run_id=run_id,
         build_dir=cfg.build_dir,
         trigger="brain-pipeline rollback",

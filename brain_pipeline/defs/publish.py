@@ -13,6 +13,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.health import step_check_results, step_check_specs
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
+from brain_pipeline.defs.rollback import restore, restored_upload
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import publish_condition, run_trigger
 from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
@@ -34,6 +35,12 @@ class PublishConfig(dg.Config):
     reason: str = ""
     """Why a person forces this publication: recorded with it (publications, status, the
     materialisation's metadata, the notification). Force without one is refused."""
+    rollback: bool = False
+    """Instead of publishing the build, make publication `rollback_to` live again
+    (`rollback_job`, `brain-pipeline rollback`), through the same gate."""
+    rollback_to: int | None = None
+    """The publication a rollback restores (`brain-pipeline publications`); default: the
+    one before the live publication."""
 
 
 def publication_freshness(cfg: BrainConfig) -> dg.FreshnessPolicy:
@@ -66,8 +73,21 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
         ),
     )
     def published_local(
-        context: dg.AssetExecutionContext, settings: BrainSettings, config: PublishConfig
+        context: dg.AssetExecutionContext,
+        settings: BrainSettings,
+        s3_publisher: S3Publisher,
+        config: PublishConfig,
     ) -> dg.MaterializeResult:
+        if config.rollback:  # rollback_job: the restored publication is this materialisation
+            return restore(
+                context,
+                settings,
+                s3_publisher,
+                config.rollback_to,
+                config.force,
+                config.reason,
+                lambda cfg, log: step_check_results("published_local", cfg, log),
+            )
         cfg, layout = start_step(context.instance, settings, context.run)
         with step_failures():
             publication = publish_to_agent(
@@ -110,6 +130,11 @@ def published_s3(
     s3_publisher: S3Publisher,
     config: PublishConfig,
 ) -> Iterator[dg.MaterializeResult]:
+    if config.rollback:  # rollback_job: published_local's step made the upload; report it
+        uploaded = restored_upload(context, settings)
+        if uploaded is not None:
+            yield uploaded
+        return
     cfg, layout = start_step(context.instance, settings, context.run)
     with step_failures():
         publication = publish_to_s3(

@@ -355,9 +355,23 @@ def materialize_selection(
     return outcome
 
 
+def _said(job: dg.JobDefinition, result: Any) -> str:
+    """What a successful operation says it did: the `summary` metadata of its first
+    materialisation that has one (an asset job, e.g. `rollback_job`), else its one op's
+    output."""
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_MATERIALIZATION":
+            said = event.event_specific_data.materialization.metadata.get("summary")
+            if said is not None:
+                return str(getattr(said, "value", said))
+    (node,) = job.graph.node_names()
+    return str(result.output_for_node(node))
+
+
 @dataclass
 class OperationOutcome:
-    """How a one-op job run by the command line ended (`run_operation`)."""
+    """How a one-op job (or an asset job such as `rollback_job`) run by the command line
+    ended (`run_operation`)."""
 
     success: bool
     run_id: str
@@ -390,8 +404,7 @@ def run_operation(
         tags={TRIGGER_TAG: trigger, **in_process_run_tags(build_dir)},
     )
     if result.success:
-        (node,) = job.graph.node_names()
-        return OperationOutcome(True, result.run_id, output=str(result.output_for_node(node)))
+        return OperationOutcome(True, result.run_id, output=_said(job, result))
     for event in result.all_events:
         if event.event_type_value == "STEP_FAILURE" and event.step_failure_data is not None:
             user = event.step_failure_data.user_failure_data
