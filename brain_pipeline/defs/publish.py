@@ -2,7 +2,9 @@
 check's recorded verdict on the bytes they would publish (`steps.publish.gate`).
 
 The steps themselves (the gate, the manifest, the records) are `steps.publish`; here they
-meet their resources and their results become metadata.
+meet their resources and their results become metadata. With `rollback: true` in their
+config (`rollback_job`, defs/rollback.py) the same assets restore an earlier publication
+instead, so the restored publication is their own materialisation and their checks see it.
 """
 
 from collections.abc import Iterator
