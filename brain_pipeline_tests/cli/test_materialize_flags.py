@@ -256,3 +256,17 @@ def test_a_misspelt_selection_is_one_line_with_dagsters_suggestion(
     assert refusal.startswith("brain-pipeline materialize: bad --select: 'knowlege_store'"), err
     assert 'did you mean one of the following? ["knowledge_store"]' in refusal, err
     assert all(line.startswith("brain-pipeline materialize: ") for line in lines), err
+
+
+def test_a_reason_without_force_publish_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    project = cli_sees(make_tiny_project(tmp_path), monkeypatch)
+    capfd.readouterr()
+    assert main(["materialize", "--reason", "just because"]) == 2
+    _, err = capfd.readouterr()
+    assert err.splitlines() == [
+        "brain-pipeline materialize: --reason goes with --force-publish (it is the forced "
+        "publication's record)"
+    ]
+    assert not project.store_file.exists()
