@@ -266,6 +266,12 @@ class PublishSettings(_Section):
     root: Path | None = None
     agent_query_model: str = "gemini-embedding-001"
     force: bool = False
+    """Refused when true: a standing force would publish every failed build without anyone
+    answering for it. Force one publication instead (`materialize --force-publish --reason`)."""
+    allow_force: bool = True
+    """False: every launch path (CLI, UI Launchpad, schedule, re-execution, rollback to a
+    forced publication) refuses force. Open-source Dagster has no authentication, so a
+    deployment whose UI others can reach should set it false."""
     agent_string_limit: int | None = Field(default=None, ge=1)
     """Longest string the agent's Node.js loader can read, in UTF-16 code units; None:
     the agent's own limit (`corpus.agent_limits.NODE_MAX_STRING_UNITS`, V8's maximum on
@@ -275,6 +281,17 @@ class PublishSettings(_Section):
     """Publications a rollback can reach: their local copies (state/published/) and their
     S3 objects are kept. 8 = a week of nightly runs plus the live one."""
     s3: S3Settings = Field(default_factory=S3Settings)
+
+    @field_validator("force")
+    @classmethod
+    def _no_standing_force(cls, value: bool) -> bool:
+        """Force is one recorded act with a reason, never a setting that forces every run."""
+        if value:
+            raise ValueError(
+                "a standing force is no longer honoured: remove it and force one publication "
+                'with `brain-pipeline materialize --force-publish --reason "..."`'
+            )
+        return value
 
 
 class ScheduleSettings(_Section):

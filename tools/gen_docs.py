@@ -79,7 +79,11 @@ MEANINGS: dict[str, str] = {
     "publish.root": "the agent checkout (files go to `src/storage`, and `dist/storage` when "
     "`dist/` exists); unset: `<build_dir>/agent`",
     "publish.agent_query_model": "vectors of any other model are not published",
-    "publish.force": "publish despite a failed evaluation (logged as `FORCED PUBLISH`)",
+    "publish.force": "refused when `true`: force one publication with `brain-pipeline "
+    "materialize --force-publish --reason ...` (recorded) instead",
+    "publish.allow_force": "`false`: every launch path (command line, UI Launchpad, "
+    "schedule, re-execution, rollback to a forced publication) refuses force; a deployment "
+    "whose UI others can reach should set it (Dagster has no authentication)",
     "publish.agent_string_limit": "UTF-16 code units the agent can load as one string "
     "(null: the agent's own limit, 536,870,888); a larger store blocks publishing",
     "publish.keep_generations": "publications a rollback can reach (local copies and S3 "

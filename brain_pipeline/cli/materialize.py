@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from dagster import DagsterInstance, Definitions
 
     from brain_pipeline.config import BrainConfig
+    from brain_pipeline.lib.runner import MaterializeOutcome
 
 
 HELP = "materialise assets (default: everything) with their checks, as a Dagster run"
@@ -88,7 +89,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force-publish",
         action="store_true",
-        help="publish even when the latest evaluation did not pass (logged loudly)",
+        help="publish even though a blocking check failed or never judged the build "
+        "(needs --reason; recorded and marked FORCED; never an empty store or one over "
+        "the agent's string limit; refused where publish.allow_force is false)",
+    )
+    parser.add_argument(
+        "--reason",
+        default=None,
+        metavar="TEXT",
+        help="why you force this publication (with --force-publish): recorded with it",
     )
     parser.add_argument(
         "--rebind",
@@ -196,6 +205,22 @@ def forget_refusals(build_dir: Path) -> None:
     note(f"--retry-refused: {forgotten} refused text(s) will be sent again")
 
 
+def force_refusal(args: argparse.Namespace, cfg: BrainConfig) -> str | None:
+    """Why `--force-publish`/`--reason` may not go on, checked before any work (the
+    publish steps ask again, whatever launched them)."""
+    from brain_pipeline.publishing.gate import force_refusal as refusal
+
+    reason = getattr(args, "reason", None)
+    if reason is not None and not args.force_publish:
+        return "--reason goes with --force-publish (it is the forced publication's record)"
+    return refusal(
+        bool(args.force_publish),
+        reason,
+        allow_force=cfg.publish.allow_force,
+        how='--force-publish --reason "why this build must go out"',
+    )
+
+
 def launched_by() -> str:
     """Who started this command, for the run's trigger: BRAIN_TRIGGER (e.g. set in a cron
     line) when set, else by hand at a terminal, else a script without one."""
@@ -219,6 +244,9 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"brain-pipeline materialize: {exc}", file=sys.stderr)
         return 2
+    refused = force_refusal(args, cfg)
+    if refused is not None:
+        return _refuse([refused])
     if args.select is None:  # everything
         problems = check_inputs(cfg, Needs())
         if problems:
@@ -261,6 +289,7 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
             return _refuse(list(problems))
     note(describe_inputs(cfg))
     publishes = _selects_publishing(args.select, definitions)
+    forced: MaterializeOutcome | None = None
     try:
         with hold_run_locks(
             cfg.build_dir,
@@ -288,6 +317,7 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
                     definitions=definitions,
                     instance=instance,
                     force_publish=args.force_publish,
+                    force_reason=args.reason or "",
                     verbose=args.verbose,
                     echo=print,
                     run_id=run_id,
@@ -304,6 +334,7 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
                 why_not = confirm_finished_run(instance, outcome.run_id, cfg)
                 if why_not and args.verbose:
                     note(f"the next run cannot be skipped: {why_not}")
+                forced = _force_past_blocked_checks(args, cfg, definitions, instance, outcome)
     except LockBusyError as exc:
         note(str(exc))
         return EXIT_BUSY
@@ -311,6 +342,9 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
         print(f"brain-pipeline materialize: bad --select: {exc}", file=sys.stderr)
         return 2
     _notify(instance, outcome.run_id, cfg)
+    if forced is not None:
+        _notify(instance, forced.run_id, cfg)
+        outcome = forced
     if outcome.interrupted is not None:
         note(outcome.interrupted)
         return EXIT_INTERRUPTED
@@ -320,6 +354,61 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0 if outcome.success else 1
+
+
+def blocked_only_by_checks(outcome: MaterializeOutcome) -> list[str]:
+    """The failed blocking checks when they alone kept the publish steps of `outcome`
+    from running (no step failed of its own, a publish step was blocked); [] otherwise."""
+    from brain_pipeline.lib.steps import PUBLISH_ASSETS
+    from brain_pipeline.steps import run_summary as summary
+
+    failed_steps = [line for line in outcome.lines if line.startswith(summary.failed_line("", ""))]
+    blocked = [name for name in PUBLISH_ASSETS if summary.blocked_line(name) in outcome.lines]
+    if outcome.success or outcome.interrupted is not None or failed_steps or not blocked:
+        return []
+    return list(outcome.failed_checks)
+
+
+def _force_past_blocked_checks(
+    args: argparse.Namespace,
+    cfg: BrainConfig,
+    definitions: Definitions,
+    instance: DagsterInstance,
+    outcome: MaterializeOutcome,
+) -> MaterializeOutcome | None:
+    """`--force-publish` in one command: the run built and checked everything and only its
+    failed blocking checks kept the publish steps from running (Dagster blocks them inside
+    the run, whatever the config says), so a publish-only run with force and the reason
+    follows, through the same launch; the gate there still refuses what force never
+    overrides. None when there is nothing to force."""
+    if not args.force_publish:
+        return None
+    overridden = blocked_only_by_checks(outcome)
+    if not overridden:
+        return None
+    from brain_pipeline.lib.runner import materialize_selection, resolve_selection
+    from brain_pipeline.lib.steps import PUBLISH_ASSETS
+
+    selected = {key.to_user_string() for key in resolve_selection(args.select, definitions)}
+    publish = [name for name in sorted(PUBLISH_ASSETS) if name in selected]
+    note(
+        f"--force-publish: run {outcome.run_id} was blocked by "
+        f"{'; '.join(' '.join(c.split()) for c in overridden)}; publishing anyway "
+        f"(reason: {args.reason}) in a publish-only run"
+    )
+    return materialize_selection(
+        " or ".join(f"key:{name}" for name in publish),
+        definitions=definitions,
+        instance=instance,
+        force_publish=True,
+        force_reason=args.reason or "",
+        verbose=args.verbose,
+        echo=print,
+        provider_label=cfg.provider_label(),
+        lexical=cfg.effective_provider() == "none",
+        build_dir=cfg.build_dir,
+        trigger=f"{launched_by()} (--force-publish after run {outcome.run_id})",
+    )
 
 
 def _notify(instance: DagsterInstance, run_id: str, cfg: BrainConfig) -> None:

@@ -18,12 +18,19 @@ baseline back to its evaluation. The publication it replaces is then held: sched
 and automatic runs do not publish it again until the corpus or the fixture changes.
 --release ends the hold at once. Takes the build directory's and the publish root's
 locks, like a run. It launches the `rollback_job` Dagster job in this process (the run is
-in the UI's Runs list), which reports the restored publication as the latest
-materialisation of published_local (and published_s3), so the catalog shows what is live.
+in the UI's Runs list), whose published_local step restores the publication and
+materialises it (its checks run on it; published_s3 reports the upload), so the catalog
+shows what is live; --release launches `release_hold_job`.
+
+Rollback goes through the publish gate: a publication that passed its blocking checks
+goes back freely; a forced one only with --force --reason "..." (recorded, refused where
+publish.allow_force is false); one the agent cannot load (over its string limit, measured
+again on the archived store, or empty) never.
 
 Exit status: 0 done; 1 refused, nothing changed (unknown id, already live, archived
-files gone: each named); 3 failed part-way (the message says what is live);
-2 configuration unreadable; 75 another run holds the locks.
+files gone, refused by the gate: each named); 3 failed part-way (the message says what
+is live); 2 configuration unreadable, or --force without a reason or where it is turned
+off; 75 another run holds the locks.
 """
 
 
@@ -31,6 +38,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--to", type=int, metavar="ID", help="the publication to restore")
     group.add_argument("--release", action="store_true", help="release the hold left by a rollback")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="restore a publication that was forced over its blocking checks (needs "
+        "--reason; refused where publish.allow_force is false; never one the agent "
+        "cannot load)",
+    )
+    parser.add_argument(
+        "--reason", default=None, metavar="TEXT", help="why you force it (recorded)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +60,10 @@ def run(args: argparse.Namespace) -> int:
         cfg = load_config()
     except ConfigError as exc:
         print(f"brain-pipeline rollback: {exc}", file=sys.stderr)
+        return 2
+    refused = _force_refusal(args, cfg)
+    if refused is not None:  # before any lock or run
+        print(f"brain-pipeline rollback: {refused}", file=sys.stderr)
         return 2
     run_id = str(uuid.uuid4())
     try:
@@ -60,17 +81,37 @@ def run(args: argparse.Namespace) -> int:
         return 75
 
 
+def _force_refusal(args: argparse.Namespace, cfg: BrainConfig) -> str | None:
+    """Why `--force`/`--reason` may not go on, in one line (the job asks again)."""
+    from brain_pipeline.publishing.gate import force_refusal
+
+    if args.reason is not None and not args.force:
+        return "--reason goes with --force (it is the forced rollback's record)"
+    if args.force and args.release:
+        return "--force goes with a rollback, not with --release"
+    return force_refusal(
+        bool(args.force),
+        args.reason,
+        allow_force=cfg.publish.allow_force,
+        how='rollback --to ID --force --reason "why it must be live again"',
+    )
+
+
 def _launch(cfg: BrainConfig, args: argparse.Namespace, run_id: str) -> int:
     from brain_pipeline.cli.instance_setup import location_and_instance
     from brain_pipeline.lib.runner import run_operation
 
     definitions, instance = location_and_instance(cfg)
-    op_config = {"to": args.to, "release": bool(args.release)}
+    from brain_pipeline.defs.rollback import RELEASE_JOB, ROLLBACK_JOB, rollback_run_config
+
+    job = RELEASE_JOB if args.release else ROLLBACK_JOB
     outcome = run_operation(
-        "rollback_job",
+        job,
         definitions=definitions,
         instance=instance,
-        run_config={"ops": {"rollback_publication": {"config": op_config}}},
+        run_config={}
+        if args.release
+        else rollback_run_config(args.to, force=bool(args.force), reason=args.reason or ""),
         run_id=run_id,
         build_dir=cfg.build_dir,
         trigger="brain-pipeline rollback",

@@ -300,6 +300,12 @@ def _render(report: dict[str, Any]) -> str:
         live = history["live"]
         how = f", a rollback to #{live['restores']}" if live.get("restores") else ""
         lines.append(f"Publication: #{live['id']}{how} (brain-pipeline publications)")
+        if live.get("forced"):  # a person overrode its blocking checks: said, with why
+            forced = live["forced"]
+            lines.append(
+                f"FORCED: published over {forced.get('overrode') or 'its blocking checks'} "
+                f"(reason: {forced.get('reason') or 'none given'})"
+            )
     if history.get("hold"):
         lines.append(f"HELD: {history['hold']['message']}")
     if history.get("error"):

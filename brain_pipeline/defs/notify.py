@@ -81,6 +81,7 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
     succeeded: list[str] = []
     checks: list[CheckOutcome] = []
     published, status, run_failure = False, None, None
+    forced: str | None = None
     for entry in run_events(instance, run.run_id, kinds):
         event = entry.dagster_event
         if event is None:
@@ -112,6 +113,7 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
             published = True
             value = data.materialization.metadata.get("status")
             status = str(getattr(value, "value", value)) if value is not None else None
+            forced = _forced(data.materialization.metadata)
     return RunFacts(
         run_id=run.run_id,
         job="materialize" if run.job_name.startswith("__ASSET_JOB") else run.job_name,
@@ -123,7 +125,18 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
         trigger=describe_trigger(run.tags, ()),
         succeeded_steps=tuple(succeeded),
         run_failure=str(run_failure) if run_failure else None,
+        forced=forced,
     )
+
+
+def _forced(metadata: Any) -> str | None:
+    """`published over <what> (reason: ...)` when published_local's materialisation says a
+    person forced it (steps.publish), else None."""
+    flag = metadata.get("forced")
+    if not getattr(flag, "value", flag):
+        return None
+    overrode = _text(metadata.get("force_overrode")) or "its blocking checks"
+    return f"published over {overrode} (reason: {_text(metadata.get('force_reason'))})"
 
 
 def root_cause(error: Any) -> str:

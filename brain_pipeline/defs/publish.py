@@ -2,7 +2,9 @@
 check's recorded verdict on the bytes they would publish (`steps.publish.gate`).
 
 The steps themselves (the gate, the manifest, the records) are `steps.publish`; here they
-meet their resources and their results become metadata.
+meet their resources and their results become metadata. With `rollback: true` in their
+config (`rollback_job`, defs/rollback.py) the same assets restore an earlier publication
+instead, so the restored publication is their own materialisation and their checks see it.
 """
 
 from collections.abc import Iterator
@@ -13,6 +15,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.health import step_check_results, step_check_specs
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
+from brain_pipeline.defs.rollback import restore, restored_upload
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import publish_condition, run_trigger
 from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
@@ -28,8 +31,18 @@ PUBLISH_CONDITION = publish_condition()
 
 class PublishConfig(dg.Config):
     force: bool = False
-    """Publish even though a blocking check did not pass on this data (logged; never a
-    store the agent cannot load)."""
+    """Publish even though a blocking check did not pass on this data (logged and recorded;
+    never a store the agent cannot load, nor an empty one). Needs `reason`; refused
+    where the deployment sets publish.allow_force: false."""
+    reason: str = ""
+    """Why a person forces this publication: recorded with it (publications, status, the
+    materialisation's metadata, the notification). Force without one is refused."""
+    rollback: bool = False
+    """Instead of publishing the build, make publication `rollback_to` live again
+    (`rollback_job`, `brain-pipeline rollback`), through the same gate."""
+    rollback_to: int | None = None
+    """The publication a rollback restores (`brain-pipeline publications`); default: the
+    one before the live publication."""
 
 
 def publication_freshness(cfg: BrainConfig) -> dg.FreshnessPolicy:
@@ -65,8 +78,21 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
         ),
     )
     def published_local(
-        context: dg.AssetExecutionContext, settings: BrainSettings, config: PublishConfig
+        context: dg.AssetExecutionContext,
+        settings: BrainSettings,
+        s3_publisher: S3Publisher,
+        config: PublishConfig,
     ) -> dg.MaterializeResult:
+        if config.rollback:  # rollback_job: the restored publication is this materialisation
+            return restore(
+                context,
+                settings,
+                s3_publisher,
+                config.rollback_to,
+                config.force,
+                config.reason,
+                lambda cfg, log: step_check_results("published_local", cfg, log),
+            )
         cfg, layout = start_step(context.instance, settings, context.run)
         with step_failures():
             publication = publish_to_agent(
@@ -76,6 +102,7 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
                 run_id=context.run.run_id,
                 log=context.log,
                 trigger=run_trigger(context.instance, context.run.tags, context.asset_key),
+                reason=config.reason,
             )
         return materialize_result(
             publication, step_check_results("published_local", cfg, context.log)
@@ -108,6 +135,11 @@ def published_s3(
     s3_publisher: S3Publisher,
     config: PublishConfig,
 ) -> Iterator[dg.MaterializeResult]:
+    if config.rollback:  # rollback_job: published_local's step made the upload; report it
+        uploaded = restored_upload(context, settings)
+        if uploaded is not None:
+            yield uploaded
+        return
     cfg, layout = start_step(context.instance, settings, context.run)
     with step_failures():
         publication = publish_to_s3(
@@ -117,6 +149,7 @@ def published_s3(
             run_id=context.run.run_id,
             log=context.log,
             upload=s3_publisher.publish,
+            reason=config.reason,
         )
     if publication is not None:
         yield materialize_result(publication)

@@ -1,63 +1,74 @@
-"""`rollback_job`: undo a publication (the Launchpad or `brain-pipeline rollback`).
+"""`rollback_job`: undo a publication (the Launchpad or `brain-pipeline rollback`), and
+`release_hold_job`: end the hold a rollback left.
 
-Thin wiring over `steps.rollback`. A job, not an asset: a rollback rebuilds nothing, so
-nothing upstream is re-materialised. What it changes is what the agent serves, and the
-catalog must say so: the op reports a materialisation of `published_local` (and of
-`published_s3` when it uploaded) whose data version is the restored publication's own,
-so the UI never shows the replaced store as live. The run holds the build directory's
-and the publish root's locks (`BrainSettings`), so it never overlaps a publishing run.
+Thin wiring over `steps.rollback`. A rollback rebuilds nothing, but what it changes is
+what the agent serves, and the catalog and `published_local`'s checks must see it: so
+`rollback_job` is an asset job of the publish assets whose config says `rollback: true`.
+`published_local`'s step then runs the rollback (`restore`) instead of a publish and
+returns the restored publication as its materialisation through Dagster's public API
+(`dg.MaterializeResult` with the restored publication's own `dg.DataVersion`, its checks
+evaluated in the same step); `published_s3`'s step reports the upload the rollback made
+(nothing when it made none). Nothing upstream is selected, so nothing is rebuilt. The run
+holds the build directory's and the publish root's locks (`BrainSettings`), so it never
+overlaps a publishing run.
 """
+
+from typing import Any
 
 import dagster as dg
 
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
-from brain_pipeline.lib.steps import DATA_VERSION_TAG, start_step, to_metadata
+from brain_pipeline.lib.steps import materialize_result, start_step, to_metadata
 from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.rollback import RollbackRefused, release_hold, rollback
 from brain_pipeline.steps.trigger import describe_trigger
 
 REFUSED_METADATA = "refused"
-"""Metadata of the op's failure: True when nothing was changed (the CLI exits 1)."""
+"""Metadata of the step's failure: True when nothing was changed (the CLI exits 1)."""
+ROLLBACK_JOB = "rollback_job"
+RELEASE_JOB = "release_hold_job"
+PUBLISH_ASSETS = ("published_local", "published_s3")
 
 
-class RollbackConfig(dg.Config):
-    to: int | None = None
-    """The publication to make live again (`brain-pipeline publications`); default: the
-    one before the live publication."""
-    release: bool = False
-    """Only release the hold a rollback left (the held build may be published again)."""
+def rollback_run_config(
+    to: int | None = None, *, force: bool = False, reason: str = ""
+) -> dict[str, Any]:
+    """`rollback_job`'s run config: publication `to` (None: the one before the live one),
+    forced with `reason` when its blocking checks did not pass (a forced publication)."""
+    local: dict[str, Any] = {"rollback": True, "rollback_to": to, "force": force}
+    local["reason"] = reason
+    return {
+        "ops": {
+            "published_local": {"config": local},
+            "published_s3": {"config": {"rollback": True}},
+        }
+    }
 
 
-@dg.op(
-    name="rollback_publication",
-    description=(
-        "Makes an earlier publication live again in src/storage, dist/storage and S3 from "
-        "the kept copies, sets the regression baseline back, holds the replaced one, and "
-        "reports the restored publication as the latest materialisation of the publish "
-        "assets."
-    ),
-    out=dg.Out(str, description="What is live now, in one sentence."),
-)
-def rollback_publication(
-    context: dg.OpExecutionContext,
-    config: RollbackConfig,
+def restore(
+    context: dg.AssetExecutionContext,
     settings: BrainSettings,
     s3_publisher: S3Publisher,
-) -> str:
-    cfg, layout = start_step(context.instance, settings)
+    to: int | None,
+    force: bool,
+    reason: str,
+    checks: Any,
+) -> dg.MaterializeResult:
+    """`published_local` in a rollback run: make publication `to` live again everywhere
+    and return it as this asset's materialisation, with the checks `checks(cfg, log)`
+    evaluates on it. A refusal fails the step with `refused` metadata, nothing changed."""
+    cfg, layout = start_step(context.instance, settings)  # a rollback reads no corpus
     try:
-        if config.release:
-            released = release_hold(layout)
-            context.log.info(released)
-            return released
         result = rollback(
             cfg,
             layout,
-            to=config.to,
+            to=to,
             run_id=context.run.run_id,
-            trigger=f"rollback_job ({describe_trigger(context.run.tags, ())})",
+            trigger=f"{ROLLBACK_JOB} ({describe_trigger(context.run.tags, ())})",
             log=context.log,
             upload=s3_publisher.publish,
+            force=force,
+            reason=reason,
         )
     except StepFailure as exc:
         refused = isinstance(exc, RollbackRefused)
@@ -65,28 +76,76 @@ def rollback_publication(
             description=str(exc),
             metadata={REFUSED_METADATA: refused, **to_metadata(exc.metadata)},
         ) from None
-    metadata = to_metadata(result.metadata)
-    tags = {DATA_VERSION_TAG: result.data_version}
-    published = ["published_local"] + (["published_s3"] if result.metadata["s3_uploaded"] else [])
-    for asset in published:
-        context.log_event(dg.AssetMaterialization(asset_key=asset, metadata=metadata, tags=tags))
-    summary = str(result.metadata["summary"])
-    context.log.info(summary)
-    return summary
+    context.log.info(str(result.metadata["summary"]))
+    return materialize_result(result, checks(cfg, context.log))
+
+
+def restored_upload(
+    context: dg.AssetExecutionContext, settings: BrainSettings
+) -> dg.MaterializeResult | None:
+    """`published_s3` in a rollback run: the upload this run's rollback made (the live
+    publication, recorded by this run, reached the bucket), or None when it made none."""
+    from brain_pipeline.publishing.local import live_manifest
+    from brain_pipeline.publishing.publication_log import read_history
+    from brain_pipeline.steps.publish import publish_version
+
+    cfg, layout = start_step(context.instance, settings)  # a rollback reads no corpus
+    live = read_history(layout).live()
+    manifest = live_manifest(cfg.publish_root())
+    if live is None or not live.s3 or live.run_id != context.run.run_id or manifest is None:
+        context.log.info("the rollback uploaded nothing to S3: nothing to report")
+        return None
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(publish_version(manifest)),
+        metadata={
+            "status": "rolled back",
+            "as_publication": live.id,
+            "restored_publication": live.restores,
+            "bucket": str(live.s3.get("bucket")),
+            "prefix": str(live.s3.get("prefix")),
+        },
+    )
+
+
+rollback_job = dg.define_asset_job(
+    name=ROLLBACK_JOB,
+    selection=dg.AssetSelection.assets(*PUBLISH_ASSETS),
+    description=(
+        "Undo a publication: make publication `rollback_to` (default: the one before the "
+        "live one) live again everywhere, through the publish gate (a forced publication "
+        "needs `force` and a `reason`). `brain-pipeline rollback` launches this job."
+    ),
+    config=rollback_run_config(),
+    tags={"brain_pipeline/operation": "rollback"},
+)
+
+
+@dg.op(
+    name="release_hold",
+    description="Ends the hold a rollback left: the held build may be published again.",
+    out=dg.Out(str, description="What was released, in one sentence."),
+)
+def release_hold_op(context: dg.OpExecutionContext, settings: BrainSettings) -> str:
+    _, layout = start_step(context.instance, settings)
+    try:
+        released = release_hold(layout)
+    except StepFailure as exc:
+        raise dg.Failure(
+            description=str(exc), metadata={REFUSED_METADATA: isinstance(exc, RollbackRefused)}
+        ) from None
+    context.log.info(released)
+    return released
 
 
 @dg.job(
-    name="rollback_job",
-    description=(
-        "Undo a publication: make publication `to` (default: the previous one) live again "
-        "everywhere. `brain-pipeline rollback` launches this job."
-    ),
+    name=RELEASE_JOB,
+    description="End the hold a rollback left. `brain-pipeline rollback --release` launches it.",
     tags={"brain_pipeline/operation": "rollback"},
 )
-def rollback_job() -> None:
-    rollback_publication()
+def release_hold_job() -> None:
+    release_hold_op()
 
 
 @dg.definitions
 def rollback_definitions() -> dg.Definitions:
-    return dg.Definitions(jobs=[rollback_job])
+    return dg.Definitions(jobs=[rollback_job, release_hold_job])

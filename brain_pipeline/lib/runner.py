@@ -261,6 +261,7 @@ def materialize_selection(
     definitions: dg.Definitions,
     instance: dg.DagsterInstance | None = None,
     force_publish: bool = False,
+    force_reason: str = "",
     verbose: bool = False,
     echo: Callable[[str], None] | None = None,
     run_id: str | None = None,
@@ -275,7 +276,8 @@ def materialize_selection(
     publish steps of the same run exactly as a UI launch or the schedule would.
     `build_dir` (for the run's build-directory tag) comes from the caller's configuration
     when it has read it already; otherwise the settings resource reads it. `trigger` says who
-    launched the run (`steps.trigger.TRIGGER_TAG`; default: by hand).
+    launched the run (`steps.trigger.TRIGGER_TAG`; default: by hand). `force_publish`
+    sets the publish assets' `force` config with `force_reason` as its `reason`.
     """
     defs = definitions
     keys = resolve_selection(selection, defs)
@@ -287,7 +289,8 @@ def materialize_selection(
     publish_keys = {dg.AssetKey(name) for name in PUBLISH_ASSETS}
     if force_publish:
         run_config["ops"] = {
-            key.to_python_identifier(): {"config": {"force": True}} for key in keys & publish_keys
+            key.to_python_identifier(): {"config": {"force": True, "reason": force_reason}}
+            for key in keys & publish_keys
         }
     settings: Any = (defs.resources or {}).get("settings")
     try:
@@ -352,9 +355,23 @@ def materialize_selection(
     return outcome
 
 
+def _said(job: dg.JobDefinition, result: Any) -> str:
+    """What a successful operation says it did: the `summary` metadata of its first
+    materialisation that has one (an asset job, e.g. `rollback_job`), else its one op's
+    output."""
+    for event in result.all_events:
+        if event.event_type_value == "ASSET_MATERIALIZATION":
+            said = event.event_specific_data.materialization.metadata.get("summary")
+            if said is not None:
+                return str(getattr(said, "value", said))
+    (node,) = job.graph.node_names()
+    return str(result.output_for_node(node))
+
+
 @dataclass
 class OperationOutcome:
-    """How a one-op job run by the command line ended (`run_operation`)."""
+    """How a one-op job (or an asset job such as `rollback_job`) run by the command line
+    ended (`run_operation`)."""
 
     success: bool
     run_id: str
@@ -387,8 +404,7 @@ def run_operation(
         tags={TRIGGER_TAG: trigger, **in_process_run_tags(build_dir)},
     )
     if result.success:
-        (node,) = job.graph.node_names()
-        return OperationOutcome(True, result.run_id, output=str(result.output_for_node(node)))
+        return OperationOutcome(True, result.run_id, output=_said(job, result))
     for event in result.all_events:
         if event.event_type_value == "STEP_FAILURE" and event.step_failure_data is not None:
             user = event.step_failure_data.user_failure_data

@@ -19,6 +19,13 @@ The rule:
   check and what to run, unless `force` is set; a forced publication says so in its
   reason, which the caller logs once.
 
+Force is one deliberate act a person answers for, so it is never anonymous nor a
+standing setting: a request to force needs a `reason` (recorded with the publication,
+shown by `publications`, `status`, the UI and the notification), and a deployment whose
+UI anyone can reach turns it off with `publish.allow_force: false` (open-source Dagster
+has no authentication, so a Launchpad config is no proof of who asked). `force_refusal`
+says, before any work, whether a request to force may go on; `decide` asks it again.
+
 Dagster blocks only inside the run a check ran in; this rule holds whatever the run
 selected (a CLI `--select`, a UI launch, a re-execution, automation, a backfill).
 
@@ -73,6 +80,38 @@ class Decision:
     allowed: bool
     reason: str
     forced: bool = False
+    force_reason: str = ""
+    """The person's reason for forcing (set when `forced`)."""
+    overrode: str = ""
+    """What the force overrode: the failed or missing blocking checks (set when `forced`)."""
+
+    def forced_record(self) -> dict[str, str] | None:
+        """What the history, the metadata and the notification keep of a forced decision."""
+        if not self.forced:
+            return None
+        return {"reason": self.force_reason, "overrode": self.overrode}
+
+
+FORCE_OFF = (
+    "force is turned off in this deployment (publish.allow_force: false): only data that "
+    "passed its blocking checks is published; fix what failed, or ask whoever runs the "
+    "deployment"
+)
+FORCE_NEEDS_REASON = "force needs a reason, recorded with the publication"
+
+
+def force_refusal(
+    force: bool, reason: str | None, *, allow_force: bool, how: str = "set `reason`"
+) -> str | None:
+    """Why a request to force may not go on (one line, `how` says where the reason goes),
+    or None: checked before any work, in every launch path."""
+    if not force:
+        return None
+    if not allow_force:
+        return FORCE_OFF
+    if not (reason or "").strip():
+        return f"{FORCE_NEEDS_REASON}: {how}"
+    return None
 
 
 def decide(
@@ -81,12 +120,15 @@ def decide(
     force: bool,
     store_chunk_count: int,
     checks: Sequence[CheckOutcome] = (),
+    reason: str = "",
+    allow_force: bool = True,
 ) -> Decision:
     """Publish or not, and why, from every blocking check's verdict on this data (see the
     module docstring).
 
     `verdict` is the evaluation's, None when no evaluation of exactly these inputs is
-    recorded; `checks` are the other blocking checks'.
+    recorded; `checks` are the other blocking checks'. `reason` is why a person forces;
+    `allow_force` is `publish.allow_force`.
     """
     if store_chunk_count <= 0:
         return Decision(False, "refusing to publish an empty store (0 chunks)")
@@ -111,10 +153,17 @@ def decide(
         return Decision(True, _short(reason))
     problem = _short("; ".join(problems))
     if force:
+        refused = force_refusal(force, reason, allow_force=allow_force)
+        if refused is not None:
+            return Decision(False, f"refusing to publish: {problem}; {refused}")
+        why = reason.strip()
         return Decision(
             True,
-            f"FORCED PUBLISH: {problem}; publishing anyway because force is set",
+            f"FORCED PUBLISH: {problem}; publishing anyway because force is set "
+            f"(reason: {_short(why)})",
             forced=True,
+            force_reason=why,
+            overrode=problem,
         )
     return Decision(False, f"refusing to publish: {problem} (set force to override)")
 

@@ -66,6 +66,9 @@ class Publication:
     """The evaluation key this publication made the regression baseline (None: unchanged)."""
     restores: int | None = None
     """For a rollback: the publication it made live again."""
+    forced: Mapping[str, Any] | None = None
+    """{"reason", "overrode"} when a person forced it over failed or missing blocking
+    checks (a forced rollback too); None when it passed them."""
     s3: Mapping[str, Any] | None = field(default=None, compare=False)
     """{"bucket", "prefix", "objects": {filename: key}, "when"} once uploaded."""
 
@@ -102,6 +105,8 @@ class Publication:
         }
         if self.restores is not None:
             event["restores"] = self.restores
+        if self.forced is not None:
+            event["forced"] = dict(self.forced)
         return event
 
     @classmethod
@@ -121,6 +126,7 @@ class Publication:
             evaluation=dict(event.get("evaluation") or {}),
             baseline=event.get("baseline"),
             restores=event.get("restores"),
+            forced=event.get("forced"),
             s3=s3,
         )
 
@@ -137,10 +143,18 @@ class Publication:
             "no evaluation",
         )
         s3 = " +S3" if self.s3 else ""
-        return (
+        line = (
             f"#{self.id}  {self.when}  {what}{s3}  store {self.store_sha256[:12]}  "
             f"{headline}  ({self.trigger}, run {str(self.run_id or '-')[:8]})"
         )
+        forced = self.forced_note()
+        return f"{line}  {forced}" if forced else line
+
+    def forced_note(self) -> str | None:
+        """`FORCED (reason: ...)` for a forced publication, None for one that passed."""
+        if self.forced is None:
+            return None
+        return f"FORCED (reason: {self.forced.get('reason') or 'none given'})"
 
 
 @dataclass(frozen=True)

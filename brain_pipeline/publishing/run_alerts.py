@@ -47,10 +47,10 @@ from urllib.parse import urlsplit
 from brain_pipeline.publishing.deadline import Deadline
 from brain_pipeline.utils.atomic import atomic_write_bytes
 
-EventKind = Literal["blocked", "failed", "regression", "recovered"]
-Previous = Literal["blocked", "failed", "regression", "recovered", "good"]
+EventKind = Literal["blocked", "failed", "regression", "recovered", "forced"]
+Previous = Literal["blocked", "failed", "regression", "recovered", "forced", "good"]
 """What the runs before one said: a run's event, or `good` (a clean publication)."""
-BAD_EVENTS = frozenset({"blocked", "failed", "regression"})
+BAD_EVENTS = frozenset({"blocked", "failed", "regression", "forced"})
 PUBLISH_STEPS = ("published_local", "published_s3")
 USER_AGENT = "brain-pipeline-notify/1"
 
@@ -92,6 +92,8 @@ class RunFacts:
     """Steps that succeeded, in order (a run killed midway still did these)."""
     run_failure: str | None = None
     """What Dagster (or the reaper) said when it marked the run failed."""
+    forced: str | None = None
+    """published_local went out forced in this run: what it overrode and the person's reason."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,8 @@ def classify(facts: RunFacts, previous: Previous | None, link: str | None = None
         return event("failed", ended_midway(facts))
     if not facts.published or facts.publish_status == "held":
         return None
+    if facts.forced:  # a person overrode the blocking checks: always said, never "recovered"
+        return event("forced", facts.forced)
     # A blocking check that failed with WARN severity: the gate let a regression through
     # (on_regression: warn). A failed non-blocking check is advice, not a regression.
     warned = [c for c in facts.checks if not c.passed and c.severity == "WARN" and c.blocking]
@@ -188,12 +192,15 @@ _HEADLINES: dict[EventKind, str] = {
     "failed": "run FAILED before publishing",
     "regression": "regression PUBLISHED (on_regression: warn)",
     "recovered": "RECOVERED: a good publication is live",
+    "forced": "FORCED publication is live",
 }
 _CONSEQUENCES: dict[EventKind, str] = {
     "blocked": "Nothing was published: the agent keeps the previous store.",
     "failed": "Nothing was published: the agent keeps the previous store.",
     "regression": "The new store IS live. Undo it with `brain-pipeline rollback` if needed.",
     "recovered": "The agent now reads the new store.",
+    "forced": "The store its blocking checks refused IS live. Undo it with `brain-pipeline "
+    "rollback` if needed.",
 }
 
 

@@ -89,7 +89,12 @@ def fits_agent_string_limit(cfg: BrainConfig) -> CheckVerdict:
     record = _record(cfg, "knowledge_store")
     if record is None:
         return _missing("knowledge_store")
-    units = int(record.facts.get("utf16_units", 0))
+    return string_limit_verdict(cfg, int(record.facts.get("utf16_units", 0)))
+
+
+def string_limit_verdict(cfg: BrainConfig, units: int) -> CheckVerdict:
+    """`fits_agent_string_limit`'s verdict on a store of `units` UTF-16 code units: one
+    rule for a build's store and for an archived one a rollback would put live again."""
     verdict = size_verdict(units, string_limit(cfg.publish.agent_string_limit))
     return CheckVerdict(
         verdict.level == "ok",

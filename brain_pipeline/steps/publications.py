@@ -89,12 +89,14 @@ def record_in_history(
     kind: str = "published",
     restores: int | None = None,
     then: Callable[[int], list[dict[str, Any]]] | None = None,
+    forced: dict[str, str] | None = None,
 ) -> Any:
     """Append a publication to the history and archive its files (for rollback), then
     prune the archive to the configured generations. Nothing is recorded when the same
     bytes were already the live publication (an unchanged re-publish). `then(id)`: more
     events that go in the same atomic write (a rollback's upload and hold), so a crash
-    never leaves the publication without them."""
+    never leaves the publication without them. `forced`: the force's reason and what it
+    overrode, for a publication a person forced over its blocking checks."""
     from brain_pipeline.publishing import archive
     from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, sha256_hex
     from brain_pipeline.publishing.publication_log import (
@@ -148,6 +150,7 @@ def record_in_history(
         evaluation=summary,
         baseline=summary["key"] if evaluation is not None else None,
         restores=restores,
+        forced=forced,
     )
     extra = then(publication.id) if then is not None else []
     history = append_events(layout, [publication.to_event(), *extra])
@@ -245,6 +248,7 @@ def publications_table(layout: StateLayout, limit: int = 20) -> Any:
             (p.embeddings_sha256 or "")[:16],
             str(p.corpus_digest or "")[:16],
             bool(p.s3),
+            str((p.forced or {}).get("reason") or ""),
         ]
         for p in reversed(pubs[-limit:])
     ]
@@ -259,6 +263,7 @@ def publications_table(layout: StateLayout, limit: int = 20) -> Any:
             ("embeddings_sha256", "string"),
             ("corpus_digest", "string"),
             ("s3", "bool"),
+            ("forced_reason", "string"),
         ],
         rows,
     )

@@ -88,8 +88,7 @@ def evaluation_of_build(
 
     if not layout.store_file.exists():
         raise StepFailure(
-            f"nothing to publish: {layout.store_file} does not exist (materialise "
-            "knowledge_store)"
+            f"nothing to publish: {layout.store_file} does not exist (materialise knowledge_store)"
         )
     inputs = evaluation_inputs(cfg, layout.build_dir)
     if inputs is None:
@@ -98,9 +97,7 @@ def evaluation_of_build(
     return key, lookup_judged(cfg, layout, key)
 
 
-def blocking_checks(
-    cfg: BrainConfig, layout: StateLayout, store_sha256: str
-) -> list[CheckOutcome]:
+def blocking_checks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> list[CheckOutcome]:
     """Each blocking check's recorded verdict on the store with `store_sha256` (but the
     evaluation's, which `evaluation_of_build` finds): severity None where it has none."""
     from brain_pipeline.publishing.gate import CheckOutcome
@@ -119,16 +116,34 @@ def blocking_checks(
     return outcomes
 
 
+def refuse_unfit_force(cfg: BrainConfig, force: bool, reason: str) -> None:
+    """Raise (before any work) when force is asked without a reason or where the
+    deployment turned it off (`publish.allow_force`): every launch path comes through the
+    publish steps, so a UI Launchpad or a re-executed run's config is refused here too."""
+    from brain_pipeline.publishing.gate import force_refusal
+
+    refused = force_refusal(
+        force,
+        reason,
+        allow_force=cfg.publish.allow_force,
+        how="set `reason` next to `force` in the run config (brain-pipeline materialize "
+        '--force-publish --reason "...")',
+    )
+    if refused is not None:
+        raise StepFailure(f"publishing refused: {refused}")
+
+
 def gate(
     cfg: BrainConfig,
     layout: StateLayout,
     force: bool,
     record: dict[str, Any] | None,
     log: StepLog,
+    reason: str = "",
 ) -> BuildArtifacts:
     """Refuse (raise) unless `publishing.gate.decide` allows publishing these bytes on
     the verdicts every blocking check recorded for them; a forced publication is logged
-    here, once."""
+    here, once, with its reason."""
     from brain_pipeline.corpus.store_reader import open_store_view
     from brain_pipeline.evaluation.eval_record import known_sha256
     from brain_pipeline.evaluation.service import stored_verdict
@@ -139,9 +154,11 @@ def gate(
     verdict = stored_verdict(record)
     decision = decide(
         verdict,
-        force=force or cfg.publish.force,
+        force=force,
         store_chunk_count=len(view),
         checks=blocking_checks(cfg, layout, view.sha256),
+        reason=reason,
+        allow_force=cfg.publish.allow_force,
     )
     if not decision.allowed:
         raise StepFailure(f"publishing refused: {decision.reason}")
@@ -255,6 +272,7 @@ def _record_publication(
         "verdict": artifacts.verdict.to_dict() if artifacts.verdict is not None else None,
         "decision": artifacts.decision.reason,
         "forced": artifacts.decision.forced,
+        "force_reason": artifacts.decision.force_reason,
     }
     write_record(
         layout,
@@ -278,17 +296,20 @@ def publish_to_agent(
     run_id: str,
     log: StepLog,
     trigger: str = "manual",
+    reason: str = "",
 ) -> StepResult:
     """Publish the evaluated build to the agent's storage folders (or find it live).
 
     After a rollback the rolled-back build is held (`publishing.publication_log.Hold`): this
-    step then changes nothing and says so, unless `force` is set.
+    step then changes nothing and says so, unless `force` is set. `reason` is why a person
+    forces: required with `force`, and recorded with a forced publication.
     """
     from brain_pipeline.evaluation.service import stored_verdict
     from brain_pipeline.publishing.commit import PublicationError
     from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.local import publish_local
 
+    refuse_unfit_force(cfg, force, reason)
     recover(cfg, log)
     held = held_by_rollback(cfg, layout, force=force, log=log)
     if held is not None:
@@ -320,7 +341,7 @@ def publish_to_agent(
         if current is not None:  # this build's known items, asked of the live bytes
             shown.update(known_item_figures(current.known_items))
         return StepResult(previous.data_version, {**shown, "status": "unchanged"})
-    artifacts = gate(cfg, layout, force, evaluation, log)
+    artifacts = gate(cfg, layout, force, evaluation, log, reason)
     try:
         report = publish_local(
             artifacts.store,
@@ -335,7 +356,16 @@ def publish_to_agent(
         log.info(line)
     version = publish_version(report.manifest)
     # Archived (hard-linked) before the live files are stamped: a link changes their ctime.
-    record_in_history(cfg, layout, report, evaluation, run_id=run_id, trigger=trigger, log=log)
+    record_in_history(
+        cfg,
+        layout,
+        report,
+        evaluation,
+        run_id=run_id,
+        trigger=trigger,
+        log=log,
+        forced=artifacts.decision.forced_record(),
+    )
     _record_publication(cfg, layout, inputs, version, report, run_id, artifacts)
     _record_baseline(cfg, evaluation, log)
     metadata: dict[str, Any] = {
@@ -349,6 +379,10 @@ def publish_to_agent(
         "corpus_digest": report.manifest.corpus_digest,
         "verdict": artifacts.verdict.headline() if artifacts.verdict else "none recorded",
         "decision": artifacts.decision.reason,
+        # A forced publication says so where the catalog shows it, with the person's reason.
+        "forced": artifacts.decision.forced,
+        "force_reason": artifacts.decision.force_reason,
+        "force_overrode": artifacts.decision.overrode,
     }
     # The run whose check passed these bytes, and the run that made the manifest now live
     # (an earlier one when this publish changed nothing).
@@ -378,10 +412,12 @@ def publish_to_s3(
     run_id: str,
     log: StepLog,
     upload: Upload,
+    reason: str = "",
 ) -> StepResult | None:
     """Upload the evaluated build to S3; None when no bucket is configured."""
     from brain_pipeline.publishing.s3_client import PublishError
 
+    refuse_unfit_force(cfg, force, reason)
     s3 = cfg.publish.s3
     if not s3.bucket:
         log.info(
@@ -392,7 +428,7 @@ def publish_to_s3(
     if held_by_rollback(cfg, layout, force=force, log=log) is not None:
         return None
     _, evaluation = evaluation_of_build(cfg, layout)
-    artifacts = gate(cfg, layout, force, evaluation, log)
+    artifacts = gate(cfg, layout, force, evaluation, log, reason)
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(artifacts, run_id)
     try:
         report = upload(

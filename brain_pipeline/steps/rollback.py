@@ -9,7 +9,12 @@ Order, each step crash-safe on its own:
 1. Check first, change nothing: the target publication exists, is not already live, and
    every archived file it needs (store, vectors, manifest, evaluation record) is there
    with its recorded size. Anything missing is listed, path by path, and the rollback
-   refused.
+   refused. Then the publish gate (`publishing.gate.decide`) judges the target as it
+   would a build: its archived evaluation verdict, its archived store measured again by
+   `fits_agent_string_limit`'s rule, its chunk count. A rollback must not put live what
+   publishing would refuse: a publication that passed goes back freely, a forced one
+   only forced again (with a reason, where `publish.allow_force` allows it), and one
+   the agent cannot load (too long, or empty) never.
 2. Local: the archived files go through `publish_local`, the same staged, journaled
    commit as a publication (a `kill -9` anywhere leaves the old set or the new one,
    finished or undone by `recover_publication`).
@@ -82,8 +87,10 @@ def plan_rollback(layout: StateLayout, to: int | None, *, s3: bool = False) -> R
     target = history.get(to) if to is not None else history.previous()
     if target is None:
         known = ", ".join(f"#{p.id}" for p in history.publications()) or "none"
-        what = f"publication #{to} is not in the history" if to is not None else (
-            f"there is no publication before #{live.origin} to go back to"
+        what = (
+            f"publication #{to} is not in the history"
+            if to is not None
+            else (f"there is no publication before #{live.origin} to go back to")
         )
         raise RollbackRefused(f"rollback refused: {what} (known: {known})")
     source = history.get(target.origin) or target
@@ -133,17 +140,26 @@ def rollback(
     trigger: str,
     log: StepLog,
     upload: Upload | None,
+    force: bool = False,
+    reason: str = "",
 ) -> StepResult:
     """Make publication `to` (default: the previous one) live again everywhere; see the
-    module. `upload` is the S3 publisher (None: S3 is left alone)."""
+    module. `upload` is the S3 publisher (None: S3 is left alone). `force` and `reason`:
+    a person restores a publication its blocking checks did not pass (recorded)."""
     from brain_pipeline.publishing import archive
     from brain_pipeline.publishing.commit import PublicationError
+    from brain_pipeline.publishing.gate import Decision, force_refusal
     from brain_pipeline.publishing.local import publish_local
     from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, PublishManifest
     from brain_pipeline.publishing.publication_log import utc_now
     from brain_pipeline.publishing.s3_client import PublishError
     from brain_pipeline.publishing.source import ArtifactSource
 
+    refused = force_refusal(
+        force, reason, allow_force=cfg.publish.allow_force, how='rollback --force --reason "..."'
+    )
+    if refused is not None:
+        raise RollbackRefused(f"rollback refused, nothing was changed: {refused}")
     recover(cfg, log)
     s3_wanted = upload is not None and bool(cfg.publish.s3.bucket)
     plan = plan_rollback(layout, to, s3=s3_wanted)
@@ -156,6 +172,18 @@ def rollback(
     manifest = PublishManifest.from_json(
         archive.object_path(root, target.manifest_sha256, MANIFEST_FILENAME).read_bytes()
     )
+    # Finishing the S3 upload of what is live here already puts nothing new live: no gate.
+    decision = (
+        Decision(True, f"publication #{target.id} is live here already: S3 only")
+        if plan.s3_only
+        else judge_target(cfg, layout, target, manifest.chunk_count, force=force, reason=reason)
+    )
+    if not decision.allowed:
+        raise RollbackRefused(
+            f"rollback to publication #{target.id} refused, nothing was changed: {decision.reason}"
+        )
+    if decision.forced:
+        log.warning(decision.reason)
     store = sources["knowledge-store.json"]
     vectors = sources.get("embeddings.bin")
     try:
@@ -196,6 +224,7 @@ def rollback(
             kind="rollback",
             restores=target.id,
             then=lambda _: [hold],
+            forced=decision.forced_record(),
         )
 
     s3_report = None
@@ -236,8 +265,70 @@ def rollback(
             "held_publication": replaced.origin,
             "store_sha256": target.store_sha256,
             "s3": s3_status,
+            "decision": decision.reason,
+            "forced": decision.forced,
+            "force_reason": decision.force_reason,
             "publications": publications_table(layout),
         },
+    )
+
+
+def judge_target(
+    cfg: BrainConfig,
+    layout: StateLayout,
+    target: Any,
+    chunk_count: int,
+    *,
+    force: bool,
+    reason: str,
+) -> Any:
+    """The publish gate's `Decision` on making `target` live again (see the module): its
+    archived evaluation verdict, `fits_agent_string_limit` measured on its archived store
+    (not overridable), its chunk count; a forced publication counts as one whose checks
+    did not pass, whatever they say now, so only force brings it back."""
+    import mmap
+
+    from brain_pipeline.corpus.agent_limits import utf16_units_of_utf8
+    from brain_pipeline.corpus.store import STORE_FILENAME
+    from brain_pipeline.evaluation.service import stored_verdict
+    from brain_pipeline.publishing import archive
+    from brain_pipeline.publishing.gate import CheckOutcome, decide
+    from brain_pipeline.steps.health import NOT_OVERRIDABLE, string_limit_verdict
+
+    path = archive.object_path(layout.published_archive, target.store_sha256, STORE_FILENAME)
+    with path.open("rb") as handle:
+        size = path.stat().st_size
+        if size == 0:
+            units = 0
+        else:
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                units = utf16_units_of_utf8(data)
+    fits = string_limit_verdict(cfg, units)
+    name = "fits_agent_string_limit"
+    checks = [
+        CheckOutcome(
+            name,
+            "PASS" if fits.passed else fits.severity,
+            fits.description,
+            overridable=name not in NOT_OVERRIDABLE,
+        )
+    ]
+    if target.forced is not None:
+        checks.append(
+            CheckOutcome(
+                f"publication #{target.id}",
+                "ERROR",
+                f"it was forced over its blocking checks "
+                f"(reason: {target.forced.get('reason') or 'none given'})",
+            )
+        )
+    return decide(
+        stored_verdict(_archived_evaluation(layout, target)),
+        force=force,
+        store_chunk_count=chunk_count,
+        checks=checks,
+        reason=reason,
+        allow_force=cfg.publish.allow_force,
     )
 
 

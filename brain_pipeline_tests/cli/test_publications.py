@@ -53,7 +53,11 @@ def _two_publications_and_a_rollback(base: Path) -> BrainConfig:
             agent_query_model=AGENT_MODEL, manifest=manifest,
         )  # fmt: skip
         record_in_history(cfg, layout, report, None, run_id=f"run{n}", trigger="test", log=_Quiet())
-    rollback(cfg, layout, to=None, run_id="run3", trigger="by a test", log=_Quiet(), upload=None)
+    # Recorded without an evaluation: only a forced rollback brings #1 back (the gate).
+    rollback(
+        cfg, layout, to=None, run_id="run3", trigger="by a test", log=_Quiet(), upload=None,
+        force=True, reason="restore the good one",
+    )  # fmt: skip
     return cfg
 
 
@@ -88,6 +92,8 @@ def test_text_marks_the_live_publication_and_names_the_hold_last(
     lines = out.splitlines()
     assert [line[:4] for line in lines[:3]] == ["* #3", "  #2", "  #1"]
     assert "rollback to #1" in lines[0] and "(by a test, run run3)" in lines[0]
+    assert lines[0].endswith("  FORCED (reason: restore the good one)")
+    assert "FORCED" not in lines[1] + lines[2]
     bad = make_build(salt="bad ").store.sha256
     assert f"  published  store {bad[:12]}  no evaluation  (test, run run2)" in lines[1]
     assert lines[3].startswith("HELD: publication #2 is held since the rollback")

@@ -14,7 +14,7 @@ import dagster as dg
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline_tests.defs.conftest import Project, edit_corpus
+from brain_pipeline_tests.defs.conftest import IMPOSSIBLE, Project, edit_corpus
 from brain_pipeline_tests.defs.rollback_project import (
     bucket_object,
     live_everywhere,
@@ -149,3 +149,65 @@ def test_an_unreadable_configuration_exits_2_naming_the_file(
     assert main(["rollback"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("brain-pipeline rollback: ") and str(broken) in err
+
+
+def _live_src(project: Project) -> bytes:
+    return (project.published("src") / "knowledge-store.json").read_bytes()
+
+
+def test_a_forced_publication_comes_back_only_forced_again_with_a_reason(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rollback goes through the publish gate: #1 passed and goes back freely; #2 was
+    forced over a failed evaluation and comes back only with --force and a reason (not
+    where publish.allow_force is false), and the rollback is recorded as forced."""
+    assert project.materialize().success
+    first = project.store_file.read_bytes()
+    edit_corpus(project)
+    project.write_config(**IMPOSSIBLE)
+    assert main(["materialize", "--force-publish", "--reason", "hotfix for the demo"]) == 0
+    second = project.store_file.read_bytes()
+    project.write_config()
+    assert set(live_everywhere(project)) == {second}
+    assert main(["rollback"]) == 0  # to #1, which passed: freely
+    assert set(live_everywhere(project)) == {first}
+
+    capsys.readouterr()
+    assert main(["rollback", "--to", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "rollback to publication #2 refused, nothing was changed" in err
+    assert "publication #2 failed on this data: it was forced" in err
+    assert "hotfix for the demo" in err and "(set force to override)" in err
+    assert main(["rollback", "--to", "2", "--force"]) == 2
+    assert "force needs a reason" in capsys.readouterr().err
+    project.write_config(**{"publish.allow_force": False})
+    assert main(["rollback", "--to", "2", "--force", "--reason", "again"]) == 2
+    assert "publish.allow_force: false" in capsys.readouterr().err
+    assert set(live_everywhere(project)) == {first}
+
+    project.write_config()
+    assert main(["rollback", "--to", "2", "--force", "--reason", "the fix is in #2"]) == 0
+    assert set(live_everywhere(project)) == {second}
+    listed = publications(capsys)
+    assert listed["publications"][0]["restores"] == 2
+    assert listed["publications"][0]["forced"]["reason"] == "the fix is in #2"
+    assert main(["publications"]) == 0
+    assert "FORCED (reason: the fix is in #2)" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_a_publication_over_the_agents_string_limit_never_comes_back(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The archived store is measured again by fits_agent_string_limit's rule: past the
+    limit the agent cannot load it, and force does not override that."""
+    _, second = publish_twice(project)
+    project.write_config(**{"publish.agent_string_limit": 100})
+    capsys.readouterr()
+    assert main(["rollback"]) == 1
+    err = capsys.readouterr().err
+    assert "rollback to publication #1 refused, nothing was changed" in err
+    assert "fits_agent_string_limit failed on this data" in err
+    assert main(["rollback", "--to", "1", "--force", "--reason", "please"]) == 1
+    assert "(force does not override it)" in capsys.readouterr().err
+    assert set(live_everywhere(project)) == {second}
+    assert publications(capsys)["live"] == 2

@@ -198,7 +198,9 @@ def test_publish_alone_refuses_after_a_failed_evaluation_unless_forced(
     assert not alone.success
     assert any("publishing refused" in line for line in alone.lines)
     _assert_nothing_published(tiny_project)
-    forced = tiny_project.materialize("published_local", force_publish=True)
+    forced = tiny_project.materialize(
+        "published_local", force_publish=True, force_reason="the demo needs it"
+    )
     assert forced.success, forced.lines
     # The gate's decision is logged once, with the failure it overrode.
     logged = [

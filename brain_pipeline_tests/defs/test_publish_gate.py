@@ -101,7 +101,7 @@ def test_force_publish_does_not_publish_a_store_the_agent_cannot_load(tmp_path: 
     project = make_tiny_project(tmp_path)
     project.write_config(**{LIMIT: TOO_SMALL})
     assert not project.materialize().success
-    forced = project.materialize("embeddings*", force_publish=True)
+    forced = project.materialize("embeddings*", force_publish=True, force_reason="test")
     assert not forced.success
     assert any("(force does not override it)" in line for line in forced.lines), forced.lines
     assert _live_files(project) == {}
@@ -126,7 +126,7 @@ def test_force_publish_overrides_a_size_check_that_could_not_run(
         for line in below.lines
     ), below.lines
     assert _live_files(project) == {}
-    assert project.materialize("embeddings*", force_publish=True).success
+    assert project.materialize("embeddings*", force_publish=True, force_reason="test").success
     assert (project.published() / "knowledge-store.json").read_bytes() == (
         project.store_file.read_bytes()
     )

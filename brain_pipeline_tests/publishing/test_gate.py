@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from brain_pipeline.evaluation.verdict import EvaluationVerdict
-from brain_pipeline.publishing.gate import REASON_CHARS, CheckOutcome, decide
+from brain_pipeline.publishing.gate import (
+    FORCE_OFF,
+    REASON_CHARS,
+    CheckOutcome,
+    decide,
+    force_refusal,
+)
 
 PASS = EvaluationVerdict("PASS")
 WARN = EvaluationVerdict("WARN", warnings=("regression: 'q' (a) became a miss",))
@@ -44,9 +50,30 @@ def test_no_verdict_is_refused_as_never_evaluated() -> None:
 
 @pytest.mark.parametrize("verdict", [ERROR, None])
 def test_force_overrides_a_refusal_and_says_so(verdict: EvaluationVerdict | None) -> None:
-    d = decide(verdict, force=True, store_chunk_count=10)
+    d = decide(verdict, force=True, store_chunk_count=10, reason="the demo at nine")
     assert d.allowed and d.forced
     assert d.reason.startswith("FORCED PUBLISH: ")
+    assert d.reason.endswith("(reason: the demo at nine)")
+    assert d.forced_record() == {"reason": "the demo at nine", "overrode": d.overrode}
+    assert "retrieval_eval" in d.overrode
+
+
+@pytest.mark.parametrize("reason", ["", "   "])
+def test_force_without_a_reason_is_refused(reason: str) -> None:
+    d = decide(ERROR, force=True, store_chunk_count=10, reason=reason)
+    assert not d.allowed and not d.forced
+    assert "force needs a reason" in d.reason and "nDCG@10 0.400" in d.reason
+    assert force_refusal(True, reason, allow_force=True, how="--reason") == (
+        "force needs a reason, recorded with the publication: --reason"
+    )
+
+
+def test_force_where_the_deployment_turned_it_off_is_refused_even_with_a_reason() -> None:
+    d = decide(ERROR, force=True, store_chunk_count=10, reason="why", allow_force=False)
+    assert not d.allowed and not d.forced
+    assert "publish.allow_force: false" in d.reason
+    assert force_refusal(True, "why", allow_force=False) == FORCE_OFF
+    assert force_refusal(False, None, allow_force=False) is None
 
 
 def test_force_on_a_passing_verdict_is_not_a_forced_publication() -> None:
@@ -106,7 +133,7 @@ def test_a_warn_of_a_blocking_check_is_published_with_its_warning() -> None:
 
 def test_force_overrides_a_failed_blocking_check_and_names_it() -> None:
     failed = CheckOutcome(FITS, "ERROR", "too long")
-    d = decide(PASS, force=True, store_chunk_count=10, checks=[failed])
+    d = decide(PASS, force=True, store_chunk_count=10, checks=[failed], reason="r")
     assert d.allowed and d.forced
     assert d.reason.startswith("FORCED PUBLISH: fits_agent_string_limit failed on this data")
 
@@ -121,4 +148,4 @@ def test_force_does_not_override_a_check_that_is_not_overridable() -> None:
             "(force does not override it)"
         )
     never_ran = CheckOutcome(FITS, None, overridable=False)
-    assert decide(PASS, force=True, store_chunk_count=10, checks=[never_ran]).forced
+    assert decide(PASS, force=True, store_chunk_count=10, checks=[never_ran], reason="r").forced

@@ -78,6 +78,17 @@ def test_warn_regression_recovery_and_silence() -> None:
     assert classify(facts(), "failed") is None  # nothing published
 
 
+def test_a_forced_publication_is_said_with_its_reason_never_as_a_recovery() -> None:
+    forced = "published over retrieval_eval failed on this data: bm25 (reason: the demo)"
+    published = {"published": True, "publish_status": "updated", "forced": forced}
+    event = classify(facts(**published), "blocked")
+    assert event is not None and event.kind == "forced" and event.cause == forced
+    message = build_message(event)
+    assert message.subject.startswith("[brain-pipeline] FORCED publication is live: ")
+    assert "(reason: the demo)" in message.text and "IS live" in message.text
+    assert previous_outcome([facts(**published)]) == "forced"
+
+
 def test_the_previous_outcome_is_the_newest_bad_event_or_a_clean_publication() -> None:
     published = facts(published=True, publish_status="updated")
     held = facts(published=True, publish_status="held")

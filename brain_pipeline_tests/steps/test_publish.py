@@ -110,21 +110,15 @@ def test_the_stored_verdict_decides_even_when_the_thresholds_disagree(
     )
 
 
-@pytest.mark.parametrize("how", ["argument", "configuration"])
 def test_force_publishes_a_failed_build_and_says_forced_publish_once(
-    project: Project, log: StepLog, how: str
+    project: Project, log: StepLog
 ) -> None:
-    publish = {"force": True} if how == "configuration" else {}
     project = _evaluated(
-        project,
-        log,
-        miss=True,
-        evaluation={"thresholds": {"bm25": {"max_misses": 0}}},
-        publish=publish,
+        project, log, miss=True, evaluation={"thresholds": {"bm25": {"max_misses": 0}}}
     )
 
     result = publish_to_agent(
-        project.cfg, project.layout, force=how == "argument", run_id="p", log=log
+        project.cfg, project.layout, force=True, run_id="p", log=log, reason="demo at nine"
     )
 
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
@@ -146,7 +140,9 @@ def test_an_empty_store_is_never_published_even_forced_on_a_passing_verdict(
 
     for force in (False, True):
         with pytest.raises(StepFailure, match=r"refusing to publish an empty store \(0 chunks\)"):
-            publish_to_agent(project.cfg, project.layout, force=force, run_id="p", log=log)
+            publish_to_agent(
+                project.cfg, project.layout, force=force, run_id="p", log=log, reason="r"
+            )
     assert not _live_store(project).exists()
     assert _forced_lines(log) == []
 
@@ -249,9 +245,9 @@ def test_force_does_not_publish_a_store_the_agent_cannot_load(
     project: Project, log: StepLog
 ) -> None:
     """As before the gate read this check: the agent would fail to load it, forced or not."""
-    project = _evaluated(project, log, publish={**TOO_SMALL, "force": True})
+    project = _evaluated(project, log, publish=TOO_SMALL)
     with pytest.raises(StepFailure) as refused:
-        publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log)
+        publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log, reason="r")
     assert str(refused.value).endswith("the agent cannot load it (force does not override it)")
     assert not _live_store(project).exists()
     assert _forced_lines(log) == []
@@ -263,7 +259,7 @@ def test_force_publishes_a_store_its_size_check_never_judged(
     """A missing verdict is what `--force-publish` is for: logged once, loudly."""
     project = _evaluated(project, log)
     project.layout.check_verdicts.unlink()
-    publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log)
+    publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log, reason="r")
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     (forced,) = _forced_lines(log)
     assert forced.startswith("FORCED PUBLISH: fits_agent_string_limit has not run on this data")
@@ -339,7 +335,7 @@ def test_s3_forced_upload_says_forced_publish_once(
     run = configure(project, publish=_s3_settings(buckets, "bucket-one", "p"))
 
     result = publish_to_s3(
-        run.cfg, run.layout, force=True, run_id="s3", log=log, upload=upload_to_s3
+        run.cfg, run.layout, force=True, run_id="s3", log=log, upload=upload_to_s3, reason="r"
     )
 
     assert result is not None and "p/manifest.json" in _keys(buckets, "bucket-one")

@@ -303,3 +303,73 @@ def test_a_stale_label_blocks_publishing_and_the_check_says_why(
         page.get_by_text(re.compile(r"stale fixture")).first.wait_for(state="visible")
     finally:
         page.screenshot(path=str(artifacts_dir / "stale-label-check.png"))
+
+
+LAUNCH_MUTATION = """
+mutation Launch($executionParams: ExecutionParams!) {
+  launchPipelineExecution(executionParams: $executionParams) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}
+"""
+RUN_LOGS_QUERY = """
+query Logs($runId: ID!) {
+  logsForRun(runId: $runId) {
+    __typename
+    ... on EventConnection {
+      events {
+        __typename
+        ... on MessageEvent { message }
+        ... on ExecutionStepFailureEvent { error { message } }
+      }
+    }
+  }
+}
+"""
+
+
+def _publish_root_bytes(server: DagsterDev) -> dict[str, bytes]:
+    """Every file under the publish root but the run lock a publishing run creates."""
+    root = server.publish_root
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and p.name != ".brain-publish.lock"
+    }
+
+
+def test_force_from_the_launchpad_without_a_reason_publishes_nothing(
+    dagster_dev: DagsterDev,
+) -> None:
+    """What anyone who reaches the UI can send: `published_local` launched through the
+    web server's own GraphQL with `{"force": true}` and no reason. The step refuses in
+    one line and the publish root stays byte-identical."""
+    before = _publish_root_bytes(dagster_dev)
+    launched = dagster_dev.graphql(
+        LAUNCH_MUTATION,
+        {
+            "executionParams": {
+                "selector": {
+                    "repositoryLocationName": LOCATION,
+                    "repositoryName": "__repository__",
+                    "pipelineName": "__ASSET_JOB",
+                    "assetSelection": [{"path": ["published_local"]}],
+                },
+                "runConfigData": {"ops": {"published_local": {"config": {"force": True}}}},
+                "mode": "default",
+            }
+        },
+    )["launchPipelineExecution"]
+    assert launched["__typename"] == "LaunchRunSuccess", launched
+    run_id = launched["run"]["runId"]
+    assert wait_for_run(dagster_dev, run_id)["status"] == "FAILURE"
+    logs = dagster_dev.graphql(RUN_LOGS_QUERY, {"runId": run_id})["logsForRun"]
+    said = " ".join(
+        str(event.get("message") or "") + str((event.get("error") or {}).get("message") or "")
+        for event in logs["events"]
+    )
+    assert "publishing refused: force needs a reason" in said, said[-2000:]
+    assert _publish_root_bytes(dagster_dev) == before
