@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from brain_pipeline.corpus.junk import IngestLimits
     from brain_pipeline.state.blobs import BlobStore
     from brain_pipeline.state.ledger import Ledger
+    from brain_pipeline.state.memory import Memory
 
 DEFAULT_CONFIG_NAME = "corpus_config.yaml"
 DEFAULT_CANDIDATES = ("../patb-rag-curated-content", "../agent-project/patb-rag-curated-content")
@@ -730,3 +731,24 @@ def open_blobs(cfg: BrainConfig) -> BlobStore:
 
     s3 = cfg.publish.s3
     return blob_store(cfg.blobs_url(), region=s3.region, endpoint_url=s3.endpoint_url)
+
+
+_MEMORIES: dict[tuple[str, str, str, int, int], Memory] = {}
+
+
+def memory_of(cfg: BrainConfig) -> Memory:
+    """The configuration's ledger, blobs and build directory, opened once per process and
+    thread (a connection crosses neither) and reused by every step after."""
+    import threading
+
+    from brain_pipeline.state.memory import Memory
+
+    layout = StateLayout.of(cfg.build_dir)
+    where = (cfg.ledger_url(), cfg.blobs_url(), str(layout.build_dir))
+    key = (*where, os.getpid(), threading.get_ident())
+    memory = _MEMORIES.get(key)
+    if memory is None:
+        memory = Memory(open_ledger(cfg), open_blobs(cfg), layout)
+        _MEMORIES[key] = memory
+    return memory
+
