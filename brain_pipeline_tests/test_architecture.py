@@ -3,8 +3,9 @@
 `lint-imports` checks the package layers and that the pure core never imports Dagster
 (contracts in pyproject.toml). The rest is what import-linter cannot say: no cycle
 between any two modules (lazy imports included), no module importing another module's
-`_private` names, and no import of Dagster's private `dagster._…` modules, which change
-without notice between releases.
+`_private` names, no import of Dagster's private `dagster._…` modules, which change
+without notice between releases, and no use of Dagster's non-public names outside the one
+adapter, `lib/dagster_private.py` (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -18,6 +19,44 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "brain_pipeline"
+ADAPTER = PACKAGE / "lib" / "dagster_private.py"
+SCANNED = [PACKAGE, REPO / "benchmarks", REPO / "tools"]
+
+#: Attributes of Dagster objects that are not public API (1.13.27): each has a public
+#: replacement, or goes through `lib/dagster_private.py`, which pins it.
+NON_PUBLIC_ATTRIBUTES = frozenset(
+    {
+        "event_type_value",  # DagsterEvent: the public `event_type`, `is_step_failure`, ...
+        "event_specific_data",  # dagster_private.event_data
+        "step_failure_data",
+        "requires_cursor",  # dagster_private.NoCursor
+        "dispose",  # DagsterInstance: use it as a context manager
+        "child_evaluations",  # dagster_private.evaluation_tree
+        "condition_snapshot",
+        "serializable_evaluation",
+        "asset_graph_view",  # dagster_private.automation_instance
+        "run_storage",
+        "event_log_storage",
+        "schedule_storage",
+        "get_records_for_run",
+        "report_run_failed",
+    }
+)
+#: Dagster's tags, which only the adapter reads or sets (ObserveResult/MaterializeResult
+#: take a data version; dagster_private.observation where neither can be returned).
+NON_PUBLIC_STRINGS = frozenset({"dagster/data_version", "dagster/asset_evaluation_id"})
+NON_PUBLIC_NAMES = frozenset({"DATA_VERSION_TAG", "ASSET_EVALUATION_ID_TAG", "ComponentTree"})
+#: `X.get()` of a step context (dagster_private.current_step_log).
+NON_PUBLIC_GETTERS = frozenset({"OpExecutionContext", "AssetExecutionContext"})
+#: Known uses left to another change: (file, name). Each must still be there (a stale
+#: entry fails), so the list only shrinks. defs/rollback.py hand-sets the data version
+#: tag on its materialisations, through lib/steps.py's re-export (issue 40).
+PENDING = frozenset(
+    {
+        ("brain_pipeline/defs/rollback.py", "DATA_VERSION_TAG"),
+        ("brain_pipeline/lib/steps.py", "DATA_VERSION_TAG"),
+    }
+)
 
 
 def _module_name(path: Path) -> str:
@@ -144,3 +183,97 @@ def test_nothing_imports_dagsters_private_modules() -> None:
         if target.startswith("dagster._") or target.startswith("dagster_shared._")
     ]
     assert offenders == []
+
+
+def non_public_dagster_uses(source: str) -> list[tuple[int, str]]:
+    """(line, name) of every non-public Dagster name `source` uses: an attribute (also
+    as a `getattr` string), a definition or import of one, a tag string, a step
+    context's `.get()`."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute):
+            if node.attr in NON_PUBLIC_ATTRIBUTES:
+                found.append((node.lineno, node.attr))
+            elif (
+                node.attr == "get"
+                and isinstance(node.value, ast.Attribute | ast.Name)
+                and (getattr(node.value, "attr", None) or getattr(node.value, "id", None))
+                in NON_PUBLIC_GETTERS
+            ):
+                owner = getattr(node.value, "attr", None) or getattr(node.value, "id", None)
+                found.append((node.lineno, f"{owner}.get"))
+            elif node.attr in NON_PUBLIC_NAMES:
+                found.append((node.lineno, node.attr))
+        elif isinstance(node, ast.FunctionDef) and node.name in NON_PUBLIC_ATTRIBUTES:
+            found.append((node.lineno, node.name))
+        elif isinstance(node, ast.Name) and node.id in NON_PUBLIC_NAMES:
+            found.append((node.lineno, node.id))
+        elif isinstance(node, ast.alias) and (node.asname or node.name) in NON_PUBLIC_NAMES:
+            found.append((node.lineno, node.asname or node.name))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            tag = node.value in NON_PUBLIC_STRINGS or any(
+                node.value.startswith(tag + "/") for tag in NON_PUBLIC_STRINGS
+            )
+            if tag or node.value in NON_PUBLIC_ATTRIBUTES:  # getattr(event, "event_type_value")
+                found.append((node.lineno, node.value))
+    return sorted(set(found))
+
+
+def _non_public_uses_outside_the_adapter() -> dict[tuple[str, str], list[int]]:
+    uses: dict[tuple[str, str], list[int]] = {}
+    for root in SCANNED:
+        for path in sorted(root.rglob("*.py")):
+            if path == ADAPTER:
+                continue
+            for line, name in non_public_dagster_uses(path.read_text(encoding="utf-8")):
+                uses.setdefault((str(path.relative_to(REPO)), name), []).append(line)
+    return uses
+
+
+def test_dagsters_non_public_names_are_used_only_in_the_adapter() -> None:
+    offenders = sorted(
+        f"{path}:{','.join(map(str, lines))} {name}"
+        for (path, name), lines in _non_public_uses_outside_the_adapter().items()
+        if (path, name) not in PENDING
+    )
+    # Replace each with Dagster's public API, or move it into lib/dagster_private.py
+    # with a pin in lib/test_dagster_private.py.
+    assert offenders == []
+
+
+def test_every_pending_exception_is_still_needed() -> None:
+    uses = _non_public_uses_outside_the_adapter()
+    assert sorted(PENDING - set(uses)) == [], "fixed: drop it from PENDING"
+
+
+def test_the_scan_finds_each_kind_of_non_public_use() -> None:
+    """The scan above must be able to fail."""
+    source = """
+import dagster as dg
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
+kind = event.event_type_value
+also = getattr(event, "step_failure_data", None)
+data = event.event_specific_data
+error = event.step_failure_data.error
+instance.dispose()
+context = dg.OpExecutionContext.get()
+tags = {"dagster/data_version": "x"}
+raw = tags.get("dagster/asset_evaluation_id")
+class C(dg.AutomationCondition):
+    @property
+    def requires_cursor(self): return False
+"""
+    names = {name for _, name in non_public_dagster_uses(source)}
+    assert names == {
+        "DATA_VERSION_TAG",
+        "event_type_value",
+        "event_specific_data",
+        "step_failure_data",
+        "dispose",
+        "OpExecutionContext.get",
+        "dagster/data_version",
+        "dagster/asset_evaluation_id",
+        "requires_cursor",
+    }
+    # Public look-alikes are not flagged.
+    assert non_public_dagster_uses("x = event.event_type\ny = dg.DagsterInstance.get()\n") == []

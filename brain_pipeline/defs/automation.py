@@ -69,7 +69,8 @@ def build_observation_sensor(cfg: BrainConfig) -> dg.SensorDefinition:
         ),
     )
     def corpus_observation_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
-        from brain_pipeline.lib.steps import CORPUS, DATA_VERSION_TAG, EVAL_FIXTURE
+        from brain_pipeline.lib.dagster_private import observation
+        from brain_pipeline.lib.steps import CORPUS, EVAL_FIXTURE
         from brain_pipeline.steps.ingest import fixture_version, observe
 
         live = load_config(cfg.config_path) if cfg.config_path else cfg
@@ -78,11 +79,12 @@ def build_observation_sensor(cfg: BrainConfig) -> dg.SensorDefinition:
         after = {"corpus": snapshot.digest, "fixture": fixture_version(live)}
         changed = [name for name in ("corpus", "fixture") if before.get(name) != after[name]]
         keys = {"corpus": CORPUS, "fixture": EVAL_FIXTURE}
+        # A sensor records observations as asset events: no ObserveResult there.
         events = [
-            dg.AssetObservation(
-                asset_key=keys[name],
-                tags={DATA_VERSION_TAG: after[name]},
-                metadata={
+            observation(
+                keys[name],
+                after[name],
+                {
                     "data_version": dg.MetadataValue.text(after[name]),
                     "previous_data_version": dg.MetadataValue.text(before.get(name) or "—"),
                     "observed_by": dg.MetadataValue.text("corpus_observation_sensor"),

@@ -15,9 +15,9 @@ from brain_pipeline.defs.health import step_check_results, step_check_specs
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import chunks_condition, downstream_condition, run_trigger
+from brain_pipeline.lib.dagster_private import observation
 from brain_pipeline.lib.steps import (
     CORPUS,
-    DATA_VERSION_TAG,
     EVAL_FIXTURE,
     claim_build_dir,
     latest_corpus_observation,
@@ -105,11 +105,12 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Co
             return load_snapshot(StateLayout.of(cfg.build_dir), known)
     snapshot = observe(cfg)
     if known != snapshot.digest:
+        # An observation of another asset: no ObserveResult can be returned from this step.
         context.log_event(
-            dg.AssetObservation(
-                asset_key=CORPUS,
-                tags={DATA_VERSION_TAG: snapshot.digest},
-                metadata=to_metadata(snapshot_facts(snapshot, str(cfg.build_dir))),
+            observation(
+                CORPUS,
+                snapshot.digest,
+                to_metadata(snapshot_facts(snapshot, str(cfg.build_dir))),
             )
         )
     return snapshot

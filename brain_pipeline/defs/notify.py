@@ -42,7 +42,7 @@ import dagster as dg
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.defs.up_to_date import ours as _ours
 from brain_pipeline.lib.code_location import location_config, location_config_path
-from brain_pipeline.lib.dagster_private import note_in_run_log, run_events
+from brain_pipeline.lib.dagster_private import event_data, note_in_run_log, run_events
 from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
     Previous,
@@ -86,7 +86,7 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
         event = entry.dagster_event
         if event is None:
             continue
-        data: Any = event.event_specific_data
+        data: Any = event_data(event)
         if event.event_type == dg.DagsterEventType.STEP_SUCCESS:
             succeeded.append(str(event.step_key))
         elif event.event_type == dg.DagsterEventType.RUN_FAILURE:

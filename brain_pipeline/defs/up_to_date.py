@@ -142,11 +142,8 @@ def skip_verdict(cfg: BrainConfig, verdict: record.UpToDate, now: Any = None) ->
     from brain_pipeline.lib.instance import ensure_instance_home, open_instance
 
     ensure_instance_home(cfg.instance_home())
-    instance = open_instance(cfg.build_dir, cli_run=True)
-    try:
+    with open_instance(cfg.build_dir, cli_run=True) as instance:
         return consult_instance(instance, cfg, verdict, now if now is not None else time.time())
-    finally:
-        instance.dispose()
 
 
 @dg.definitions

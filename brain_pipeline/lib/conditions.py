@@ -18,14 +18,18 @@ from typing import Any
 
 import dagster as dg
 
-from brain_pipeline.lib.dagster_private import automation_instance, evaluation_of
+from brain_pipeline.lib.dagster_private import (
+    EvaluationNode,
+    NoCursor,
+    automation_instance,
+    launching_evaluation,
+)
 from brain_pipeline.lib.steps import latest_corpus_observation
 from brain_pipeline.steps.trigger import describe_trigger
 
 CHUNKS = dg.AssetKey("knowledge_chunks")
 CONSUMED_DIGEST_METADATA = "corpus_digest"
 """Metadata of a `knowledge_chunks` materialisation: the corpus digest that run chunked."""
-EVALUATION_ID_TAG = "dagster/asset_evaluation_id"  # set by Dagster on automation runs
 UNCONSUMED_LABEL = "corpus_version_unconsumed"
 UPSTREAM_LABEL = "upstream_requested"
 
@@ -46,14 +50,11 @@ def corpus_version_unconsumed(observed: str | None, consumed: str | None) -> boo
     return observed is not None and observed != consumed
 
 
-class CorpusVersionUnconsumed(dg.AutomationCondition[dg.AssetKey]):
+class CorpusVersionUnconsumed(NoCursor, dg.AutomationCondition[dg.AssetKey]):
     """True while the latest observed corpus data version differs from the one the latest
-    `knowledge_chunks` materialisation read. Stateless: it reads both from the instance at
-    every evaluation, so no ordering of observations, runs and evaluations can hide it."""
-
-    @property
-    def requires_cursor(self) -> bool:
-        return False
+    `knowledge_chunks` materialisation read. Stateless (`NoCursor`): it reads both from the
+    instance at every evaluation, so no ordering of observations, runs and evaluations can
+    hide it."""
 
     @property
     def name(self) -> str:
@@ -133,10 +134,7 @@ def fired_conditions(
 ) -> list[str]:
     """The labelled conditions that were true for `key` in the automation evaluation that
     launched a run (empty for runs automation did not launch)."""
-    raw = tags.get(EVALUATION_ID_TAG)
-    if raw is None or not raw.isdigit():
-        return []
-    evaluation = evaluation_of(instance, int(raw), key)
+    evaluation = launching_evaluation(instance, tags, key)
     return true_labels(evaluation) if evaluation is not None else []
 
 
@@ -145,22 +143,21 @@ def run_trigger(instance: dg.DagsterInstance, tags: Mapping[str, str], key: dg.A
     return describe_trigger(tags, fired_conditions(instance, tags, key))
 
 
-def true_labels(evaluation: Any) -> list[str]:
+def true_labels(evaluation: EvaluationNode) -> list[str]:
     """Labels of the nodes that were true, outermost first (the root's own label is
     kept only when no labelled child explains it)."""
 
-    def walk(node: Any) -> Iterator[str]:
-        if node.true_subset.size == 0:
+    def walk(node: EvaluationNode) -> Iterator[str]:
+        if not node.true:
             return
-        label = node.condition_snapshot.label
-        if label:
-            yield label
-        for child in node.child_evaluations:
+        if node.label:
+            yield node.label
+        for child in node.children:
             yield from walk(child)
 
     labels: list[str] = []
-    for child in evaluation.child_evaluations:
+    for child in evaluation.children:
         labels.extend(walk(child))
-    if not labels and evaluation.condition_snapshot.label and evaluation.true_subset.size:
-        labels.append(evaluation.condition_snapshot.label)
+    if not labels and evaluation.label and evaluation.true:
+        labels.append(evaluation.label)
     return list(dict.fromkeys(labels))

@@ -11,12 +11,21 @@ them.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import dagster as dg
+
+DATA_VERSION_TAG = "dagster/data_version"
+"""The tag an asset event carries its data version in (`dagster._core.definitions.
+data_version.DATA_VERSION_TAG`): what `ObserveResult(data_version=...)` writes."""
+ASSET_EVALUATION_ID_TAG = "dagster/asset_evaluation_id"
+"""The tag Dagster puts on a run automation launched: the id of that evaluation
+(`dagster._core.storage.tags.ASSET_EVALUATION_ID_TAG`)."""
 
 
 # ---- instance key-value entries (run storage) ------------------------------------------
@@ -51,6 +60,56 @@ def run_events(
         if not page.has_more:
             return entries
         cursor = page.cursor
+
+
+def event_data(event: dg.DagsterEvent) -> Any:
+    """What `event` carries beyond its type (`DagsterEvent.event_specific_data`): for a
+    step failure its `error` (`cls_name`, `message`, `cause`, `context`) and
+    `user_failure_data` (`description`, `metadata`, of a `dg.Failure`); for a resource's
+    failure its `error`; for a check evaluation the `AssetCheckEvaluation`; for a
+    materialisation `.materialization`. The public readers (`event_type`,
+    `get_asset_check_evaluations()`, `get_step_failure_events()`) give the events, not
+    what a failure raised."""
+    return event.event_specific_data
+
+
+# ---- the current step -------------------------------------------------------------------
+
+
+def current_step_log() -> Any | None:
+    """The run log (`context.log`) of the step running in this context, or None outside a
+    step (`OpExecutionContext.get()`): where a helper far from the step's context, such as
+    the core's damage reports, writes a line the run's log keeps."""
+    import dagster as dg
+
+    try:
+        return dg.OpExecutionContext.get().log
+    except Exception:  # no step in scope (Dagster raises its invariant violation)
+        return None
+
+
+# ---- data versions of observations ------------------------------------------------------
+
+
+def observation(
+    key: dg.AssetKey, data_version: str, metadata: Mapping[str, Any]
+) -> dg.AssetObservation:
+    """An observation of `key` with `data_version`, recorded as Dagster records an
+    `ObserveResult(data_version=...)`, for the places that cannot return one: a sensor's
+    `SensorResult(asset_events=...)` and another asset's step (`context.log_event`).
+    `dg.AssetObservation` takes no data version but in its tags."""
+    import dagster as dg
+
+    return dg.AssetObservation(
+        asset_key=key, tags={DATA_VERSION_TAG: data_version}, metadata=dict(metadata)
+    )
+
+
+def observed_data_version(record: dg.EventLogRecord) -> str | None:
+    """The data version an observation record carries (None: none), whoever recorded it:
+    an observable asset's `ObserveResult` or `observation` above."""
+    tags = record.event_log_entry.tags or {}
+    return tags.get(DATA_VERSION_TAG)
 
 
 # ---- runs and pool slots ----------------------------------------------------------------
@@ -115,22 +174,55 @@ def set_pool_limit(instance: dg.DagsterInstance, pool: str, limit: int) -> bool:
 # ---- automation evaluations -------------------------------------------------------------
 
 
+class NoCursor:
+    """Mixin for a custom `dg.AutomationCondition` whose `evaluate` reads no state of its
+    previous evaluation (`requires_cursor` False): Dagster then stores no cursor for it at
+    every tick. Put it first: `class C(NoCursor, dg.AutomationCondition[dg.AssetKey])`."""
+
+    @property
+    def requires_cursor(self) -> bool:
+        return False
+
+
 def automation_instance(context: dg.AutomationContext) -> dg.DagsterInstance:
     """The instance a custom automation condition is evaluated against
     (`AutomationContext.asset_graph_view.instance`; the context has no public accessor)."""
     return context.asset_graph_view.instance
 
 
-def evaluation_of(instance: dg.DagsterInstance, evaluation_id: int, key: dg.AssetKey) -> Any:
-    """The automation condition evaluation of `key` in evaluation `evaluation_id` (the
-    `dagster/asset_evaluation_id` tag of the run it launched), or None
+@dataclass(frozen=True)
+class EvaluationNode:
+    """One node of an automation condition evaluation, as plain values: its label (None:
+    unlabelled), whether it was true for any of the asset, and its operands'."""
+
+    label: str | None
+    true: bool
+    children: tuple[EvaluationNode, ...]
+
+
+def evaluation_tree(evaluation: Any) -> EvaluationNode:
+    """An `AutomationConditionEvaluation` (`condition_snapshot.label`, `true_subset.size`,
+    `child_evaluations`) as `EvaluationNode`s."""
+    return EvaluationNode(
+        label=evaluation.condition_snapshot.label or None,
+        true=bool(evaluation.true_subset.size),
+        children=tuple(evaluation_tree(child) for child in evaluation.child_evaluations),
+    )
+
+
+def launching_evaluation(
+    instance: dg.DagsterInstance, tags: Mapping[str, str], key: dg.AssetKey
+) -> EvaluationNode | None:
+    """The evaluation of `key`'s automation condition that launched the run with `tags`
+    (its `ASSET_EVALUATION_ID_TAG`), or None for a run automation did not launch
     (`ScheduleStorage.get_auto_materialize_evaluations_for_evaluation_id`)."""
+    raw = tags.get(ASSET_EVALUATION_ID_TAG)
     storage = instance.schedule_storage
-    if storage is None:
+    if raw is None or not raw.isdigit() or storage is None:
         return None
-    for record in storage.get_auto_materialize_evaluations_for_evaluation_id(evaluation_id):
+    for record in storage.get_auto_materialize_evaluations_for_evaluation_id(int(raw)):
         if record.key == key:
-            return record.get_evaluation_with_run_ids().evaluation
+            return evaluation_tree(record.get_evaluation_with_run_ids().evaluation)
     return None
 
 

@@ -15,6 +15,7 @@ import dagster as dg
 
 from brain_pipeline.config import ConfigError
 from brain_pipeline.embedding.progress import shown_by_sink
+from brain_pipeline.lib.dagster_private import event_data
 from brain_pipeline.lib.instance import in_process_run_tags
 from brain_pipeline.lib.steps import CORPUS, EVAL_FIXTURE, PUBLISH_ASSETS
 from brain_pipeline.steps import run_summary as summary
@@ -38,7 +39,13 @@ class _StepFormatter(logging.Formatter):
 
 #: Dagster events the run summary states in one line each (with the root cause), so
 #: their log lines (tracebacks, "Execution of step ... failed") would only repeat it.
-_SUMMARISED_EVENTS = frozenset({"STEP_FAILURE", "RUN_FAILURE", "PIPELINE_FAILURE", "STEP_SKIPPED"})
+_SUMMARISED_EVENTS = frozenset(
+    {
+        dg.DagsterEventType.STEP_FAILURE,
+        dg.DagsterEventType.RUN_FAILURE,  # its value is still "PIPELINE_FAILURE"
+        dg.DagsterEventType.STEP_SKIPPED,
+    }
+)
 
 
 class _SummarisedElsewhere(logging.Filter):
@@ -49,7 +56,7 @@ class _SummarisedElsewhere(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         meta = getattr(record, "dagster_meta", None) or {}
         event = meta.get("dagster_event") or getattr(record, "dagster_event", None)
-        if event is not None and getattr(event, "event_type_value", None) in _SUMMARISED_EVENTS:
+        if isinstance(event, dg.DagsterEvent) and event.event_type in _SUMMARISED_EVENTS:
             return False
         message = str(meta.get("orig_message") or record.getMessage())
         return not message.rstrip().endswith("Not executing.")
@@ -111,7 +118,7 @@ _INTERRUPTS = ("KeyboardInterrupt", "EmbeddingCancelled", "DagsterExecutionInter
 
 def _interruption(event: dg.DagsterEvent) -> str | None:
     """The line for a step that Ctrl-C stopped, or None for any other failure."""
-    data = event.step_failure_data if event.event_type_value == "STEP_FAILURE" else None
+    data = event_data(event) if event.is_step_failure else None
     error = data.error if data else None
     while error is not None:
         if (error.cls_name or "") in _INTERRUPTS:
@@ -127,16 +134,23 @@ def _interruption(event: dg.DagsterEvent) -> str | None:
 def _is_check_step_verdict(event: dg.DagsterEvent) -> bool:
     """A check step's own success, or its failure *because* its check failed: both repeat
     the evaluation line (`check  name: FAILED why`), so neither gets a line of its own."""
-    if event.event_type_value == "STEP_SUCCESS":
+    if event.is_step_success:
         return True
-    if event.event_type_value != "STEP_FAILURE":
+    if not event.is_step_failure:
         return False
-    error = event.step_failure_data.error if event.step_failure_data else None
+    data = event_data(event)
+    error = data.error if data else None
     return error is not None and (error.cls_name or "") == "DagsterAssetCheckFailedError"
 
 
-def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
-    """One summary line per step outcome and check; a failure names its root cause.
+def _describe(
+    event: dg.DagsterEvent,
+    *,
+    lexical: bool = False,
+    evaluation: dg.AssetCheckEvaluation | None = None,
+) -> str | None:
+    """One summary line per step outcome and check (`evaluation`: the check evaluation
+    an ASSET_CHECK_EVALUATION event reports); a failure names its root cause.
 
     Dagster wraps whatever a step raised in `DagsterExecutionStepExecutionError: Error
     occurred while executing op ...`, which says nothing. The line shows instead the
@@ -179,11 +193,11 @@ def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
             return inner
         return f"{outer} (caused by {inner})"
 
-    kind = event.event_type_value
-    if kind == "STEP_SUCCESS":
+    kind = event.event_type
+    if kind == dg.DagsterEventType.STEP_SUCCESS:
         return summary.ok_line(str(event.step_key))
-    if kind == "STEP_FAILURE":
-        data = event.step_failure_data
+    if kind == dg.DagsterEventType.STEP_FAILURE:
+        data = event_data(event)
         reason = cause_of(data.error) if data and data.error else "failed"
         if data and data.error and "DagsterExecutionLoadInputError" in (data.error.cls_name or ""):
             reason = (
@@ -191,14 +205,13 @@ def _describe(event: dg.DagsterEvent, *, lexical: bool = False) -> str | None:
                 "e.g. --select '*" + str(event.step_key) + "'"
             )
         return summary.failed_line(str(event.step_key), reason)
-    if kind == "STEP_SKIPPED":
+    if kind == dg.DagsterEventType.STEP_SKIPPED:
         return f"  skipped  {event.step_key}"
-    if kind == "RESOURCE_INIT_FAILURE":
+    if kind == dg.DagsterEventType.RESOURCE_INIT_FAILURE:
         # Before any step: e.g. the build directory's lock cannot be created or taken.
-        error = getattr(event.event_specific_data, "error", None)
+        error = getattr(event_data(event), "error", None)
         return summary.failed_line("run start", cause_of(error) if error else "resources failed")
-    if kind == "ASSET_CHECK_EVALUATION":
-        evaluation = event.event_specific_data
+    if kind == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
         name = getattr(getattr(evaluation, "asset_check_key", None), "name", event.step_key)
         return summary.check_line(
             str(name),
@@ -323,20 +336,21 @@ def materialize_selection(
     # check. An asset's step that evaluates its checks too stored the asset even when a
     # blocking one failed (Dagster then fails the step): it is `ok`, the check line says
     # what blocked the rest.
-    evaluated = {
-        e.step_key for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"
-    }
-    materialised = {
-        e.step_key for e in result.all_events if e.event_type_value == "ASSET_MATERIALIZATION"
-    }
+    check_event = dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    materialisation = dg.DagsterEventType.ASSET_MATERIALIZATION
+    evaluated = {e.step_key for e in result.all_events if e.event_type == check_event}
+    materialised = {e.step_key for e in result.all_events if e.event_type == materialisation}
     check_steps = evaluated - materialised
+    # The check evaluations, in the order of their events among all_events.
+    evaluations = iter(result.get_asset_check_evaluations())
     for event in result.all_events:
+        evaluation = next(evaluations, None) if event.event_type == check_event else None
         if event.step_key in check_steps and _is_check_step_verdict(event):
             continue
         if event.step_key in materialised and _is_check_step_verdict(event):
             line: str | None = summary.ok_line(str(event.step_key))
         else:
-            line = _describe(event, lexical=lexical)
+            line = _describe(event, lexical=lexical, evaluation=evaluation)
         if line is None:
             continue
         outcome.lines.append(line)
@@ -406,8 +420,9 @@ def run_operation(
     if result.success:
         return OperationOutcome(True, result.run_id, output=_said(job, result))
     for event in result.all_events:
-        if event.event_type_value == "STEP_FAILURE" and event.step_failure_data is not None:
-            user = event.step_failure_data.user_failure_data
+        failure = event_data(event) if event.is_step_failure else None
+        if failure is not None:
+            user = failure.user_failure_data
             if user is not None:
                 refused = user.metadata.get("refused")
                 return OperationOutcome(
@@ -416,10 +431,10 @@ def run_operation(
                     error=str(user.description or "failed"),
                     refused=bool(getattr(refused, "value", refused)),
                 )
-            error = event.step_failure_data.error
+            error = failure.error
             return OperationOutcome(
                 False, result.run_id, error=str(error.message if error else "failed").strip()
             )
-        if event.event_type_value == "RESOURCE_INIT_FAILURE":
+        if event.is_resource_init_failure:
             return OperationOutcome(False, result.run_id, error=_describe(event) or "failed")
     return OperationOutcome(False, result.run_id, error="the run failed")

@@ -11,7 +11,16 @@ from typing import Any
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.lib.dagster_private import read_instance_value, write_instance_value
+from brain_pipeline.lib.dagster_private import (
+    # re-exported for defs/rollback.py only (issue 40: test_architecture.PENDING)
+    DATA_VERSION_TAG as DATA_VERSION_TAG,
+)
+from brain_pipeline.lib.dagster_private import (
+    current_step_log,
+    observed_data_version,
+    read_instance_value,
+    write_instance_value,
+)
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.report import CheckVerdict, Markdown, RunLink, StepResult, Table
@@ -24,8 +33,6 @@ BUILD_DIR_KEY = "brain_pipeline/build_dir"
 
 CORPUS = dg.AssetKey("corpus")
 EVAL_FIXTURE = dg.AssetKey("eval_fixture")
-DATA_VERSION_TAG = "dagster/data_version"
-"""The tag an observation carries its data version in (Dagster's documented tag)."""
 PUBLISH_ASSETS = frozenset({"published_local", "published_s3"})
 """The steps that write where the agent reads (their runs also lock the publish root)."""
 
@@ -171,9 +178,7 @@ def latest_corpus_observation(instance: dg.DagsterInstance) -> tuple[str | None,
     if not result.records:
         return None, None
     record = result.records[0]
-    # An observation carries its data version in Dagster's documented tag.
-    tags = record.event_log_entry.tags or {}
-    return tags.get(DATA_VERSION_TAG), record.run_id
+    return observed_data_version(record), record.run_id
 
 
 def check_result(verdict: CheckVerdict, check_name: str | None = None) -> dg.AssetCheckResult:
@@ -186,18 +191,17 @@ def check_result(verdict: CheckVerdict, check_name: str | None = None) -> dg.Ass
         description=md_defanged(verdict.description),
         metadata=to_metadata(verdict.metadata),
     )
+
+
 class _DamageToRunLog(logging.Handler):
     """The core's damage WARN lines (`brain_pipeline.utils.damage`) in the current step's
     run log; outside a step, on stderr."""
 
     def emit(self, record: logging.LogRecord) -> None:
         message = record.getMessage()
-        try:
-            context = dg.OpExecutionContext.get()
-        except Exception:
-            context = None
-        if context is not None:
-            context.log.warning(message)
+        log = current_step_log()
+        if log is not None:
+            log.warning(message)
         else:
             print_report(message)
 

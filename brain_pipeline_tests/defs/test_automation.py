@@ -13,6 +13,7 @@ from brain_pipeline.lib.conditions import (
     consumed_corpus_version,
     true_labels,
 )
+from brain_pipeline.lib.dagster_private import evaluation_tree
 from brain_pipeline.lib.steps import latest_corpus_observation
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus, observe_with_sensor
 
@@ -189,7 +190,7 @@ def test_an_observation_in_the_same_evaluation_as_a_materialisation_is_rebuilt(
     result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=quiet.cursor)
     assert _requested(result) == set(MATERIALIZED)
     (chunks,) = [r for r in result.results if r.key == dg.AssetKey("knowledge_chunks")]
-    assert UNCONSUMED_LABEL in true_labels(chunks.serializable_evaluation)
+    assert UNCONSUMED_LABEL in true_labels(evaluation_tree(chunks.serializable_evaluation))
 
     # Once a run has read the new version, nothing is requested again.
     assert tiny_project.materialize().success

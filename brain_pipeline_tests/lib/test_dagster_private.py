@@ -1,8 +1,10 @@
 """What the project relies on from the Dagster internals behind `lib.dagster_private`,
 on a real SQLite instance: an upgrade that changes one of them fails here.
 
-(`evaluation_of` needs a real automation evaluation, which only the daemon makes: it is
-pinned by lib/test_conditions.py::test_schedule_sensor_and_automation_runs_say_what_started_them.)
+(`launching_evaluation` reads the evaluation that launched a run, which only the daemon
+makes: it is pinned end to end by
+lib/test_conditions.py::test_schedule_sensor_and_automation_runs_say_what_started_them; the
+tag it reads and the tree it builds are pinned here.)
 """
 
 from __future__ import annotations
@@ -101,11 +103,7 @@ def test_a_custom_condition_is_evaluated_against_the_callers_instance(
 ) -> None:
     seen: list[dg.DagsterInstance] = []
 
-    class Records(dg.AutomationCondition[dg.AssetKey]):
-        @property
-        def requires_cursor(self) -> bool:
-            return False
-
+    class Records(private.NoCursor, dg.AutomationCondition[dg.AssetKey]):
         def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
             seen.append(private.automation_instance(context))
             return dg.AutomationResult(context=context, true_subset=context.candidate_subset)
@@ -139,3 +137,193 @@ def test_a_runs_events_of_the_asked_kinds_are_read_whole_and_in_order(
         (dg.DagsterEventType.STEP_SUCCESS, "first"),
         (dg.DagsterEventType.STEP_FAILURE, "second"),
     ]
+
+
+def test_a_no_cursor_condition_stores_no_cursor_and_others_do(
+    instance: dg.DagsterInstance,
+) -> None:
+    """`NoCursor` overrides the property Dagster consults before storing a node cursor
+    (`AutomationCondition.requires_cursor`, True by default)."""
+    assert vars(dg.AutomationCondition)["requires_cursor"].fget(None) is True
+
+    class Stateless(private.NoCursor, dg.AutomationCondition[dg.AssetKey]):
+        def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+            return dg.AutomationResult(context=context, true_subset=context.candidate_subset)
+
+    class Stateful(dg.AutomationCondition[dg.AssetKey]):
+        def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+            return dg.AutomationResult(context=context, true_subset=context.candidate_subset)
+
+    @dg.asset(automation_condition=Stateless())
+    def without() -> None:
+        return None
+
+    @dg.asset(automation_condition=Stateful())
+    def with_one() -> None:
+        return None
+
+    result = dg.evaluate_automation_conditions(defs=[without, with_one], instance=instance)
+    cursors = {r.key.to_user_string(): r.node_cursor for r in result.results}
+    assert cursors["without"] is None
+    assert cursors["with_one"] is not None
+
+
+def test_an_evaluation_becomes_a_tree_of_labels_and_truths(
+    instance: dg.DagsterInstance,
+) -> None:
+    condition = dg.AutomationCondition
+    fired = (
+        condition.missing().with_label("never_built") | condition.in_progress().with_label("busy")
+    ).with_label("either")
+
+    @dg.asset(automation_condition=fired)
+    def watched() -> None:
+        return None
+
+    result = dg.evaluate_automation_conditions(defs=[watched], instance=instance)
+    (evaluated,) = result.results
+    tree = private.evaluation_tree(evaluated.serializable_evaluation)
+    assert (tree.label, tree.true) == ("either", True)
+    assert [(c.label, c.true) for c in tree.children] == [("never_built", True), ("busy", False)]
+
+
+def test_the_tags_the_adapter_names_are_dagsters(instance: dg.DagsterInstance) -> None:
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG
+    from dagster._core.storage.tags import ASSET_EVALUATION_ID_TAG
+
+    assert private.DATA_VERSION_TAG == DATA_VERSION_TAG
+    assert private.ASSET_EVALUATION_ID_TAG == ASSET_EVALUATION_ID_TAG
+    key = dg.AssetKey("x")
+    assert private.launching_evaluation(instance, {}, key) is None  # not an automation run
+    assert private.launching_evaluation(instance, {ASSET_EVALUATION_ID_TAG: "7"}, key) is None
+
+
+def test_an_observation_carries_its_data_version_as_observe_result_does(
+    instance: dg.DagsterInstance,
+) -> None:
+    source = dg.AssetKey("source")
+
+    @dg.multi_observable_source_asset(specs=[dg.AssetSpec(source)], name="source")
+    def observed() -> dg.ObserveResult:
+        return dg.ObserveResult(data_version=dg.DataVersion("v1"))
+
+    @dg.asset
+    def elsewhere(context) -> None:  # type: ignore[no-untyped-def]  # (string annotations refused)
+        context.log_event(private.observation(source, "v2", {"n": 1}))
+
+    def latest() -> dg.EventLogRecord:
+        records = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=source), limit=1)
+        return records.records[0]
+
+    job = dg.Definitions(assets=[observed, elsewhere]).resolve_implicit_global_asset_job_def()
+    assert job.execute_in_process(instance=instance, asset_selection=[source]).success
+    by_dagster = latest()
+    assert private.observed_data_version(by_dagster) == "v1"
+
+    assert dg.materialize([elsewhere], instance=instance).success
+    ours = latest()
+    assert private.observed_data_version(ours) == "v2"
+    observation = ours.asset_observation
+    assert observation is not None and observation.data_version == "v2"  # Dagster's reader
+    assert observation.metadata["n"] == dg.MetadataValue.int(1)
+    assert private.observed_data_version(by_dagster) == "v1"
+
+
+def test_an_events_data_has_the_shape_the_run_summary_and_notifications_read(
+    instance: dg.DagsterInstance,
+) -> None:
+    @dg.asset
+    def refuses() -> None:
+        raise dg.Failure(description="nothing changed", metadata={"refused": True})
+
+    @dg.asset(check_specs=[dg.AssetCheckSpec("sane", asset="breaks", blocking=True)])
+    def breaks() -> dg.MaterializeResult:
+        return dg.MaterializeResult(
+            check_results=[dg.AssetCheckResult(passed=False, description="insane")]
+        )
+
+    @dg.asset(deps=[breaks])
+    def raises() -> None:
+        try:
+            raise OSError("disk gone")
+        except OSError as exc:
+            raise RuntimeError("could not write") from exc
+
+    result = dg.materialize(
+        [refuses, breaks, raises],
+        instance=instance,
+        raise_on_error=False,
+        selection=["refuses", "breaks"],
+    )
+    failures = {e.step_key: private.event_data(e) for e in result.all_events if e.is_step_failure}
+    user = failures["refuses"].user_failure_data
+    assert user.description == "nothing changed"
+    assert user.metadata["refused"].value is True
+    error = failures["refuses"].error
+    assert {"cls_name", "message", "cause", "context"} <= set(dir(error))
+
+    (check_event,) = [
+        e for e in result.all_events if e.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION
+    ]
+    evaluation = private.event_data(check_event)
+    assert evaluation == result.get_asset_check_evaluations()[0]
+    assert (evaluation.asset_key, evaluation.check_name) == (dg.AssetKey("breaks"), "sane")
+    assert (evaluation.passed, evaluation.blocking, evaluation.description) == (
+        False,
+        True,
+        "insane",
+    )
+    assert evaluation.severity == dg.AssetCheckSeverity.ERROR
+    (materialised,) = [
+        private.event_data(e)
+        for e in result.all_events
+        if e.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION
+    ]
+    assert materialised.materialization.asset_key == dg.AssetKey("breaks")
+
+    alone = dg.materialize([raises], instance=instance, raise_on_error=False)
+    (failed,) = [private.event_data(e) for e in alone.all_events if e.is_step_failure]
+    assert failed.user_failure_data is None
+    chain, error = [], failed.error
+    while error is not None:
+        chain.append((error.cls_name, error.message.strip().splitlines()[0]))
+        error = error.cause or error.context
+    assert ("RuntimeError", "RuntimeError: could not write") in chain
+    assert chain[-1] == ("OSError", "OSError: disk gone")
+
+
+def test_a_resources_failure_carries_its_error(instance: dg.DagsterInstance) -> None:
+    @dg.resource
+    def broken(_: dg.InitResourceContext) -> None:
+        raise PermissionError("the lock is taken")
+
+    @dg.asset(required_resource_keys={"broken"})
+    def needs() -> None:
+        return None
+
+    result = dg.materialize(
+        [needs], instance=instance, raise_on_error=False, resources={"broken": broken}
+    )
+    (event,) = [e for e in result.all_events if e.is_resource_init_failure]
+    error = private.event_data(event).error
+    names = []
+    while error is not None:
+        names.append(error.cls_name)
+        error = error.cause or error.context
+    assert "PermissionError" in names
+
+
+def test_the_current_step_log_reaches_the_runs_log_and_is_none_outside(
+    instance: dg.DagsterInstance,
+) -> None:
+    assert private.current_step_log() is None
+
+    @dg.asset
+    def reports() -> None:
+        log = private.current_step_log()
+        assert log is not None
+        log.warning("WARN damaged state/x.json, set aside")
+
+    result = dg.materialize([reports], instance=instance)
+    messages = [entry.user_message for entry in instance.all_logs(result.run_id)]
+    assert "WARN damaged state/x.json, set aside" in messages
