@@ -291,11 +291,13 @@ def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
     """`JSON.stringify(value, null, indent)` for JSON values, starting `level` deep.
 
     `level` lets the store writer embed a value that sits inside its own indentation.
+    An empty `indent` writes the compact form, as JavaScript does for an empty gap.
     Iterative for the same reason as `_array_to_string`.
     """
     if not isinstance(value, list | dict):
         return _primitive_json(value)
     out: list[str] = []
+    colon = ": " if indent else ":"
     # Each frame: (remaining items iterator, closing bracket, depth, is_first)
     stack: list[list[Any]] = []
 
@@ -318,12 +320,12 @@ def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
     while stack:
         frame = stack[-1]
         items, closing, depth, first = frame
-        pad = "\n" + indent * (depth + 1)
+        pad = "\n" + indent * (depth + 1) if indent else ""
         for key, item in items:
             out.append(pad if first else "," + pad)
             first = frame[3] = False
             if key is not None:
-                out.append(quote(key) + ": ")
+                out.append(quote(key) + colon)
             if isinstance(item, list | dict):
                 open_container(item, depth + 1)
                 if item:
@@ -332,7 +334,7 @@ def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
                 out.append(_primitive_json(item))
         else:
             stack.pop()
-            out.append("\n" + indent * depth + closing)
+            out.append("\n" + indent * depth + closing if indent else closing)
     return "".join(out)
 
 
@@ -350,6 +352,8 @@ def json_stringify_size(value: Any, indent: str = "  ", level: int = 0) -> int:
     if not isinstance(value, list | dict):
         return _utf8_size(_primitive_json(value))
     width = len(indent)
+    newline = 1 if indent else 0  # an empty indent writes the compact form
+    colon = 2 if indent else 1
     total = 0
     stack: list[tuple[Any, int]] = [(value, level)]
     while stack:
@@ -358,11 +362,11 @@ def json_stringify_size(value: Any, indent: str = "  ", level: int = 0) -> int:
             total += 2  # [] or {}
             continue
         # the brackets, one newline + padding before every member and before the close
-        total += 2 + len(container) * (1 + width * (depth + 1)) + 1 + width * depth
+        total += 2 + len(container) * (newline + width * (depth + 1)) + newline + width * depth
         total += len(container) - 1  # the commas
         items = container if isinstance(container, list) else container.values()
         if isinstance(container, dict):
-            total += sum(_utf8_size(quote(key)) + 2 for key in container)
+            total += sum(_utf8_size(quote(key)) + colon for key in container)
         for item in items:
             if isinstance(item, list | dict):
                 stack.append((item, depth + 1))

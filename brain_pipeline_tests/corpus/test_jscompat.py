@@ -23,6 +23,7 @@ from brain_pipeline.corpus.jscompat import (
     js_property_order,
     js_string,
     json_stringify,
+    json_stringify_size,
     number_to_string,
     parse_json,
     parse_json_iterative,
@@ -368,3 +369,14 @@ def test_string_overflows_where_javascript_does(node: Any) -> None:
     assert said[1] == "RangeError"
     with pytest.raises(JSRangeError):
         js_string(parse_json(texts[1]))
+
+
+@pytest.mark.parametrize("gap", ["", "  ", "\t"])
+def test_stringify_with_any_gap_matches_node_and_its_size(node: Any, gap: str) -> None:
+    """An empty gap is JavaScript's compact form (no newlines, `:` without a space): the
+    readable heading of a title nested past Python's recursion limit is written so."""
+    values = [[[1, {"a": [None, "x\u00e9"], "b": {}, "1": []}], []], {"k": [[["t"]]]}, "s", 2.5]
+    expected = node(f"return input.map(v => JSON.stringify(v, null, {json.dumps(gap)}));", values)
+    for value, text in zip(values, expected, strict=True):
+        assert json_stringify(value, gap) == text
+        assert json_stringify_size(value, gap) == len(text.encode("utf-8"))
