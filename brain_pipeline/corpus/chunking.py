@@ -150,14 +150,14 @@ def _roadmap_tails(data: dict[str, Any], outcome: RoadmapOutcome) -> tuple[str, 
     if not (is_truthy(title) and is_truthy(topics)):
         outcome.fail(REASON_NO_TITLE_TOPICS, problem=False)
         return "", tails
-    field = "title"  # what is being converted, for the report
+    where = "title"  # what is being converted, for the report
     try:
         title_text = js_string(title)
     except JSError as exc:
-        _conversion_failed(outcome, exc, field, tails)
+        _conversion_failed(outcome, exc, where, tails)
         return "", tails
     try:
-        field = "description"
+        where = "description"
         description = data.get("description")
         description_text = js_string(description) if is_truthy(description) else ""
         tails.append(f" - Description: {description_text}")
@@ -176,20 +176,20 @@ def _roadmap_tails(data: dict[str, Any], outcome: RoadmapOutcome) -> tuple[str, 
             kind = topic.get("type")
             if not (is_truthy(label) and isinstance(kind, str) and kind in ROADMAP_TOPIC_TYPES):
                 continue
-            field = f"topics[{index}].label"
+            where = f"topics[{index}].label"
             tail = f" - Topic: {js_string(label)}"
             level = topic.get("level")
             if is_truthy(level):
-                field = f"topics[{index}].level"
+                where = f"topics[{index}].level"
                 tail += f" ({js_string(level)})"
             tails.append(tail)
     except JSError as exc:
-        _conversion_failed(outcome, exc, field, tails)
+        _conversion_failed(outcome, exc, where, tails)
     return title_text, tails
 
 
 def _conversion_failed(
-    outcome: RoadmapOutcome, exc: JSError, field: str, tails: list[str]
+    outcome: RoadmapOutcome, exc: JSError, where: str, tails: list[str]
 ) -> None:
     """Report where JavaScript would have thrown: the original stopped the file there and
     kept the statements already made. A stack overflow (a value nested thousands deep)
@@ -197,12 +197,12 @@ def _conversion_failed(
     if isinstance(exc, JSRangeError):
         outcome.fail(
             REASON_TOO_DEEP,
-            f"{field} nests arrays more than {JS_STRING_MAX_ARRAY_DEPTH:,} deep: "
+            f"{where} nests arrays more than {JS_STRING_MAX_ARRAY_DEPTH:,} deep: "
             "JavaScript's String() overflows its call stack there (RangeError), so the "
             f"original stopped the file; {_kept(tails)}",
         )
     else:
-        outcome.fail(REASON_CONVERSION, f"{field}: {exc}")
+        outcome.fail(REASON_CONVERSION, f"{where}: {exc}")
 
 
 def _kept(tails: list[str]) -> str:
