@@ -3,9 +3,9 @@
 A roadmap whose `title` is an array nested N deep is copied, indented one level more per
 level, into the heading of every topic's chunk: the original ingest turned 5 KB into a
 100 MB knowledge-store.json, and 800 KB into more memory than the host had. The ingest
-now refuses a roadmap nested deeper than 64 levels before parsing it, and any file whose
-chunks would take more than 32 x its bytes + 256 KiB of store before building them
-(`corpus/junk.py`).
+now refuses any file whose chunks would take more than 32 x its bytes + 256 KiB of store
+before building them (`corpus/junk.py`), and does not build what lies deeper than
+JavaScript could convert (`corpus/chunking.py`).
 
 For each corpus this runs `brain-pipeline chunk CORPUS -o OUT` (and, for two of them,
 `brain-pipeline materialize --select group:ingest` with a throw-away config and Dagster
@@ -48,12 +48,10 @@ from brain_pipeline_tests.corpus.hostile import (  # noqa: E402
 SAMPLE = REPO / "examples" / "curated-content"
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 
-# The original's rule: no depth limit (the check switched off), no output bound.
+# The original's rule: no output bound.
 UNBOUNDED = """
 import sys
-import brain_pipeline.corpus.chunking as chunking
 from brain_pipeline.corpus.chunking import chunk_roadmap
-chunking.too_deep = lambda text: None
 from brain_pipeline.corpus.store import serialize_store
 text = open(sys.argv[1], encoding="utf-8").read()
 print(len(serialize_store(chunk_roadmap(text, "hostile", "hostile/x.json").chunks)))

@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from brain_pipeline.corpus.chunk_history import HistoryError, lookup, stats
+    from brain_pipeline.corpus.jscompat import json_stringify
     from brain_pipeline.state.layout import StateLayout
 
     try:
@@ -48,7 +49,11 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     if args.json:
-        print(json.dumps(entry.to_dict(), indent=2, ensure_ascii=False))
+        try:
+            text = json.dumps(entry.to_dict(), indent=2, ensure_ascii=False)
+        except RecursionError:  # a roadmap title nested thousands deep, kept as a heading
+            text = json_stringify(entry.to_dict(), "  ")
+        print(text)
         return 0
     heading = f" § {entry.heading_text}" if entry.heading_text else ""
     live = "live in the latest recorded store" if entry.live_in_latest else "no longer live"

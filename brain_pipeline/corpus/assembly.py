@@ -34,6 +34,7 @@ from brain_pipeline.corpus.chunk_cache import (
 from brain_pipeline.corpus.discovery import ManifestEntry
 from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.observation import CorpusSnapshot
+from brain_pipeline.corpus.store import heading_text
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes, atomic_writer
 from brain_pipeline.utils.damage import healed
@@ -224,11 +225,18 @@ def _fragments(
 
 
 def _preview_rows(fragments: list[bytes]) -> list[dict[str, Any]]:
-    """The first chunks as plain dicts, for the asset's preview table."""
+    """The first chunks as plain dicts, for the asset's preview table.
+
+    A heading that is not a string (a malformed roadmap title) is given as its readable
+    text: nested thousands deep, it would break the record's `asdict`/`json.dumps` and
+    the table's `str()`, which all recurse.
+    """
     rows: list[dict[str, Any]] = []
     for fragment in fragments:
         value = parse_json(fragment.decode("utf-8"))
         if isinstance(value, dict):
+            if "heading" in value and not isinstance(value["heading"], str):
+                value["heading"] = heading_text(value["heading"])
             rows.append(value)
     return rows
 

@@ -47,7 +47,8 @@ from brain_pipeline.utils.damage import check_sqlite, healed
 #: headings, roadmap rules, junk limits' defaults, fragment serialisation). Part of every
 #: cache key, so a bump re-chunks everything; the lead folds it into the asset
 #: code_version so Dagster shows the chunks as stale too.
-CHUNKING_VERSION = "2"  # 2: deep roadmaps and files over the output bound refused
+CHUNKING_VERSION = "3"  # 2: deep roadmaps and files over the output bound refused; 3: depth
+# alone refuses nothing (what JavaScript cannot convert stops or refuses the file)
 
 CACHE_FILENAME = "cache.sqlite"
 #: What `serialize_store` writes between two chunks' fragments.

@@ -12,12 +12,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brain_pipeline.corpus.jscompat import (
+    JS_STRING_MAX_ARRAY_DEPTH,
+    JS_STRINGIFY_MAX_DEPTH,
     JS_WHITESPACE,
     JS_WS_CLASS,
+    JSError,
     JSONSyntaxError,
-    JSTypeError,
+    JSRangeError,
     is_truthy,
     js_string,
+    nesting_depth,
     parse_json,
     utf16_length,
 )
@@ -26,7 +30,6 @@ from brain_pipeline.corpus.junk import (
     REASON_OUTPUT_TOO_LARGE,
     REASON_TOO_DEEP,
     OutputBound,
-    too_deep,
 )
 from brain_pipeline.corpus.store import (
     NO_HEADING,
@@ -62,6 +65,12 @@ REASON_NO_TITLE_TOPICS = "roadmap without title/topics"
 REASON_NULL_TOPIC = "null topic entry"
 REASON_NOT_ITERABLE = "roadmap topics are not iterable"
 REASON_CONVERSION = "value cannot be converted to text"
+
+#: How deep a roadmap is built when parsed; deeper containers are only checked (see
+#: `parse_json`). The fields converted sit at most 4 levels down (object, topics, entry,
+#: label), so a value deeper than this can only be reached through a chain String() or
+#: JSON.stringify overflows on first: whatever it holds never reaches the store.
+ROADMAP_BUILD_DEPTH = 2 * max(JS_STRING_MAX_ARRAY_DEPTH, JS_STRINGIFY_MAX_DEPTH)
 
 
 def decode_text(data: bytes) -> str:
@@ -141,12 +150,14 @@ def _roadmap_tails(data: dict[str, Any], outcome: RoadmapOutcome) -> tuple[str, 
     if not (is_truthy(title) and is_truthy(topics)):
         outcome.fail(REASON_NO_TITLE_TOPICS, problem=False)
         return "", tails
+    where = "title"  # what is being converted, for the report
     try:
         title_text = js_string(title)
-    except JSTypeError as exc:
-        outcome.fail(REASON_CONVERSION, str(exc))
+    except JSError as exc:
+        _conversion_failed(outcome, exc, where, tails)
         return "", tails
     try:
+        where = "description"
         description = data.get("description")
         description_text = js_string(description) if is_truthy(description) else ""
         tails.append(f" - Description: {description_text}")
@@ -165,14 +176,39 @@ def _roadmap_tails(data: dict[str, Any], outcome: RoadmapOutcome) -> tuple[str, 
             kind = topic.get("type")
             if not (is_truthy(label) and isinstance(kind, str) and kind in ROADMAP_TOPIC_TYPES):
                 continue
+            where = f"topics[{index}].label"
             tail = f" - Topic: {js_string(label)}"
             level = topic.get("level")
             if is_truthy(level):
+                where = f"topics[{index}].level"
                 tail += f" ({js_string(level)})"
             tails.append(tail)
-    except JSTypeError as exc:
-        outcome.fail(REASON_CONVERSION, str(exc))
+    except JSError as exc:
+        _conversion_failed(outcome, exc, where, tails)
     return title_text, tails
+
+
+def _conversion_failed(
+    outcome: RoadmapOutcome, exc: JSError, where: str, tails: list[str]
+) -> None:
+    """Report where JavaScript would have thrown: the original stopped the file there and
+    kept the statements already made. A stack overflow (a value nested thousands deep)
+    is told apart from a type error, naming the field and the limit."""
+    if isinstance(exc, JSRangeError):
+        outcome.fail(
+            REASON_TOO_DEEP,
+            f"{where} nests arrays more than {JS_STRING_MAX_ARRAY_DEPTH:,} deep: "
+            "JavaScript's String() overflows its call stack there (RangeError), so the "
+            f"original stopped the file; {_kept(tails)}",
+        )
+    else:
+        outcome.fail(REASON_CONVERSION, f"{where}: {exc}")
+
+
+def _kept(tails: list[str]) -> str:
+    if not tails:
+        return "nothing taken"
+    return f"{len(tails)} statement{'s' if len(tails) > 1 else ''} kept, later entries lost"
 
 
 _ROLE = "Role: "
@@ -199,18 +235,17 @@ def chunk_roadmap(
     """One chunk per roadmap statement: the role line, then each labelled topic.
 
     No length floor applies and the heading is the raw `title` value, whatever its type.
-    Nesting deeper than `MAX_JSON_DEPTH` is refused before parsing. With `input_bytes`
-    (the file's size) the file is also refused, before its chunks exist, when they
-    would break `bound`: the title is repeated in every statement and every heading, so
-    the output can grow far faster than the file.
+    Nesting depth alone refuses nothing (JSON.parse has no limit): a value nested past
+    what JavaScript's String() can convert stops the file where the original stopped,
+    and a title nested past what JSON.stringify can write is refused (the original
+    wrote no store at all). With `input_bytes` (the file's size) the file is also
+    refused, before its chunks exist, when they would break `bound`: the title is
+    repeated in every statement and every heading, so the output can grow far faster
+    than the file.
     """
     outcome = RoadmapOutcome()
-    deep = too_deep(text)
-    if deep is not None:
-        outcome.fail(REASON_TOO_DEEP, deep)
-        return outcome
     try:
-        data = parse_json(text)
+        data = parse_json(text, ROADMAP_BUILD_DEPTH)
     except JSONSyntaxError as exc:
         outcome.fail(REASON_INVALID_JSON, str(exc))
         return outcome
@@ -222,6 +257,18 @@ def chunk_roadmap(
         return outcome
     title = data.get("title")
     title_text, tails = _roadmap_tails(data, outcome)
+    if (
+        tails
+        and isinstance(title, list | dict)
+        and nesting_depth(title) > JS_STRINGIFY_MAX_DEPTH
+    ):
+        outcome.fail(
+            REASON_TOO_DEEP,
+            f"title nests arrays/objects more than {JS_STRINGIFY_MAX_DEPTH:,} deep: "
+            "JavaScript's JSON.stringify overflows its call stack there, so the "
+            "original could not write its store at all; nothing taken",
+        )
+        return outcome
     if input_bytes is not None and tails:
         size = _roadmap_store_size(title, title_text, tails, area, source)
         excess = bound.refusal(size, input_bytes)

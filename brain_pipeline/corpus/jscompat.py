@@ -95,8 +95,32 @@ def quote(text: str) -> str:
 # --- values -------------------------------------------------------------------------------
 
 
-class JSTypeError(TypeError):
+class JSError(Exception):
+    """What JavaScript would throw while converting or reading a JSON value."""
+
+
+class JSTypeError(JSError, TypeError):
     """What JavaScript would throw as a TypeError while converting or reading a value."""
+
+
+class JSRangeError(JSError):
+    """V8's `RangeError: Maximum call stack size exceeded` for a value nested too deep."""
+
+
+#: The most arrays `String()` (Array.prototype.join, which recurses into nested arrays)
+#: converts in one chain before V8 runs out of call stack: 3,154 convert, 3,155 throw
+#: RangeError. Measured with Node.js 20 (V8 11.3) running the reference ingest, the same
+#: for a roadmap's title, description, label and level and whatever the innermost value;
+#: the test suite measures it again against the installed Node. It is a property of the
+#: engine's stack, not of JSON: a deeper caller or another Node version moves it by a
+#: few levels, so this is the original's behaviour as closely as it can be pinned.
+JS_STRING_MAX_ARRAY_DEPTH = 3_154
+#: The deepest value (arrays and objects) a roadmap `title` can have for the original to
+#: write its store: JSON.stringify(chunks, null, 2) recurses too, and a heading nested
+#: 4,098 deep throws RangeError there (4,097 is written; measured as above). Only a
+#: title whose chain passes through objects gets this deep (String() stops at an object),
+#: and then the original wrote no store at all.
+JS_STRINGIFY_MAX_DEPTH = 4_097
 
 
 def is_truthy(value: Any) -> bool:
@@ -170,7 +194,9 @@ def _scalar_to_string(value: Any) -> str:
 def _array_to_string(array: list[Any]) -> str:
     """Array.prototype.join(","): null elements give "", nested arrays join recursively.
 
-    Iterative, because JSON input may nest arrays deeper than Python's recursion limit.
+    Iterative, because JSON input may nest arrays deeper than Python's recursion limit;
+    a chain of more than JS_STRING_MAX_ARRAY_DEPTH arrays raises JSRangeError where V8
+    overflows its stack, before anything deeper is looked at.
     """
     parts: list[str] = []
     stack = [iter(array)]
@@ -181,6 +207,11 @@ def _array_to_string(array: list[Any]) -> str:
                 parts.append(",")
             first[-1] = False
             if isinstance(item, list):
+                if len(stack) >= JS_STRING_MAX_ARRAY_DEPTH:
+                    raise JSRangeError(
+                        f"String() of arrays nested more than {JS_STRING_MAX_ARRAY_DEPTH:,} "
+                        "deep (RangeError: Maximum call stack size exceeded)"
+                    )
                 stack.append(iter(item))
                 first.append(True)
                 break
@@ -197,6 +228,30 @@ def js_string(value: Any) -> str:
     if isinstance(value, list):
         return _array_to_string(value)
     return _scalar_to_string(value)
+
+
+def nesting_depth(value: Any) -> int:
+    """How many arrays/objects deep `value` nests (0 for a primitive, 1 for `[1]`).
+
+    What JSON.stringify recurses through. An unbuilt container (see `parse_json`) counts
+    its own level only, so the answer is a lower bound there: enough for a caller whose
+    limit is shallower than the build depth it parsed with. Iterative, for any depth.
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Unbuilt):
+            deepest = max(deepest, depth)  # at least: what it held was not kept
+        elif isinstance(item, list | dict):
+            deepest = max(deepest, depth)
+            children = item if isinstance(item, list) else item.values()
+            stack.extend((child, depth + 1) for child in children if _nests(child))
+    return deepest
+
+
+def _nests(value: Any) -> bool:
+    return isinstance(value, list | dict | Unbuilt)
 
 
 # --- JSON.stringify -----------------------------------------------------------------------
@@ -236,11 +291,13 @@ def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
     """`JSON.stringify(value, null, indent)` for JSON values, starting `level` deep.
 
     `level` lets the store writer embed a value that sits inside its own indentation.
+    An empty `indent` writes the compact form, as JavaScript does for an empty gap.
     Iterative for the same reason as `_array_to_string`.
     """
     if not isinstance(value, list | dict):
         return _primitive_json(value)
     out: list[str] = []
+    colon = ": " if indent else ":"
     # Each frame: (remaining items iterator, closing bracket, depth, is_first)
     stack: list[list[Any]] = []
 
@@ -263,12 +320,12 @@ def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
     while stack:
         frame = stack[-1]
         items, closing, depth, first = frame
-        pad = "\n" + indent * (depth + 1)
+        pad = "\n" + indent * (depth + 1) if indent else ""
         for key, item in items:
             out.append(pad if first else "," + pad)
             first = frame[3] = False
             if key is not None:
-                out.append(quote(key) + ": ")
+                out.append(quote(key) + colon)
             if isinstance(item, list | dict):
                 open_container(item, depth + 1)
                 if item:
@@ -277,7 +334,7 @@ def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
                 out.append(_primitive_json(item))
         else:
             stack.pop()
-            out.append("\n" + indent * depth + closing)
+            out.append("\n" + indent * depth + closing if indent else closing)
     return "".join(out)
 
 
@@ -295,6 +352,8 @@ def json_stringify_size(value: Any, indent: str = "  ", level: int = 0) -> int:
     if not isinstance(value, list | dict):
         return _utf8_size(_primitive_json(value))
     width = len(indent)
+    newline = 1 if indent else 0  # an empty indent writes the compact form
+    colon = 2 if indent else 1
     total = 0
     stack: list[tuple[Any, int]] = [(value, level)]
     while stack:
@@ -303,11 +362,11 @@ def json_stringify_size(value: Any, indent: str = "  ", level: int = 0) -> int:
             total += 2  # [] or {}
             continue
         # the brackets, one newline + padding before every member and before the close
-        total += 2 + len(container) * (1 + width * (depth + 1)) + 1 + width * depth
+        total += 2 + len(container) * (newline + width * (depth + 1)) + newline + width * depth
         total += len(container) - 1  # the commas
         items = container if isinstance(container, list) else container.values()
         if isinstance(container, dict):
-            total += sum(_utf8_size(quote(key)) + 2 for key in container)
+            total += sum(_utf8_size(quote(key)) + colon for key in container)
         for item in items:
             if isinstance(item, list | dict):
                 stack.append((item, depth + 1))
@@ -330,19 +389,41 @@ def _reject_constant(name: str) -> Any:
 _DECODER = json.JSONDecoder(parse_int=float, parse_constant=_reject_constant, strict=True)
 
 
-def parse_json(text: str) -> Any:
+class Unbuilt:
+    """An array or object `parse_json` checked but did not build (nested past `build_depth`).
+
+    Truthy, as every array and object is; never a string, so no roadmap field test
+    matches it. Converting it is a bug: the caller chose a `build_depth` deeper than any
+    conversion it makes can reach (JS_STRING_MAX_ARRAY_DEPTH, JS_STRINGIFY_MAX_DEPTH).
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNBUILT"
+
+
+#: The one `Unbuilt` value: what every container past `build_depth` parses to.
+UNBUILT = Unbuilt()
+
+
+def parse_json(text: str, build_depth: int | None = None) -> Any:
     """JSON.parse: strict grammar, every number a double, any nesting depth.
 
     Python's C scanner agrees with JSON.parse once `NaN`/`Infinity` are refused and
     integers are read as floats; only its recursion limit differs, so deeply nested
-    documents fall back to an iterative parser with the same grammar.
+    documents fall back to an iterative parser with the same grammar. With
+    `build_depth`, containers nested deeper than that are checked (the whole text must
+    still be valid JSON, as for JSON.parse) but come back as `UNBUILT`: a file of 800 KB
+    can nest 400,000 levels, and a Python list per level would take 100 bytes each for
+    values no conversion can reach without overflowing JavaScript's stack first.
     """
     if text.startswith("\ufeff"):
         raise JSONSyntaxError("unexpected byte order mark")
     try:
         return _DECODER.decode(text)
     except RecursionError:
-        return parse_json_iterative(text)
+        return parse_json_iterative(text, build_depth)
     except JSONSyntaxError:
         raise
     except ValueError as exc:
@@ -372,12 +453,13 @@ def _read_key(text: str, pos: int) -> tuple[str, int]:
     raise _fail("expected a property name", pos)
 
 
-def parse_json_iterative(text: str) -> Any:
+def parse_json_iterative(text: str, build_depth: int | None = None) -> Any:
     """The JSON.parse grammar without recursion (used for documents nested very deeply).
 
     Containers are attached to their parent when they close, which inserts object keys
     in source order; a repeated key keeps its first position and takes the last value,
-    as in JavaScript.
+    as in JavaScript. A container deeper than `build_depth` is checked by `_skip_value`
+    and stands as `UNBUILT`.
     """
     ws = _WS.match
     end = len(text)
@@ -390,7 +472,10 @@ def parse_json_iterative(text: str) -> Any:
             raise _fail("unexpected end of input", pos)
         char = text[pos]
         value: Any
-        if char == "{" or char == "[":
+        if (char == "{" or char == "[") and build_depth is not None and len(stack) >= build_depth:
+            pos = _skip_value(text, pos)
+            value = UNBUILT
+        elif char == "{" or char == "[":
             pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
             closing = "}" if char == "{" else "]"
             if text.startswith(closing, pos):
@@ -447,3 +532,93 @@ def parse_json_iterative(text: str) -> Any:
                 stack.pop()
                 continue
             raise _fail(f"expected ',' or '{closing}'", pos)
+
+
+# possessive: a run of a million brackets keeps no backtracking state per bracket
+_OPEN_ARRAYS = re.compile(r"\[(?:[ \t\n\r]*\[)*+")
+_CLOSE_ARRAYS = re.compile(r"\](?:[ \t\n\r]*\])*+")
+
+
+def _skip_value(text: str, pos: int) -> int:
+    """Check the JSON value at `pos` (JSON.parse's grammar) without building it; return
+    the position after it.
+
+    One byte per open container (its closing bracket) is all the memory it keeps, and a
+    run of brackets (`[[[[` or `]]]]`, the shape of hostile nesting) is taken in one
+    regular-expression step, so a deep file costs a few C-speed scans, not a Python
+    object and a loop turn per level.
+    """
+    ws = _WS.match
+    end = len(text)
+    closers = bytearray()
+    while True:
+        # -- one value, or the opening of containers --
+        if pos >= end:
+            raise _fail("unexpected end of input", pos)
+        char = text[pos]
+        if char == "[":
+            run = _OPEN_ARRAYS.match(text, pos)
+            assert run is not None
+            closers += b"]" * run.group().count("[")
+            pos = ws(text, run.end()).end()  # type: ignore[union-attr]
+            if not text.startswith("]", pos):
+                continue
+            pos += 1
+            del closers[-1]
+        elif char == "{":
+            pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
+            if text.startswith("}", pos):
+                pos += 1
+            else:
+                _, pos = _read_key(text, pos)
+                closers += b"}"
+                continue
+        elif char == '"':
+            try:
+                _, pos = _scanstring(text, pos + 1, True)
+            except ValueError as exc:
+                raise JSONSyntaxError(str(exc)) from None
+        else:
+            match = _NUMBER.match(text, pos)
+            if match:
+                pos = match.end()
+            else:
+                for literal, _value in _LITERALS:
+                    if text.startswith(literal, pos):
+                        pos += len(literal)
+                        break
+                else:
+                    raise _fail(f"unexpected character {char!r}", pos)
+        # -- after a value: a comma, or close containers as far as they go --
+        while True:
+            pos = ws(text, pos).end()  # type: ignore[union-attr]
+            if not closers:
+                return pos
+            closing = chr(closers[-1])
+            if text.startswith(",", pos):
+                pos = ws(text, pos + 1).end()  # type: ignore[union-attr]
+                if closing == "}":
+                    _, pos = _read_key(text, pos)
+                break
+            if closing == "]" and text.startswith("]", pos):
+                # close at once as many arrays as the run and the open containers allow
+                run = _CLOSE_ARRAYS.match(text, pos)
+                assert run is not None
+                count = run.group().count("]")
+                innermost = closers[-count:]
+                arrays = len(innermost) - len(innermost.rstrip(b"]"))
+                if arrays == count:
+                    pos = run.end()
+                elif run.end() - pos == count:  # no whitespace inside the run
+                    pos += arrays
+                else:
+                    for _ in range(arrays):
+                        pos = text.index("]", pos) + 1
+                del closers[len(closers) - arrays :]
+                continue
+            if text.startswith(closing, pos):
+                pos += 1
+                del closers[-1]
+                continue
+            raise _fail(f"expected ',' or '{closing}'", pos)
+

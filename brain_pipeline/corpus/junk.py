@@ -12,19 +12,19 @@ junk is reported instead of published silently:
   git and grep use, widened to catch binaries without NULs);
 * a paragraph longer than `max_paragraph_chars` characters is kept (it may be a real,
   if badly formatted, text) and the file's manifest entry reports it;
-* a roadmap nested deeper than `MAX_JSON_DEPTH` arrays/objects is refused before it is
-  parsed, and a file whose chunks would take more than
-  `OUTPUT_PER_INPUT_BYTE` × its size + `OUTPUT_ALLOWANCE` bytes of knowledge-store.json
-  is refused before they are built. The original copied a roadmap's `title` (nested
-  700 arrays deep, indented once more per level) into every topic's heading: 5 KB in,
-  100 MB out; an 800 KB file took all the memory of the host.
+* a file whose chunks would take more than `OUTPUT_PER_INPUT_BYTE` × its size +
+  `OUTPUT_ALLOWANCE` bytes of knowledge-store.json is refused before they are built.
+  The original copied a roadmap's `title` (nested 700 arrays deep, indented once more
+  per level) into every topic's heading: 5 KB in, 100 MB out; an 800 KB file took all
+  the memory of the host. What a file produces is bounded, not how deep it nests: a
+  `level` nested 1,500 arrays deep writes a few bytes, as in the original (the limits
+  JavaScript itself hits on deep values are in `chunking` and `jscompat`).
 
 Pure functions on sizes, bytes and chunks: no I/O, no Dagster.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,11 +41,9 @@ DEFAULT_MAX_PARAGRAPH_CHARS = 20_000
 REASON_BINARY = "binary file"
 REASON_TOO_LARGE = "file too large"
 REASON_LONG_PARAGRAPH = "paragraph too long"
-REASON_TOO_DEEP = "JSON nested too deep"
+REASON_TOO_DEEP = "JSON nested too deep"  # for JavaScript's own stack: see chunking
 REASON_OUTPUT_TOO_LARGE = "chunks too large for the file"
 
-#: Deepest nesting of arrays/objects a roadmap may have (real roadmaps use 3 or 4).
-MAX_JSON_DEPTH = 64
 #: The bound on what one file may add to knowledge-store.json: this many bytes per byte
 #: of the file (ordinary files take 2 to 4; many short paragraphs under a long path and
 #: heading reach about 15) ...
@@ -157,34 +155,3 @@ class OutputBound:
 
 
 OUTPUT_BOUND = OutputBound()
-
-
-# A JSON string literal (an unterminated one does not match: the parser reports it).
-_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: no state per char
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_INNERMOST_PAIR = re.compile(r"\[\]|\{\}")  # one pass removes exactly one level
-
-
-def too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> str | None:
-    """The detail of a "nested too deep" refusal for JSON `text`, or None.
-
-    Checked on the text, before parsing: Python's parser recurses (and the fallback
-    keeps every level), and a deep value costs the square of its depth once indented.
-    Strings are blanked, then innermost empty pairs are removed `limit` times: a
-    balanced text whose nesting is at most `limit` is then gone. Each pass is one C-speed
-    scan, so this costs at most `limit` scans of the brackets, not of the file.
-    """
-    if text.count("[") + text.count("{") <= limit:
-        return None
-    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
-    for _ in range(limit):
-        shorter = _INNERMOST_PAIR.sub("", brackets)
-        if not shorter or shorter == brackets:
-            return None  # within the limit, or unbalanced (the parser reports that)
-        brackets = shorter
-    if _INNERMOST_PAIR.sub("", brackets) == brackets:
-        return None  # what is left does not nest: unbalanced, not deep
-    return (
-        f"arrays/objects nested more than {limit} levels deep; nothing taken: a roadmap "
-        "needs 3 or 4, fix or remove the file"
-    )

@@ -10,6 +10,7 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline.corpus.chunk_history import record_store
+from brain_pipeline.corpus.jscompat import json_stringify, parse_json
 from brain_pipeline.corpus.store import Chunk, chunk_id
 from brain_pipeline.state.layout import StateLayout
 
@@ -113,3 +114,19 @@ def test_a_damaged_history_is_set_aside_not_lost(
     assert main(["history", chunk_id(KEPT), "--build-dir", str(tmp_path)]) == 1
     assert "(0 ids from 0 recorded store(s))" in capsys.readouterr().err
     assert (layout.history_dir / "chunks.sqlite.damaged").read_bytes() == damaged
+
+
+def test_a_heading_nested_thousands_deep_is_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A roadmap title nested 3,000 arrays deep is a heading the ingest now keeps (the
+    original did); Python's json recurses, so the entry must still print."""
+    deep: object = "t"
+    for _ in range(3_000):
+        deep = [deep]
+    record_store(StateLayout.of(tmp_path), [_chunk(KEPT, deep)], T0)
+    assert main(["history", chunk_id(KEPT), "--build-dir", str(tmp_path), "--json"]) == 0
+    heading = parse_json(capsys.readouterr().out)["heading"]
+    assert json_stringify(heading) == json_stringify(deep)  # `==` on lists recurses too
+    assert main(["history", chunk_id(KEPT), "--build-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[0].endswith("[" * 3_000 + '"t"' + "]" * 3_000)

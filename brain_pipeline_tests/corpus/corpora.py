@@ -334,3 +334,82 @@ def build_random_corpus(root: Path, seed: int, files: int = 120) -> None:
         body = "".join(p + rng.choice(SEPARATORS) for p in paragraphs)
         suffix = rng.choice([".md", ".md", ".txt", ".MD", ".rst"])
         _put(root / area / folder / f"{rng.choice(['', 'é', 'Z', '~'])}f{index}{suffix}", body)
+
+
+# --- deep nesting (issue 40 item 8) --------------------------------------------------------
+
+#: The depths every nesting case is written at: the original converts the first four and
+#: overflows JavaScript's stack (String() of arrays) on the last two.
+NESTING_DEPTHS = (100, 1_000, 1_500, 3_000, 4_000, 5_000)
+#: Where the nested value sits in a roadmap.
+NESTED_FIELDS = ("level", "label", "description", "title")
+
+
+def nested(depth: int, inner: str = '"x"') -> str:
+    """JSON text of `inner` inside `depth` arrays."""
+    return "[" * depth + inner + "]" * depth
+
+
+def nested_objects(depth: int, inner: str = '"x"') -> str:
+    """JSON text of `inner` inside `depth` objects (String() stops at the first one)."""
+    return '{"k": ' * depth + inner + "}" * depth
+
+
+def deep_roadmap(field: str, value: str, tag: str = "", padding: int = 0) -> str:
+    """A roadmap whose `field` is the JSON text `value`, between two ordinary topics.
+
+    `tag` goes into every other statement, so files that differ only in depth do not
+    collapse into one another's chunks. `padding` characters of an unused string make
+    the file large enough for the output bound to admit a deep title's heading (it grows
+    with the square of the depth); a padded roadmap has no topics, so the heading is
+    written once (the role line).
+    """
+    title = value if field == "title" else '"Deep Role"'
+    description = value if field == "description" else f'"roles nested deep{tag}"'
+    deep_entry = {
+        "level": f'{{"label": "deep{tag}", "type": "topic", "level": {value}}}',
+        "label": f'{{"label": {value}, "type": "topic", "level": "deep{tag}"}}',
+    }.get(field, f'{{"label": "middle{tag}", "type": "subtopic"}}')
+    before = f'{{"label": "before{tag}", "type": "topic"}}'
+    after = f'{{"label": "after{tag}", "type": "title"}}'
+    topics = f"[{before}, {deep_entry}, {after}]"
+    pad = ""
+    if padding:
+        pad, topics = f', "padding": "{" " * padding}"', "[]"
+    return f'{{"title": {title}, "description": {description}{pad}, "topics": {topics}}}'
+
+
+#: The roadmap of issue 40 item 8: 3 KB, its `level` nested 1,500 arrays deep. The
+#: original writes two small chunks of it, the second `Role: Deep Role - Topic: deep (x)`.
+ISSUE_ROADMAP = (
+    '{"title": "Deep Role", "topics": [{"label": "deep", "type": "topic", "level": '
+    + "[" * 1_500 + '"x"' + "]" * 1_500 + "}]}"
+)
+
+
+def build_deep_corpus(root: Path, field: str, depths: tuple[int, ...] = NESTING_DEPTHS) -> None:
+    """One roadmap per depth with `field` nested that deep in arrays, the issue's roadmap,
+    and beside them what must not matter: a key nobody reads and a topic entry that is
+    not an object, nested 200,000 deep. Titles are written twice: as they come (the
+    output bound refuses the deeper ones), and padded so the bound admits a title up to
+    3,000 deep; a title nested 5,000 deep through objects (String() gives
+    `[object Object]`, JSON.stringify overflows) is padded past the bound too."""
+    folder = root / "deep" / "roadmaps"
+    folder.mkdir(parents=True, exist_ok=True)
+    for depth in depths:
+        value, tag = nested(depth, f'"x{depth}"'), f" {depth}"
+        text = deep_roadmap(field, value, tag)
+        (folder / f"{field}-{depth:05}.json").write_text(text, encoding="utf-8")
+        if field == "title" and depth <= 3_000:
+            padded = deep_roadmap(field, nested(depth, f'"p{depth}"'), tag, depth * depth // 12)
+            (folder / f"{field}-{depth:05}-padded.json").write_text(padded, encoding="utf-8")
+    if field == "title":
+        padded = deep_roadmap(field, nested_objects(5_000), " objects", 5_000 * 5_000 // 12)
+        (folder / "title-objects-05000-padded.json").write_text(padded, encoding="utf-8")
+    (folder / "issue-40-item-8.json").write_text(ISSUE_ROADMAP, encoding="utf-8")
+    unused = nested(200_000)
+    (folder / "unused-keys.json").write_text(
+        '{"title": "Unused", "extra": ' + unused + ', "topics": [' + unused
+        + ', {"label": "kept", "type": "topic", "level": ' + nested(3) + "}]}",
+        encoding="utf-8",
+    )

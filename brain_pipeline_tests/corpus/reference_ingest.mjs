@@ -15,31 +15,24 @@ import path from "node:path";
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 const lenient = new TextDecoder("utf-8", { ignoreBOM: true });
 
-// Deliberate deviations of our own (corpus/junk.py): a roadmap nested deeper than
-// MAX_DEPTH arrays/objects is refused, and so is any file whose chunks, written as a
-// store of their own, would take more than PER_BYTE x its size + ALLOWANCE bytes.
-const MAX_DEPTH = 64;
+// Deliberate deviations of our own (corpus/junk.py, corpus/chunking.py): a file whose
+// chunks, written as a store of their own, would take more than PER_BYTE x its size +
+// ALLOWANCE bytes is refused; so is a roadmap whose title JSON.stringify cannot write
+// (RangeError: Maximum call stack size exceeded, a title nested about 4,100 deep
+// through objects), which made the original fail at its final write, with no store.
+// Nesting depth alone refuses nothing: JSON.parse has no depth limit, and where
+// String() overflows on a deep array the original stopped the file (the catch below).
 const PER_BYTE = 32;
 const ALLOWANCE = 262144;
 
-function nestingDepth(text) {
-  let depth = 0;
-  let deepest = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (inString) {
-      if (c === "\\") i++;
-      else if (c === '"') inString = false;
-    } else if (c === '"') inString = true;
-    else if (c === "[" || c === "{") deepest = Math.max(deepest, ++depth);
-    else if (c === "]" || c === "}") depth--;
-  }
-  return deepest;
-}
-
 function withinBound(fileChunks, inputBytes) {
-  const written = Buffer.byteLength(JSON.stringify(fileChunks, null, 2));
+  let written;
+  try {
+    written = Buffer.byteLength(JSON.stringify(fileChunks, null, 2));
+  } catch (error) {
+    if (error instanceof RangeError) return false;
+    throw error;
+  }
   return written <= PER_BYTE * inputBytes + ALLOWANCE;
 }
 
@@ -60,7 +53,6 @@ function chunkText(text, area, source, out) {
 }
 
 function chunkRoadmap(text, area, source, out) {
-  if (nestingDepth(text) > MAX_DEPTH) return;
   let data;
   try {
     data = JSON.parse(text);
@@ -78,7 +70,8 @@ function chunkRoadmap(text, area, source, out) {
       }
     }
   } catch {
-    // the original stopped the file here; what was pushed stays
+    // the original stopped the file here (a TypeError, or String() overflowing the
+    // stack on an array nested thousands deep); what was pushed stays
   }
 }
 

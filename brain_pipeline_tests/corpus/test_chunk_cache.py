@@ -26,7 +26,12 @@ from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus, sn
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus import settled
-from brain_pipeline_tests.corpus.corpora import SAME, build_edge_corpus, build_random_corpus
+from brain_pipeline_tests.corpus.corpora import (
+    SAME,
+    build_deep_corpus,
+    build_edge_corpus,
+    build_random_corpus,
+)
 from brain_pipeline_tests.corpus.rounds import now, rebuild
 from brain_pipeline_tests.corpus.settled import Writer, put, settle
 
@@ -216,3 +221,18 @@ def test_cached_fragments_are_each_chunks_store_bytes(tmp_path: Path) -> None:
         starts = [0] + [end + len(FRAGMENT_SEPARATOR) for end in ends[:-1]]
         pieces = [body[start:end] for start, end in zip(starts, ends, strict=True)]
         assert pieces == [serialize_store([c])[4:-2] for c in chunks]
+
+
+@pytest.mark.parametrize("field", ["title", "level"])
+def test_deep_roadmaps_through_the_cache_are_byte_identical(
+    tmp_path: Path, layout: StateLayout, field: str
+) -> None:
+    """Headings nested 3,000 deep and files stopped where String() overflows, cached and
+    reused, give the store and the problems a full ingest gives (`rebuild` checks)."""
+    root = tmp_path / "deep"
+    build_deep_corpus(root, field)
+    settle(root)
+    _, first, _ = rebuild(root, layout)
+    assert first.files_chunked == first.files_seen
+    _, again, _ = rebuild(root, layout)
+    assert (again.files_chunked, again.files_reused) == (0, first.files_seen)

@@ -21,9 +21,13 @@ from brain_pipeline.corpus.chunking import (
     decode_text,
     find_heading,
 )
-from brain_pipeline.corpus.jscompat import JS_WHITESPACE, JS_WS_CLASS
+from brain_pipeline.corpus.jscompat import (
+    JS_STRING_MAX_ARRAY_DEPTH,
+    JS_STRINGIFY_MAX_DEPTH,
+    JS_WHITESPACE,
+    JS_WS_CLASS,
+)
 from brain_pipeline.corpus.junk import (
-    MAX_JSON_DEPTH,
     OUTPUT_BOUND,
     REASON_OUTPUT_TOO_LARGE,
     REASON_TOO_DEEP,
@@ -335,19 +339,51 @@ def test_invalid_json_is_reported(text: str) -> None:
     assert roadmap(text) == ([], [], REASON_INVALID_JSON, True)
 
 
-def test_nesting_at_the_depth_limit_parses() -> None:
-    depth = MAX_JSON_DEPTH - 2  # inside the object and its topics array
-    text = '{"title": "Deep", "topics": [' + "[" * depth + "]" * depth + "]}"
-    assert roadmap(text)[0] == ["Role: Deep - Description: "]
+def _nest(depth: int, inner: str = '"x"', opening: str = "[", closing: str = "]") -> str:
+    return opening * depth + inner + closing * depth
 
 
-def test_nesting_past_the_depth_limit_is_refused_before_parsing() -> None:
-    depth = MAX_JSON_DEPTH - 1
-    text = '{"title": "Deep", "topics": [' + "[" * depth + "]" * depth + "]}"
-    assert roadmap(text)[0:3:2] == ([], REASON_TOO_DEEP)
-    # brackets inside strings are not nesting
-    inside = '{"title": "' + "[" * 5000 + '", "topics": [{"label": "a{", "type": "topic"}]}'
-    assert roadmap(inside)[2] is None
+def test_deep_nesting_alone_refuses_nothing() -> None:
+    """JSON.parse has no depth limit: nesting nobody converts changes nothing."""
+    deep = _nest(200_000)
+    topic = '{"label": "a", "type": "topic"}'
+    text = f'{{"title": "Deep", "extra": {deep}, "topics": [{deep}, {topic}]}}'
+    outcome = chunk_roadmap(text, "r", "r/formatted-x.json", len(text))
+    contents = [c.content for c in outcome.chunks]
+    assert contents == ["Role: Deep - Description: ", "Role: Deep - Topic: a"]
+    assert outcome.reason is None
+
+
+@pytest.mark.parametrize("field", ["label", "level"])
+def test_a_value_past_what_string_converts_stops_the_file_there(field: str) -> None:
+    def text(depth: int) -> str:
+        value = _nest(depth)
+        entry = f'{{"label": {value}, "type": "topic"}}' if field == "label" else (
+            f'{{"label": "b", "type": "topic", "level": {value}}}'
+        )
+        first = '{"label": "a", "type": "topic"}'
+        return f'{{"title": "T", "topics": [{first}, {entry}, {first}]}}'
+
+    limit = JS_STRING_MAX_ARRAY_DEPTH
+    assert len(roadmap(text(limit))[0]) == 4 and roadmap(text(limit))[2] is None
+    outcome = chunk_roadmap(text(limit + 1), "r", "r/formatted-x.json")
+    assert [c.content for c in outcome.chunks] == ["Role: T - Description: ", "Role: T - Topic: a"]
+    assert (outcome.reason, outcome.problem) == (REASON_TOO_DEEP, True)
+    assert outcome.detail is not None and f"topics[1].{field} nests arrays" in outcome.detail
+    assert "\n" not in outcome.detail and "2 statements kept" in outcome.detail
+
+
+def test_a_title_past_what_json_stringify_writes_is_refused() -> None:
+    def title(depth: int) -> str:  # objects all the way: String() stops at the first
+        return _nest(depth, '"x"', '{"k": ', "}")
+
+    limit = JS_STRINGIFY_MAX_DEPTH
+    ok = chunk_roadmap(f'{{"title": {title(limit)}, "topics": []}}', "r", "r/formatted-x.json")
+    assert [c.content for c in ok.chunks] == ["Role: [object Object] - Description: "]
+    for depth in (limit + 1, 3 * limit):  # the second is past what the parser builds
+        over = chunk_roadmap(f'{{"title": {title(depth)}, "topics": []}}', "r", "r/x.json")
+        assert (over.chunks, over.reason, over.problem) == ([], REASON_TOO_DEEP, True)
+        assert over.detail is not None and "title nests" in over.detail
 
 
 def _deep_title_roadmap(depth: int, topics: int) -> str:

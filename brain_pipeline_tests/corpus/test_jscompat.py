@@ -6,19 +6,24 @@ import json
 import math
 import random
 import struct
+import tracemalloc
 from typing import Any
 
 import pytest
 
 from brain_pipeline.corpus.jscompat import (
+    JS_STRING_MAX_ARRAY_DEPTH,
     JS_WHITESPACE,
+    UNBUILT,
     JSONSyntaxError,
+    JSRangeError,
     JSTypeError,
     is_truthy,
     join_surrogate_pairs,
     js_property_order,
     js_string,
     json_stringify,
+    json_stringify_size,
     number_to_string,
     parse_json,
     parse_json_iterative,
@@ -287,3 +292,91 @@ def test_iterative_parser_equals_c_parser_on_random_documents() -> None:
     for _ in range(300):
         text = json.dumps(value(0), indent=rng.choice([None, 1]))
         assert json_stringify(parse_json_iterative(text)) == json_stringify(parse_json(text))
+
+
+def _cut(value: Any, depth: int) -> Any:
+    """`value` with every container nested deeper than `depth` replaced by UNBUILT."""
+    if not isinstance(value, list | dict):
+        return value
+    if depth == 0:
+        return UNBUILT
+    if isinstance(value, list):
+        return [_cut(item, depth - 1) for item in value]
+    return {key: _cut(item, depth - 1) for key, item in value.items()}
+
+
+@pytest.mark.parametrize("build_depth", [0, 1, 2, 3])
+def test_containers_past_the_build_depth_are_checked_not_built(build_depth: int) -> None:
+    """Unbuilt parts obey JSON.parse's grammar all the same (the Node-checked cases), and
+    what is built is what a full parse gives."""
+    for text in PARSE_CASES:
+        full = _python_parse(parse_json_iterative, text)
+        cut = _python_parse(lambda t: parse_json_iterative(t, build_depth), text)
+        assert cut == (full if full == "ERROR" else {"ok": _cut(full["ok"], build_depth)}), text
+    rng = random.Random(build_depth)
+    for _ in range(200):
+        value = json.loads(json.dumps(_random_nested(rng, 7)), parse_int=float)
+        text = json.dumps(value, indent=rng.choice([None, 1]))
+        assert parse_json_iterative(text, build_depth) == _cut(value, build_depth)
+        broken_texts = (text[:-1], text + "]", text.replace("]", "}", 1), text.replace(",", ""))
+        for broken in broken_texts:
+            if _python_parse(parse_json_iterative, broken) == "ERROR":
+                cut = _python_parse(lambda t: parse_json_iterative(t, build_depth), broken)
+                assert cut == "ERROR"
+
+
+def _random_nested(rng: random.Random, depth: int) -> Any:
+    if depth == 0 or rng.random() < 0.2:
+        return rng.choice([1, "s", None, True, [], {}, 'q"\\'])
+    if rng.random() < 0.5:
+        return [_random_nested(rng, depth - 1) for _ in range(rng.randrange(1, 4))]
+    return {f"k{i}": _random_nested(rng, depth - 1) for i in range(rng.randrange(1, 4))}
+
+
+def test_a_file_nested_millions_deep_is_checked_in_memory_of_its_size() -> None:
+    depth = 2_000_000
+    text = "[" * depth + "[ 1 ]" + "]" * depth
+    tracemalloc.start()
+    try:
+        value = parse_json(text, 100)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2 * len(text)  # a list per level would take 50 times the file
+    spaced = "[" * depth + "[ 1 ]" + " ]" * depth
+    for parsed in (value, parse_json(spaced, 100)):
+        for _ in range(100):
+            (parsed,) = parsed
+        assert parsed is UNBUILT
+    for broken in (text[:-1], spaced[:-1], text + "]", spaced.replace("[ 1 ]", "[ 1 }")):
+        with pytest.raises(JSONSyntaxError):
+            parse_json(broken, 100)
+
+
+def test_string_overflows_where_javascript_does(node: Any) -> None:
+    """Past JS_STRING_MAX_ARRAY_DEPTH arrays String() throws RangeError (V8's stack); well
+    below, it joins as Node does. The exact depth depends on the caller's stack, so it is
+    pinned against the reference ingest in test_differential; here Node at least agrees
+    on either side of it, with a margin."""
+    shallow, deep = JS_STRING_MAX_ARRAY_DEPTH - 200, JS_STRING_MAX_ARRAY_DEPTH + 200
+    texts = ["[" * d + '[1,null,"a",[2]]' + "]" * d for d in (shallow, deep)]
+    said = node(
+        "return input.map(t=>{try{return String(JSON.parse(t))}"
+        "catch(e){return e instanceof RangeError ? 'RangeError' : 'other'}});",
+        texts,
+    )
+    assert said[0] == js_string(parse_json(texts[0])) == "1,,a,2"
+    assert said[1] == "RangeError"
+    with pytest.raises(JSRangeError):
+        js_string(parse_json(texts[1]))
+
+
+@pytest.mark.parametrize("gap", ["", "  ", "\t"])
+def test_stringify_with_any_gap_matches_node_and_its_size(node: Any, gap: str) -> None:
+    """An empty gap is JavaScript's compact form (no newlines, `:` without a space): the
+    readable heading of a title nested past Python's recursion limit is written so."""
+    values = [[[1, {"a": [None, "x\u00e9"], "b": {}, "1": []}], []], {"k": [[["t"]]]}, "s", 2.5]
+    expected = node(f"return input.map(v => JSON.stringify(v, null, {json.dumps(gap)}));", values)
+    for value, text in zip(values, expected, strict=True):
+        assert json_stringify(value, gap) == text
+        assert json_stringify_size(value, gap) == len(text.encode("utf-8"))

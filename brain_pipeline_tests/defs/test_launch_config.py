@@ -147,6 +147,24 @@ def test_a_launch_reading_another_variable_as_the_key_is_refused(
     assert OTHER_SECRET not in said
 
 
+def test_a_launch_moving_only_the_endpoint_with_the_real_key_is_refused(
+    tiny_project: Project, gemini: FakeGemini, capture: CaptureServer
+) -> None:
+    """The base_url rule on its own: the key is the location's, so only the endpoint
+    comparison can refuse (with both moved, the key check would refuse first)."""
+    result = _launch(
+        tiny_project,
+        {"embedding_client": {"base_url": capture.url, "api_key": {"env": "GEMINI_API_KEY"}}},
+    )
+    assert not result.success
+    assert capture.requests == []  # the real key never reached the launch's host
+    assert gemini.stats().requests == 0
+    (said,) = _failures(result)
+    assert said.startswith("refused before any request: embedding_client.base_url is not")
+    for value in (API_KEY, capture.url, gemini.url):
+        assert value not in said
+
+
 def test_a_launch_restating_what_the_location_loaded_runs(
     tiny_project: Project, gemini: FakeGemini
 ) -> None:
@@ -186,6 +204,26 @@ def test_a_launch_moving_the_s3_endpoint_is_refused_and_uploads_nothing(
     (said,) = _failures(result)
     assert said.startswith("refused before any request: s3_publisher.endpoint_url is not")
     assert capture.url not in said
+
+
+def test_a_launch_moving_only_the_bucket_is_refused_and_uploads_nothing(
+    tiny_project: Project, s3: Any
+) -> None:
+    """The bucket rule on its own: same endpoint, region and prefix, another bucket (one
+    that exists and accepts writes, so only the comparison can stop the upload)."""
+    client = boto3.client("s3")
+    for bucket in ("launch-bucket", "elsewhere-bucket"):
+        client.create_bucket(Bucket=bucket)
+    tiny_project.write_config(**{"publish.s3": {"bucket": "launch-bucket", "prefix": "kb/"}})
+    result = _launch(tiny_project, {"s3_publisher": {"bucket": "elsewhere-bucket"}})
+    assert not result.success
+    for bucket in ("launch-bucket", "elsewhere-bucket"):
+        assert client.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+    (said,) = _failures(result)
+    assert said.startswith(
+        "refused before any request: s3_publisher.bucket: 'elsewhere-bucket' -> "
+        "'launch-bucket' is not what the code location loaded"
+    )
 
 
 def test_a_launch_pointing_the_run_at_another_configuration_file_is_refused(
