@@ -49,14 +49,8 @@ NON_PUBLIC_NAMES = frozenset({"DATA_VERSION_TAG", "ASSET_EVALUATION_ID_TAG", "Co
 #: `X.get()` of a step context (dagster_private.current_step_log).
 NON_PUBLIC_GETTERS = frozenset({"OpExecutionContext", "AssetExecutionContext"})
 #: Known uses left to another change: (file, name). Each must still be there (a stale
-#: entry fails), so the list only shrinks. defs/rollback.py hand-sets the data version
-#: tag on its materialisations, through lib/steps.py's re-export (issue 40).
-PENDING = frozenset(
-    {
-        ("brain_pipeline/defs/rollback.py", "DATA_VERSION_TAG"),
-        ("brain_pipeline/lib/steps.py", "DATA_VERSION_TAG"),
-    }
-)
+#: entry fails), so the list only shrinks. Empty: every use is public or in the adapter.
+PENDING: frozenset[tuple[str, str]] = frozenset()
 
 
 def _module_name(path: Path) -> str:

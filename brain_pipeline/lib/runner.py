@@ -373,12 +373,13 @@ def _said(job: dg.JobDefinition, result: Any) -> str:
     """What a successful operation says it did: the `summary` metadata of its first
     materialisation that has one (an asset job, e.g. `rollback_job`), else its one op's
     output."""
-    for event in result.all_events:
-        if event.event_type_value == "ASSET_MATERIALIZATION":
-            said = event.event_specific_data.materialization.metadata.get("summary")
+    nodes = job.graph.node_names()
+    for name in nodes:
+        for materialization in result.asset_materializations_for_node(name):
+            said = materialization.metadata.get("summary")
             if said is not None:
                 return str(getattr(said, "value", said))
-    (node,) = job.graph.node_names()
+    (node,) = nodes
     return str(result.output_for_node(node))
 
 

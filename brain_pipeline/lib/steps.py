@@ -12,10 +12,6 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.lib.dagster_private import (
-    # re-exported for defs/rollback.py only (issue 40: test_architecture.PENDING)
-    DATA_VERSION_TAG as DATA_VERSION_TAG,
-)
-from brain_pipeline.lib.dagster_private import (
     current_step_log,
     observed_data_version,
     read_instance_value,

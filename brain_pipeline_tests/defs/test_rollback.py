@@ -78,7 +78,7 @@ def test_the_catalog_shows_the_restored_publication_as_live(project: Project) ->
     """The rollback run materialises published_local (and published_s3) with the restored
     publication's own data version: the UI never shows the replaced store as live."""
     from brain_pipeline.definitions import build_definitions
-    from brain_pipeline.lib.steps import DATA_VERSION_TAG
+    from brain_pipeline.lib.dagster_private import DATA_VERSION_TAG
 
     instance = project.instance
 
