@@ -281,6 +281,7 @@ class Ledger:
         sqlite = scheme in SQLITE_SCHEMES
         self._dialect = _sqlite_dialect(url) if sqlite else _postgres_dialect(url)
         self._connection = self._dialect.connect()
+        self._areas: set[str] = set()
         self._create_schema()
 
     @property
@@ -299,7 +300,7 @@ class Ledger:
     # -- plumbing -----------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _transaction(self, write: bool = True) -> Iterator[Any]:
+    def transaction(self, write: bool = True) -> Iterator[Any]:
         """One transaction. A SQLite writer takes the write lock at once (BEGIN IMMEDIATE:
         no deadlock upgrading a read lock); a SQLite read runs on its own (autocommit).
         psycopg2 opens a transaction implicitly."""
@@ -315,29 +316,44 @@ class Ledger:
         finally:
             cursor.close()
 
-    def _execute(self, statement: str, params: tuple[Any, ...] = ()) -> int:
+    def execute(self, statement: str, params: tuple[Any, ...] = ()) -> int:
         """Run one writing statement; the number of rows it changed."""
-        with self._transaction() as cursor:
+        with self.transaction() as cursor:
             cursor.execute(self._dialect.sql(statement), params)
             return int(cursor.rowcount)
 
-    def _query(
+    def query(
         self, statement: str, params: tuple[Any, ...] = (), *, write: bool = False
     ) -> list[tuple[Any, ...]]:
-        with self._transaction(write) as cursor:
+        with self.transaction(write) as cursor:
             cursor.execute(self._dialect.sql(statement), params)
             return list(cursor.fetchall())
 
     def _create_schema(self) -> None:
-        """Idempotent, and safe when several workers start at once: creation is serialised
+        self.ensure_tables("core", _SCHEMA)
+
+    def ensure_tables(self, area: str, ddl: str) -> None:
+        """Create the tables of `ddl` (statements separated by `;`, `{serial}` for an
+        auto-numbered key) unless this connection already did for `area`. An area of the
+        pipeline (publications, evaluation, embeddings, ...) keeps its own tables in its
+        own module and calls this before its first statement.
+
+        Idempotent, and safe when several workers start at once: creation is serialised
         (SQLite's write lock; a transaction-scoped advisory lock on PostgreSQL, where two
         concurrent CREATE TABLE IF NOT EXISTS can otherwise collide in the catalogue)."""
-        with self._transaction() as cursor:
+        if area in self._areas:
+            return
+        with self.transaction() as cursor:
             if self._dialect.name == "postgresql":
                 cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_advisory_key("schema"),))
-            for statement in _SCHEMA.format(serial=self._dialect.serial).split(";"):
+            for statement in ddl.format(serial=self._dialect.serial).split(";"):
                 if statement.strip():
                     cursor.execute(statement)
+        self._areas.add(area)
+
+    def sql(self, statement: str) -> str:
+        """`statement` with `?` placeholders in this engine's style (for `transaction`)."""
+        return self._dialect.sql(statement)
 
     # -- step results ----------------------------------------------------------------
 
@@ -347,7 +363,7 @@ class Ledger:
             result, outputs=dict(result.outputs), facts=dict(result.facts), recorded_at=_now()
         )
         k = result.key
-        self._execute(
+        self.execute(
             "INSERT INTO step_results VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (step, inputs, code, settings) DO UPDATE SET outputs = "
             "excluded.outputs, facts = excluded.facts, run_id = excluded.run_id, "
@@ -358,7 +374,7 @@ class Ledger:
         return stamped
 
     def step_result(self, key: StepKey) -> StepResult | None:
-        rows = self._query(
+        rows = self.query(
             "SELECT outputs, facts, run_id, recorded_at FROM step_results "
             "WHERE step = ? AND inputs = ? AND code = ? AND settings = ?",
             (key.step, key.inputs, key.code, key.settings),
@@ -372,7 +388,7 @@ class Ledger:
 
     def record_verdict(self, verdict: Verdict) -> Verdict:
         v = replace(verdict, recorded_at=_now())
-        self._execute(
+        self.execute(
             "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (check_name, data, rule) DO UPDATE SET severity = excluded.severity, "
             "description = excluded.description, overridable = excluded.overridable, "
@@ -383,7 +399,7 @@ class Ledger:
         return v
 
     def verdict(self, check: str, data: str, rule: str) -> Verdict | None:
-        rows = self._query(
+        rows = self.query(
             "SELECT severity, description, overridable, run_id, recorded_at FROM verdicts "
             "WHERE check_name = ? AND data = ? AND rule = ?",
             (check, data, rule),
@@ -409,7 +425,7 @@ class Ledger:
         if forced and not reason:
             raise ValueError("a forced publication needs its reason")
         when = _now()
-        rows = self._query(
+        rows = self.query(
             "INSERT INTO publications (recorded_at, digests, forced, reason, run_id) "
             "VALUES (?, ?, ?, ?, ?) RETURNING id",
             (when, _json(dict(digests)), int(forced), reason, run_id),
@@ -419,7 +435,7 @@ class Ledger:
 
     def publications(self, limit: int | None = None) -> list[Publication]:
         """The history, newest first."""
-        rows = self._query(
+        rows = self.query(
             "SELECT id, recorded_at, digests, forced, reason, run_id FROM publications "
             "ORDER BY id DESC" + (f" LIMIT {int(limit)}" if limit is not None else "")
         )
@@ -429,19 +445,19 @@ class Ledger:
         ]
 
     def pointer(self, name: str) -> str | None:
-        rows = self._query("SELECT value FROM pointers WHERE name = ?", (name,))
+        rows = self.query("SELECT value FROM pointers WHERE name = ?", (name,))
         return str(rows[0][0]) if rows else None
 
     def set_pointer(self, name: str, value: str, *, expected: str | None) -> bool:
         """Point `name` at `value` only if it points at `expected` now (None: unset).
         False when another writer moved it first: re-read and decide again."""
         if expected is None:
-            changed = self._execute(
+            changed = self.execute(
                 "INSERT INTO pointers VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
                 (name, value, _now()),
             )
         else:
-            changed = self._execute(
+            changed = self.execute(
                 "UPDATE pointers SET value = ?, updated_at = ? WHERE name = ? AND value = ?",
                 (value, _now(), name, expected),
             )
@@ -452,7 +468,7 @@ class Ledger:
     def claim(self, topic: str, claimant: str) -> bool:
         """True for exactly one claimant of `topic`, whoever asks and however many at once."""
         return (
-            self._execute(
+            self.execute(
                 "INSERT INTO claims VALUES (?, ?, ?, NULL) ON CONFLICT (topic) DO NOTHING",
                 (topic, claimant, _now()),
             )
@@ -460,14 +476,14 @@ class Ledger:
         )
 
     def mark_delivered(self, topic: str) -> None:
-        self._execute(
+        self.execute(
             "UPDATE claims SET delivered_at = ? WHERE topic = ? AND delivered_at IS NULL",
             (_now(), topic),
         )
 
     def undelivered(self) -> list[Claim]:
         """Claims whose delivery was never confirmed, oldest first (to retry or report)."""
-        rows = self._query(
+        rows = self.query(
             "SELECT topic, claimant, claimed_at, delivered_at FROM claims "
             "WHERE delivered_at IS NULL ORDER BY claimed_at, topic"
         )
@@ -484,7 +500,7 @@ class Ledger:
         None when free (or the holder has not written its description yet)."""
         if self._dialect.name == "sqlite":
             return read_holder(self._lock_file()) or None
-        rows = self._query("SELECT holder FROM lock_holders WHERE name = ?", (RUN_LOCK,))
+        rows = self.query("SELECT holder FROM lock_holders WHERE name = ?", (RUN_LOCK,))
         return json.loads(rows[0][0]) if rows else None
 
     @contextlib.contextmanager

@@ -296,3 +296,22 @@ def test_the_missing_driver_error_names_the_extra(
     with pytest.raises(LedgerError, match=r"brain-pipeline\[postgres\]") as caught:
         Ledger("postgresql://ann@127.0.0.1:1/brain")
     assert POSTGRES_EXTRA in str(caught.value)
+
+
+AREA_DDL = """
+CREATE TABLE IF NOT EXISTS area_rows (id {serial}, name TEXT NOT NULL UNIQUE);
+"""
+
+
+def test_an_area_keeps_its_own_tables_created_once_per_connection(ledger_url: str) -> None:
+    with Ledger(ledger_url) as ledger:
+        ledger.ensure_tables("area", AREA_DDL)
+        ledger.ensure_tables("area", AREA_DDL)  # a second call runs nothing
+        ledger.execute("INSERT INTO area_rows (name) VALUES (?)", ("first",))
+    with Ledger(ledger_url) as again:
+        again.ensure_tables("area", AREA_DDL)  # the table exists: kept, not recreated
+        with again.transaction(write=True) as cursor:
+            cursor.execute(again.sql("INSERT INTO area_rows (name) VALUES (?)"), ("second",))
+        rows = again.query("SELECT id, name FROM area_rows ORDER BY id")
+    assert [name for _, name in rows] == ["first", "second"]
+    assert rows[0][0] < rows[1][0]
