@@ -35,6 +35,18 @@ def long_title_roadmap(length: int, topics: int) -> str:
     return f'{{"title":"{"x" * length}","topics":[{rows}]}}'
 
 
+def refusal_reason(name: str) -> str:
+    """Why the pipeline refuses the roadmap `name`: past the depth JavaScript's String()
+    converts, the original itself stops the file (nested too deep); below it, nesting is
+    no reason and the file is refused for the store its chunks would take."""
+    from brain_pipeline.corpus.jscompat import JS_STRING_MAX_ARRAY_DEPTH
+
+    depth = {file: deep for file, deep, _ in HOSTILE_ROADMAPS}.get(name, 0)
+    if depth > JS_STRING_MAX_ARRAY_DEPTH:
+        return "JSON nested too deep"
+    return "chunks too large for the file"
+
+
 def hostile_roadmaps() -> dict[str, str]:
     """File name -> text of every roadmap above."""
     files = {name: deep_title_roadmap(depth, topics) for name, depth, topics in HOSTILE_ROADMAPS}

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
 import pytest
-from annotated_types import Ge, Gt, Le
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -71,11 +70,13 @@ def _settings() -> list[Leaf]:
 
 
 def _bounds(info: FieldInfo) -> tuple[float | None, float | None]:
+    """The numeric bounds pydantic keeps in the field's metadata (`ge`/`gt`, `le`)."""
     low = high = None
     for item in info.metadata:
-        if isinstance(item, Ge | Gt):
-            low = float(item.ge if isinstance(item, Ge) else item.gt)
-        if isinstance(item, Le):
+        for name in ("ge", "gt"):
+            if getattr(item, name, None) is not None:
+                low = float(getattr(item, name))
+        if getattr(item, "le", None) is not None:
             high = float(item.le)
     return low, high
 
