@@ -39,6 +39,7 @@ from brain_pipeline.retrieval.hybrid import QueryEmbedder, Retriever
 from brain_pipeline.retrieval.vectors import EmbeddingStore
 from brain_pipeline.retrieval.view_source import ViewSource
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.digest import sha256_hex, value_digest
 
 
@@ -93,11 +94,13 @@ def run_known_items(
     retrieval_mode: str = "hybrid",
     store_sha256: str | None = None,
     embeddings_sha256: str | None = None,
+    memory: Memory | None = None,
 ) -> KnownItemRun:
     """Judge this store on the baseline's known items and sample its own (module doc).
 
-    Without a `layout` (a store outside the build directory) nothing is cached or saved
-    and there is no baseline to ask: the check says so and passes.
+    Without a `layout` (a store outside the build directory) or a `memory` (the ledger
+    keeping the baseline and the candidates) nothing is cached or saved and there is no
+    baseline to ask: the check says so and passes.
     """
     mode = _mode(embeddings, query_embedder, retrieval_mode)
     vectors = _VectorMemo(query_embedder, layout, query_model)
@@ -131,12 +134,12 @@ def run_known_items(
                 memo.answers[(query, area)] = [str(i) for i in top]
 
     used: KnownItemBaseline | None = None
-    if layout is None:
+    if layout is None or memory is None:
         verdict = no_baseline(
             "no known-item baseline for a store outside the build directory: the check passes"
         )
     else:
-        baseline = state.load_baseline(layout)
+        baseline = state.load_baseline(memory)
         if isinstance(baseline, str):
             verdict = no_baseline(baseline)
         else:
@@ -162,10 +165,10 @@ def run_known_items(
             notes.append(sample.note)
     counts = {area: len(source.area_ids(area)) for area in areas}
     candidate: str | None = None
-    if layout is not None:
+    if layout is not None and memory is not None:
         try:
             candidate = _save(
-                layout, source, areas, keys, memo, fell_back, queries, items, counts, notes,
+                memory, layout, source, areas, keys, memo, fell_back, queries, items, counts, notes,
                 store_sha256, embeddings_sha256,
             )
             vectors.save({item.query for item in items} | {o.query for o in verdict.items})
@@ -196,6 +199,7 @@ def run_known_items(
 
 
 def _save(
+    memory: Memory,
     layout: StateLayout,
     source: ViewSource,
     areas: Sequence[str],
@@ -222,7 +226,7 @@ def _save(
     }
     state.save_answers(layout, answers)
     candidate = state.candidate_key(store_sha256, embeddings_sha256)
-    state.save_candidate(layout, candidate, items, counts, notes)
+    state.save_candidate(memory, candidate, items, counts, notes)
     return candidate
 
 
