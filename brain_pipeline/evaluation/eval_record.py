@@ -109,7 +109,7 @@ def save(
     """
     stored = {**record, "key": key}
     stored.setdefault("when", now().isoformat(timespec="seconds"))
-    judgements.save_outcome(memory, key, now().isoformat(timespec="microseconds"), stored)
+    judgements.save_outcome(memory, key, utc_now().isoformat(timespec="microseconds"), stored)
     return stored
 
 
