@@ -51,17 +51,14 @@ def directory(layout: StateLayout) -> Path:
     return layout.state_dir / "known-items"
 
 
-def _read_json(path: Path, what: str, *, cache: bool = True) -> Any:
-    """The file's JSON, or None when it is absent (or, for a cache, cannot be read: a
-    cache miss costs a search, never the evaluation)."""
-    absent: tuple[type[OSError], ...] = (
-        (OSError,) if cache else (FileNotFoundError, NotADirectoryError)
-    )
+def _read_json(path: Path, what: str) -> Any:
+    """The cache file's JSON, or None when it is absent or cannot be read (a cache miss
+    costs a search, never the evaluation)."""
 
     def load() -> Any:
         try:
             return json.loads(path.read_bytes())
-        except absent:
+        except OSError:
             return None
 
     return healed(path, load, what=what, consequence="rebuilt (a cache miss)")
