@@ -130,6 +130,8 @@ def _old_json(path: Path) -> Any:
 
 
 def _import_old_files(memory: Memory) -> None:
+    """One transaction: the claim of the import and every row, or nothing (a worker
+    killed mid-import leaves no claim, and the next run imports again)."""
     state = memory.layout.state_dir
     old = {
         "outcomes": state / "eval.json",
@@ -141,62 +143,76 @@ def _import_old_files(memory: Memory) -> None:
     present = {name: path for name, path in old.items() if path.exists()}
     if not present:
         return
-    topic = f"import-judgements:{socket.gethostname()}:{state.resolve()}"
-    if not memory.ledger.claim(topic, "brain-pipeline"):
-        return  # imported already (by this folder's earlier run, or a worker racing it)
     data = {name: _old_json(path) for name, path in present.items() if path.is_file()}
-    _import_outcomes(memory, data.get("outcomes"))
-    _import_check_verdicts(memory, data.get("verdicts"))
-    _import_baseline(memory, data.get("baseline"))
-    if "candidates" in present:
-        for path in sorted(present["candidates"].glob("*.json")):
-            if (candidate := _old_json(path)) is not None:
-                move(memory, CANDIDATE + path.stem, put_json(memory, candidate))
-    if isinstance(data.get("known"), dict) and memory.ledger.pointer(KNOWN_ITEMS) is None:
-        memory.ledger.set_pointer(KNOWN_ITEMS, put_json(memory, data["known"]), expected=None)
+    rows: dict[str, list[tuple[Any, ...]]] = {
+        "INSERT INTO eval_outcomes VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING": [
+            (r["key"], str(r.get("when") or ""), put_json(memory, r))
+            for r in _listed(data.get("outcomes"), "records")
+            if isinstance(r.get("key"), str)
+        ],
+        "INSERT INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING": (
+            _old_verdicts(memory, data.get("verdicts"))
+        ),
+        "INSERT INTO eval_history (recorded_at, summary) VALUES (?, ?)": [
+            (str(p.get("when") or ""), canonical_json(p).decode("utf-8"))
+            for p in reversed(_listed(data.get("baseline"), "publications"))
+        ],
+        "INSERT INTO pointers VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING": [
+            (name, put_json(memory, value), "")
+            for name, value in _old_pointers(data, present.get("candidates"))
+        ],
+    }
+    topic = f"import-judgements:{socket.gethostname()}:{state.resolve()}"
+    ledger = memory.ledger
+    with ledger.transaction(write=True) as cursor:
+        cursor.execute(
+            ledger.sql("INSERT INTO claims VALUES (?, ?, ?, ?) ON CONFLICT (topic) DO NOTHING"),
+            (topic, "brain-pipeline", "", ""),
+        )
+        if cursor.rowcount != 1:
+            return  # imported already (by an earlier run, or a worker racing this one)
+        for statement, values in rows.items():
+            for value in values:
+                cursor.execute(ledger.sql(statement), value)
     for path in present.values():
         path.rename(path.with_name(path.name + ".imported"))
-    memory.ledger.mark_delivered(topic)
 
 
-def _import_outcomes(memory: Memory, data: Any) -> None:
-    records = data.get("records") if isinstance(data, dict) else None
-    for record in reversed(records if isinstance(records, list) else []):
-        if isinstance(record, dict) and isinstance(record.get("key"), str):
-            save_outcome(memory, record["key"], str(record.get("when") or ""), record)
+def _listed(data: Any, name: str) -> list[dict[str, Any]]:
+    rows = data.get(name) if isinstance(data, dict) else None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
-def _import_check_verdicts(memory: Memory, data: Any) -> None:
+def _old_pointers(data: dict[str, Any], candidates: Path | None) -> list[tuple[str, Any]]:
+    pointers: list[tuple[str, Any]] = []
+    old = data.get("baseline")
+    entry = old.get("baseline") if isinstance(old, dict) else None
+    if isinstance(entry, dict):
+        pointers.append((REGRESSION, entry))
+    if isinstance(data.get("known"), dict):
+        pointers.append((KNOWN_ITEMS, data["known"]))
+    for path in sorted(candidates.glob("*.json")) if candidates is not None else []:
+        if (candidate := _old_json(path)) is not None:
+            pointers.append((CANDIDATE + path.stem, candidate))
+    return pointers
+
+
+def _old_verdicts(memory: Memory, data: Any) -> list[tuple[Any, ...]]:
     """Old verdicts were keyed by one digest of (store, rule): each is kept under the
     store the build's record stamps, with that digest as its rule, so the verdict on the
     live build still opens the gate (a key of other bytes matches nothing)."""
-    from brain_pipeline.state.ledger import Verdict
     from brain_pipeline.state.records import read_record
 
     checks = data.get("checks") if isinstance(data, dict) else None
     record = read_record(memory.layout, "knowledge_store")
     stamp = record.outputs.get(memory.layout.store_file.name) if record is not None else None
     if not isinstance(checks, dict) or stamp is None:
-        return
-    for check, rows in checks.items():
-        for row in reversed(rows if isinstance(rows, list) else []):
-            if isinstance(row, dict) and isinstance(row.get("key"), str):
-                memory.ledger.record_verdict(
-                    Verdict(
-                        str(check), stamp.sha256, row["key"], str(row.get("severity")),
-                        str(row.get("description") or ""), bool(row.get("overridable", True)),
-                        row.get("run_id"),
-                    )
-                )  # fmt: skip
-
-
-def _import_baseline(memory: Memory, data: Any) -> None:
-    if not isinstance(data, dict):
-        return
-    rows = data.get("publications")
-    for summary in reversed(rows if isinstance(rows, list) else []):
-        if isinstance(summary, dict):
-            add_history(memory, str(summary.get("when") or ""), summary)
-    entry = data.get("baseline")
-    if isinstance(entry, dict) and memory.ledger.pointer(REGRESSION) is None:
-        memory.ledger.set_pointer(REGRESSION, put_json(memory, entry), expected=None)
+        return []
+    return [
+        (str(check), stamp.sha256, row["key"], str(row.get("severity")),
+         str(row.get("description") or ""), int(bool(row.get("overridable", True))),
+         row.get("run_id"), str(row.get("when") or ""))
+        for check, rows in checks.items()
+        for row in _listed({"rows": rows}, "rows")
+        if isinstance(row.get("key"), str)
+    ]  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import shutil
 import tarfile
 from pathlib import Path
@@ -172,3 +173,55 @@ def test_an_upgraded_build_directory_keeps_its_baselines_and_history(tmp_path: P
     assert NO_BASELINE not in outcome.verdict.line()
     assert outcome.known_item_run is not None
     assert outcome.known_item_run.baseline_candidate == old_known["candidate"]
+
+
+KILLED_MID_IMPORT = """
+import os, signal, sys
+from brain_pipeline.config import load_config, memory_of
+from brain_pipeline.evaluation import judgements
+from brain_pipeline.state.ledger import Ledger
+
+real_sql, real_execute = Ledger.sql, Ledger.execute
+
+def die_at_history(statement):
+    if statement.startswith("INSERT INTO eval_history"):
+        os.kill(os.getpid(), signal.SIGKILL)  # mid-import: outcomes and verdicts written
+
+Ledger.sql = lambda self, statement: die_at_history(statement) or real_sql(self, statement)
+Ledger.execute = lambda self, statement, params=(): (
+    die_at_history(statement) or real_execute(self, statement, params))
+judgements.ready(memory_of(load_config(sys.argv[1], env={})))
+"""
+
+
+def test_an_import_killed_midway_leaves_nothing_and_the_next_run_imports_all(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    with tarfile.open(FIXTURE_TAR) as archive:
+        archive.extractall(tmp_path, filter="data")
+    state = tmp_path / "build" / "state"
+    old = json.loads((state / "eval-baseline.json").read_text())
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_MID_IMPORT, str(tmp_path / "brain.yaml")],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        check=False,
+    )
+    assert killed.returncode == -signal.SIGKILL
+    assert (state / "eval-baseline.json").is_file()  # not renamed: nothing was imported
+    import sqlite3
+
+    with sqlite3.connect(state / "ledger.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM claims").fetchone() == (0,)
+        assert db.execute("SELECT count(*) FROM eval_outcomes").fetchone() == (0,)
+
+    cfg = load_config(tmp_path / "brain.yaml", env={})
+    memory = judgement_memory(cfg)
+    found = load_baseline(memory)
+    assert found.baseline is not None
+    assert found.baseline.key == old["baseline"]["record"]["key"]
+    assert len(publications(memory)[0]) == len(old["publications"])
+    assert (state / "eval-baseline.json.imported").is_file()
