@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS eval_history (
 REGRESSION = "evaluation/regression-baseline"
 KNOWN_ITEMS = "evaluation/known-item-baseline"
 CANDIDATE = "evaluation/known-items/"
+QUERY_VECTORS = "evaluation/known-item-query-vectors/"
 CLEARED = "-"
 """A baseline pointer's value when the baseline was cleared (a pointer is never deleted)."""
 

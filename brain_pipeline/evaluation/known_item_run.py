@@ -103,7 +103,7 @@ def run_known_items(
     baseline to ask: the check says so and passes.
     """
     mode = _mode(embeddings, query_embedder, retrieval_mode)
-    vectors = _VectorMemo(query_embedder, layout, query_model)
+    vectors = _VectorMemo(query_embedder, layout, query_model, memory)
     retriever = Retriever(
         source, embeddings, vectors if query_embedder is not None else None,
         query_model=query_model,
@@ -235,10 +235,15 @@ class _VectorMemo:
     directory: a paid embedding service never embeds an unchanged query twice."""
 
     def __init__(
-        self, embed: QueryEmbedder | None, layout: StateLayout | None, model: str | None
+        self,
+        embed: QueryEmbedder | None,
+        layout: StateLayout | None,
+        model: str | None,
+        memory: Memory | None = None,
     ) -> None:
         self._embed = embed
         self._layout = layout
+        self._memory = memory
         self._model = model or ""
         self._vectors: dict[str, list[float]] | None = None
         self.embedded = 0
@@ -249,7 +254,7 @@ class _VectorMemo:
     def _known(self) -> dict[str, list[float]]:
         if self._vectors is None:
             loaded = (
-                state.load_query_vectors(self._layout, self._model)
+                state.load_query_vectors(self._layout, self._model, self._memory)
                 if self._layout is not None and self._model
                 else {}
             )
@@ -268,4 +273,5 @@ class _VectorMemo:
 
     def save(self, keep: set[str]) -> None:
         if self._layout is not None and self._model and self._vectors is not None:
-            state.save_query_vectors(self._layout, self._model, self._vectors, keep)
+            share = self._memory if self.embedded else None
+            state.save_query_vectors(self._layout, self._model, self._vectors, keep, share)

@@ -16,13 +16,16 @@ What every worker must see is in the ledger and the blobs (`evaluation.judgement
   with how it became the baseline, a blob named by the pointer `judgements.KNOWN_ITEMS`,
   moved by compare-and-set in `record_baseline`: what the next build is asked against.
 
-The caches above stay local (a fresh worker reads and searches again; in hybrid mode it
-embeds the known-item queries once more). Every write is atomic; a cache file that cannot
-be read is set aside once and counts as absent. No Dagster.
+The query and answer caches stay local (a fresh worker tokenises and searches again);
+the query vectors are also shared, under the pointer `judgements.QUERY_VECTORS + model`,
+updated when a run embedded new queries, so no worker pays for a query embedded before.
+Every write is atomic; a cache file that cannot be read is set aside once and counts as
+absent. No Dagster.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -182,9 +185,15 @@ def load_baseline(memory: Memory) -> KnownItemBaseline | str:
     )
 
 
-def load_query_vectors(layout: StateLayout, model: str) -> dict[str, list[float]]:
-    """Known-item query vectors made by `model`: a query is embedded once, ever."""
+def load_query_vectors(
+    layout: StateLayout, model: str, memory: Memory | None = None
+) -> dict[str, list[float]]:
+    """Known-item query vectors made by `model`: a query is embedded once, ever (by any
+    worker: without the local copy, the shared one under `judgements.QUERY_VECTORS`)."""
     data = _read_json(directory(layout) / "query-vectors.json", "known-item query vectors")
+    if (not isinstance(data, dict) or data.get("model") != model) and memory is not None:
+        with contextlib.suppress(BlobError, ValueError):
+            data = judgements.pointed(memory, judgements.QUERY_VECTORS + model)
     if not isinstance(data, dict) or data.get("model") != model:
         return {}
     vectors = data.get("vectors")
@@ -192,8 +201,16 @@ def load_query_vectors(layout: StateLayout, model: str) -> dict[str, list[float]
 
 
 def save_query_vectors(
-    layout: StateLayout, model: str, vectors: Mapping[str, list[float]], keep: set[str]
+    layout: StateLayout,
+    model: str,
+    vectors: Mapping[str, list[float]],
+    keep: set[str],
+    share: Memory | None = None,
 ) -> None:
-    """Keep the vectors of the queries still asked (the baseline's and the candidate's)."""
-    kept = {q: v for q, v in vectors.items() if q in keep}
-    _write_json(directory(layout) / "query-vectors.json", {"model": model, "vectors": kept})
+    """Keep the vectors of the queries still asked (the baseline's and the candidate's);
+    `share`: also for every worker (when new queries were embedded)."""
+    data = {"model": model, "vectors": {q: v for q, v in vectors.items() if q in keep}}
+    _write_json(directory(layout) / "query-vectors.json", data)
+    if share is not None:
+        digest = judgements.put_json(share, data)
+        judgements.move(share, judgements.QUERY_VECTORS + model, digest)

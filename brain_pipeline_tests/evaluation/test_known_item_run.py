@@ -34,7 +34,7 @@ from brain_pipeline_tests.evaluation.known_item_corpus import corpus, passage
 class Build:
     def __init__(self, tmp_path: Path) -> None:
         self.dir = tmp_path / "build"
-        self.dir.mkdir()
+        self.dir.mkdir(parents=True)
         self.layout = StateLayout.of(self.dir)
         self.memory = memory_at(self.dir)
         fixture = tmp_path / "fixture.json"
@@ -210,3 +210,23 @@ def test_an_unwritable_state_directory_costs_the_memory_not_the_evaluation(
     assert run is not None and run.candidate is None
     assert outcome.verdict.severity == "PASS"
     assert any(n.startswith("known items not saved (") for n in run.verdict.notes)
+
+
+def test_a_fresh_worker_reuses_the_query_vectors_another_worker_paid_for(
+    tmp_path: Path,
+) -> None:
+    """Two build directories sharing one ledger and blob folder: the second (its own
+    state folder empty) embeds none of the known-item queries the first embedded."""
+    from brain_pipeline.state.blobs import LocalBlobs
+    from brain_pipeline.state.ledger import Ledger, sqlite_url
+    from brain_pipeline.state.memory import Memory
+
+    ledger = Ledger(sqlite_url(tmp_path / "shared" / "ledger.sqlite"))
+    blobs = LocalBlobs(tmp_path / "shared" / "blobs")
+    embedder, chunks = WordHashEmbedder(), corpus()
+    for name in ("a", "b"):
+        worker = Build(tmp_path / name)
+        worker.memory = judgements.ready(Memory(ledger, blobs, worker.layout))
+        run = _hybrid_run(worker, chunks, embedder)
+        assert run.embedded == (24 if name == "a" else 0)
+    assert embedder.queries_embedded == 24
