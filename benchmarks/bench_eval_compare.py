@@ -27,8 +27,12 @@ from _figures import DEFAULT_RUNS, Figure, Session
 from brain_pipeline.evaluation.baseline import load_baseline, record_baseline
 from brain_pipeline.evaluation.bootstrap import bootstrap_means
 from brain_pipeline.evaluation.compare import compare
+from brain_pipeline.evaluation.judgements import ready
 from brain_pipeline.evaluation.runner import EvaluationReport, QueryResult, RetrieverSummary
+from brain_pipeline.state.blobs import LocalBlobs
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.ledger import Ledger, sqlite_url
+from brain_pipeline.state.memory import Memory
 
 
 def scifact_widths(path: Path) -> None:
@@ -66,6 +70,8 @@ def comparison_cost(n_chunks: int, session: Session) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         layout = StateLayout.of(tmp)
         layout.state_dir.mkdir(parents=True)
+        ledger = Ledger(sqlite_url(layout.ledger))
+        memory = ready(Memory(ledger, LocalBlobs(layout.blobs_dir), layout))
         t0 = datetime(2025, 1, 1, tzinfo=UTC)
         chunks = [FakeChunk(f"{i:012x}", f"text {i}", "a", f"f{i % 997}.md", "h")
                   for i in range(n_chunks)]
@@ -81,7 +87,7 @@ def comparison_cost(n_chunks: int, session: Session) -> None:
                                         relevant_ranks={top[0]: 1}, miss=False))
         report = EvaluationReport([RetrieverSummary(r, 1, 1, 1, 0, 300) for r in
                                    ("legacy", "bm25", "hybrid")], rows, [], [], n_chunks, "f")
-        record_baseline(layout, {"key": "k", "when": t0.isoformat(), "report": report.to_dict()},
+        record_baseline(memory, {"key": "k", "when": t0.isoformat(), "report": report.to_dict()},
                         {}, kind="published")
         changed = [replace(r, top_ids=[f"{int(i):012x}" for i in
                                        rng.choice(n_chunks, 10, replace=False)],
@@ -98,7 +104,7 @@ def comparison_cost(n_chunks: int, session: Session) -> None:
 
         def timed_compare(current: list[QueryResult]) -> tuple[float, int, int]:
             started = time.perf_counter()
-            baseline = load_baseline(layout).baseline
+            baseline = load_baseline(memory).baseline
             assert baseline is not None
             result = compare(current, baseline.report.queries, origins)
             took = time.perf_counter() - started

@@ -62,6 +62,7 @@ from brain_pipeline.evaluation import eval_record
 from brain_pipeline.evaluation.service import (
     EvaluationOutcome,
     evaluate_store_dir,
+    judgement_memory,
     record_as_baseline,
 )
 from brain_pipeline.state.layout import StateLayout
@@ -237,7 +238,7 @@ class Bench:
         )
         published = evaluate_store_dir(self.cfg, self.build)
         assert published.verdict.severity == "PASS", published.verdict.line()
-        record = eval_record.lookup(self.layout, str(published.record_key))
+        record = eval_record.lookup(judgement_memory(self.cfg), str(published.record_key))
         assert record is not None
         record_as_baseline(self.cfg, record, kind="published")
         self.state = root / "published-state"

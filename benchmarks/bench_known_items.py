@@ -46,6 +46,7 @@ from brain_pipeline.evaluation import eval_record
 from brain_pipeline.evaluation.known_item_state import directory
 from brain_pipeline.evaluation.service import (
     evaluate_store_dir,
+    judgement_memory,
     known_items_of,
     record_as_baseline,
 )
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # Publish: the evaluation's candidate becomes the baseline.
         outcome = evaluate_store_dir(cfg, build)
-        record = eval_record.lookup(layout, str(outcome.record_key))
+        record = eval_record.lookup(judgement_memory(cfg), str(outcome.record_key))
         assert record is not None
         record_as_baseline(cfg, record, kind="published")
         published = root / "published-state"

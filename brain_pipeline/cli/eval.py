@@ -254,7 +254,7 @@ def _accept(cfg: Any, store: Path, outcome: Any, note: str) -> int | None:
     layout = cache_layout(store, cfg.build_dir)
     accepted = None
     if layout is not None and outcome.record_key:
-        accepted = accept_evaluation(cfg, layout, outcome.record_key, note)
+        accepted = accept_evaluation(cfg, outcome.record_key, note)
     if accepted is None:
         print(
             "brain-pipeline eval: not accepted: this evaluation was not recorded (a store "
@@ -281,10 +281,9 @@ def _history(cfg: Any, args: argparse.Namespace) -> int:
 
     from brain_pipeline.evaluation.baseline import publications
     from brain_pipeline.evaluation.reports import history_frame
-    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.evaluation.service import judgement_memory
 
-    layout = StateLayout.of(cfg.build_dir)
-    entries, reason = publications(layout)
+    entries, reason = publications(judgement_memory(cfg))
     if reason:
         print(f"brain-pipeline eval: {reason}", file=sys.stderr)
     frame = history_frame(entries)
@@ -295,8 +294,4 @@ def _history(cfg: Any, args: argparse.Namespace) -> int:
     elif not frame.empty:
         with pd.option_context("display.max_rows", None, "display.width", 250):
             print(frame.to_string(index=False))
-    from brain_pipeline.utils.damage import set_aside_copy
-
-    damaged = set_aside_copy(layout.eval_baseline).exists()
-    unreadable = reason is not None and (layout.eval_baseline.exists() or damaged)
-    return 2 if unreadable else 0
+    return 0

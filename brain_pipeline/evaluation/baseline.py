@@ -7,37 +7,24 @@ it after a successful publication; `brain-pipeline eval --accept --note "..."` r
 the current evaluation instead, which is how a known regression is accepted: the note and
 the time stay in the list of publications, so the acceptance leaves a trace.
 
-File: `layout.eval_baseline` (JSON, written atomically):
-
-    {"format": 1,
-     "baseline": {"kind": "published" | "accepted", "note", "when", "record": {...}},
-     "publications": [summary, ...]}   newest first: figures, intervals, misses, note
-
-The whole evaluation record is copied (the evaluation record itself keeps only a few
-outcomes and would evict it). A baseline that is missing, unreadable, or written by
-another evaluation version is "no baseline", with the reason in one line: never a crash,
-never a silent pass.
+Kept in the ledger (`evaluation.judgements`), the same from every worker: the pointer
+`judgements.REGRESSION` names the blob {"kind", "note", "when", "record"} (the whole
+evaluation record, copied), moved by compare-and-set; each publication's summary is a row
+of `eval_history`. A baseline that is missing or unreadable is "no baseline", with the
+reason in one line: never a crash, never a silent pass.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
-from pathlib import Path
 from typing import Any
 
-from brain_pipeline.evaluation.eval_record import EVALUATION_VERSION
+from brain_pipeline.evaluation import judgements
 from brain_pipeline.evaluation.runner import EvaluationReport
-from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_write_bytes
-from brain_pipeline.utils.damage import healed, set_aside_copy
-
-_FORMAT = 1
-_KEEP_PUBLICATIONS = 500
-"""Summaries are a few hundred bytes each: years of nightly publications."""
+from brain_pipeline.state.blobs import BlobError
+from brain_pipeline.state.memory import Memory
 
 Clock = Callable[[], datetime]
 
@@ -75,58 +62,25 @@ class BaselineLookup:
     reason: str | None = None
 
 
-def _parse(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_bytes())
-    if not isinstance(data, dict):
-        raise ValueError("not a baseline file")
-    return data
-
-
-def _read(layout: StateLayout) -> dict[str, Any]:
-    """The file's content; raises ValueError/OSError when it cannot be used.
-
-    Damaged bytes are set aside (kept once for inspection, with the publications list
-    they hold) and named in one WARN line; the file is then missing, so the next
-    publication records a new baseline. A readable file of another format is refused
-    but left in place: it is not damage.
-    """
-    path = layout.eval_baseline
-    data = healed(
-        path,
-        partial(_parse, path),
-        what="evaluation baseline",
-        consequence="no baseline until the next publication records one",
-    )
-    if data.get("format") != _FORMAT:
-        raise ValueError("unknown format")
-    return data
-
-
-def load_baseline(layout: StateLayout) -> BaselineLookup:
-    """The baseline, or why there is none (missing, unreadable, another version)."""
-    path = layout.eval_baseline
+def load_baseline(memory: Memory) -> BaselineLookup:
+    """The baseline, or why there is none (none recorded, unreadable)."""
     try:
-        data = _read(layout)
-    except FileNotFoundError:
-        return BaselineLookup(None, "no baseline: nothing has been published from this build "
-                              "directory yet (or accepted with `brain-pipeline eval --accept`)")
-    except (OSError, ValueError) as exc:
-        return BaselineLookup(None, f"no baseline: {path} is unreadable ({_short(exc)})")
-    entry = data.get("baseline")
-    if not isinstance(entry, dict) or not isinstance(entry.get("record"), dict):
-        return BaselineLookup(None, f"no baseline: {path} holds no baseline evaluation")
-    version = entry.get("evaluation_version")
-    if version != EVALUATION_VERSION:
+        entry = judgements.pointed(memory, judgements.REGRESSION)
+    except (BlobError, ValueError) as exc:
+        return BaselineLookup(None, f"no baseline: its blob is unreadable ({_short(exc)})")
+    if entry is None:
         return BaselineLookup(
             None,
-            f"no baseline: the baseline was recorded by evaluation version {version} "
-            f"(this is {EVALUATION_VERSION}); the next publication records a new one",
+            "no baseline: nothing has been published yet "
+            "(or accepted with `brain-pipeline eval --accept`)",
         )
+    if not isinstance(entry, dict) or not isinstance(entry.get("record"), dict):
+        return BaselineLookup(None, "no baseline: the baseline holds no evaluation")
     record = entry["record"]
     try:
         report = EvaluationReport.from_dict(record["report"])
     except (KeyError, TypeError, ValueError) as exc:
-        return BaselineLookup(None, f"no baseline: {path} has an unreadable report ({_short(exc)})")
+        return BaselineLookup(None, f"no baseline: an unreadable report ({_short(exc)})")
     return BaselineLookup(
         Baseline(
             kind=str(entry.get("kind") or "published"),
@@ -188,7 +142,7 @@ def _known_items_of(verdict: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 
 def record_baseline(
-    layout: StateLayout,
+    memory: Memory,
     record: Mapping[str, Any],
     intervals: Mapping[str, Any],
     *,
@@ -198,43 +152,18 @@ def record_baseline(
 ) -> dict[str, Any]:
     """Make `record` (an evaluation record) the baseline and add it to the publications.
 
-    `intervals`: {"bm25.ndcg_at_10": [low, high], ...} for the history. An unreadable
-    file is replaced (its publications list is lost, which the caller is told by the
-    returned summary being the only one). Returns the summary written.
+    `intervals`: {"bm25.ndcg_at_10": [low, high], ...} for the history. Returns the
+    summary written.
     """
     when = (now or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds")
-    try:
-        data = _read(layout)
-    except (OSError, ValueError):
-        data = {"format": _FORMAT, "publications": []}
     summary = summary_of(record, intervals, kind=kind, note=note, when=when)
-    previous = data.get("publications")
-    kept = [p for p in previous if isinstance(p, dict)] if isinstance(previous, list) else []
-    data["publications"] = [summary, *kept][:_KEEP_PUBLICATIONS]
-    data["baseline"] = {
-        "kind": kind,
-        "note": note,
-        "when": when,
-        "evaluation_version": EVALUATION_VERSION,
-        "record": dict(record),
-    }
-    payload = json.dumps(data, ensure_ascii=False, indent=1, sort_keys=True, default=str)
-    layout.state_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(layout.eval_baseline, payload.encode("utf-8"))
+    entry = {"kind": kind, "note": note, "when": when, "record": dict(record)}
+    judgements.move(memory, judgements.REGRESSION, judgements.put_json(memory, entry))
+    judgements.add_history(memory, when, summary)
     return summary
 
 
-def publications(layout: StateLayout) -> tuple[list[dict[str, Any]], str | None]:
+def publications(memory: Memory) -> tuple[list[dict[str, Any]], str | None]:
     """The publication summaries, newest first, and why there are none when there are none."""
-    try:
-        data = _read(layout)
-    except FileNotFoundError:
-        aside = set_aside_copy(layout.eval_baseline)
-        if aside.exists():
-            # Its list was damaged and set aside: say so rather than "none yet".
-            return [], f"{layout.eval_baseline} was damaged and set aside as {aside.name}"
-        return [], "no publications recorded in this build directory yet"
-    except (OSError, ValueError) as exc:
-        return [], f"{layout.eval_baseline} is unreadable ({_short(exc)})"
-    rows = data.get("publications")
-    return ([p for p in rows if isinstance(p, dict)] if isinstance(rows, list) else []), None
+    rows = [p for p in judgements.history(memory) if isinstance(p, dict)]
+    return rows, (None if rows else "no publications recorded yet")

@@ -39,6 +39,7 @@ from brain_pipeline.retrieval.hybrid import QueryEmbedder, Retriever
 from brain_pipeline.retrieval.vectors import EmbeddingStore
 from brain_pipeline.retrieval.view_source import ViewSource
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.digest import sha256_hex, value_digest
 
 
@@ -93,14 +94,16 @@ def run_known_items(
     retrieval_mode: str = "hybrid",
     store_sha256: str | None = None,
     embeddings_sha256: str | None = None,
+    memory: Memory | None = None,
 ) -> KnownItemRun:
     """Judge this store on the baseline's known items and sample its own (module doc).
 
-    Without a `layout` (a store outside the build directory) nothing is cached or saved
-    and there is no baseline to ask: the check says so and passes.
+    Without a `layout` (a store outside the build directory) or a `memory` (the ledger
+    keeping the baseline and the candidates) nothing is cached or saved and there is no
+    baseline to ask: the check says so and passes.
     """
     mode = _mode(embeddings, query_embedder, retrieval_mode)
-    vectors = _VectorMemo(query_embedder, layout, query_model)
+    vectors = _VectorMemo(query_embedder, layout, query_model, memory)
     retriever = Retriever(
         source, embeddings, vectors if query_embedder is not None else None,
         query_model=query_model,
@@ -131,12 +134,12 @@ def run_known_items(
                 memo.answers[(query, area)] = [str(i) for i in top]
 
     used: KnownItemBaseline | None = None
-    if layout is None:
+    if layout is None or memory is None:
         verdict = no_baseline(
             "no known-item baseline for a store outside the build directory: the check passes"
         )
     else:
-        baseline = state.load_baseline(layout)
+        baseline = state.load_baseline(memory)
         if isinstance(baseline, str):
             verdict = no_baseline(baseline)
         else:
@@ -162,10 +165,10 @@ def run_known_items(
             notes.append(sample.note)
     counts = {area: len(source.area_ids(area)) for area in areas}
     candidate: str | None = None
-    if layout is not None:
+    if layout is not None and memory is not None:
         try:
             candidate = _save(
-                layout, source, areas, keys, memo, fell_back, queries, items, counts, notes,
+                memory, layout, source, areas, keys, memo, fell_back, queries, items, counts, notes,
                 store_sha256, embeddings_sha256,
             )
             vectors.save({item.query for item in items} | {o.query for o in verdict.items})
@@ -196,6 +199,7 @@ def run_known_items(
 
 
 def _save(
+    memory: Memory,
     layout: StateLayout,
     source: ViewSource,
     areas: Sequence[str],
@@ -222,7 +226,7 @@ def _save(
     }
     state.save_answers(layout, answers)
     candidate = state.candidate_key(store_sha256, embeddings_sha256)
-    state.save_candidate(layout, candidate, items, counts, notes)
+    state.save_candidate(memory, candidate, items, counts, notes)
     return candidate
 
 
@@ -231,10 +235,15 @@ class _VectorMemo:
     directory: a paid embedding service never embeds an unchanged query twice."""
 
     def __init__(
-        self, embed: QueryEmbedder | None, layout: StateLayout | None, model: str | None
+        self,
+        embed: QueryEmbedder | None,
+        layout: StateLayout | None,
+        model: str | None,
+        memory: Memory | None = None,
     ) -> None:
         self._embed = embed
         self._layout = layout
+        self._memory = memory
         self._model = model or ""
         self._vectors: dict[str, list[float]] | None = None
         self.embedded = 0
@@ -245,7 +254,7 @@ class _VectorMemo:
     def _known(self) -> dict[str, list[float]]:
         if self._vectors is None:
             loaded = (
-                state.load_query_vectors(self._layout, self._model)
+                state.load_query_vectors(self._layout, self._model, self._memory)
                 if self._layout is not None and self._model
                 else {}
             )
@@ -264,4 +273,5 @@ class _VectorMemo:
 
     def save(self, keep: set[str]) -> None:
         if self._layout is not None and self._model and self._vectors is not None:
-            state.save_query_vectors(self._layout, self._model, self._vectors, keep)
+            share = self._memory if self.embedded else None
+            state.save_query_vectors(self._layout, self._model, self._vectors, keep, share)

@@ -42,8 +42,6 @@ DISTINCTIVE_SHARE = 0.02
 MIN_DISTINCTIVE_DF = 2
 TEXT_KEPT = 1200
 """Characters of a target's text kept in the baseline: enough to recognise its successor."""
-QUERY_VERSION = 1
-"""Bump when `learner_query` changes: cached queries of another version are not reused."""
 
 _MARKUP = re.compile(r"[#*_`>|~\[\]()<>{}=]+")
 _SENTENCE_END = re.compile(r"[.!?;:](?:\s|$)|\n")

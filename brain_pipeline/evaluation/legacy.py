@@ -30,10 +30,8 @@ import numpy.typing as npt
 from brain_pipeline.corpus.jscompat import JS_WS_CLASS, utf16_length
 from brain_pipeline.evaluation.legacy_cache import LegacyMatchCache
 from brain_pipeline.retrieval.hybrid import ChunkSource
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.utils.digest import ids_digest, sha256_hex
-
-LEGACY_CACHE_VERSION = 2
-"""Bump when what a cached match means changes; older caches are then pruned."""
 
 # JavaScript's \s (jscompat): Python's str.split() differs (it splits on \x1c-\x1f, not
 # on U+FEFF).
@@ -79,7 +77,8 @@ def cache_directory(root: Path, terms: Sequence[str]) -> Path:
     """Where the matches of `terms` are cached under `root` (one directory per term list)."""
     unique = list(dict.fromkeys(terms))
     digest = sha256_hex("\n".join(unique).encode("utf-8"))[:24]
-    return root / f"legacy-v{LEGACY_CACHE_VERSION}-{digest}"
+    code = code_digest(__name__, "brain_pipeline.evaluation.legacy_cache")[:12]
+    return root / f"legacy-{code}-{digest}"
 
 
 class LegacyBaseline:
@@ -108,9 +107,7 @@ class LegacyBaseline:
         """The baseline with its matches cached where the source keeps derived data."""
         root = source.cache_dir()
         unique = list(dict.fromkeys(terms))
-        cache = (
-            LegacyMatchCache(cache_directory(root, unique), len(unique)) if root else None
-        )
+        cache = LegacyMatchCache(cache_directory(root, unique), len(unique)) if root else None
         return cls(source, unique, cache)
 
     def search(self, query: str, area: str, limit: int = 10) -> list[tuple[int, int]]:
@@ -157,5 +154,3 @@ class LegacyBaseline:
         if self.cache is not None:
             self.cache.save(area, digest, ids, matrix)
         return matrix
-
-

@@ -142,7 +142,7 @@ class LegacyMatchCache:
             with contextlib.suppress(OSError):
                 stale.unlink()
         others = sorted(
-            (p for p in self.directory.parent.glob("legacy-v*") if p != self.directory),
+            (p for p in self.directory.parent.glob("legacy-*") if p != self.directory),
             key=mtime_ns,
             reverse=True,
         )

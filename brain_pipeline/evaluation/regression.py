@@ -16,6 +16,7 @@ from brain_pipeline.evaluation.baseline import Baseline, load_baseline
 from brain_pipeline.evaluation.compare import ChunkOrigin, Comparison, OriginLookup, compare
 from brain_pipeline.evaluation.runner import EvaluationReport
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import Memory
 
 AGENT_RETRIEVERS: tuple[str, ...] = ("hybrid", "bm25")
 """The retriever the agent answers with: hybrid (which is BM25 without vectors), else BM25."""
@@ -33,19 +34,21 @@ class BaselineComparison:
     """The agent's retriever, whose new misses the verdict gates."""
 
 
-def compare_with_baseline(report: EvaluationReport, layout: StateLayout) -> BaselineComparison:
-    """Compare `report` with the baseline kept in `layout`.
+def compare_with_baseline(report: EvaluationReport, memory: Memory) -> BaselineComparison:
+    """Compare `report` with the baseline the ledger of `memory` keeps.
 
     Cheap for an evaluation that is otherwise reused: a JSON read of the baseline, a
     dictionary join over the queries, and one chunk-history query per chunk that
     entered a changed query's top 10.
     """
-    found = load_baseline(layout)
+    found = load_baseline(memory)
     if found.baseline is None:
         return BaselineComparison(None, None, str(found.reason))
     baseline = found.baseline
     comparison = compare(
-        report.queries, baseline.report.queries, _origin_lookup(layout, baseline.evaluated_at)
+        report.queries,
+        baseline.report.queries,
+        _origin_lookup(memory.layout, baseline.evaluated_at),
     )
     if comparison.shared == 0:
         return BaselineComparison(

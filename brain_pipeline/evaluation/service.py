@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
     from brain_pipeline.evaluation.verdict_rule import VerdictRule
     from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.memory import Memory
 
 
 @dataclass
@@ -109,13 +110,12 @@ def evaluate_store_dir(
     from brain_pipeline.evaluation.render import report_markdown
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, judge
     from brain_pipeline.evaluation.verdict_rule import rule_of
-    from brain_pipeline.state.layout import StateLayout
 
     measured = _measure(cfg, store_dir, fixture, warn, progress, reuse=reuse)
     if isinstance(measured, str):
         return EvaluationOutcome(EvaluationVerdict.unusable(measured))
     report = measured.report
-    regression = compare_with_baseline(report, StateLayout.of(cfg.build_dir))
+    regression = compare_with_baseline(report, judgement_memory(cfg))
     # The labelled evaluation already warned about unreadable vectors: not twice.
     known = known_items_of(cfg, store_dir, measured.layout, measured.inputs)
     verdict = judge(
@@ -175,7 +175,7 @@ def evaluate_store_dir(
         stored["run_id"] = run_id
     try:
         clock = now or eval_record.utc_now
-        saved = eval_record.save(measured.layout, measured.key, stored, now=clock)
+        saved = eval_record.save(judgement_memory(cfg), measured.key, stored, now=clock)
     except OSError:
         pass  # a read-only store directory: evaluated, just not remembered
     else:
@@ -203,24 +203,22 @@ def record_as_baseline(
     *,
     kind: str,
     note: str | None = None,
-    layout: StateLayout | None = None,
 ) -> dict[str, Any]:
     """Make a stored evaluation record the baseline (after a publication, or accepted)."""
     from brain_pipeline.evaluation.baseline import record_baseline
     from brain_pipeline.evaluation.bootstrap import figure_intervals
     from brain_pipeline.evaluation.runner import EvaluationReport
-    from brain_pipeline.state.layout import StateLayout
 
     report = EvaluationReport.from_dict(record["report"])
     intervals = {n: i.to_list() for n, i in figure_intervals(report.queries).items()}
-    where = layout or StateLayout.of(cfg.build_dir)
-    summary = record_baseline(where, record, intervals, kind=kind, note=note)
-    summary["known_items"] = record_known_items(where, record, kind=kind, note=note)
+    memory = judgement_memory(cfg)
+    summary = record_baseline(memory, record, intervals, kind=kind, note=note)
+    summary["known_items"] = record_known_items(memory, record, kind=kind, note=note)
     return summary
 
 
 def record_known_items(
-    layout: StateLayout, record: Mapping[str, Any], *, kind: str, note: str | None
+    memory: Memory, record: Mapping[str, Any], *, kind: str, note: str | None
 ) -> str:
     """The known items sampled from the store `record` evaluated become the known-item
     baseline; the one line saying so. A record from before the check (a rollback to an
@@ -230,9 +228,9 @@ def record_known_items(
     key = record.get("known_items_candidate")
     if not isinstance(key, str):
         return known_item_state.clear_baseline(
-            layout, "this evaluation predates the known-item check"
+            memory, "this evaluation predates the known-item check"
         )
-    return known_item_state.record_baseline(layout, key, kind=kind, note=note)
+    return known_item_state.record_baseline(memory, key, kind=kind, note=note)
 
 
 def known_items_of(
@@ -262,6 +260,7 @@ def known_items_of(
     return run_known_items(
         ViewSource(view, layout),
         layout,
+        memory=judgement_memory(cfg),
         sample_per_area=settings.sample_per_area,
         settings=KnownItemSettings(settings.max_found_drop, settings.max_area_loss),
         embeddings=embeddings,
@@ -273,20 +272,20 @@ def known_items_of(
     )
 
 
-def accept_evaluation(
-    cfg: BrainConfig, layout: StateLayout, key: str, note: str
-) -> EvaluationVerdict | None:
+def accept_evaluation(cfg: BrainConfig, key: str, note: str) -> EvaluationVerdict | None:
     """`eval --accept`: the recorded evaluation `key` becomes the baseline, and its stored
     verdict no longer fails on the regressions it accepted (`EvaluationVerdict.accepting`), so a
     publish of these bytes reads the accepted verdict. None when `key` is not recorded."""
     from brain_pipeline.evaluation import eval_record
 
-    record = eval_record.lookup(layout, key)
+    record = eval_record.lookup(judgement_memory(cfg), key)
     verdict = stored_verdict(record)
     if record is None or verdict is None:
         return None
     accepted = verdict.accepting(note)
-    updated = eval_record.save(layout, key, {**record, "verdict": accepted.to_dict()})
+    updated = eval_record.save(
+        judgement_memory(cfg), key, {**record, "verdict": accepted.to_dict()}
+    )
     record_as_baseline(cfg, updated, kind="accepted", note=note)
     return accepted
 
@@ -341,7 +340,7 @@ def _measure(
     inputs = _inputs(cfg, view.sha256, layout, embeddings_file, fixture_bytes)
     key = inputs.key()
     if reuse and layout is not None:
-        record = eval_record.lookup(layout, key)
+        record = eval_record.lookup(judgement_memory(cfg), key)
         if record is not None and isinstance(record.get("report"), dict):
             try:
                 report = EvaluationReport.from_dict(record["report"])
@@ -418,7 +417,7 @@ def evaluation_inputs(
 ) -> EvalInputs | None:
     """The inputs (and so `.key()`) an evaluation of `store_dir` would be recorded under.
 
-    For a publish gate: `eval_record.lookup(layout, inputs.key())` is the outcome for
+    For a publish gate: `eval_record.lookup(memory, inputs.key())` is the outcome for
     exactly the bytes about to be published. None when the store or fixture is missing.
     Cheap when nothing changed: the store's sha256 comes from its sidecar index and the
     embeddings' from the record's stat-keyed memo.
@@ -458,3 +457,11 @@ def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
 def evaluate_build(cfg: BrainConfig, run_id: str | None = None) -> EvaluationOutcome:
     """Evaluate the build directory's store and vectors (for the blocking check)."""
     return evaluate_store_dir(cfg, cfg.build_dir, run_id=run_id)
+
+
+def judgement_memory(cfg: BrainConfig) -> Memory:
+    """The ledger and blobs the judgements live in (`evaluation.judgements`)."""
+    from brain_pipeline.config import memory_of
+    from brain_pipeline.evaluation.judgements import ready
+
+    return ready(memory_of(cfg))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.corpus.jscompat import is_truthy
-from brain_pipeline.corpus.store import STORE_FILENAME, Chunk
+from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, heading_text
 from brain_pipeline.retrieval.hybrid import Hit, Retriever
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, EmbeddingStore
 
@@ -98,7 +98,7 @@ def _heading_text(heading: Any) -> str:
         return str(int(heading))
     if isinstance(heading, int | float):
         return repr(heading)
-    return json.dumps(heading, ensure_ascii=False)
+    return heading_text(heading)  # iterative past json.dumps's depth (deep roadmap titles)
 
 
 def provenance(chunk: Chunk, position: int) -> str:

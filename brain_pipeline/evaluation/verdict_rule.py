@@ -19,18 +19,18 @@ against the earlier baseline, is at least as strict as a re-judgement would be, 
 still counts (the S3 step after `published_local` in the same run; a publish-only launch
 of the live build). Its settings and code must still be today's.
 
-Pure: reads the two baseline files of the build directory, no Dagster.
+Pure: reads the two baselines from the ledger (`evaluation.judgements`), no Dagster.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.evaluation.eval_record import CODE_VERSION
-from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.evaluation.eval_record import judging_code
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.digest import value_digest
 
 RULE_SECTIONS: tuple[str, ...] = ("evaluation", "retrieval")
@@ -51,7 +51,7 @@ class VerdictRule:
     """The candidate the known-item baseline was copied from (None: no baseline)."""
     known_items_digest: str | None
     """Digest of the known-item baseline's items and chunk counts (None: no baseline)."""
-    code: str = CODE_VERSION
+    code: str = field(default_factory=judging_code)
 
     def key(self) -> str:
         """One digest of the whole rule (shown next to the verdict)."""
@@ -91,15 +91,15 @@ def rule_of(
     )
 
 
-def current_rule(cfg: BrainConfig, layout: StateLayout) -> VerdictRule:
-    """The rule a verdict on the build in `layout` would be judged by now: today's
-    settings, and the baselines kept in `layout` (read as the evaluation reads them)."""
+def current_rule(cfg: BrainConfig, memory: Memory) -> VerdictRule:
+    """The rule a verdict would be judged by now: today's settings, and the baselines
+    the ledger of `memory` keeps (read as the evaluation reads them)."""
     from brain_pipeline.evaluation.baseline import load_baseline
     from brain_pipeline.evaluation.known_item_gate import KnownItemBaseline
     from brain_pipeline.evaluation.known_item_state import load_baseline as load_known
 
-    regression = load_baseline(layout).baseline
-    loaded = load_known(layout)
+    regression = load_baseline(memory).baseline
+    loaded = load_known(memory)
     known = loaded if isinstance(loaded, KnownItemBaseline) else None
     return rule_of(
         cfg,
@@ -132,11 +132,11 @@ def _against_itself(record: Mapping[str, Any], current: VerdictRule) -> bool:
     return current.known_items_candidate in (own_candidate, None)
 
 
-def lookup_judged(cfg: BrainConfig, layout: StateLayout, key: str) -> dict[str, Any] | None:
+def lookup_judged(cfg: BrainConfig, memory: Memory, key: str) -> dict[str, Any] | None:
     """The evaluation record of the inputs `key` when its verdict holds under today's
     rule (`holds`), else None: for a publish gate, a verdict made under another rule is
     no verdict on these bytes, and the check must judge them again."""
     from brain_pipeline.evaluation import eval_record
 
-    record = eval_record.lookup(layout, key)
-    return record if holds(record, current_rule(cfg, layout)) else None
+    record = eval_record.lookup(memory, key)
+    return record if holds(record, current_rule(cfg, memory)) else None

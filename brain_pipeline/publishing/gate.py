@@ -2,7 +2,7 @@
 
 Every blocking check records its verdict keyed by exactly what it judged: the
 evaluation (`evaluation.verdict.judge`) in its record, keyed by all its inputs, the
-others in `state.check_verdicts`, keyed by the store they judged. Both publish steps read
+others in the ledger's `verdicts`, keyed by the store they judged. Both publish steps read
 back the verdicts for the bytes they are about to publish and ask `decide`. Nothing here
 re-judges a threshold: a verdict's severity is its check's answer, and this module adds
 only what publishing itself knows, the store's size and `force`.

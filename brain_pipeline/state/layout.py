@@ -12,10 +12,8 @@
     history/           every chunk id ever written to a store (fixture repair)
     assets/            one record per asset: inputs' digests -> outputs' digests
     embedding-gaps.json chunks refused by the embedding service, skipped or truncated
-    eval.json          the last evaluation keyed by its input digests (publish gate)
-    check-verdicts.json the other blocking checks' verdicts, keyed by what they judged
-    eval-baseline.json the evaluation of the last published (or accepted) store, and a
-                       summary of every publication's (regression gate, eval --history)
+    eval-digests.json  stat-keyed memo of the files an evaluation hashes (a local cache;
+                       outcomes, verdicts and baselines are in the ledger: evaluation.judgements)
     locks/             one writer per build directory (OS locks, holder described)
     publications.json  every publication, rollback and hold (publishing.publication_log)
     published/         the last K publications' files, content-addressed (rollback)
@@ -88,19 +86,6 @@ class StateLayout:
     @property
     def assets_dir(self) -> Path:
         return self.state_dir / "assets"
-
-    @property
-    def eval_record(self) -> Path:
-        return self.state_dir / "eval.json"
-
-    @property
-    def check_verdicts(self) -> Path:
-        """Blocking checks' verdicts keyed by the data they judged (`state.check_verdicts`)."""
-        return self.state_dir / "check-verdicts.json"
-
-    @property
-    def eval_baseline(self) -> Path:
-        return self.state_dir / "eval-baseline.json"
 
     @property
     def locks_dir(self) -> Path:

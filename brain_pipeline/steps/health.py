@@ -16,7 +16,6 @@ from typing import Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.agent_limits import size_verdict, string_limit
-from brain_pipeline.state.check_verdicts import CheckRecord, record_verdict
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import AssetRecord, read_record
 from brain_pipeline.steps.report import CheckVerdict, Table
@@ -146,16 +145,19 @@ def record_blocking_verdict(
     if stamp is None:
         return
     severity = "PASS" if verdict.passed else verdict.severity
-    record_verdict(
-        layout,
-        CheckRecord(
+    from brain_pipeline.evaluation.service import judgement_memory
+    from brain_pipeline.state.ledger import Verdict
+
+    judgement_memory(cfg).ledger.record_verdict(
+        Verdict(
             check=check,
-            key=BLOCKING_CHECK_KEYS[check](cfg, stamp.sha256),
+            data=stamp.sha256,
+            rule=BLOCKING_CHECK_KEYS[check](cfg, stamp.sha256),
             severity=severity,
             description=verdict.description,
-            run_id=run_id,
             overridable=not (measured and check in NOT_OVERRIDABLE),
-        ),
+            run_id=run_id,
+        )
     )
 
 

@@ -5,7 +5,7 @@ Run without it (a selection below it, a UI launch of the publish asset alone, a
 re-execution), they still refuse unless *every* blocking check recorded a passing
 verdict on exactly what they would publish: the evaluation's record for the inputs
 (store, vectors, fixture, thresholds, code) judged under today's rule (settings and
-baselines: `evaluation.verdict_rule`), and `state.check_verdicts` for the store
+baselines: `evaluation.verdict_rule`), and the ledger's `verdicts` for the store
 (`steps.health.BLOCKING_CHECK_KEYS`). The verdicts are read as their checks stored them
 and `publishing.gate.decide` makes the decision (a person can override a refusal with
 `force`, which is logged once per step). The build directory, not the Dagster instance,
@@ -83,7 +83,7 @@ def evaluation_of_build(
     """(key, record) of the evaluation of exactly the build's inputs; record None if none,
     or if its verdict was made under another rule (settings, baselines: see
     `evaluation.verdict_rule`)."""
-    from brain_pipeline.evaluation.service import evaluation_inputs
+    from brain_pipeline.evaluation.service import evaluation_inputs, judgement_memory
     from brain_pipeline.evaluation.verdict_rule import lookup_judged
 
     if not layout.store_file.exists():
@@ -94,19 +94,20 @@ def evaluation_of_build(
     if inputs is None:
         return None, None
     key = inputs.key()
-    return key, lookup_judged(cfg, layout, key)
+    return key, lookup_judged(cfg, judgement_memory(cfg), key)
 
 
 def blocking_checks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> list[CheckOutcome]:
     """Each blocking check's recorded verdict on the store with `store_sha256` (but the
     evaluation's, which `evaluation_of_build` finds): severity None where it has none."""
+    from brain_pipeline.evaluation.service import judgement_memory
     from brain_pipeline.publishing.gate import CheckOutcome
-    from brain_pipeline.state.check_verdicts import verdict_for
     from brain_pipeline.steps.health import BLOCKING_CHECK_KEYS
 
+    ledger = judgement_memory(cfg).ledger
     outcomes = []
     for check, key_of in BLOCKING_CHECK_KEYS.items():
-        record = verdict_for(layout, check, key_of(cfg, store_sha256))
+        record = ledger.verdict(check, store_sha256, key_of(cfg, store_sha256))
         if record is None:
             outcomes.append(CheckOutcome(check, None))
         else:
@@ -331,8 +332,9 @@ def publish_to_agent(
         # one recorded when it was published): nothing to read, nothing to write (but the
         # baseline, when it was lost or is of another evaluation version).
         from brain_pipeline.evaluation.baseline import load_baseline
+        from brain_pipeline.evaluation.service import judgement_memory
 
-        if load_baseline(layout).baseline is None:
+        if load_baseline(judgement_memory(cfg)).baseline is None:
             _record_baseline(cfg, evaluation, log)
         shown = {k: v for k, v in previous.facts.items() if k not in ("verdict", "forced")}
         published_on = stored_verdict(previous.facts)

@@ -190,8 +190,10 @@ def observed_corpus(cfg: BrainConfig, layout: StateLayout) -> str:
 
 def _outcome_files(layout: StateLayout) -> list[Path]:
     """The build's artifacts and records: a later run (UI, schedule, a selection) that
-    changed any of them rewrote it, which changes its signature."""
-    files = [layout.store_file, layout.embeddings_file, layout.eval_record, layout.eval_baseline]
+    changed any of them rewrote it, which changes its signature. (The evaluation's
+    outcomes and baselines are in the ledger: a later evaluation of other bytes rewrote
+    the store or the vectors.)"""
+    files = [layout.store_file, layout.embeddings_file]
     return files + sorted(layout.assets_dir.glob("*.json"))
 
 

@@ -11,8 +11,8 @@ from brain_pipeline.config import load_config
 from brain_pipeline.corpus.store import serialize_store
 from brain_pipeline.evaluation import eval_record
 from brain_pipeline.evaluation.service import evaluate_store_dir, record_as_baseline
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.cli.conftest import Project
+from brain_pipeline_tests.evaluation.helpers import memory_at
 
 
 def test_no_labels_print_the_known_item_table_and_pass(
@@ -31,7 +31,7 @@ def test_no_labels_print_the_known_item_table_and_pass(
     # Published: the next evaluation prints found@10 per area.
     cfg = load_config(project.config, env={})
     outcome = evaluate_store_dir(cfg, project.build)
-    record = eval_record.lookup(StateLayout.of(project.build), str(outcome.record_key))
+    record = eval_record.lookup(memory_at(project.build), str(outcome.record_key))
     assert record is not None
     record_as_baseline(cfg, record, kind="published")
     assert main(["eval"]) == 0
@@ -50,7 +50,7 @@ def test_json_and_history_carry_the_known_item_figures(
     `eval --json`, and in each `eval --history` entry (and its table)."""
     project.fixture.write_text(json.dumps({"queries": []}))
     cfg = load_config(project.config, env={})
-    layout = StateLayout.of(project.build)
+    layout = memory_at(project.build)
     first = evaluate_store_dir(cfg, project.build)
     record_as_baseline(cfg, eval_record.lookup(layout, str(first.record_key)) or {},
                        kind="published")

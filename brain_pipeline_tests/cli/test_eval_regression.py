@@ -9,8 +9,9 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline.corpus.store import serialize_store
+from brain_pipeline.evaluation import judgements
 from brain_pipeline_tests.cli.conftest import Project
-from brain_pipeline_tests.evaluation.helpers import make_chunk
+from brain_pipeline_tests.evaluation.helpers import make_chunk, memory_at
 
 
 def bury_buckets(project: Project) -> None:
@@ -89,7 +90,7 @@ def test_csv_holds_one_row_per_query_and_retriever(project: Project) -> None:
 
 
 @pytest.mark.parametrize("content", [b"{not json", b'{"format": 1, "baseline": 3}'])
-def test_an_unreadable_baseline_is_no_baseline_not_a_crash(
+def test_an_unreadable_old_baseline_file_is_no_baseline_not_a_crash(
     project: Project, capsys: pytest.CaptureFixture[str], content: bytes
 ) -> None:
     state = project.build / "state"
@@ -99,23 +100,22 @@ def test_an_unreadable_baseline_is_no_baseline_not_a_crash(
     assert main(["eval"]) == 0
     out = capsys.readouterr().out
     assert any(line.startswith("no baseline: ") for line in out.splitlines())
-    assert main(["eval", "--history"]) == (2 if content == b"{not json" else 0)
-    if content == b"{not json":  # damaged bytes: kept aside, the history says so
-        assert (state / "eval-baseline.json.damaged").read_bytes() == content
-        assert "was damaged and set aside" in capsys.readouterr().err
+    assert main(["eval", "--history"]) == 0
+    assert "no publications recorded" in capsys.readouterr().err
+    # read once on upgrade, kept for inspection, never read again
+    assert (state / "eval-baseline.json.imported").read_bytes() == content
 
 
-def test_a_baseline_from_another_evaluation_version_is_no_baseline(
+def test_a_damaged_baseline_blob_is_no_baseline(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert accept("v") == 0
-    path = project.build / "state" / "eval-baseline.json"
-    path.write_text(path.read_text().replace('"evaluation_version": 2', '"evaluation_version": 1'))
+    memory = memory_at(project.build)
+    digest = str(memory.ledger.pointer(judgements.REGRESSION))
+    next(memory.layout.blobs_dir.rglob(digest)).write_bytes(b"{damaged")
     bury_buckets(project)
     assert main(["eval"]) == 0
-    assert "no baseline: the baseline was recorded by evaluation version 1" in (
-        capsys.readouterr().out
-    )
+    assert "no baseline: its blob is unreadable" in capsys.readouterr().out
 
 
 def test_history_without_publications_says_so(

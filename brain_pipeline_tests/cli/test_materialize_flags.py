@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.defs.conftest import (
     IMPOSSIBLE,
     TINY_PARAGRAPHS,
@@ -26,6 +25,7 @@ from brain_pipeline_tests.defs.conftest import (
     make_tiny_project,
     tiny_fixture,
 )
+from brain_pipeline_tests.evaluation.helpers import memory_at
 
 
 @pytest.fixture
@@ -184,7 +184,7 @@ def test_a_failed_evaluation_of_an_earlier_run_refuses_a_publish_only_launch(
     out, err = capfd.readouterr()
     assert "publishing refused: refusing to publish: retrieval_eval failed on this data" in out
     assert {p.name: p.read_bytes() for p in project.published().iterdir()} == live
-    StateLayout.of(project.build).eval_record.unlink()
+    memory_at(project.build).ledger.execute("DELETE FROM eval_outcomes")
     capfd.readouterr()
     assert main(["materialize", "--select", "published_local"]) == 1
     out, err = capfd.readouterr()

@@ -14,6 +14,7 @@ import dagster as dg
 import pytest
 
 from brain_pipeline.cli import main
+from brain_pipeline.evaluation.baseline import load_baseline
 from brain_pipeline_tests.defs.conftest import IMPOSSIBLE, Project, edit_corpus
 from brain_pipeline_tests.defs.rollback_project import (
     bucket_object,
@@ -22,6 +23,7 @@ from brain_pipeline_tests.defs.rollback_project import (
     publications,
     publish_twice,
 )
+from brain_pipeline_tests.evaluation.helpers import memory_at
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.peers.notify_peers import free_port
 
@@ -55,8 +57,9 @@ def test_rollback_restores_the_earlier_bytes_everywhere_and_holds_the_bad_one(
     assert lines[-1].startswith("HELD: publication #2 is held since the rollback")
 
     # The baseline is the restored publication's evaluation again.
-    baseline = json.loads((project.build / "state" / "eval-baseline.json").read_text())
-    assert baseline["baseline"]["record"]["key"] == listed["publications"][-1]["evaluation"]["key"]
+    baseline = load_baseline(memory_at(project.build)).baseline
+    assert baseline is not None
+    assert baseline.key == listed["publications"][-1]["evaluation"]["key"]
 
     capsys.readouterr()
     assert main(["status", "--s3"]) == 2  # stale: the corpus moved on, held back

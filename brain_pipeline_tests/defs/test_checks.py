@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import dagster as dg
 
+from brain_pipeline.evaluation.baseline import load_baseline
 from brain_pipeline_tests.defs.conftest import Project
+from brain_pipeline_tests.evaluation.helpers import memory_at
 
 CHECK = dg.AssetCheckKey(dg.AssetKey("embeddings"), "retrieval_eval")
 
@@ -27,8 +28,8 @@ def _bury_gliders(project: Project) -> None:
 
 def test_a_new_miss_blocks_the_publish_and_names_the_query(tiny_project: Project) -> None:
     assert tiny_project.materialize().success
-    baseline = json.loads((tiny_project.build / "state" / "eval-baseline.json").read_text())
-    assert baseline["baseline"]["kind"] == "published"
+    baseline = load_baseline(memory_at(tiny_project.build)).baseline
+    assert baseline is not None and baseline.kind == "published"
     live = (tiny_project.published() / "knowledge-store.json").read_bytes()
 
     _bury_gliders(tiny_project)

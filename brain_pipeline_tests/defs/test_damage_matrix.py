@@ -51,8 +51,6 @@ STATE_FILES = [
     "state/assets/knowledge_store.json",
     "state/assets/embeddings.json",
     "state/assets/published_local.json",
-    "state/eval.json",
-    "state/eval-baseline.json",
 ]
 MODES = ["truncate", "garbage", "delete"]
 
@@ -69,7 +67,6 @@ READ_BY_AN_EDIT = {
     "state/index/postings-*/terms.txt",
     "state/index/tokens-v1/*.npz",
     "state/index/legacy-*/*.npz",
-    "state/eval-baseline.json",
 }
 """Caches routed through the damage helper that the run after a one-file edit reads: the
 area indexes and their postings (the edited area's previous version is reused), the

@@ -83,3 +83,23 @@ def write_beir(root: Path) -> Path:
     (root / "queries_train.jsonl").write_text(json.dumps({"_id": "t1", "text": "stars"}) + "\n")
     (root / "qrels_train.tsv").write_text("query-id\tcorpus-id\tscore\nt1\td5\t1\n")
     return root
+
+
+_MEMORIES: dict[str, Any] = {}
+
+
+def memory_at(build: Path) -> Any:
+    """The default memory (SQLite ledger and blob folder in the build directory's state
+    folder) of `build`, as `config.memory_of` opens it for a configuration using it."""
+    from brain_pipeline.evaluation.judgements import ready
+    from brain_pipeline.state.blobs import LocalBlobs
+    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.ledger import Ledger, sqlite_url
+    from brain_pipeline.state.memory import Memory
+
+    layout = StateLayout.of(build)
+    key = str(layout.build_dir)
+    if key not in _MEMORIES:
+        ledger = Ledger(sqlite_url(layout.ledger))
+        _MEMORIES[key] = Memory(ledger, LocalBlobs(layout.blobs_dir), layout)
+    return ready(_MEMORIES[key])

@@ -2,20 +2,19 @@
 
 Pins that a recorded baseline reads back whole (its report, how and when it became the
 baseline, on an injected clock), the publications list newest first with the verdict's
-severity, and that every way of having no baseline (missing, damaged, another format,
-another evaluation version, an unreadable report) is one line saying why, never a
-crash: damaged bytes are set aside, a file of another format is left alone.
+severity, and that every way of having no baseline (none recorded, a damaged blob, an
+unreadable report) is one line saying why, never a crash.
 """
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from brain_pipeline.evaluation import judgements
 from brain_pipeline.evaluation.baseline import (
     load_baseline,
     publications,
@@ -24,9 +23,7 @@ from brain_pipeline.evaluation.baseline import (
 )
 from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
 from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
-from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.damage import set_aside_copy
-from brain_pipeline_tests.evaluation.helpers import make_chunk
+from brain_pipeline_tests.evaluation.helpers import make_chunk, memory_at
 
 ANSWER = make_chunk("Security groups are stateful: return traffic is allowed automatically.")
 CHUNKS = [ANSWER, *(make_chunk(f"Filler paragraph {i} about routing tables.") for i in range(5))]
@@ -54,7 +51,7 @@ def at(text: str) -> Any:
 
 
 def test_a_recorded_baseline_reads_back_whole(tmp_path: Path, report: EvaluationReport) -> None:
-    layout = StateLayout.of(tmp_path)
+    layout = memory_at(tmp_path)
     record = record_of(report)
     record_baseline(
         layout, record, {}, kind="accepted", note="known drop", now=at("2026-03-04T05:06:07+00:00")
@@ -75,7 +72,7 @@ def test_a_recorded_baseline_reads_back_whole(tmp_path: Path, report: Evaluation
 def test_publications_are_listed_newest_first_with_their_severity(
     tmp_path: Path, report: EvaluationReport
 ) -> None:
-    layout = StateLayout.of(tmp_path)
+    layout = memory_at(tmp_path)
     first = record_of(report, "a", verdict={"severity": "PASS"}, run_id="r1")
     second = record_of(report, "b", verdict={"severity": "ERROR"}, run_id="r2")
     record_baseline(layout, first, {}, kind="published", now=at("2026-01-01T03:00:00+00:00"))
@@ -105,51 +102,32 @@ def test_a_record_from_before_verdicts_says_passed_itself(report: EvaluationRepo
 
 
 def test_no_baseline_yet_is_said_so(tmp_path: Path) -> None:
-    layout = StateLayout.of(tmp_path)
+    layout = memory_at(tmp_path)
     found = load_baseline(layout)
     assert found.baseline is None
     assert str(found.reason).startswith("no baseline: nothing has been published")
-    assert publications(layout) == ([], "no publications recorded in this build directory yet")
+    assert publications(layout) == ([], "no publications recorded yet")
 
 
-def test_damaged_bytes_are_set_aside_and_named(tmp_path: Path, report: EvaluationReport) -> None:
-    layout = StateLayout.of(tmp_path)
-    layout.eval_baseline.parent.mkdir(parents=True, exist_ok=True)
-    layout.eval_baseline.write_bytes(b'{"format": 1, "publicat')
-    assert load_baseline(layout).baseline is None
-    aside = set_aside_copy(layout.eval_baseline)
-    assert aside.read_bytes() == b'{"format": 1, "publicat' and not layout.eval_baseline.exists()
-    assert publications(layout) == ([], f"{layout.eval_baseline} was damaged and set aside as "
-                                        f"{aside.name}")  # fmt: skip
-    record_baseline(layout, record_of(report), {}, kind="published")
-    assert load_baseline(layout).baseline is not None  # the next publication starts afresh
-
-
-def test_another_format_is_refused_and_left_in_place(tmp_path: Path) -> None:
-    layout = StateLayout.of(tmp_path)
-    layout.eval_baseline.parent.mkdir(parents=True, exist_ok=True)
-    layout.eval_baseline.write_text('{"format": 2}')
-    found = load_baseline(layout)
-    assert found.reason == f"no baseline: {layout.eval_baseline} is unreadable (unknown format)"
-    assert layout.eval_baseline.read_text() == '{"format": 2}'
-    assert publications(layout) == ([], f"{layout.eval_baseline} is unreadable (unknown format)")
-
-
-def test_another_evaluation_version_or_an_unreadable_report_is_no_baseline(
+def test_a_damaged_baseline_blob_is_no_baseline_and_named(
     tmp_path: Path, report: EvaluationReport
 ) -> None:
-    layout = StateLayout.of(tmp_path)
-    record_baseline(layout, record_of(report), {}, kind="published")
-    data = json.loads(layout.eval_baseline.read_text())
-    data["baseline"]["evaluation_version"] = -1
-    layout.eval_baseline.write_text(json.dumps(data))
-    reason = str(load_baseline(layout).reason)
-    assert reason.startswith("no baseline: the baseline was recorded by evaluation version -1")
-
-    unreadable = {**record_of(report), "report": {"nothing": 1}}
-    record_baseline(layout, unreadable, {}, kind="published")
-    found = load_baseline(layout)
+    memory = memory_at(tmp_path)
+    record_baseline(memory, record_of(report), {}, kind="published")
+    digest = memory.ledger.pointer(judgements.REGRESSION)
+    blob = next(memory.layout.blobs_dir.rglob(digest))
+    blob.write_bytes(b'{"kind": "publi')
+    found = load_baseline(memory)
     assert found.baseline is None
-    assert str(found.reason).startswith(
-        f"no baseline: {layout.eval_baseline} has an unreadable report"
-    )
+    assert str(found.reason).startswith("no baseline: its blob is unreadable")
+    record_baseline(memory, record_of(report, "n"), {}, kind="published")
+    assert load_baseline(memory).baseline is not None  # the next publication starts afresh
+
+
+def test_an_unreadable_report_is_no_baseline(tmp_path: Path, report: EvaluationReport) -> None:
+    memory = memory_at(tmp_path)
+    unreadable = {**record_of(report), "report": {"nothing": 1}}
+    record_baseline(memory, unreadable, {}, kind="published")
+    found = load_baseline(memory)
+    assert found.baseline is None
+    assert str(found.reason).startswith("no baseline: an unreadable report")

@@ -16,7 +16,7 @@ from brain_pipeline.evaluation.service import EvaluationOutcome, evaluate_store_
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.views import clear_views
-from brain_pipeline_tests.evaluation.helpers import make_chunk
+from brain_pipeline_tests.evaluation.helpers import make_chunk, memory_at
 
 T1 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 T2 = datetime(2026, 2, 3, 4, 5, 6, tzinfo=UTC)
@@ -73,7 +73,7 @@ def test_unchanged_inputs_reuse_the_record_and_say_when(setup: Setup) -> None:
     for field in ("failures", "stale_ids", "flat_metrics", "markdown", "record_key"):
         assert getattr(second, field) == getattr(first, field)
     assert second.report.to_dict() == first.report.to_dict()
-    record = eval_record.latest(StateLayout.of(setup.build))
+    record = eval_record.latest(memory_at(setup.build))
     assert record is not None and record["key"] == first.record_key
 
 
@@ -113,11 +113,12 @@ def test_reuse_can_be_refused_and_a_missing_store_is_never_recorded(setup: Setup
     empty.mkdir()
     outcome = evaluate_store_dir(setup.config(), empty)
     assert outcome.failures and outcome.record_key is None
-    assert not StateLayout.of(empty).eval_record.exists()
+    latest = eval_record.latest(memory_at(setup.build))
+    assert latest is not None and latest["key"] == forced.record_key
 
 
 def test_the_record_keeps_several_keys(setup: Setup) -> None:
-    layout = StateLayout.of(setup.build)
+    layout = memory_at(setup.build)
     keys: list[str] = []
     for n in range(3):
         setup.write_fixture([(f"private network {n}", "aws", [setup.chunks[0].id])])
@@ -134,7 +135,7 @@ def test_evaluation_inputs_name_the_record_of_the_current_bytes(setup: Setup) ->
     outcome = setup.evaluate()
     inputs = evaluation_inputs(setup.config(), setup.build)
     assert inputs is not None and inputs.key() == outcome.record_key
-    layout = StateLayout.of(setup.build)
+    layout = memory_at(setup.build)
     record = eval_record.lookup(layout, inputs.key())
     assert record is not None and record["verdict"]["severity"] == "PASS"
     setup.write_store([*setup.chunks[:2]])  # the bytes about to be published changed

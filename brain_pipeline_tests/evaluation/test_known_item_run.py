@@ -12,7 +12,7 @@ import pytest
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.corpus.store_reader import open_store_view
-from brain_pipeline.evaluation import eval_record
+from brain_pipeline.evaluation import eval_record, judgements
 from brain_pipeline.evaluation.known_item_gate import KnownItemSettings
 from brain_pipeline.evaluation.known_item_run import KnownItemRun, run_known_items
 from brain_pipeline.evaluation.known_item_state import NO_BASELINE, directory
@@ -27,15 +27,16 @@ from brain_pipeline.retrieval.vectors import EmbeddingStore, quantize
 from brain_pipeline.retrieval.view_source import ViewSource
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.views import clear_views
-from brain_pipeline_tests.evaluation.helpers import WordHashEmbedder
+from brain_pipeline_tests.evaluation.helpers import WordHashEmbedder, memory_at
 from brain_pipeline_tests.evaluation.known_item_corpus import corpus, passage
 
 
 class Build:
     def __init__(self, tmp_path: Path) -> None:
         self.dir = tmp_path / "build"
-        self.dir.mkdir()
+        self.dir.mkdir(parents=True)
         self.layout = StateLayout.of(self.dir)
+        self.memory = memory_at(self.dir)
         fixture = tmp_path / "fixture.json"
         fixture.write_text(json.dumps({"queries": []}))
         config = tmp_path / "corpus_config.yaml"
@@ -56,9 +57,13 @@ class Build:
         return evaluate_store_dir(self.cfg, self.dir)
 
     def publish(self, outcome: EvaluationOutcome) -> dict[str, object]:
-        record = eval_record.lookup(self.layout, str(outcome.record_key))
+        record = eval_record.lookup(self.memory, str(outcome.record_key))
         assert record is not None
         return record_as_baseline(self.cfg, record, kind="published")
+
+
+def _has_baseline(build: Build) -> bool:
+    return build.memory.ledger.pointer(judgements.KNOWN_ITEMS) not in (None, judgements.CLEARED)
 
 
 @pytest.fixture
@@ -85,7 +90,7 @@ def test_a_publication_records_the_baseline_and_damage_then_blocks(build: Build)
     assert summary["known_items"] == (
         "known items: 24 known items recorded as the baseline (published)"
     )
-    assert (directory(build.layout) / "baseline.json").is_file()
+    assert _has_baseline(build)
     build.store([c for c in chunks if c.area != "beta"])
     outcome = build.evaluate()
     assert outcome.verdict.severity == "ERROR"
@@ -93,7 +98,7 @@ def test_a_publication_records_the_baseline_and_damage_then_blocks(build: Build)
         "known items: area beta disappeared: its 48 chunk(s) are gone"
     )
     assert not decide(outcome.verdict, force=False, store_chunk_count=48).allowed
-    accepted = accept_evaluation(build.cfg, build.layout, str(outcome.record_key), "beta retired")
+    accepted = accept_evaluation(build.cfg, str(outcome.record_key), "beta retired")
     assert accepted is not None and accepted.severity == "PASS"
     assert decide(accepted, force=False, store_chunk_count=48).allowed
     again = build.evaluate()  # asked against the accepted store's known items now
@@ -123,28 +128,29 @@ def test_publishing_an_evaluation_from_before_the_check_clears_the_baseline(
     build.store(corpus())
     outcome = build.evaluate()
     build.publish(outcome)
-    assert (directory(build.layout) / "baseline.json").exists()
-    record = dict(eval_record.lookup(build.layout, str(outcome.record_key)) or {})
+    assert _has_baseline(build)
+    record = dict(eval_record.lookup(build.memory, str(outcome.record_key)) or {})
     record.pop("known_items_candidate")  # as a rollback to an old publication finds it
     summary = record_as_baseline(build.cfg, record, kind="published")
     assert summary["known_items"] == (
         "known items: this evaluation predates the known-item check; the known-item "
         "baseline is cleared (the check passes until the next publication records one)"
     )
-    assert not (directory(build.layout) / "baseline.json").exists()
+    assert not _has_baseline(build)
     assert build.evaluate().verdict.severity == "PASS"
 
 
-def test_a_damaged_baseline_is_set_aside_and_the_check_passes_saying_so(build: Build) -> None:
+def test_a_damaged_baseline_blob_is_no_baseline_and_the_check_passes(build: Build) -> None:
     build.store(corpus())
     build.publish(build.evaluate())
-    baseline = directory(build.layout) / "baseline.json"
-    baseline.write_bytes(b"{not json")
+    digest = str(build.memory.ledger.pointer(judgements.KNOWN_ITEMS))
+    next(build.memory.layout.blobs_dir.rglob(digest)).write_bytes(b"{not json")
     outcome = build.evaluate()
     assert outcome.verdict.severity == "PASS"
     known = outcome.verdict.known_items
-    assert known is not None and known.status == NO_BASELINE
-    assert not baseline.exists()
+    assert known is not None and known.status.startswith(
+        "no known-item baseline: its blob is unreadable"
+    )
 
 
 def test_the_query_cache_keeps_a_chunks_query_across_builds(build: Build) -> None:
@@ -171,7 +177,7 @@ def _hybrid_run(build: Build, chunks: list[Chunk], embedder: WordHashEmbedder,
     return run_known_items(
         ViewSource(view, layout), layout, sample_per_area=12, settings=KnownItemSettings(),
         embeddings=store, query_embedder=embedder.embed_query, query_model=embedder.name,
-        store_sha256=view.sha256,
+        store_sha256=view.sha256, memory=build.memory,
     )
 
 
@@ -204,3 +210,23 @@ def test_an_unwritable_state_directory_costs_the_memory_not_the_evaluation(
     assert run is not None and run.candidate is None
     assert outcome.verdict.severity == "PASS"
     assert any(n.startswith("known items not saved (") for n in run.verdict.notes)
+
+
+def test_a_fresh_worker_reuses_the_query_vectors_another_worker_paid_for(
+    tmp_path: Path,
+) -> None:
+    """Two build directories sharing one ledger and blob folder: the second (its own
+    state folder empty) embeds none of the known-item queries the first embedded."""
+    from brain_pipeline.state.blobs import LocalBlobs
+    from brain_pipeline.state.ledger import Ledger, sqlite_url
+    from brain_pipeline.state.memory import Memory
+
+    ledger = Ledger(sqlite_url(tmp_path / "shared" / "ledger.sqlite"))
+    blobs = LocalBlobs(tmp_path / "shared" / "blobs")
+    embedder, chunks = WordHashEmbedder(), corpus()
+    for name in ("a", "b"):
+        worker = Build(tmp_path / name)
+        worker.memory = judgements.ready(Memory(ledger, blobs, worker.layout))
+        run = _hybrid_run(worker, chunks, embedder)
+        assert run.embedded == (24 if name == "a" else 0)
+    assert embedder.queries_embedded == 24

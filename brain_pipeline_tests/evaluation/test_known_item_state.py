@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
-import os
 from datetime import datetime
 from pathlib import Path
 
+from brain_pipeline.evaluation import judgements
 from brain_pipeline.evaluation import known_item_state as state
 from brain_pipeline.evaluation.known_items import KnownItem
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.evaluation.helpers import memory_at
 
 ITEM = KnownItem("aws", "0123456789ab", "vpc peering", "aws/vpc.md", "VPC", "text", 1,
                  ("0123456789ab",))
 
 
 def test_a_candidate_becomes_the_baseline_it_reads_back_as(tmp_path: Path) -> None:
-    layout = StateLayout.of(tmp_path)
+    layout = memory_at(tmp_path)
     key = state.candidate_key("store", None)
     state.save_candidate(layout, key, [ITEM], {"aws": 7}, [])
     line = state.record_baseline(layout, key, kind="accepted", note="why",
@@ -28,15 +28,15 @@ def test_a_candidate_becomes_the_baseline_it_reads_back_as(tmp_path: Path) -> No
     assert baseline.describe == "known items of the store accepted 2026-01-02T00:00:00 (why)"
 
 
-def test_only_the_newest_candidates_are_kept(tmp_path: Path) -> None:
-    layout = StateLayout.of(tmp_path)
-    for n in range(12):
-        key = state.candidate_key(f"store-{n}", None)
-        state.save_candidate(layout, key, [ITEM], {"aws": 1}, [])
-        path = state.directory(layout) / "candidates" / f"{key}.json"
-        os.utime(path, ns=(n * 10**9, n * 10**9))
-    kept = sorted((state.directory(layout) / "candidates").glob("*.json"))
-    assert len(kept) == 8
+def test_a_cleared_baseline_is_no_baseline_and_the_next_one_counts(tmp_path: Path) -> None:
+    memory = memory_at(tmp_path)
+    key = state.candidate_key("store", None)
+    state.save_candidate(memory, key, [ITEM], {"aws": 7}, [])
+    state.record_baseline(memory, key, kind="published")
+    assert "cleared" in state.clear_baseline(memory, "no known items")
+    assert state.load_baseline(memory) == state.NO_BASELINE
+    state.record_baseline(memory, key, kind="published")
+    assert not isinstance(state.load_baseline(memory), str)
 
 
 def test_a_damaged_query_cache_is_a_cache_miss(tmp_path: Path) -> None:
@@ -48,16 +48,13 @@ def test_a_damaged_query_cache_is_a_cache_miss(tmp_path: Path) -> None:
 
 
 def test_a_baseline_of_another_format_says_so_and_passes(tmp_path: Path) -> None:
-    layout = StateLayout.of(tmp_path)
-    path = state.directory(layout) / "baseline.json"
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"format": 99}))
-    line = state.load_baseline(layout)
-    assert line == (
-        f"no known-item baseline: {path} is of another format: the check passes; "
+    memory = memory_at(tmp_path)
+    judgements.move(memory, judgements.KNOWN_ITEMS, judgements.put_json(memory, {"format": 99}))
+    assert state.load_baseline(memory) == (
+        "no known-item baseline: it is of another format: the check passes; "
         "the next publication records one"
     )
-    assert state.load_baseline(StateLayout.of(tmp_path / "new")) == state.NO_BASELINE
+    assert state.load_baseline(memory_at(tmp_path / "new")) == state.NO_BASELINE
 
 
 def test_query_vectors_are_kept_per_model_for_the_queries_still_asked(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from brain_pipeline.evaluation.service import (
 from brain_pipeline.publishing.gate import decide
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.corpus.views import clear_views
-from brain_pipeline_tests.evaluation.helpers import make_chunk
+from brain_pipeline_tests.evaluation.helpers import make_chunk, memory_at
 
 ANSWER = make_chunk("Security groups are stateful: return traffic is allowed automatically.")
 BASE = [ANSWER, *(make_chunk(f"Filler paragraph {i} about routing tables.") for i in range(5))]
@@ -36,6 +36,7 @@ class Build:
         self.dir = tmp_path / "build"
         self.dir.mkdir()
         self.layout = StateLayout.of(self.dir)
+        self.memory = memory_at(self.dir)
         fixture = tmp_path / "fixture.json"
         query = {"query": "stateful security groups", "area": "aws", "relevant": [ANSWER.id]}
         fixture.write_text(json.dumps({"queries": [query]}))
@@ -65,7 +66,7 @@ def test_the_record_holds_the_verdict_the_evaluation_judged(build: Build) -> Non
     build.store(BASE)
     outcome = build.evaluate()
     assert outcome.record_key is not None
-    stored = stored_verdict(eval_record.lookup(build.layout, outcome.record_key))
+    stored = stored_verdict(eval_record.lookup(build.memory, outcome.record_key))
     assert stored == outcome.verdict and stored.severity == "PASS"
 
 
@@ -75,15 +76,15 @@ def test_a_record_from_before_verdicts_lends_its_report_and_gains_a_verdict(
     build.store(BASE)
     key = build.evaluate().record_key
     assert key is not None
-    old = dict(eval_record.lookup(build.layout, key) or {})
+    old = dict(eval_record.lookup(build.memory, key) or {})
     old.pop("verdict")
-    eval_record.save(build.layout, key, {**old, "passed": True, "failures": []})
+    eval_record.save(build.memory, key, {**old, "passed": True, "failures": []})
     # Until the check judges it again, a publish gate finds no verdict and refuses.
-    assert stored_verdict(eval_record.lookup(build.layout, key)) is None
+    assert stored_verdict(eval_record.lookup(build.memory, key)) is None
     assert not decide(None, force=False, store_chunk_count=len(BASE)).allowed
     again = build.evaluate()
     assert again.reused and again.verdict.severity == "PASS"
-    assert stored_verdict(eval_record.lookup(build.layout, key)) == again.verdict
+    assert stored_verdict(eval_record.lookup(build.memory, key)) == again.verdict
 
 
 def test_an_accepted_regression_is_stored_as_accepted_and_may_be_published(
@@ -91,7 +92,7 @@ def test_an_accepted_regression_is_stored_as_accepted_and_may_be_published(
 ) -> None:
     build.store(BASE)
     first = build.evaluate()
-    record = eval_record.lookup(build.layout, str(first.record_key))
+    record = eval_record.lookup(build.memory, str(first.record_key))
     assert record is not None
     record_as_baseline(build.cfg, record, kind="published")
 
@@ -101,12 +102,12 @@ def test_an_accepted_regression_is_stored_as_accepted_and_may_be_published(
     assert [r.query for r in regressed.verdict.regressions] == ["stateful security groups"]
     key = str(regressed.record_key)
     refused = decide(
-        stored_verdict(eval_record.lookup(build.layout, key)), force=False, store_chunk_count=16
+        stored_verdict(eval_record.lookup(build.memory, key)), force=False, store_chunk_count=16
     )
     assert not refused.allowed and "became a miss" in refused.reason
 
-    accepted = accept_evaluation(build.cfg, build.layout, key, "decoys are the better answer")
+    accepted = accept_evaluation(build.cfg, key, "decoys are the better answer")
     assert accepted is not None and accepted.severity == "PASS"
-    stored = stored_verdict(eval_record.lookup(build.layout, key))
+    stored = stored_verdict(eval_record.lookup(build.memory, key))
     assert stored == accepted and stored.accepted == "decoys are the better answer"
     assert decide(stored, force=False, store_chunk_count=16).allowed

@@ -72,3 +72,13 @@ def test_run_batch_answers_each_query(store: list[Chunk]) -> None:
     assert first["qid"] == "a" and first["ids"][0] == store[1].id
     assert len(first["ids"]) == len(first["scores"]) <= 3
     assert answers[1] == ({"qid": "b", "ids": [], "scores": []}, None)
+
+
+def test_provenance_of_a_title_nested_2000_deep() -> None:
+    """A roadmap title nested past json.dumps's recursion limit reaches the store now;
+    its provenance line is its JSON, not a RecursionError."""
+    heading: object = "deep"
+    for _ in range(2000):
+        heading = [heading]
+    line = provenance(make_chunk("x", source="r.json", heading=heading), 1)
+    assert line == "--- passage 1 — r.json § " + "[" * 2000 + '"deep"' + "]" * 2000 + " ---"

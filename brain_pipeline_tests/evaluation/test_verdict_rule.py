@@ -4,12 +4,13 @@ when a stored verdict still holds."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.evaluation import known_item_state as state
 from brain_pipeline.evaluation.known_items import KnownItem
 from brain_pipeline.evaluation.verdict_rule import VerdictRule, current_rule, holds
-from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.evaluation.helpers import memory_at
 
 ITEM = KnownItem("aws", "0123456789ab", "vpc peering", "aws/vpc.md", "VPC", "text", 1,
                  ("0123456789ab",))
@@ -21,7 +22,7 @@ def _cfg(tmp_path: Path, **evaluation: object) -> BrainConfig:
     )
 
 
-def _known_baseline(layout: StateLayout, store: str, chunks: int) -> str:
+def _known_baseline(layout: Any, store: str, chunks: int) -> str:
     key = state.candidate_key(store, None)
     state.save_candidate(layout, key, [ITEM], {"aws": chunks}, [])
     state.record_baseline(layout, key, kind="published")
@@ -30,14 +31,14 @@ def _known_baseline(layout: StateLayout, store: str, chunks: int) -> str:
 
 def test_a_record_without_a_rule_holds_under_none(tmp_path: Path) -> None:
     """Written before verdicts kept their rule: the check must judge the bytes again."""
-    rule = current_rule(_cfg(tmp_path), StateLayout.of(tmp_path / "build"))
+    rule = current_rule(_cfg(tmp_path), memory_at(tmp_path / "build"))
     assert not holds({"key": "k", "verdict": {"severity": "PASS"}}, rule)
     assert not holds({"key": "k", "rule": {"settings": "x"}}, rule)
     assert holds({"key": "k", "rule": rule.to_dict()}, rule)
 
 
 def test_the_known_item_baseline_s_content_is_part_of_the_rule(tmp_path: Path) -> None:
-    layout = StateLayout.of(tmp_path / "build")
+    layout = memory_at(tmp_path / "build")
     cfg = _cfg(tmp_path)
     _known_baseline(layout, "store-a", 7)
     before = current_rule(cfg, layout)
@@ -56,7 +57,7 @@ def test_a_verdict_counts_against_its_own_baselines_but_not_under_other_settings
 ) -> None:
     """Published, an evaluation's own record and known items are the baselines: its
     verdict (judged against the earlier ones) still counts, under the same settings."""
-    layout = StateLayout.of(tmp_path / "build")
+    layout = memory_at(tmp_path / "build")
     cfg = _cfg(tmp_path)
     judged = current_rule(cfg, layout)  # nothing published yet: no baselines
     assert (judged.baseline, judged.known_items_candidate) == (None, None)

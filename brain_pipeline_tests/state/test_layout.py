@@ -26,8 +26,6 @@ def test_paths_are_resolved_and_state_is_kept_apart(
         layout.bm25_dir,
         layout.history_dir,
         layout.assets_dir,
-        layout.eval_record,
-        layout.eval_baseline,
         layout.locks_dir,
     ]
     assert all(p.parent == layout.state_dir for p in state)

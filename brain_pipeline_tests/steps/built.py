@@ -15,7 +15,7 @@ import yaml
 from brain_pipeline.config import load_config
 from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.evaluation import eval_record
-from brain_pipeline.evaluation.service import evaluation_inputs
+from brain_pipeline.evaluation.service import evaluation_inputs, judgement_memory
 from brain_pipeline.evaluation.verdict import EvaluationVerdict
 from brain_pipeline.steps.embed import embed_store
 from brain_pipeline.steps.health import fits_agent_string_limit, record_blocking_verdict
@@ -90,7 +90,7 @@ def record_of_build(project: Project) -> dict[str, Any] | None:
     """The evaluation record for exactly the build's current inputs (None: none kept)."""
     inputs = evaluation_inputs(project.cfg, project.cfg.build_dir)
     assert inputs is not None
-    return eval_record.lookup(project.layout, inputs.key())
+    return eval_record.lookup(judgement_memory(project.cfg), inputs.key())
 
 
 def stored_verdict_of_build(project: Project) -> EvaluationVerdict:
@@ -108,4 +108,4 @@ def plant_verdict(project: Project, verdict: EvaluationVerdict | None) -> None:
     if verdict is not None:
         kept["verdict"] = verdict.to_dict()
     key = str(record["key"])
-    eval_record.save(project.layout, key, kept)
+    eval_record.save(judgement_memory(project.cfg), key, kept)

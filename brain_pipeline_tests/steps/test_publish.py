@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from brain_pipeline.corpus.store import STORE_FILENAME
-from brain_pipeline.evaluation.service import evaluate_build
+from brain_pipeline.evaluation.service import evaluate_build, judgement_memory
 from brain_pipeline.evaluation.verdict import EvaluationVerdict
 from brain_pipeline.publishing.local import storage_dirs
 from brain_pipeline.steps.contract import StepFailure
@@ -258,7 +258,9 @@ def test_force_publishes_a_store_its_size_check_never_judged(
 ) -> None:
     """A missing verdict is what `--force-publish` is for: logged once, loudly."""
     project = _evaluated(project, log)
-    project.layout.check_verdicts.unlink()
+    judgement_memory(project.cfg).ledger.execute(
+        "DELETE FROM verdicts WHERE check_name = ?", ("fits_agent_string_limit",)
+    )
     publish_to_agent(project.cfg, project.layout, force=True, run_id="p", log=log, reason="r")
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     (forced,) = _forced_lines(log)
