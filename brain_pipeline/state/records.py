@@ -98,7 +98,8 @@ class AssetRecord:
             memory.blobs.get_file(stamp.sha256, path)
             fetched[name] = FileStamp.of(path, stamp.sha256)
         if fetched:  # the stamps of this disk prove it unchanged next time
-            _write(memory, replace(self, outputs={**self.outputs, **fetched}), put=False)
+            restamped = replace(self, outputs={**self.outputs, **fetched})
+            _write(memory, restamped, put=False, current=False)
         return True
 
     def is_current_for(
@@ -156,7 +157,9 @@ def write_record(where: Memory | StateLayout, record: AssetRecord) -> None:
     _write(_memory(where), record, put=True)
 
 
-def _write(memory: Memory, record: AssetRecord, *, put: bool) -> None:
+def _write(memory: Memory, record: AssetRecord, *, put: bool, current: bool = True) -> None:
+    """Keep `record`'s row; `current`: and make it the asset's current record (a restamp
+    leaves the pointer alone, so it never moves it back from a newer record)."""
     if put:
         for name, stamp in record.outputs.items():
             if not Path(name).is_absolute() and not memory.blobs.has(stamp.sha256):
@@ -184,6 +187,8 @@ def _write(memory: Memory, record: AssetRecord, *, put: bool) -> None:
             (record.asset, inputs, record.code_version, "", canonical_json(outputs).decode(),
              canonical_json(body).decode(), record.run_id, now),
         )  # fmt: skip
+        if not current:
+            return
         cursor.execute(
             ledger.sql(
                 "INSERT INTO pointers VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
