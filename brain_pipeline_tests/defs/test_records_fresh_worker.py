@@ -4,8 +4,10 @@ by the digest in the upstream's ledger row, and makes the bytes one machine woul
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import pytest
 
 from brain_pipeline_tests.defs.conftest import (
@@ -15,6 +17,7 @@ from brain_pipeline_tests.defs.conftest import (
     write_tiny_corpus,
 )
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini
+from brain_pipeline_tests.peers.postgres import PostgresServer
 
 KEY = "fresh-worker-key"
 
@@ -29,15 +32,36 @@ def _worker(root: Path, corpus: Path, ids: dict[str, str], **state: str) -> Proj
     return project
 
 
+@pytest.fixture(scope="module")
+def postgres() -> Iterator[PostgresServer]:
+    with PostgresServer.running() as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite+folder", "postgresql+s3"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """The ledger and blobs both workers share: a SQLite file and a folder outside either
+    build directory, or a real PostgreSQL database and a bucket on moto's S3 server."""
+    if request.param == "sqlite+folder":
+        return {
+            "ledger": f"sqlite:///{tmp_path / 'shared' / 'ledger.sqlite'}",
+            "blobs": str(tmp_path / "shared" / "blobs"),
+        }
+    server: PostgresServer = request.getfixturevalue("postgres")
+    moto = request.getfixturevalue("s3")
+    boto3.client("s3", endpoint_url=moto.endpoint_url).create_bucket(Bucket="brain-state")
+    database = server.create_database(f"fresh_{tmp_path.name[-12:].replace('-', '_')}")
+    return {
+        "ledger": f"postgresql://{server.superuser}@{server.host}:{server.port}/{database}",
+        "blobs": "s3://brain-state/team/state",
+    }
+
+
 def test_a_fresh_worker_fetches_the_upstream_store_and_builds_the_same_vectors(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: dict[str, str]
 ) -> None:
     corpus = tmp_path / "corpus"
     ids = write_tiny_corpus(corpus)
-    shared = {
-        "ledger": f"sqlite:///{tmp_path / 'shared' / 'ledger.sqlite'}",
-        "blobs": str(tmp_path / "shared" / "blobs"),
-    }
     with FakeGemini(api_key=KEY) as server:
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", server.url)
         monkeypatch.setenv("GEMINI_API_KEY", KEY)
