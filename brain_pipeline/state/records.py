@@ -6,9 +6,9 @@ of its inputs; code = the digest of the code and settings that shape it) and the
 is also their blob's name: an output put in the blobs when it was recorded can be
 fetched by a worker whose build directory lacks it (a fresh worker, a step process in
 an empty folder), so no step depends on another step's file being on this disk.
-A record's `FileStamp`s are the local proof that a file is unchanged without hashing it;
-a stamp made on another disk does not match, and the file is then hashed once (or
-fetched when absent) and stamped anew.
+A record's `FileStamp`s are the local proof that a file is unchanged without hashing it:
+an output absent here is fetched and stamped anew (the row keeps this disk's stamps); one
+present but not matching its stamp is not trusted, and the step builds again.
 
 Build directories written before the ledger kept one JSON file per asset in
 `state/assets/`; `_import_old_records` reads them in once, then removes them.
@@ -34,7 +34,6 @@ from brain_pipeline.utils.digest import canonical_json, file_sha256, value_diges
 from brain_pipeline.utils.file_signature import FileSignature
 
 POINTER = "record:"
-_IMPORTED = "import:asset-records"
 _imported: weakref.WeakSet[Ledger] = weakref.WeakSet()
 """The ledgers this process read the old records into (once each)."""
 
