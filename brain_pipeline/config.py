@@ -736,19 +736,27 @@ def open_blobs(cfg: BrainConfig) -> BlobStore:
 _MEMORIES: dict[tuple[str, str, str, int, int], Memory] = {}
 
 
+def _removed(memory: Memory) -> bool:
+    """The SQLite ledger's file was removed under its connection (the build directory
+    was deleted): it must be opened again."""
+    from brain_pipeline.state.ledger import sqlite_path
+
+    return memory.ledger.backend == "sqlite" and not sqlite_path(memory.ledger.url).exists()
+
+
 def memory_of(cfg: BrainConfig) -> Memory:
     """The configuration's ledger, blobs and build directory, opened once per process and
     thread (a connection crosses neither) and reused by every step after."""
     import threading
 
-    from brain_pipeline.state.memory import Memory
+    from brain_pipeline.state.memory import Memory, remember_memory
 
     layout = StateLayout.of(cfg.build_dir)
     where = (cfg.ledger_url(), cfg.blobs_url(), str(layout.build_dir))
     key = (*where, os.getpid(), threading.get_ident())
     memory = _MEMORIES.get(key)
-    if memory is None:
-        memory = Memory(open_ledger(cfg), open_blobs(cfg), layout)
+    if memory is None or _removed(memory):
+        memory = remember_memory(Memory(open_ledger(cfg), open_blobs(cfg), layout))
         _MEMORIES[key] = memory
     return memory
 

@@ -244,11 +244,11 @@ def _published_verdict(cfg: Any, manifest: Any) -> dict[str, Any] | None:
     """The evaluation verdict the live store was published on, and the gate's decision,
     as `published_local` recorded them in the build directory; None when that record is
     of other bytes (or missing, or written before verdicts were kept)."""
+    from brain_pipeline.config import memory_of
     from brain_pipeline.evaluation.service import stored_verdict
-    from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.records import read_record
 
-    record = read_record(StateLayout.of(cfg.build_dir), "published_local")
+    record = read_record(memory_of(cfg), "published_local")
     if record is None or record.facts.get("store_sha256") != manifest.store.sha256:
         return None
     verdict = stored_verdict(record.facts)

@@ -10,15 +10,15 @@
     store/             sidecar index of knowledge-store.json (offsets, ids, areas)
     index/             BM25 postings, area versions (masks over postings), token counts
     history/           every chunk id ever written to a store (fixture repair)
-    assets/            one record per asset: inputs' digests -> outputs' digests
+    assets/            (before the ledger) one record per asset: read into the ledger once
     embedding-gaps.json chunks refused by the embedding service, skipped or truncated
     eval-digests.json  stat-keyed memo of the files an evaluation hashes (a local cache;
                        outcomes, verdicts and baselines are in the ledger: evaluation.judgements)
     locks/             one writer per build directory (OS locks, holder described)
     publications.json  every publication, rollback and hold (publishing.publication_log)
     published/         the last K publications' files, content-addressed (rollback)
-    ledger.sqlite      the ledger (state.ledger's default; issue 41, not used by steps yet)
-    blobs/             content-addressed blobs (state.blobs's default; likewise)
+    ledger.sqlite      the ledger (state.ledger's default): the asset records, ...
+    blobs/             content-addressed blobs (state.blobs's default): their outputs
 ```
 
 Paths are only named here; each module that owns a file creates it.

@@ -1,31 +1,41 @@
-"""One record per asset in the build directory: which inputs produced which outputs.
+"""One record per asset: which inputs produced which outputs, kept in the ledger.
 
-The record is the file-based hand-off between assets: a step reads its upstream's
-record (not a pickle in the Dagster instance) to learn which snapshot, store or vector
-file it should consume, and writes its own once its outputs are in place. Because a
-record names the digests of the inputs it was made from, a step whose inputs are
-unchanged can prove its outputs are still current and skip the work (a no-change run
-costs a few stats), and a step can re-check before writing that nothing it read has
-moved under it.
+A record is a row of the ledger's `step_results` (step = the asset; inputs = the digest
+of its inputs; code = the digest of the code and settings that shape it) and the pointer
+`record:<asset>` names the asset's current row. Outputs are named by their sha256, which
+is also their blob's name: an output put in the blobs when it was recorded can be
+fetched by a worker whose build directory lacks it (a fresh worker, a step process in
+an empty folder), so no step depends on another step's file being on this disk.
+A record's `FileStamp`s are the local proof that a file is unchanged without hashing it:
+an output absent here is fetched and stamped anew (the row keeps this disk's stamps); one
+present but not matching its stamp is not trusted, and the step builds again.
+
+Build directories written before the ledger kept one JSON file per asset in
+`state/assets/`; `_import_old_records` reads them in once, then removes them.
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import shutil
+import weakref
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_write_bytes
-from brain_pipeline.utils.damage import healed
-from brain_pipeline.utils.digest import value_digest
+from brain_pipeline.state.ledger import Ledger
+from brain_pipeline.state.memory import Memory, memory_for_layout
+from brain_pipeline.utils.digest import canonical_json, file_sha256, value_digest
 from brain_pipeline.utils.file_signature import FileSignature
 
-RECORD_FORMAT = 1
+POINTER = "record:"
+_imported: weakref.WeakSet[Ledger] = weakref.WeakSet()
+"""The ledgers this process read the old records into (once each)."""
 
 
 def digest_of(value: Any) -> str:
@@ -35,11 +45,7 @@ def digest_of(value: Any) -> str:
 
 @dataclass(frozen=True)
 class FileStamp:
-    """A file's sha256 and the signature that proves it unchanged since (utils.file_signature).
-
-    `ctime_ns` is None in records written before the one rule included it: such a stamp
-    never matches, so the file is hashed once more and stamped anew.
-    """
+    """A file's sha256 and the signature that proves it unchanged since (utils.file_signature)."""
 
     sha256: str
     size: int
@@ -52,9 +58,7 @@ class FileStamp:
         signature = FileSignature.of(path)
         if signature is None:
             raise FileNotFoundError(errno.ENOENT, "no such file to stamp", str(path))
-        return cls(
-            sha256, signature.size, signature.mtime_ns, signature.inode, signature.ctime_ns
-        )
+        return cls(sha256, signature.size, signature.mtime_ns, signature.inode, signature.ctime_ns)
 
     def still_matches(self, path: Path) -> bool:
         if self.ctime_ns is None:
@@ -65,7 +69,10 @@ class FileStamp:
 
 @dataclass(frozen=True)
 class AssetRecord:
-    """What one asset last wrote: its data version, the inputs it read, the files it made."""
+    """What one asset last wrote: its data version, the inputs it read, the files it made.
+
+    An output named by a relative path is a file of the build directory (and a blob); one
+    named by an absolute path (a live publication's files) is only stamped."""
 
     asset: str
     data_version: str
@@ -75,75 +82,182 @@ class AssetRecord:
     facts: dict[str, Any] = field(default_factory=dict)
     run_id: str | None = None
     written_at: str = ""
-    format: int = RECORD_FORMAT
 
-    def to_json(self) -> bytes:
-        return (json.dumps(asdict(self), sort_keys=True, indent=1) + "\n").encode("utf-8")
-
-    @classmethod
-    def from_json(cls, data: bytes) -> AssetRecord:
-        raw = json.loads(data)
-        outputs = {k: FileStamp(**v) for k, v in dict(raw.get("outputs") or {}).items()}
-        return cls(
-            asset=str(raw["asset"]),
-            data_version=str(raw["data_version"]),
-            code_version=str(raw["code_version"]),
-            inputs=dict(raw.get("inputs") or {}),
-            outputs=outputs,
-            facts=dict(raw.get("facts") or {}),
-            run_id=raw.get("run_id"),
-            written_at=str(raw.get("written_at", "")),
-            format=int(raw.get("format", RECORD_FORMAT)),
-        )
-
-    def outputs_intact(self, layout: StateLayout) -> bool:
-        """Every output file is still the one this record describes."""
-        return all(
-            stamp.still_matches(layout.build_dir / name) for name, stamp in self.outputs.items()
-        )
+    def outputs_intact(self, where: Memory | StateLayout) -> bool:
+        """Every output is still the one this record describes (its stamp matches); a
+        build-directory output missing here is fetched from the blobs and stamped anew."""
+        memory = _memory(where)
+        fetched = {}
+        for name, stamp in self.outputs.items():
+            path = memory.layout.build_dir / name
+            if stamp.still_matches(path):
+                continue
+            if path.exists() or Path(name).is_absolute() or not memory.blobs.has(stamp.sha256):
+                return False
+            memory.blobs.get_file(stamp.sha256, path)
+            fetched[name] = FileStamp.of(path, stamp.sha256)
+        if fetched:  # the stamps of this disk prove it unchanged next time
+            restamped = replace(self, outputs={**self.outputs, **fetched})
+            _write(memory, restamped, put=False, current=False)
+        return True
 
     def is_current_for(
-        self, layout: StateLayout, code_version: str, inputs: Mapping[str, Any]
+        self, where: Memory | StateLayout, code_version: str, inputs: Mapping[str, Any]
     ) -> bool:
         """True when re-running with these inputs would reproduce exactly these outputs."""
         return (
             self.code_version == code_version
             and self.inputs == dict(inputs)
-            and self.outputs_intact(layout)
+            and self.outputs_intact(where)
         )
 
 
-def record_path(layout: StateLayout, asset: str) -> Path:
-    return layout.assets_dir / f"{asset}.json"
+def _memory(where: Memory | StateLayout) -> Memory:
+    memory = where if isinstance(where, Memory) else memory_for_layout(where)
+    if memory.ledger not in _imported:
+        _import_old_records(memory)
+        _imported.add(memory.ledger)
+    return memory
 
 
-def read_record(layout: StateLayout, asset: str) -> AssetRecord | None:
-    """The asset's record, or None when it never ran here (or the record is unreadable)."""
-    path = record_path(layout, asset)
-
-    def load() -> AssetRecord | None:
-        try:
-            return AssetRecord.from_json(path.read_bytes())
-        except FileNotFoundError:
-            return None
-
-    # A torn or foreign file is treated as "never ran": the step redoes it.
-    return healed(path, load, what=f"record of {asset}", consequence="the step runs again")
-
-
-def write_record(layout: StateLayout, record: AssetRecord) -> None:
-    """Write the record atomically, stamped with the time."""
-    stamped = AssetRecord(
-        **{
-            **asdict(record),
-            "outputs": record.outputs,
-            "written_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        }
+def read_record(where: Memory | StateLayout, asset: str) -> AssetRecord | None:
+    """The asset's current record, or None when it never ran (here or on any worker
+    sharing the ledger)."""
+    ledger = _memory(where).ledger
+    rows = ledger.query(
+        "SELECT s.code, s.outputs, s.facts, s.run_id, s.recorded_at FROM pointers p "
+        "JOIN step_results s ON s.step = ? AND p.value = s.inputs || ' ' || s.code "
+        "WHERE p.name = ?",
+        (asset, POINTER + asset),
     )
-    atomic_write_bytes(record_path(layout, record.asset), stamped.to_json())
+    if not rows:
+        return None
+    code, outputs, facts, run_id, recorded_at = rows[0]
+    body = json.loads(facts)
+    stamps = body.get("stamps") or {}
+    return AssetRecord(
+        asset=asset,
+        data_version=str(body["data_version"]),
+        code_version=str(code),
+        inputs=dict(body.get("inputs") or {}),
+        outputs={
+            name: FileStamp(sha, *stamps.get(name, (-1, -1, -1, None)))
+            for name, sha in json.loads(outputs).items()
+        },
+        facts=dict(body.get("facts") or {}),
+        run_id=run_id,
+        written_at=str(recorded_at),
+    )
+
+
+def write_record(where: Memory | StateLayout, record: AssetRecord) -> None:
+    """Keep `record` as the asset's current one; its build-directory outputs go to the
+    blobs first, so the row never names a blob that is not there."""
+    _write(_memory(where), record, put=True)
+
+
+def _write(memory: Memory, record: AssetRecord, *, put: bool, current: bool = True) -> None:
+    """Keep `record`'s row; `current`: and make it the asset's current record (a restamp
+    leaves the pointer alone, so it never moves it back from a newer record)."""
+    if put:
+        for name, stamp in record.outputs.items():
+            if not Path(name).is_absolute() and not memory.blobs.has(stamp.sha256):
+                memory.blobs.put_file(memory.layout.build_dir / name)
+    inputs = value_digest(record.inputs)
+    body = {
+        "data_version": record.data_version,
+        "inputs": record.inputs,
+        "facts": record.facts,
+        "stamps": {
+            name: [s.size, s.mtime_ns, s.inode, s.ctime_ns] for name, s in record.outputs.items()
+        },
+    }
+    outputs = {name: stamp.sha256 for name, stamp in record.outputs.items()}
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ledger = memory.ledger
+    with ledger.transaction(write=True) as cursor:
+        cursor.execute(
+            ledger.sql(
+                "INSERT INTO step_results VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (step, inputs, code, settings) DO UPDATE SET outputs = "
+                "excluded.outputs, facts = excluded.facts, run_id = excluded.run_id, "
+                "recorded_at = excluded.recorded_at"
+            ),
+            (record.asset, inputs, record.code_version, "", canonical_json(outputs).decode(),
+             canonical_json(body).decode(), record.run_id, now),
+        )  # fmt: skip
+        if not current:
+            return
+        cursor.execute(
+            ledger.sql(
+                "INSERT INTO pointers VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                "value = excluded.value, updated_at = excluded.updated_at"
+            ),
+            (POINTER + record.asset, f"{inputs} {record.code_version}", now),
+        )
 
 
 def stamp_outputs(layout: StateLayout, files: Mapping[str, str]) -> dict[str, FileStamp]:
     """FileStamps for build-dir-relative names -> their known sha256."""
     return {name: FileStamp.of(layout.build_dir / name, sha) for name, sha in files.items()}
 
+
+STEP_CODE: dict[str, tuple[str, ...]] = {
+    "knowledge_store": ("brain_pipeline.corpus.assembly",),
+    "published_local": ("brain_pipeline.publishing.local",),
+}
+"""The modules whose code shapes an asset's outputs (`code_version`)."""
+
+_OLD_CODE_VERSIONS = {"store-1": "knowledge_store", "publish-1": "published_local"}
+"""Hand-bumped versions of pre-ledger records: current by their own rule when imported."""
+
+
+def code_version(asset: str) -> str:
+    """The digest of the code that shapes `asset` (`state.code_digest`), never bumped by hand."""
+    return "code-" + code_digest(*STEP_CODE[asset])[:16]
+
+
+def _imported_code(old: str) -> str:
+    asset = _OLD_CODE_VERSIONS.get(old)
+    return code_version(asset) if asset else old
+
+
+def _import_old_records(memory: Memory) -> None:
+    """Read `state/assets/*.json` (written before the ledger) in once, then remove them.
+    A record the ledger already holds (another worker ran since) is not overwritten."""
+    folder = memory.layout.assets_dir
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("*.json")):
+        try:
+            raw = json.loads(path.read_bytes())
+            record = AssetRecord(
+                asset=str(raw["asset"]),
+                data_version=str(raw["data_version"]),
+                code_version=_imported_code(str(raw["code_version"])),
+                inputs=dict(raw.get("inputs") or {}),
+                outputs={k: FileStamp(**v) for k, v in dict(raw.get("outputs") or {}).items()},
+                facts=dict(raw.get("facts") or {}),
+                run_id=raw.get("run_id"),
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # unreadable: as before, the step simply runs again
+        if memory.ledger.pointer(POINTER + record.asset) is not None:
+            continue
+        _write(memory, replace(record, outputs=_restamped(memory, record.outputs)), put=False)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _restamped(memory: Memory, outputs: Mapping[str, FileStamp]) -> dict[str, FileStamp]:
+    """The imported stamps, checked once by their bytes where the stat differs (a build
+    directory copied or unpacked elsewhere); each build-directory output becomes a blob."""
+    out = dict(outputs)
+    for name, stamp in outputs.items():
+        path = memory.layout.build_dir / name
+        if not stamp.still_matches(path) and path.is_file():
+            if file_sha256(path) != stamp.sha256:
+                continue  # another file now: the record no longer matches, as before
+            out[name] = FileStamp.of(path, stamp.sha256)
+        if not Path(name).is_absolute() and path.is_file():
+            memory.blobs.put_file(path)
+    return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.state.records import AssetRecord, read_record
 
 
@@ -35,22 +36,28 @@ class StepLog(Protocol):
     def warning(self, msg: str) -> None: ...
 
 
-def upstream_record(layout: StateLayout, asset: str, needed_by: str) -> AssetRecord:
-    """The upstream asset's record in the build directory, or a failure saying what to run."""
-    record = read_record(layout, asset)
+def _folder(where: Memory | StateLayout) -> str:
+    return str((where.layout if isinstance(where, Memory) else where).build_dir)
+
+
+def upstream_record(where: Memory | StateLayout, asset: str, needed_by: str) -> AssetRecord:
+    """The upstream asset's record in the ledger, or a failure saying what to run; its
+    outputs missing from this build directory are fetched from the blobs first."""
+    record = read_record(where, asset)
     if record is None:
         raise StepFailure(
             f"{needed_by} needs {asset}, which has not been materialised in the build "
-            f"directory {layout.build_dir}; materialise it first (e.g. --select '{asset}+')"
+            f"directory {_folder(where)}; materialise it first (e.g. --select '{asset}+')"
         )
+    record.outputs_intact(where)  # a file another worker made is fetched from the blobs
     return record
 
 
-def recheck_input(layout: StateLayout, asset: str, expected: str) -> None:
+def recheck_input(where: Memory | StateLayout, asset: str, expected: str) -> None:
     """Fail when an input's record moved while this step worked (another writer)."""
-    now = read_record(layout, asset)
+    now = read_record(where, asset)
     if now is None or now.data_version != expected:
         raise StepFailure(
-            f"{asset} changed in {layout.build_dir} while this step was reading it "
+            f"{asset} changed in {_folder(where)} while this step was reading it "
             "(another run wrote it); nothing was recorded, run again"
         )

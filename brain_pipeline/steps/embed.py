@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from brain_pipeline.config import BrainConfig
+from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import (
     AssetRecord,
@@ -120,14 +120,15 @@ def embed_store(
     log: StepLog,
 ) -> StepResult:
     """embeddings.bin for the store (or the record saying it is current)."""
-    store = upstream_record(layout, "knowledge_store", "embeddings")
+    memory = memory_of(cfg)
+    store = upstream_record(memory, "knowledge_store", "embeddings")
     inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}
     code_version = embeddings_code_version(cfg)
-    previous = read_record(layout, "embeddings")
+    previous = read_record(memory, "embeddings")
     gaps_digest = _gaps_digest(layout)
     if (
         previous is not None
-        and previous.is_current_for(layout, code_version, inputs)
+        and previous.is_current_for(memory, code_version, inputs)
         and previous.facts.get("gaps_digest", "") == gaps_digest
     ):
         keep = ("provider", "model", "dimension", "chunks", "coverage", "missing",
@@ -140,9 +141,9 @@ def embed_store(
         facts["gaps_digest"] = _gaps_digest(layout)
         sha = file_sha256(layout.embeddings_file) if exists else None
         data_version = sha or f"absent-{store.data_version[:16]}"
-        recheck_input(layout, "knowledge_store", store.data_version)
+        recheck_input(memory, "knowledge_store", store.data_version)
         write_record(
-            layout,
+            memory,
             AssetRecord(
                 asset="embeddings",
                 data_version=data_version,

@@ -25,7 +25,9 @@ FRESHNESS_MARGIN = timedelta(hours=2)
 
 
 def _record(cfg: BrainConfig, asset: str) -> AssetRecord | None:
-    return read_record(StateLayout.of(cfg.build_dir), asset)
+    from brain_pipeline.config import memory_of
+
+    return read_record(memory_of(cfg), asset)
 
 
 def _warn(description: str, metadata: dict[str, Any] | None = None) -> CheckVerdict:

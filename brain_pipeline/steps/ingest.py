@@ -13,13 +13,14 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from brain_pipeline.config import BrainConfig
+from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
 from brain_pipeline.corpus.file_chunks import ingest_file
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import (
     AssetRecord,
+    code_version,
     digest_of,
     read_record,
     stamp_outputs,
@@ -29,7 +30,7 @@ from brain_pipeline.steps.contract import StepLog, recheck_input, upstream_recor
 from brain_pipeline.steps.report import StepResult, Table
 from brain_pipeline.utils.digest import file_sha256_or
 
-STORE_CODE_VERSION = "store-1"
+STORE_CODE_VERSION = code_version("knowledge_store")
 PROBLEM_ROWS_KEPT = 500
 
 
@@ -96,7 +97,7 @@ def chunk_corpus(
         if not per_area.get(area)
     }
     write_record(
-        layout,
+        memory_of(cfg),
         AssetRecord(
             asset="knowledge_chunks",
             data_version=data_version,
@@ -202,11 +203,12 @@ def assemble_knowledge_store(
     cfg: BrainConfig, layout: StateLayout, *, run_id: str, log: StepLog
 ) -> StepResult:
     """knowledge-store.json from the chunk cache (or the record saying it is current)."""
-    chunks = upstream_record(layout, "knowledge_chunks", "knowledge_store")
+    memory = memory_of(cfg)
+    chunks = upstream_record(memory, "knowledge_chunks", "knowledge_store")
     digest = str(chunks.inputs["corpus"])
     inputs = {"knowledge_chunks": chunks.data_version}
-    previous = read_record(layout, "knowledge_store")
-    if previous is not None and previous.is_current_for(layout, STORE_CODE_VERSION, inputs):
+    previous = read_record(memory, "knowledge_store")
+    if previous is not None and previous.is_current_for(memory, STORE_CODE_VERSION, inputs):
         facts = previous.facts
         status = "unchanged"
     else:
@@ -214,9 +216,9 @@ def assemble_knowledge_store(
         facts = _store_facts(report, digest)
         status = "written" if report.written else "unchanged"
         _remember_chunks(cfg, layout, report.sha256)
-        recheck_input(layout, "knowledge_chunks", chunks.data_version)
+        recheck_input(memory, "knowledge_chunks", chunks.data_version)
         write_record(
-            layout,
+            memory,
             AssetRecord(
                 asset="knowledge_store",
                 data_version=report.sha256,

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from brain_pipeline.config import BrainConfig
+from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import read_record
 from brain_pipeline.steps.contract import StepFailure, StepLog
@@ -26,7 +26,7 @@ def build_identity(
     from brain_pipeline.evaluation.service import evaluation_inputs
 
     inputs = evaluation_inputs(cfg, layout.build_dir)
-    store_record = read_record(layout, "knowledge_store")
+    store_record = read_record(memory_of(cfg), "knowledge_store")
     digest = store_record.facts.get("corpus_digest") if store_record else None
     if inputs is None:
         return None, str(digest) if digest else None, None

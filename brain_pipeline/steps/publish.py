@@ -19,9 +19,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from brain_pipeline.config import BrainConfig
+from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.records import AssetRecord, FileStamp, read_record, write_record
+from brain_pipeline.state.records import (
+    AssetRecord,
+    FileStamp,
+    code_version,
+    read_record,
+    write_record,
+)
 from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.evaluate import known_item_figures
 from brain_pipeline.steps.publications import (
@@ -38,7 +44,7 @@ if TYPE_CHECKING:
     from brain_pipeline.publishing.gate import CheckOutcome, Decision
     from brain_pipeline.publishing.source import ArtifactSource
 
-PUBLISH_CODE_VERSION = "publish-1"
+PUBLISH_CODE_VERSION = code_version("published_local")
 
 
 @dataclass
@@ -176,7 +182,7 @@ def gate(
         for k, v in dict((record or {}).get("figures") or {}).items()
         if isinstance(v, int | float) and not isinstance(v, bool)
     }
-    store_record = read_record(layout, "knowledge_store")
+    store_record = read_record(memory_of(cfg), "knowledge_store")
     digest = store_record.facts.get("corpus_digest") if store_record else None
     return BuildArtifacts(
         store,
@@ -223,8 +229,8 @@ def _publish_inputs(cfg: BrainConfig, layout: StateLayout, key: str | None) -> d
     """What a local publication is made from: the evaluated build and where it goes."""
     from brain_pipeline.publishing.local import storage_dirs
 
-    store = read_record(layout, "knowledge_store")
-    vectors = read_record(layout, "embeddings")
+    store = read_record(memory_of(cfg), "knowledge_store")
+    vectors = read_record(memory_of(cfg), "embeddings")
     return {
         "store": store.data_version if store else None,
         "embeddings": vectors.data_version if vectors else None,
@@ -276,7 +282,7 @@ def _record_publication(
         "force_reason": artifacts.decision.force_reason,
     }
     write_record(
-        layout,
+        memory_of(cfg),
         AssetRecord(
             asset="published_local",
             data_version=version,
@@ -317,10 +323,10 @@ def publish_to_agent(
         return held
     key, evaluation = evaluation_of_build(cfg, layout)
     inputs = _publish_inputs(cfg, layout, key)
-    previous = read_record(layout, "published_local")
+    previous = read_record(memory_of(cfg), "published_local")
     if (
         previous is not None
-        and previous.is_current_for(layout, PUBLISH_CODE_VERSION, inputs)
+        and previous.is_current_for(memory_of(cfg), PUBLISH_CODE_VERSION, inputs)
         and decide(
             stored_verdict(evaluation),
             force=False,

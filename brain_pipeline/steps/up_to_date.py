@@ -45,7 +45,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.config import BrainConfig, CorpusNotFoundError
+from brain_pipeline.config import BrainConfig, CorpusNotFoundError, memory_of
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED
 from brain_pipeline.corpus.observation import CorpusSnapshot, load_snapshot, observe_corpus
 from brain_pipeline.state.layout import StateLayout
@@ -191,10 +191,9 @@ def observed_corpus(cfg: BrainConfig, layout: StateLayout) -> str:
 def _outcome_files(layout: StateLayout) -> list[Path]:
     """The build's artifacts and records: a later run (UI, schedule, a selection) that
     changed any of them rewrote it, which changes its signature. (The evaluation's
-    outcomes and baselines are in the ledger: a later evaluation of other bytes rewrote
-    the store or the vectors.)"""
-    files = [layout.store_file, layout.embeddings_file]
-    return files + sorted(layout.assets_dir.glob("*.json"))
+    outcomes, baselines and the asset records are in the ledger: a later run that
+    judged or built other bytes rewrote the store or the vectors.)"""
+    return [layout.store_file, layout.embeddings_file]
 
 
 def _signatures(paths: Iterable[Path | str]) -> dict[str, list[int] | None]:
@@ -236,8 +235,8 @@ def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any
     manifest = live_manifest(root)
     if manifest is None:
         raise NotVerified("nothing is published")
-    published = read_record(layout, "published_local")
-    store = read_record(layout, "knowledge_store")
+    published = read_record(memory_of(cfg), "published_local")
+    store = read_record(memory_of(cfg), "knowledge_store")
     if published is None or store is None:
         raise NotVerified("no record of the publication or of the store")
     build_store = store.outputs.get(layout.store_file.name)
@@ -368,7 +367,7 @@ def outcome_body(
         return str(exc)
     # The corpus as the run observed it (the snapshot its store was built from), not as
     # it is now: a file edited during the run then differs at the next check, which runs.
-    store = read_record(layout, "knowledge_store")
+    store = read_record(memory_of(cfg), "knowledge_store")
     digest = store.facts.get("corpus_digest") if store is not None else None
     try:
         snapshot = load_snapshot(layout, str(digest))

@@ -22,6 +22,7 @@ import pytest
 from brain_pipeline.config import load_config
 from brain_pipeline.corpus.observation import load_snapshot
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.steps.ingest import stored_snapshot
 from brain_pipeline.utils.damage import DAMAGED_SUFFIX
 from brain_pipeline_tests.defs.conftest import (
@@ -47,10 +48,6 @@ STATE_FILES = [
     "state/index/postings-*/terms.txt",
     "state/index/tokens-v1/*.npz",
     "state/index/legacy-*/*.npz",
-    "state/assets/knowledge_chunks.json",
-    "state/assets/knowledge_store.json",
-    "state/assets/embeddings.json",
-    "state/assets/published_local.json",
 ]
 MODES = ["truncate", "garbage", "delete"]
 
@@ -165,6 +162,35 @@ def _unused(pattern: str) -> bool:
     return pattern.startswith(
         ("state/index/", "state/snapshots/", "state/history/live", "state/store/")
     )
+
+
+RECORDED_ASSETS = ["knowledge_chunks", "knowledge_store", "embeddings", "published_local"]
+
+
+@pytest.mark.parametrize("asset", RECORDED_ASSETS)
+def test_a_lost_record_is_made_again(good: Good, tmp_path: Path, asset: str) -> None:
+    """An asset's record (a ledger row since the records left `state/assets/`) lost: the
+    run after an edit succeeds, publishes what a fresh build does and records it anew."""
+    from brain_pipeline.state.ledger import Ledger, sqlite_url
+    from brain_pipeline.state.records import POINTER, read_record
+
+    project = _copy_project(good.root, tmp_path)
+    layout = StateLayout.of(project.build)
+    with Ledger(sqlite_url(layout.ledger)) as ledger:
+        assert ledger.execute("DELETE FROM pointers WHERE name = ?", (POINTER + asset,)) == 1
+    edit_corpus(project)
+
+    outcome = project.materialize()
+
+    assert outcome.success, outcome.lines
+    assert (project.published() / "knowledge-store.json").read_bytes() == good.expected_store
+    assert read_record(load_memory(project), asset) is not None
+
+
+def load_memory(project: Project) -> Memory:
+    from brain_pipeline.config import memory_of
+
+    return memory_of(load_config(project.config_path))
 
 
 def test_the_damage_warning_reaches_the_run_log(good: Good, tmp_path: Path) -> None:
