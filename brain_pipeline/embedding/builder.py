@@ -2,9 +2,9 @@
 
 A chunk's id is the hash of its content and only the content is embedded, so a vector
 stays valid for as long as its id exists and the model and dimension are unchanged.
-The build therefore reuses vectors by id from the previous embeddings.bin and from an
-interrupted run's checkpoint, embeds only what is missing, drops the vectors of chunks
-that are gone, and writes one vector per live chunk in store order.
+The build therefore reuses vectors by id from the vector packs every worker shares
+(`packs`: the ledger and the blobs), embeds only what is missing, drops the vectors of
+chunks that are gone, and writes one vector per live chunk in store order.
 
 Every text is sent whole: what the agent's own ingest stores for a text is the
 service's vector of the whole text, and only the service knows whether a text is over
@@ -14,7 +14,7 @@ its own count and sent again (`truncate`), or gets no vector (`skip`).
 One bad text or one bad answer never stops the build: a text the service refuses is
 taken out of its batch (directly when the error names it, by splitting the batch in
 halves when it does not), an invalid vector is asked for once more and then refused,
-and everything else is embedded and checkpointed in the same run. Refusals are
+and everything else is embedded and packed in the same run. Refusals are
 remembered (`gaps`) and not sent again until the text, model, dimension or policy
 changes. Errors that are not about the texts (key, model, quota, 5xx, network) stop
 the build as before and are never split.
@@ -34,14 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.store import Chunk, heading_text
-from brain_pipeline.embedding.checkpoint import (
-    CheckpointWriter,
-    NotACheckpoint,
-    checkpoint_path,
-    read_checkpoint,
-)
 from brain_pipeline.embedding.gaps import Gap, GapKind, read_gaps, write_gaps
 from brain_pipeline.embedding.limits import TooLongPolicy
+from brain_pipeline.embedding.packs import REBASE_AFTER_PACKS, VectorPacks
 from brain_pipeline.embedding.protocol import (
     Embedder,
     EmbeddingError,
@@ -63,6 +58,10 @@ from brain_pipeline.retrieval.vectors import (
     encode_embeddings,
     quantize,
 )
+from brain_pipeline.state.blobs import LocalBlobs
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.ledger import Ledger, sqlite_url
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.atomic import write_if_changed
 
 Progress = Callable[[int, int], None]
@@ -78,7 +77,7 @@ class EmbeddingReport:
     dimension: int
     chunks: int = 0
     reused: int = 0
-    resumed: int = 0  # of `reused`, how many came from an interrupted run's checkpoint
+    resumed: int = 0  # of `reused`, how many came from packs not yet in a base (resumed)
     embedded: int = 0
     pruned: int = 0
     missing: int = 0
@@ -124,10 +123,10 @@ class EmbeddingReport:
 
 
 class EmbeddingCancelled(KeyboardInterrupt):
-    """Ctrl-C during a build: still an interrupt, carrying what the checkpoint holds.
+    """Ctrl-C during a build: still an interrupt, carrying what the packs hold.
 
-    `saved` counts the new vectors in the checkpoint (this run's and an earlier
-    interrupted run's), which the next run resumes from.
+    `saved` counts the new vectors in packs (this run's and an earlier interrupted
+    run's), which the next run (on any worker) resumes from.
     """
 
     def __init__(self, saved: int) -> None:
@@ -136,7 +135,7 @@ class EmbeddingCancelled(KeyboardInterrupt):
 
 
 class EmbeddingBuildInterrupted(EmbeddingError):
-    """The provider failed mid-build. Progress is in the checkpoint; `report` says how far."""
+    """The provider failed mid-build. Progress is in the packs; `report` says how far."""
 
     def __init__(self, message: str, report: EmbeddingReport) -> None:
         super().__init__(message)
@@ -195,26 +194,6 @@ def _without_zero_rows(vectors: dict[str, Int8Row]) -> tuple[dict[str, Int8Row],
     return {i: v for i, v in vectors.items() if i not in dropped}, dropped
 
 
-def _read_checkpoint(
-    path: Path, report: EmbeddingReport, log: Log
-) -> tuple[dict[str, Int8Row], int | None]:
-    """Vectors of an interrupted run, and the byte offset to resume appending at."""
-    if not path.exists():
-        return {}, None
-    try:
-        journal = read_checkpoint(path)
-    except NotACheckpoint as exc:
-        report.warnings.append(f"discarded checkpoint {path.name}: {exc}")
-        log(f"warning: discarded checkpoint {path.name}: {exc}")
-        return {}, None
-    if journal.model != report.model or journal.dim != report.dimension:
-        log(f"discarded checkpoint of {journal.model!r} at dimension {journal.dim}")
-        return {}, None
-    if journal.torn_bytes:
-        log(f"checkpoint: dropped a torn tail of {journal.torn_bytes} bytes")
-    return journal.vectors, journal.valid_length
-
-
 def _provider_figures(embedder: Embedder) -> tuple[int, int, int, float]:
     if isinstance(embedder, ReportsStats):
         s = embedder.stats
@@ -227,7 +206,7 @@ class _Run:
     """What one build's embedding loop needs and collects."""
 
     embedder: Embedder
-    journal: CheckpointWriter
+    packs: VectorPacks
     known: dict[str, Int8Row]
     report: EmbeddingReport
     progress: Progress | None
@@ -246,8 +225,8 @@ def _embed_missing(todo: list[tuple[Chunk, str]], run: _Run) -> None:
     """Embed `todo` ((chunk, text to send) pairs) batch by batch, making each batch
     durable before the next request.
 
-    Progress counts journaled texts only: a figure a person reads before pressing
-    Ctrl-C is what the next run finds in the checkpoint (counting the sub-batches of a
+    Progress counts packed texts only: a figure a person reads before pressing
+    Ctrl-C is what the next run finds in the packs (counting the sub-batches of a
     call in flight claimed texts that an interrupt then threw away).
     """
     step = max(1, run.embedder.max_batch)
@@ -281,7 +260,7 @@ def _embed_isolating(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool
     none splits the batch in halves until single texts are left. A wrong count or
     dimension is asked for once more, then split. Rows that are not finite or are
     (near) zero are asked for once more as a group, then refused one by one. Valid
-    rows are journaled at once, so they survive whatever happens to the rest.
+    rows are packed at once, so they survive whatever happens to the rest.
     """
     texts = [text for _, text in batch]
     try:
@@ -378,7 +357,7 @@ def _bisect(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool) -> None
 def _accept(chunks: list[Chunk], rows: npt.NDArray[np.float64], run: _Run) -> None:
     vectors = quantize(rows)
     ids = [c.id for c in chunks]
-    run.journal.append(ids, vectors)
+    run.packs.add(ids, vectors)
     run.known.update(zip(ids, vectors, strict=True))
     run.report.embedded += len(chunks)
     if run.progress:
@@ -437,11 +416,12 @@ def build_embeddings(
     too_long: TooLongPolicy = "truncate",
     gaps_path: Path | None = None,
     retry_refused: bool = False,
+    memory: Memory | None = None,
 ) -> EmbeddingReport:
     """Bring `out_path` (PATBEMB1) up to date with `chunks`, embedding only what is new.
 
     Raises EmbeddingBuildInterrupted when the provider fails (its message names the
-    cause, never the key); the checkpoint beside `out_path` keeps every finished batch
+    cause, never the key); the packs in `memory` keep every finished batch
     and the next call resumes from it. With `allow_partial`, a provider that is
     unavailable (quota exhausted, service down) instead yields a file covering the
     chunks embedded so far (`complete` False, `coverage` below 100).
@@ -449,7 +429,8 @@ def build_embeddings(
     Every text is sent whole. One the service counts over its input limit is cut in
     proportion to the service's count and sent again, or skipped (`too_long`); refused,
     skipped and truncated chunks are remembered in `gaps_path` and refused or skipped
-    ones not sent again unless `retry_refused`.
+    ones not sent again unless `retry_refused`. `memory`: the ledger and blobs the packs
+    live in (default: the SQLite ledger and blob folder of `out_path`'s folder).
     """
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
@@ -459,14 +440,25 @@ def build_embeddings(
                              policy=too_long)
     live_ids = {c.id for c in live}
 
-    previous = _reusable_previous(_read_previous(out_path, report, say), report, say)
-    journal_path = checkpoint_path(out_path)
-    resumed, resume_at = _read_checkpoint(journal_path, report, say)
-    previous, healed_previous = _without_zero_rows(previous)
-    resumed, healed_resumed = _without_zero_rows(resumed)
-    known: dict[str, Int8Row] = {**previous, **resumed}
-    healed = {i for i in healed_previous | healed_resumed if i not in known}
-    report.healed = len(healed & live_ids)
+    if memory is None:
+        with contextlib.closing(local_memory(out_path).ledger) as ledger:
+            return build_embeddings(
+                chunks, out_path, embedder, progress=progress, log=log,
+                allow_partial=allow_partial, too_long=too_long, gaps_path=gaps_path,
+                retry_refused=retry_refused, memory=local_memory(out_path, ledger))
+    packs = VectorPacks(memory, embedder.name, embedder.dimension, log=say)
+    stored, from_packs = packs.load()
+    if not packs.has_base:
+        # Upgrade (or a first build killed before its end): a readable file made before
+        # the ledger by the same model at the same dimension becomes the base, once.
+        previous = _reusable_previous(_read_previous(out_path, report, say), report, say)
+        if previous:
+            packs.rebase(out_path, len(previous))
+            stored = {**previous, **stored}
+    previous_ids = set(stored) - from_packs
+    known, healed_ids = _without_zero_rows(stored)
+    resumed = from_packs
+    report.healed = len(healed_ids & live_ids)
     if report.healed:
         warning = (f"{report.healed} stored zero vector(s) (an earlier bad answer) are "
                    "embedded again")
@@ -488,11 +480,11 @@ def build_embeddings(
 
     report.pruned = sum(1 for chunk_id in known if chunk_id not in live_ids)
     report.reused = sum(1 for chunk_id in live_ids if chunk_id in known)
-    report.resumed = sum(1 for c in live_ids if c in resumed and c not in previous)
+    report.resumed = sum(1 for c in live_ids if c in resumed and c not in previous_ids)
     todo = [c for c in live if c.id not in known and c.id not in refusals]
     say(
         f"embeddings: {len(live)} chunks, {report.reused} reused "
-        f"({report.resumed} from checkpoint), {len(todo)} to embed, {report.pruned} pruned"
+        f"({report.resumed} from packs), {len(todo)} to embed, {report.pruned} pruned"
         + (f", {len(refusals)} refused earlier (not sent again)" if refusals else "")
     )
 
@@ -507,9 +499,7 @@ def build_embeddings(
     if sending:
         before = _provider_figures(embedder)
         started = time.monotonic()
-        journal = CheckpointWriter(journal_path, embedder.name, embedder.dimension,
-                                   resume_at=resume_at)
-        run = _Run(embedder, journal, known, report, progress, len(sending), gap_of,
+        run = _Run(embedder, packs, known, report, progress, len(sending), gap_of,
                    policy=too_long, log=say)
         try:
             _embed_missing(sending, run)
@@ -517,13 +507,12 @@ def build_embeddings(
             failure = exc
         except BaseException as exc:
             # Ctrl-C arrives as KeyboardInterrupt, or as the orchestrator's own
-            # BaseException for it; either way the journal holds every finished batch.
+            # BaseException for it; either way the packs hold every finished batch.
             if isinstance(exc, Exception | GeneratorExit | SystemExit):
                 raise
             _remember(gaps_file, refusals, notes, run, known)
             raise EmbeddingCancelled(report.resumed + report.embedded) from None
         finally:
-            journal.close()
             report.embed_seconds = time.monotonic() - started
             after = _provider_figures(embedder)
             report.requests = after[0] - before[0]
@@ -539,7 +528,7 @@ def build_embeddings(
     if failure is not None and not (allow_partial and isinstance(failure, EmbeddingUnavailable)):
         raise EmbeddingBuildInterrupted(
             f"embedding stopped after {report.embedded} of {len(todo)} new vectors "
-            f"(checkpoint kept; the next run resumes): {failure}",
+            f"(packs kept; the next run resumes): {failure}",
             report,
         ) from failure
     if failure is not None:
@@ -551,9 +540,17 @@ def build_embeddings(
             "in this run); they stay lexical (see the embedding_gaps check)")
 
     report.written = _write_store(out_path, embedder.name, embedder.dimension, live, known)
-    with contextlib.suppress(FileNotFoundError):
-        journal_path.unlink()
+    if report.complete and (not packs.has_base or packs.packs > REBASE_AFTER_PACKS):
+        packs.rebase(out_path, len(live) - report.missing)
     return report
+
+
+def local_memory(out_path: Path, ledger: Ledger | None = None) -> Memory:
+    """The default ledger and blobs of the build directory holding `out_path` (for a
+    caller without a configuration: the BEIR evaluation, tests)."""
+    layout = StateLayout.of(Path(out_path).parent)
+    return Memory(ledger or Ledger(sqlite_url(layout.ledger)), LocalBlobs(layout.blobs_dir),
+                  layout)
 
 
 def _remember(

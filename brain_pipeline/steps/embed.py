@@ -1,7 +1,8 @@
 """The embedding step: bring embeddings.bin up to date with the store, incrementally.
 
-Vectors are reused by chunk id, orphans pruned, progress checkpointed after every batch;
-an interrupted build keeps what it finished and the next run resumes from it. With the
+Vectors are reused by chunk id from the packs every worker shares (ledger + blobs),
+orphans pruned, every batch packed; an interrupted build keeps what it finished and the
+next run, on any worker, resumes from it. With the
 provider `none` nothing is embedded, but vectors that still match live chunks are kept.
 """
 
@@ -10,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from brain_pipeline.config import BrainConfig
+from brain_pipeline.config import BrainConfig, memory_of
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import (
     AssetRecord,
@@ -23,9 +25,6 @@ from brain_pipeline.steps.contract import StepFailure, StepLog, recheck_input, u
 from brain_pipeline.steps.report import StepResult
 from brain_pipeline.utils.digest import file_sha256
 
-EMBEDDINGS_CODE_VERSION = "embeddings-2"
-"""embeddings-2: texts are sent whole and only the service's refusal cuts one (-1 cut by
-a local estimate), so a build recorded by -1 runs once more to redo those texts."""
 MIN_RATE_SAMPLE = 200
 REMOTE_ONLY = ("requests", "rate_limited", "retries", "waited_seconds")
 
@@ -46,7 +45,10 @@ def embedding_shape(cfg: BrainConfig) -> dict[str, Any]:
 
 
 def embeddings_code_version(cfg: BrainConfig) -> str:
-    return f"{EMBEDDINGS_CODE_VERSION}-{digest_of(embedding_shape(cfg))[:8]}"
+    """The shape and the digest of the code that decides the vectors (not bumped by hand)."""
+    code = code_digest("brain_pipeline.embedding.builder", "brain_pipeline.embedding.gemini",
+                       "brain_pipeline.embedding.local")
+    return f"embeddings-{code[:12]}-{digest_of(embedding_shape(cfg))[:8]}"
 
 
 def _build(
@@ -80,9 +82,10 @@ def _build(
         report = build_embeddings(
             view.all_chunks(), out, embedder, progress=progress, log=log.info,
             too_long=cfg.embedding.too_long, gaps_path=layout.embedding_gaps,
+            memory=memory_of(cfg),
         )
     except EmbeddingBuildInterrupted as exc:
-        # The checkpoint beside the file keeps every finished batch; the next run resumes.
+        # The packs keep every finished batch; the next run (any worker's) resumes.
         raise StepFailure(
             f"embedding stopped: {exc}", metadata=dict(exc.report.as_metadata())
         ) from None

@@ -13,7 +13,6 @@ from brain_pipeline.embedding.builder import (
     EmbeddingBuildInterrupted,
     build_embeddings,
 )
-from brain_pipeline.embedding.checkpoint import checkpoint_path
 from brain_pipeline.embedding.gaps import read_gaps
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
 from brain_pipeline_tests.embedding.helpers import API_KEY, gemini
@@ -233,8 +232,6 @@ def test_stored_zero_rows_are_healed_with_one_warning(
     rows = _expected(chunks)
     rows[[1, 5]] = 0
     out.write_bytes(encode_embeddings("gemini-embedding-001", [c.id for c in chunks], rows))
-    journal = checkpoint_path(out)
-    assert not journal.exists()
     report = build_embeddings(chunks, out, gemini(), gaps_path=tmp_path / "g.json")
     assert report.healed == 2 and report.embedded == 2
     assert sum("zero vector" in w for w in report.warnings) == 1
@@ -257,17 +254,19 @@ def test_a_text_with_a_lone_surrogate_is_embedded_as_sent(
     np.testing.assert_array_equal(vectors, _expected(chunks))
 
 
-def test_zero_rows_in_an_interrupted_runs_checkpoint_are_healed(
+def test_zero_rows_in_an_interrupted_runs_pack_are_healed(
     gemini_server: FakeGemini, tmp_path: Path
 ) -> None:
-    from brain_pipeline.embedding.checkpoint import CheckpointWriter
+    from brain_pipeline.embedding.builder import local_memory
+    from brain_pipeline.embedding.packs import VectorPacks
 
     chunks = _chunks(6)
     out = tmp_path / "e.bin"
     rows = _expected(chunks)
     rows[3] = 0
-    with CheckpointWriter(checkpoint_path(out), "gemini-embedding-001", DIM) as journal:
-        journal.append([c.id for c in chunks], rows)
+    memory = local_memory(out)
+    VectorPacks(memory, "gemini-embedding-001", DIM).add([c.id for c in chunks], rows)
+    memory.ledger.close()
     report = build_embeddings(chunks, out, gemini(), gaps_path=tmp_path / "g.json")
     assert (report.healed, report.embedded) == (1, 1)
     assert gemini_server.stats().sent_texts == [chunks[3].content]
@@ -335,7 +334,8 @@ def test_any_providers_bad_rows_and_short_answers_are_handled(tmp_path: Path) ->
     assert (report.embedded, report.refused) == (7, 1)
     assert [len(c) for c in provider.calls] == [8, 1]  # the bad row asked for once more
     provider = _ScriptedProvider(["short", "short"])
-    report = build_embeddings(chunks, tmp_path / "f.bin", provider,  # type: ignore[arg-type]
+    (tmp_path / "other").mkdir()  # a build directory of its own: nothing to reuse
+    report = build_embeddings(chunks, tmp_path / "other" / "f.bin", provider,  # type: ignore[arg-type]
                               gaps_path=tmp_path / "h.json")
     # a short answer: asked again, then split; the halves are answered in full
     assert (report.embedded, report.refused) == (8, 0)
