@@ -398,13 +398,6 @@ def _stop_between_batches() -> Iterator[Callable[[], bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def default_gaps_path(out_path: Path) -> Path:
-    """Where the gaps are remembered when the caller names no place (beside the file)."""
-    return out_path.with_name(out_path.name + ".gaps.json")
-
-
-
-
 def build_embeddings(
     chunks: Sequence[Chunk],
     out_path: Path,
@@ -414,7 +407,6 @@ def build_embeddings(
     log: Log | None = None,
     allow_partial: bool = False,
     too_long: TooLongPolicy = "truncate",
-    gaps_path: Path | None = None,
     retry_refused: bool = False,
     memory: Memory | None = None,
 ) -> EmbeddingReport:
@@ -428,13 +420,12 @@ def build_embeddings(
 
     Every text is sent whole. One the service counts over its input limit is cut in
     proportion to the service's count and sent again, or skipped (`too_long`); refused,
-    skipped and truncated chunks are remembered in `gaps_path` and refused or skipped
+    skipped and truncated chunks are remembered in the ledger (`gaps`) and refused or skipped
     ones not sent again unless `retry_refused`. `memory`: the ledger and blobs the packs
     live in (default: the SQLite ledger and blob folder of `out_path`'s folder).
     """
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
-    gaps_file = Path(gaps_path) if gaps_path is not None else default_gaps_path(out_path)
     live = _live_chunks(chunks)
     report = EmbeddingReport(model=embedder.name, dimension=embedder.dimension, chunks=len(live),
                              policy=too_long)
@@ -444,7 +435,7 @@ def build_embeddings(
         with contextlib.closing(local_memory(out_path).ledger) as ledger:
             return build_embeddings(
                 chunks, out_path, embedder, progress=progress, log=log,
-                allow_partial=allow_partial, too_long=too_long, gaps_path=gaps_path,
+                allow_partial=allow_partial, too_long=too_long,
                 retry_refused=retry_refused, memory=local_memory(out_path, ledger))
     packs = VectorPacks(memory, embedder.name, embedder.dimension, log=say)
     stored, from_packs = packs.load()
@@ -468,7 +459,7 @@ def build_embeddings(
     def applies(gap: Gap) -> bool:
         return gap.applies_to(embedder.name, embedder.dimension, too_long)
 
-    remembered = {i: g for i, g in read_gaps(gaps_file).items() if i in live_ids}
+    remembered = {i: g for i, g in read_gaps(memory).items() if i in live_ids}
     for chunk_id, gap in remembered.items():
         if gap.has_vector and not applies(gap):
             known.pop(chunk_id, None)  # truncated under another policy or model: redo
@@ -510,7 +501,7 @@ def build_embeddings(
             # BaseException for it; either way the packs hold every finished batch.
             if isinstance(exc, Exception | GeneratorExit | SystemExit):
                 raise
-            _remember(gaps_file, refusals, notes, run, known)
+            _remember(memory, refusals, notes, run, known)
             raise EmbeddingCancelled(report.resumed + report.embedded) from None
         finally:
             report.embed_seconds = time.monotonic() - started
@@ -520,7 +511,7 @@ def build_embeddings(
             report.retries = after[2] - before[2]
             report.waited_seconds = after[3] - before[3]
 
-    gaps = _remember(gaps_file, refusals, notes, run, known)
+    gaps = _remember(memory, refusals, notes, run, known)
     report.refused = sum(1 for g in gaps.values() if not g.has_vector)
     report.refused_now = report.refused - len(refusals)
     report.truncated = sum(1 for g in gaps.values() if g.has_vector)
@@ -554,7 +545,7 @@ def local_memory(out_path: Path, ledger: Ledger | None = None) -> Memory:
 
 
 def _remember(
-    path: Path,
+    memory: Memory,
     refusals: dict[str, Gap],
     notes: dict[str, Gap],
     run: _Run | None,
@@ -566,7 +557,7 @@ def _remember(
     if run is not None:
         gaps.update((i, g) for i, g in run.truncations.items() if i in known)
         gaps.update(run.gaps)
-    write_gaps(path, gaps.values())
+    write_gaps(memory, gaps.values())
     return gaps
 
 

@@ -81,8 +81,7 @@ def _build(
     try:
         report = build_embeddings(
             view.all_chunks(), out, embedder, progress=progress, log=log.info,
-            too_long=cfg.embedding.too_long, gaps_path=layout.embedding_gaps,
-            memory=memory_of(cfg),
+            too_long=cfg.embedding.too_long, memory=memory_of(cfg),
         )
     except EmbeddingBuildInterrupted as exc:
         # The packs keep every finished batch; the next run (any worker's) resumes.
@@ -94,11 +93,12 @@ def _build(
     return facts, True
 
 
-def _gaps_digest(layout: StateLayout) -> str:
+def _gaps_digest(cfg: BrainConfig) -> str:
     """The remembered refusals' digest: forgetting them (`materialize --retry-refused`)
     makes the next run build again instead of calling the vectors current."""
-    path = layout.embedding_gaps
-    return file_sha256(path) if path.exists() else ""
+    from brain_pipeline.embedding.gaps import gaps_version
+
+    return gaps_version(memory_of(cfg))
 
 
 def _plotted(facts: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def embed_store(
     inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}
     code_version = embeddings_code_version(cfg)
     previous = read_record(layout, "embeddings")
-    gaps_digest = _gaps_digest(layout)
+    gaps_digest = _gaps_digest(cfg)
     if (
         previous is not None
         and previous.is_current_for(layout, code_version, inputs)
@@ -140,7 +140,7 @@ def embed_store(
         data_version = previous.data_version
     else:
         facts, exists = _build(cfg, layout, make_embedder(cfg), log)
-        facts["gaps_digest"] = _gaps_digest(layout)
+        facts["gaps_digest"] = _gaps_digest(cfg)
         sha = file_sha256(layout.embeddings_file) if exists else None
         data_version = sha or f"absent-{store.data_version[:16]}"
         recheck_input(layout, "knowledge_store", store.data_version)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from brain_pipeline.corpus.store import Chunk, chunk_id
+from brain_pipeline.embedding.gaps import Gap, read_gaps
 from brain_pipeline.embedding.gemini import GeminiEmbedder
 from brain_pipeline.embedding.pacing import RetryPolicy
 from brain_pipeline.state.blobs import blob_store
@@ -60,3 +61,14 @@ def build_with_gemini(out_path: str, files: dict[str, int], batch_size: int,
     memory = worker_memory(out.parent, ledger_url, blobs_url) if ledger_url and blobs_url \
         else None
     build_embeddings(corpus(files), out, gemini(batch_size=batch_size), memory=memory)
+
+
+def remembered_gaps(build_dir: Path) -> dict[str, Gap]:
+    """The gaps the default ledger of `build_dir` remembers."""
+    from brain_pipeline.embedding.builder import local_memory
+
+    memory = local_memory(build_dir / "embeddings.bin")
+    try:
+        return read_gaps(memory)
+    finally:
+        memory.ledger.close()

@@ -143,3 +143,17 @@ def test_upgrade_the_first_run_embeds_nothing_and_shares_the_old_vectors(
     _build(tmp_path / "fresh", chunks, shared, dimension=256)
     assert gemini_server.stats().texts == 0
     assert (tmp_path / "fresh" / "embeddings.bin").read_bytes() == old_bytes
+
+
+def test_a_text_refused_on_one_worker_is_not_sent_again_by_another(
+    gemini_server: FakeGemini, shared: tuple[str, str], tmp_path: Path
+) -> None:
+    chunks = corpus(FILES)
+    gemini_server.configure(refuse_substrings=[chunks[4].content])
+    report = _build(tmp_path / "a", chunks, shared)
+    assert (report.embedded, report.refused) == (27, 1)
+    sent = len(gemini_server.stats().sent_texts)
+
+    report = _build(tmp_path / "b", chunks, shared)  # an empty build directory
+    assert (report.embedded, report.refused) == (0, 1)
+    assert len(gemini_server.stats().sent_texts) == sent  # the refusal is remembered
