@@ -11,7 +11,7 @@
     index/             BM25 postings, area versions (masks over postings), token counts
     history/           every chunk id ever written to a store (fixture repair)
     assets/            one record per asset: inputs' digests -> outputs' digests
-    embedding-gaps.json chunks refused by the embedding service, skipped or truncated
+    embedding-gaps.json before the ledger: refused, skipped or truncated chunks (read in once)
     eval.json          the last evaluation keyed by its input digests (publish gate)
     check-verdicts.json the other blocking checks' verdicts, keyed by what they judged
     eval-baseline.json the evaluation of the last published (or accepted) store, and a
@@ -19,8 +19,8 @@
     locks/             one writer per build directory (OS locks, holder described)
     publications.json  every publication, rollback and hold (publishing.publication_log)
     published/         the last K publications' files, content-addressed (rollback)
-    ledger.sqlite      the ledger (state.ledger's default; issue 41, not used by steps yet)
-    blobs/             content-addressed blobs (state.blobs's default; likewise)
+    ledger.sqlite      the ledger (state.ledger's default; issue 41): vector packs, gaps, ...
+    blobs/             content-addressed blobs (state.blobs's default): vector packs, ...
 ```
 
 Paths are only named here; each module that owns a file creates it.
@@ -78,7 +78,7 @@ class StateLayout:
 
     @property
     def embedding_gaps(self) -> Path:
-        """Chunks refused by the embedding service, skipped or truncated (`embedding.gaps`)."""
+        """Before the ledger: refused, skipped or truncated chunks (read in once)."""
         return self.state_dir / "embedding-gaps.json"
 
     @property
