@@ -440,12 +440,10 @@ def build_embeddings(
     packs = VectorPacks(memory, embedder.name, embedder.dimension, log=say)
     stored, from_packs = packs.load()
     if not packs.has_base:
-        # Upgrade (or a first build killed before its end): a readable file made before
-        # the ledger by the same model at the same dimension becomes the base, once.
-        previous = _reusable_previous(_read_previous(out_path, report, say), report, say)
-        if previous:
-            packs.rebase(out_path, len(previous))
-            stored = {**previous, **stored}
+        # Upgrade: the vectors of a readable file made before the ledger by the same model
+        # at the same dimension are reused, and the finished file becomes the base.
+        stored = {**_reusable_previous(_read_previous(out_path, report, say), report, say),
+                  **stored}
     previous_ids = set(stored) - from_packs
     known, healed_ids = _without_zero_rows(stored)
     resumed = from_packs

@@ -94,17 +94,12 @@ class VectorPacks:
         return vectors, from_packs
 
     def _record(self, kind: str, blob: str, count: int) -> int:
-        ledger = self.memory.ledger
-        with ledger.transaction(write=True) as cursor:
-            cursor.execute(
-                ledger.sql("INSERT INTO embedding_packs (shape, kind, blob, vectors, created_at)"
-                           " VALUES (?, ?, ?, ?, ?)"),
-                (self.shape, kind, blob, count, time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                               time.gmtime())),
-            )
-        rows = ledger.query(
-            "SELECT MAX(id) FROM embedding_packs WHERE shape = ? AND blob = ? AND kind = ?",
-            (self.shape, blob, kind),
+        """One row (its id); one transaction, whatever the size of the batch."""
+        rows = self.memory.ledger.query(
+            "INSERT INTO embedding_packs (shape, kind, blob, vectors, created_at)"
+            " VALUES (?, ?, ?, ?, ?) RETURNING id",
+            (self.shape, kind, blob, count, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())),
+            write=True,
         )
         return int(rows[0][0])
 
