@@ -54,7 +54,6 @@ from brain_pipeline.embedding.validate import (
     zero_rows,
 )
 from brain_pipeline.retrieval.vectors import (
-    EmbeddingStore,
     encode_embeddings,
     quantize,
 )
@@ -153,21 +152,16 @@ def _live_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:
     return live
 
 
-def _read_previous(out_path: Path, report: EmbeddingReport, log: Log) -> EmbeddingStore | None:
-    """The previous file, or None when it is absent or not a readable PATBEMB1 store."""
+def _previous_file(out_path: Path, report: EmbeddingReport, log: Log) -> dict[str, Int8Row]:
+    """Vectors of a file made before the ledger, when readable as a PATBEMB1 store made by
+    the same model at the same dimension (otherwise the reason, in the report)."""
 
     def unreadable(warning: str) -> None:
         report.warnings.append(warning)
         report.rebuilt_because = f"previous file unreadable ({warning})"
         log(f"warning: {warning}")
 
-    return read_embeddings(out_path, warn=unreadable)
-
-
-def _reusable_previous(
-    previous: EmbeddingStore | None, report: EmbeddingReport, log: Log
-) -> dict[str, Int8Row]:
-    """Vectors of the previous file when it was made by the same model at the same dim."""
+    previous = read_embeddings(out_path, warn=unreadable)
     if previous is None:
         return {}
     if previous.model != report.model:
@@ -442,8 +436,7 @@ def build_embeddings(
     if not packs.has_base:
         # Upgrade: the vectors of a readable file made before the ledger by the same model
         # at the same dimension are reused, and the finished file becomes the base.
-        stored = {**_reusable_previous(_read_previous(out_path, report, say), report, say),
-                  **stored}
+        stored = {**_previous_file(out_path, report, say), **stored}
     previous_ids = set(stored) - from_packs
     known, healed_ids = _without_zero_rows(stored)
     resumed = from_packs
@@ -528,7 +521,8 @@ def build_embeddings(
         say(f"warning: {report.refused} chunk(s) have no vector ({report.refused_now} refused "
             "in this run); they stay lexical (see the embedding_gaps check)")
 
-    report.written = _write_store(out_path, embedder.name, embedder.dimension, live, known)
+    report.written = _write_ids(out_path, embedder.name, embedder.dimension, [c.id for c in live],
+                                known)
     if report.complete and (not packs.has_base or packs.packs > REBASE_AFTER_PACKS):
         packs.rebase(out_path, len(live) - report.missing)
     return report
@@ -559,16 +553,10 @@ def _remember(
     return gaps
 
 
-def _write_store(
-    out_path: Path, model: str, dim: int, live: list[Chunk], known: dict[str, Int8Row]
-) -> bool:
-    """Write the live chunks that have vectors, in store order; True when bytes changed."""
-    return _write_ids(out_path, model, dim, [c.id for c in live], known)
-
-
 def _write_ids(
     out_path: Path, model: str, dim: int, live: list[str], known: dict[str, Int8Row]
 ) -> bool:
+    """Write the live chunks that have vectors, in store order; True when bytes changed."""
     ids = [chunk_id for chunk_id in live if chunk_id in known]
     matrix = (
         np.stack([known[i] for i in ids]).astype(np.int8)
@@ -578,22 +566,14 @@ def _write_ids(
     return write_if_changed(out_path, encode_embeddings(model, ids, matrix))
 
 
-def prune_embeddings(
-    chunks: Sequence[Chunk], out_path: Path, *, log: Log | None = None
+def prune_embedding_ids(
+    ids: Sequence[str], out_path: Path, *, log: Log | None = None
 ) -> EmbeddingReport | None:
     """Without a provider: keep the existing vectors of live chunks, drop the others.
 
     Returns None (and touches nothing) when there is no readable file. The model and
     dimension stay those of the existing file; chunks without a vector are `missing`.
-    """
-    return prune_embedding_ids([c.id for c in chunks], out_path, log=log)
-
-
-def prune_embedding_ids(
-    ids: Sequence[str], out_path: Path, *, log: Log | None = None
-) -> EmbeddingReport | None:
-    """`prune_embeddings` from the live ids alone: pruning never needs a chunk's text, so
-    a store of a million chunks is not decoded for it."""
+    Ids suffice: a store of a million chunks is not decoded for it."""
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
     live = list(dict.fromkeys(ids))  # store order, first occurrence

@@ -16,7 +16,7 @@ from brain_pipeline.embedding.builder import (
     EmbeddingBuildInterrupted,
     build_embeddings,
     local_memory,
-    prune_embeddings,
+    prune_embedding_ids,
 )
 from brain_pipeline.embedding.pacing import RetryPolicy
 from brain_pipeline.embedding.packs import VectorPacks
@@ -211,10 +211,10 @@ def test_prune_without_a_provider_keeps_live_vectors(
     gemini_server: FakeGemini, tmp_path: Path
 ) -> None:
     out = tmp_path / "embeddings.bin"
-    assert prune_embeddings(corpus(FILES), out) is None
+    assert prune_embedding_ids([c.id for c in corpus(FILES)], out) is None
     build_embeddings(corpus(FILES), out, gemini())
     changed = corpus(FILES, edits={"a.md": {0}})
-    report = prune_embeddings(changed, out)
+    report = prune_embedding_ids([c.id for c in changed], out)
     assert report is not None
     assert (report.reused, report.pruned, report.missing) == (27, 1, 1)
     _assert_file_matches(out, changed[1:], "gemini-embedding-001", 16)
