@@ -20,7 +20,6 @@ import os
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -195,13 +194,13 @@ def _selects_publishing(selection: str, definitions: Definitions) -> bool:
         return False
 
 
-def forget_refusals(build_dir: Path) -> None:
-    """`--retry-refused`: drop the remembered refusals, under the build directory's lock,
-    so this run's embedding step sends those texts again."""
+def forget_refusals(cfg: BrainConfig) -> None:
+    """`--retry-refused`: drop the remembered refusals (in the ledger), under the run's
+    lock, so this run's embedding step sends those texts again."""
+    from brain_pipeline.config import memory_of
     from brain_pipeline.embedding.gaps import forget_refusals as forget
-    from brain_pipeline.state.layout import StateLayout
 
-    forgotten = forget(StateLayout.of(build_dir).embedding_gaps)
+    forgotten = forget(memory_of(cfg))
     note(f"--retry-refused: {forgotten} refused text(s) will be sent again")
 
 
@@ -307,7 +306,7 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
                 note(reaped_message(dead))
                 _notify(instance, dead.run_id, cfg)  # a killed run is a failed run
             if args.retry_refused:
-                forget_refusals(cfg.build_dir)
+                forget_refusals(cfg)
             from brain_pipeline.cli.progress_bar import progress_for
 
             # A bar for long steps on a terminal; plain periodic lines otherwise.

@@ -192,7 +192,7 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
     }
     report["verdict"] = _published_verdict(cfg, manifest) if cfg is not None else None
     if cfg is not None:
-        report["embedding_gaps"] = _embedding_gaps(cfg.build_dir)
+        report["embedding_gaps"] = _embedding_gaps(cfg)
     if args.s3:
         report["s3"] = _check_s3(cfg, manifest)
     if cfg is not None:
@@ -260,12 +260,12 @@ def _published_verdict(cfg: Any, manifest: Any) -> dict[str, Any] | None:
         "decision": record.facts.get("decision"),
         "forced": bool(record.facts.get("forced")),
     }
-def _embedding_gaps(build_dir: Path) -> dict[str, int]:
-    """How many chunks of the last build have no vector, or a truncated one (read-only)."""
+def _embedding_gaps(cfg: Any) -> dict[str, int]:
+    """How many chunks of the last build have no vector, or a truncated one."""
+    from brain_pipeline.config import memory_of
     from brain_pipeline.embedding.gaps import read_gaps
-    from brain_pipeline.state.layout import StateLayout
 
-    gaps = read_gaps(StateLayout.of(build_dir).embedding_gaps)
+    gaps = read_gaps(memory_of(cfg))
     truncated = sum(1 for g in gaps.values() if g.has_vector)
     return {"without_vector": len(gaps) - truncated, "truncated": truncated}
 

@@ -33,8 +33,8 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         tags={"domain": "embed"},
         description=(
             "One int8 vector per live chunk in embeddings.bin (PATBEMB1), built incrementally: "
-            "vectors are reused by chunk id, orphans pruned, progress checkpointed after every "
-            "batch, requests paced against the texts-per-minute quota. Provider from the "
+            "vectors are reused by chunk id, orphans pruned, every batch packed for any worker, "
+            "requests paced against the texts-per-minute quota. Provider from the "
             f"configuration when the code location loaded: {provider}."
         ),
     )

@@ -2,9 +2,9 @@
 
 A chunk's id is the hash of its content and only the content is embedded, so a vector
 stays valid for as long as its id exists and the model and dimension are unchanged.
-The build therefore reuses vectors by id from the previous embeddings.bin and from an
-interrupted run's checkpoint, embeds only what is missing, drops the vectors of chunks
-that are gone, and writes one vector per live chunk in store order.
+The build therefore reuses vectors by id from the vector packs every worker shares
+(`packs`: the ledger and the blobs), embeds only what is missing, drops the vectors of
+chunks that are gone, and writes one vector per live chunk in store order.
 
 Every text is sent whole: what the agent's own ingest stores for a text is the
 service's vector of the whole text, and only the service knows whether a text is over
@@ -14,7 +14,7 @@ its own count and sent again (`truncate`), or gets no vector (`skip`).
 One bad text or one bad answer never stops the build: a text the service refuses is
 taken out of its batch (directly when the error names it, by splitting the batch in
 halves when it does not), an invalid vector is asked for once more and then refused,
-and everything else is embedded and checkpointed in the same run. Refusals are
+and everything else is embedded and packed in the same run. Refusals are
 remembered (`gaps`) and not sent again until the text, model, dimension or policy
 changes. Errors that are not about the texts (key, model, quota, 5xx, network) stop
 the build as before and are never split.
@@ -34,14 +34,9 @@ import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.store import Chunk, heading_text
-from brain_pipeline.embedding.checkpoint import (
-    CheckpointWriter,
-    NotACheckpoint,
-    checkpoint_path,
-    read_checkpoint,
-)
 from brain_pipeline.embedding.gaps import Gap, GapKind, read_gaps, write_gaps
 from brain_pipeline.embedding.limits import TooLongPolicy
+from brain_pipeline.embedding.packs import REBASE_AFTER_PACKS, VectorPacks
 from brain_pipeline.embedding.protocol import (
     Embedder,
     EmbeddingError,
@@ -59,10 +54,13 @@ from brain_pipeline.embedding.validate import (
     zero_rows,
 )
 from brain_pipeline.retrieval.vectors import (
-    EmbeddingStore,
     encode_embeddings,
     quantize,
 )
+from brain_pipeline.state.blobs import LocalBlobs
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.ledger import Ledger, sqlite_url
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.atomic import write_if_changed
 
 Progress = Callable[[int, int], None]
@@ -78,7 +76,7 @@ class EmbeddingReport:
     dimension: int
     chunks: int = 0
     reused: int = 0
-    resumed: int = 0  # of `reused`, how many came from an interrupted run's checkpoint
+    resumed: int = 0  # of `reused`, how many came from packs not yet in a base (resumed)
     embedded: int = 0
     pruned: int = 0
     missing: int = 0
@@ -124,10 +122,10 @@ class EmbeddingReport:
 
 
 class EmbeddingCancelled(KeyboardInterrupt):
-    """Ctrl-C during a build: still an interrupt, carrying what the checkpoint holds.
+    """Ctrl-C during a build: still an interrupt, carrying what the packs hold.
 
-    `saved` counts the new vectors in the checkpoint (this run's and an earlier
-    interrupted run's), which the next run resumes from.
+    `saved` counts the new vectors in packs (this run's and an earlier interrupted
+    run's), which the next run (on any worker) resumes from.
     """
 
     def __init__(self, saved: int) -> None:
@@ -136,7 +134,7 @@ class EmbeddingCancelled(KeyboardInterrupt):
 
 
 class EmbeddingBuildInterrupted(EmbeddingError):
-    """The provider failed mid-build. Progress is in the checkpoint; `report` says how far."""
+    """The provider failed mid-build. Progress is in the packs; `report` says how far."""
 
     def __init__(self, message: str, report: EmbeddingReport) -> None:
         super().__init__(message)
@@ -154,21 +152,16 @@ def _live_chunks(chunks: Sequence[Chunk]) -> list[Chunk]:
     return live
 
 
-def _read_previous(out_path: Path, report: EmbeddingReport, log: Log) -> EmbeddingStore | None:
-    """The previous file, or None when it is absent or not a readable PATBEMB1 store."""
+def _previous_file(out_path: Path, report: EmbeddingReport, log: Log) -> dict[str, Int8Row]:
+    """Vectors of a file made before the ledger, when readable as a PATBEMB1 store made by
+    the same model at the same dimension (otherwise the reason, in the report)."""
 
     def unreadable(warning: str) -> None:
         report.warnings.append(warning)
         report.rebuilt_because = f"previous file unreadable ({warning})"
         log(f"warning: {warning}")
 
-    return read_embeddings(out_path, warn=unreadable)
-
-
-def _reusable_previous(
-    previous: EmbeddingStore | None, report: EmbeddingReport, log: Log
-) -> dict[str, Int8Row]:
-    """Vectors of the previous file when it was made by the same model at the same dim."""
+    previous = read_embeddings(out_path, warn=unreadable)
     if previous is None:
         return {}
     if previous.model != report.model:
@@ -195,26 +188,6 @@ def _without_zero_rows(vectors: dict[str, Int8Row]) -> tuple[dict[str, Int8Row],
     return {i: v for i, v in vectors.items() if i not in dropped}, dropped
 
 
-def _read_checkpoint(
-    path: Path, report: EmbeddingReport, log: Log
-) -> tuple[dict[str, Int8Row], int | None]:
-    """Vectors of an interrupted run, and the byte offset to resume appending at."""
-    if not path.exists():
-        return {}, None
-    try:
-        journal = read_checkpoint(path)
-    except NotACheckpoint as exc:
-        report.warnings.append(f"discarded checkpoint {path.name}: {exc}")
-        log(f"warning: discarded checkpoint {path.name}: {exc}")
-        return {}, None
-    if journal.model != report.model or journal.dim != report.dimension:
-        log(f"discarded checkpoint of {journal.model!r} at dimension {journal.dim}")
-        return {}, None
-    if journal.torn_bytes:
-        log(f"checkpoint: dropped a torn tail of {journal.torn_bytes} bytes")
-    return journal.vectors, journal.valid_length
-
-
 def _provider_figures(embedder: Embedder) -> tuple[int, int, int, float]:
     if isinstance(embedder, ReportsStats):
         s = embedder.stats
@@ -227,7 +200,7 @@ class _Run:
     """What one build's embedding loop needs and collects."""
 
     embedder: Embedder
-    journal: CheckpointWriter
+    packs: VectorPacks
     known: dict[str, Int8Row]
     report: EmbeddingReport
     progress: Progress | None
@@ -246,8 +219,8 @@ def _embed_missing(todo: list[tuple[Chunk, str]], run: _Run) -> None:
     """Embed `todo` ((chunk, text to send) pairs) batch by batch, making each batch
     durable before the next request.
 
-    Progress counts journaled texts only: a figure a person reads before pressing
-    Ctrl-C is what the next run finds in the checkpoint (counting the sub-batches of a
+    Progress counts packed texts only: a figure a person reads before pressing
+    Ctrl-C is what the next run finds in the packs (counting the sub-batches of a
     call in flight claimed texts that an interrupt then threw away).
     """
     step = max(1, run.embedder.max_batch)
@@ -281,7 +254,7 @@ def _embed_isolating(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool
     none splits the batch in halves until single texts are left. A wrong count or
     dimension is asked for once more, then split. Rows that are not finite or are
     (near) zero are asked for once more as a group, then refused one by one. Valid
-    rows are journaled at once, so they survive whatever happens to the rest.
+    rows are packed at once, so they survive whatever happens to the rest.
     """
     texts = [text for _, text in batch]
     try:
@@ -378,7 +351,7 @@ def _bisect(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool) -> None
 def _accept(chunks: list[Chunk], rows: npt.NDArray[np.float64], run: _Run) -> None:
     vectors = quantize(rows)
     ids = [c.id for c in chunks]
-    run.journal.append(ids, vectors)
+    run.packs.add(ids, vectors)
     run.known.update(zip(ids, vectors, strict=True))
     run.report.embedded += len(chunks)
     if run.progress:
@@ -419,13 +392,6 @@ def _stop_between_batches() -> Iterator[Callable[[], bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def default_gaps_path(out_path: Path) -> Path:
-    """Where the gaps are remembered when the caller names no place (beside the file)."""
-    return out_path.with_name(out_path.name + ".gaps.json")
-
-
-
-
 def build_embeddings(
     chunks: Sequence[Chunk],
     out_path: Path,
@@ -435,38 +401,46 @@ def build_embeddings(
     log: Log | None = None,
     allow_partial: bool = False,
     too_long: TooLongPolicy = "truncate",
-    gaps_path: Path | None = None,
     retry_refused: bool = False,
+    memory: Memory | None = None,
 ) -> EmbeddingReport:
     """Bring `out_path` (PATBEMB1) up to date with `chunks`, embedding only what is new.
 
     Raises EmbeddingBuildInterrupted when the provider fails (its message names the
-    cause, never the key); the checkpoint beside `out_path` keeps every finished batch
+    cause, never the key); the packs in `memory` keep every finished batch
     and the next call resumes from it. With `allow_partial`, a provider that is
     unavailable (quota exhausted, service down) instead yields a file covering the
     chunks embedded so far (`complete` False, `coverage` below 100).
 
     Every text is sent whole. One the service counts over its input limit is cut in
     proportion to the service's count and sent again, or skipped (`too_long`); refused,
-    skipped and truncated chunks are remembered in `gaps_path` and refused or skipped
-    ones not sent again unless `retry_refused`.
+    skipped and truncated chunks are remembered in the ledger (`gaps`) and refused or skipped
+    ones not sent again unless `retry_refused`. `memory`: the ledger and blobs the packs
+    live in (default: the SQLite ledger and blob folder of `out_path`'s folder).
     """
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
-    gaps_file = Path(gaps_path) if gaps_path is not None else default_gaps_path(out_path)
     live = _live_chunks(chunks)
     report = EmbeddingReport(model=embedder.name, dimension=embedder.dimension, chunks=len(live),
                              policy=too_long)
     live_ids = {c.id for c in live}
 
-    previous = _reusable_previous(_read_previous(out_path, report, say), report, say)
-    journal_path = checkpoint_path(out_path)
-    resumed, resume_at = _read_checkpoint(journal_path, report, say)
-    previous, healed_previous = _without_zero_rows(previous)
-    resumed, healed_resumed = _without_zero_rows(resumed)
-    known: dict[str, Int8Row] = {**previous, **resumed}
-    healed = {i for i in healed_previous | healed_resumed if i not in known}
-    report.healed = len(healed & live_ids)
+    if memory is None:
+        with contextlib.closing(local_memory(out_path).ledger) as ledger:
+            return build_embeddings(
+                chunks, out_path, embedder, progress=progress, log=log,
+                allow_partial=allow_partial, too_long=too_long,
+                retry_refused=retry_refused, memory=local_memory(out_path, ledger))
+    packs = VectorPacks(memory, embedder.name, embedder.dimension, log=say)
+    stored, from_packs = packs.load()
+    if not packs.has_base:
+        # Upgrade: the vectors of a readable file made before the ledger by the same model
+        # at the same dimension are reused, and the finished file becomes the base.
+        stored = {**_previous_file(out_path, report, say), **stored}
+    previous_ids = set(stored) - from_packs
+    known, healed_ids = _without_zero_rows(stored)
+    resumed = from_packs
+    report.healed = len(healed_ids & live_ids)
     if report.healed:
         warning = (f"{report.healed} stored zero vector(s) (an earlier bad answer) are "
                    "embedded again")
@@ -476,7 +450,7 @@ def build_embeddings(
     def applies(gap: Gap) -> bool:
         return gap.applies_to(embedder.name, embedder.dimension, too_long)
 
-    remembered = {i: g for i, g in read_gaps(gaps_file).items() if i in live_ids}
+    remembered = {i: g for i, g in read_gaps(memory).items() if i in live_ids}
     for chunk_id, gap in remembered.items():
         if gap.has_vector and not applies(gap):
             known.pop(chunk_id, None)  # truncated under another policy or model: redo
@@ -488,11 +462,11 @@ def build_embeddings(
 
     report.pruned = sum(1 for chunk_id in known if chunk_id not in live_ids)
     report.reused = sum(1 for chunk_id in live_ids if chunk_id in known)
-    report.resumed = sum(1 for c in live_ids if c in resumed and c not in previous)
+    report.resumed = sum(1 for c in live_ids if c in resumed and c not in previous_ids)
     todo = [c for c in live if c.id not in known and c.id not in refusals]
     say(
         f"embeddings: {len(live)} chunks, {report.reused} reused "
-        f"({report.resumed} from checkpoint), {len(todo)} to embed, {report.pruned} pruned"
+        f"({report.resumed} from packs), {len(todo)} to embed, {report.pruned} pruned"
         + (f", {len(refusals)} refused earlier (not sent again)" if refusals else "")
     )
 
@@ -507,9 +481,7 @@ def build_embeddings(
     if sending:
         before = _provider_figures(embedder)
         started = time.monotonic()
-        journal = CheckpointWriter(journal_path, embedder.name, embedder.dimension,
-                                   resume_at=resume_at)
-        run = _Run(embedder, journal, known, report, progress, len(sending), gap_of,
+        run = _Run(embedder, packs, known, report, progress, len(sending), gap_of,
                    policy=too_long, log=say)
         try:
             _embed_missing(sending, run)
@@ -517,13 +489,12 @@ def build_embeddings(
             failure = exc
         except BaseException as exc:
             # Ctrl-C arrives as KeyboardInterrupt, or as the orchestrator's own
-            # BaseException for it; either way the journal holds every finished batch.
+            # BaseException for it; either way the packs hold every finished batch.
             if isinstance(exc, Exception | GeneratorExit | SystemExit):
                 raise
-            _remember(gaps_file, refusals, notes, run, known)
+            _remember(memory, refusals, notes, run, known)
             raise EmbeddingCancelled(report.resumed + report.embedded) from None
         finally:
-            journal.close()
             report.embed_seconds = time.monotonic() - started
             after = _provider_figures(embedder)
             report.requests = after[0] - before[0]
@@ -531,7 +502,7 @@ def build_embeddings(
             report.retries = after[2] - before[2]
             report.waited_seconds = after[3] - before[3]
 
-    gaps = _remember(gaps_file, refusals, notes, run, known)
+    gaps = _remember(memory, refusals, notes, run, known)
     report.refused = sum(1 for g in gaps.values() if not g.has_vector)
     report.refused_now = report.refused - len(refusals)
     report.truncated = sum(1 for g in gaps.values() if g.has_vector)
@@ -539,7 +510,7 @@ def build_embeddings(
     if failure is not None and not (allow_partial and isinstance(failure, EmbeddingUnavailable)):
         raise EmbeddingBuildInterrupted(
             f"embedding stopped after {report.embedded} of {len(todo)} new vectors "
-            f"(checkpoint kept; the next run resumes): {failure}",
+            f"(packs kept; the next run resumes): {failure}",
             report,
         ) from failure
     if failure is not None:
@@ -550,14 +521,23 @@ def build_embeddings(
         say(f"warning: {report.refused} chunk(s) have no vector ({report.refused_now} refused "
             "in this run); they stay lexical (see the embedding_gaps check)")
 
-    report.written = _write_store(out_path, embedder.name, embedder.dimension, live, known)
-    with contextlib.suppress(FileNotFoundError):
-        journal_path.unlink()
+    report.written = _write_ids(out_path, embedder.name, embedder.dimension, [c.id for c in live],
+                                known)
+    if report.complete and (not packs.has_base or packs.packs > REBASE_AFTER_PACKS):
+        packs.rebase(out_path, len(live) - report.missing)
     return report
 
 
+def local_memory(out_path: Path, ledger: Ledger | None = None) -> Memory:
+    """The default ledger and blobs of the build directory holding `out_path` (for a
+    caller without a configuration: the BEIR evaluation, tests)."""
+    layout = StateLayout.of(Path(out_path).parent)
+    return Memory(ledger or Ledger(sqlite_url(layout.ledger)), LocalBlobs(layout.blobs_dir),
+                  layout)
+
+
 def _remember(
-    path: Path,
+    memory: Memory,
     refusals: dict[str, Gap],
     notes: dict[str, Gap],
     run: _Run | None,
@@ -569,20 +549,14 @@ def _remember(
     if run is not None:
         gaps.update((i, g) for i, g in run.truncations.items() if i in known)
         gaps.update(run.gaps)
-    write_gaps(path, gaps.values())
+    write_gaps(memory, gaps.values())
     return gaps
-
-
-def _write_store(
-    out_path: Path, model: str, dim: int, live: list[Chunk], known: dict[str, Int8Row]
-) -> bool:
-    """Write the live chunks that have vectors, in store order; True when bytes changed."""
-    return _write_ids(out_path, model, dim, [c.id for c in live], known)
 
 
 def _write_ids(
     out_path: Path, model: str, dim: int, live: list[str], known: dict[str, Int8Row]
 ) -> bool:
+    """Write the live chunks that have vectors, in store order; True when bytes changed."""
     ids = [chunk_id for chunk_id in live if chunk_id in known]
     matrix = (
         np.stack([known[i] for i in ids]).astype(np.int8)
@@ -592,22 +566,14 @@ def _write_ids(
     return write_if_changed(out_path, encode_embeddings(model, ids, matrix))
 
 
-def prune_embeddings(
-    chunks: Sequence[Chunk], out_path: Path, *, log: Log | None = None
+def prune_embedding_ids(
+    ids: Sequence[str], out_path: Path, *, log: Log | None = None
 ) -> EmbeddingReport | None:
     """Without a provider: keep the existing vectors of live chunks, drop the others.
 
     Returns None (and touches nothing) when there is no readable file. The model and
     dimension stay those of the existing file; chunks without a vector are `missing`.
-    """
-    return prune_embedding_ids([c.id for c in chunks], out_path, log=log)
-
-
-def prune_embedding_ids(
-    ids: Sequence[str], out_path: Path, *, log: Log | None = None
-) -> EmbeddingReport | None:
-    """`prune_embeddings` from the live ids alone: pruning never needs a chunk's text, so
-    a store of a million chunks is not decoded for it."""
+    Ids suffice: a store of a million chunks is not decoded for it."""
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
     live = list(dict.fromkeys(ids))  # store order, first occurrence

@@ -1,4 +1,4 @@
-"""The build state's memory of chunks without a vector, or with a truncated one.
+"""The ledger's memory of chunks without a vector, or with a truncated one.
 
 Why remember: a text the service refused (or counted over its limit under `skip`, or
 kept getting an invalid answer) would be refused again, so it is not sent again until
@@ -13,8 +13,10 @@ before sending. Their length decisions (`too_long`, `truncated`) are read back m
 next build sends those texts whole and lets the service decide. Their refusals and
 invalid answers were the service's own and stay as they are.
 
-Stored as JSON with ASCII escapes, so any text the store can hold (lone surrogates in
-a roadmap heading included) is written and read back losslessly.
+Stored as one JSON blob with ASCII escapes (any text the store can hold, lone surrogates
+in a roadmap heading included, is written and read back losslessly), named by the
+ledger's `embedding-gaps` pointer, so every worker remembers the same refusals. The
+`state/embedding-gaps.json` of a build directory from before the ledger is imported once.
 """
 
 from __future__ import annotations
@@ -22,10 +24,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.state.blobs import BlobError
+from brain_pipeline.state.memory import Memory
 
 GapKind = Literal["refused", "too_long", "invalid", "truncated"]
 SCHEMA = 2
@@ -69,23 +71,73 @@ class Gap:
         }[self.kind]
 
 
-def read_gaps(path: Path) -> dict[str, Gap]:
-    """The remembered gaps by chunk id; an absent or unreadable file remembers nothing
-    (its texts are simply sent again)."""
+POINTER = "embedding-gaps"
+"""The ledger pointer naming the blob of the current gaps (shared by every worker)."""
+
+
+def _decode(data: bytes) -> dict[str, Gap]:
+    """Gaps of a JSON document (schema 1 or 2); an unreadable one remembers nothing (its
+    texts are simply sent again)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="ascii"))
-    except (OSError, ValueError):
+        document = json.loads(data.decode("ascii"))
+    except ValueError:
         return {}
-    if not isinstance(data, dict) or data.get("schema") not in (1, SCHEMA):
+    if not isinstance(document, dict) or document.get("schema") not in (1, SCHEMA):
         return {}
     gaps: dict[str, Gap] = {}
-    for item in data.get("gaps") or []:
+    for item in document.get("gaps") or []:
         try:
-            gap = _from_schema_1(item) if data["schema"] == 1 else Gap(**item)
+            gap = _from_schema_1(item) if document["schema"] == 1 else Gap(**item)
         except (TypeError, AttributeError):
             continue
         gaps[gap.chunk_id] = gap
     return gaps
+
+
+def _encode(gaps: Iterable[Gap]) -> bytes:
+    items: list[dict[str, Any]] = [asdict(g) for g in sorted(gaps, key=lambda g: g.chunk_id)]
+    return json.dumps({"schema": SCHEMA, "gaps": items}, ensure_ascii=True,
+                      indent=1).encode("ascii")
+
+
+def gaps_version(memory: Memory) -> str:
+    """The digest of the current gaps ("" when none were ever recorded): forgetting
+    refusals changes it, so the embedding step builds again."""
+    _import_old_file(memory)
+    return memory.ledger.pointer(POINTER) or ""
+
+
+def read_gaps(memory: Memory) -> dict[str, Gap]:
+    """The remembered gaps by chunk id."""
+    version = gaps_version(memory)
+    if not version:
+        return {}
+    try:
+        return _decode(memory.blobs.get_bytes(version))
+    except BlobError:
+        return {}
+
+
+def write_gaps(memory: Memory, gaps: Iterable[Gap]) -> None:
+    """Replace the memory (the blob is ASCII JSON: lossless for any string); the last
+    writer wins, never a torn mix of two."""
+    blob = memory.blobs.put_bytes(_encode(gaps))
+    while True:
+        current = memory.ledger.pointer(POINTER)
+        if current == blob or memory.ledger.set_pointer(POINTER, blob, expected=current):
+            return
+
+
+def _import_old_file(memory: Memory) -> None:
+    """Once, on first use: a build directory's `state/embedding-gaps.json` from before the
+    ledger becomes the ledger's gaps, and the file goes."""
+    path = memory.layout.embedding_gaps
+    if not path.exists() or memory.ledger.pointer(POINTER) is not None:
+        return
+    gaps = _decode(path.read_bytes())
+    blob = memory.blobs.put_bytes(_encode(gaps.values()))
+    memory.ledger.set_pointer(POINTER, blob, expected=None)
+    path.unlink(missing_ok=True)
 
 
 def _from_schema_1(item: dict[str, Any]) -> Gap:
@@ -95,19 +147,12 @@ def _from_schema_1(item: dict[str, Any]) -> Gap:
     return Gap(**fields, by_estimate=fields.get("kind") in LENGTH_KINDS)
 
 
-def write_gaps(path: Path, gaps: Iterable[Gap]) -> None:
-    """Replace the memory atomically (ASCII JSON: lossless for any string)."""
-    items: list[dict[str, Any]] = [asdict(g) for g in sorted(gaps, key=lambda g: g.chunk_id)]
-    payload = json.dumps({"schema": SCHEMA, "gaps": items}, ensure_ascii=True, indent=1)
-    atomic_write_bytes(Path(path), payload.encode("ascii"))
-
-
-def forget_refusals(path: Path) -> int:
+def forget_refusals(memory: Memory) -> int:
     """Drop every remembered refusal (truncation notes stay: their vectors are fine), so
     the next build sends those texts again. Returns how many were forgotten."""
-    gaps = read_gaps(path)
+    gaps = read_gaps(memory)
     kept = [g for g in gaps.values() if g.has_vector]
     forgotten = len(gaps) - len(kept)
     if forgotten:
-        write_gaps(path, kept)
+        write_gaps(memory, kept)
     return forgotten

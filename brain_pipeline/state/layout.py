@@ -11,14 +11,15 @@
     index/             BM25 postings, area versions (masks over postings), token counts
     history/           every chunk id ever written to a store (fixture repair)
     assets/            (before the ledger) one record per asset: read into the ledger once
-    embedding-gaps.json chunks refused by the embedding service, skipped or truncated
+    embedding-gaps.json before the ledger: refused, skipped or truncated chunks (read in once)
     eval-digests.json  stat-keyed memo of the files an evaluation hashes (a local cache;
                        outcomes, verdicts and baselines are in the ledger: evaluation.judgements)
     locks/             one writer per build directory (OS locks, holder described)
     publications.json  every publication, rollback and hold (publishing.publication_log)
     published/         the last K publications' files, content-addressed (rollback)
-    ledger.sqlite      the ledger (state.ledger's default): the asset records, ...
-    blobs/             content-addressed blobs (state.blobs's default): their outputs
+    ledger.sqlite      the ledger (state.ledger's default): asset records, verdicts,
+                       baselines, vector packs, gaps, ...
+    blobs/             content-addressed blobs (state.blobs's default): their contents
 ```
 
 Paths are only named here; each module that owns a file creates it.
@@ -76,7 +77,7 @@ class StateLayout:
 
     @property
     def embedding_gaps(self) -> Path:
-        """Chunks refused by the embedding service, skipped or truncated (`embedding.gaps`)."""
+        """Before the ledger: refused, skipped or truncated chunks (read in once)."""
         return self.state_dir / "embedding-gaps.json"
 
     @property

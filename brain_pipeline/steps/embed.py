@@ -1,7 +1,8 @@
 """The embedding step: bring embeddings.bin up to date with the store, incrementally.
 
-Vectors are reused by chunk id, orphans pruned, progress checkpointed after every batch;
-an interrupted build keeps what it finished and the next run resumes from it. With the
+Vectors are reused by chunk id from the packs every worker shares (ledger + blobs),
+orphans pruned, every batch packed; an interrupted build keeps what it finished and the
+next run, on any worker, resumes from it. With the
 provider `none` nothing is embedded, but vectors that still match live chunks are kept.
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from brain_pipeline.config import BrainConfig, memory_of
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.records import (
     AssetRecord,
@@ -23,9 +25,6 @@ from brain_pipeline.steps.contract import StepFailure, StepLog, recheck_input, u
 from brain_pipeline.steps.report import StepResult
 from brain_pipeline.utils.digest import file_sha256
 
-EMBEDDINGS_CODE_VERSION = "embeddings-2"
-"""embeddings-2: texts are sent whole and only the service's refusal cuts one (-1 cut by
-a local estimate), so a build recorded by -1 runs once more to redo those texts."""
 MIN_RATE_SAMPLE = 200
 REMOTE_ONLY = ("requests", "rate_limited", "retries", "waited_seconds")
 
@@ -46,7 +45,10 @@ def embedding_shape(cfg: BrainConfig) -> dict[str, Any]:
 
 
 def embeddings_code_version(cfg: BrainConfig) -> str:
-    return f"{EMBEDDINGS_CODE_VERSION}-{digest_of(embedding_shape(cfg))[:8]}"
+    """The shape and the digest of the code that decides the vectors (not bumped by hand)."""
+    code = code_digest("brain_pipeline.embedding.builder", "brain_pipeline.embedding.gemini",
+                       "brain_pipeline.embedding.local")
+    return f"embeddings-{code[:12]}-{digest_of(embedding_shape(cfg))[:8]}"
 
 
 def _build(
@@ -79,10 +81,10 @@ def _build(
     try:
         report = build_embeddings(
             view.all_chunks(), out, embedder, progress=progress, log=log.info,
-            too_long=cfg.embedding.too_long, gaps_path=layout.embedding_gaps,
+            too_long=cfg.embedding.too_long, memory=memory_of(cfg),
         )
     except EmbeddingBuildInterrupted as exc:
-        # The checkpoint beside the file keeps every finished batch; the next run resumes.
+        # The packs keep every finished batch; the next run (any worker's) resumes.
         raise StepFailure(
             f"embedding stopped: {exc}", metadata=dict(exc.report.as_metadata())
         ) from None
@@ -91,11 +93,12 @@ def _build(
     return facts, True
 
 
-def _gaps_digest(layout: StateLayout) -> str:
+def _gaps_digest(cfg: BrainConfig) -> str:
     """The remembered refusals' digest: forgetting them (`materialize --retry-refused`)
     makes the next run build again instead of calling the vectors current."""
-    path = layout.embedding_gaps
-    return file_sha256(path) if path.exists() else ""
+    from brain_pipeline.embedding.gaps import gaps_version
+
+    return gaps_version(memory_of(cfg))
 
 
 def _plotted(facts: dict[str, Any]) -> dict[str, Any]:
@@ -125,7 +128,7 @@ def embed_store(
     inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}
     code_version = embeddings_code_version(cfg)
     previous = read_record(memory, "embeddings")
-    gaps_digest = _gaps_digest(layout)
+    gaps_digest = _gaps_digest(cfg)
     if (
         previous is not None
         and previous.is_current_for(memory, code_version, inputs)
@@ -138,7 +141,7 @@ def embed_store(
         data_version = previous.data_version
     else:
         facts, exists = _build(cfg, layout, make_embedder(cfg), log)
-        facts["gaps_digest"] = _gaps_digest(layout)
+        facts["gaps_digest"] = _gaps_digest(cfg)
         sha = file_sha256(layout.embeddings_file) if exists else None
         data_version = sha or f"absent-{store.data_version[:16]}"
         recheck_input(memory, "knowledge_store", store.data_version)

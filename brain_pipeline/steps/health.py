@@ -249,10 +249,11 @@ def embedding_gap_rows(cfg: BrainConfig) -> list[list[str]]:
     reason. Remembered gaps (refused, skipped, invalid answers, truncated) come from the
     build state; other chunks lacking a vector (provider `none`, a partial build) are
     found by comparing the store with embeddings.bin."""
+    from brain_pipeline.config import memory_of
     from brain_pipeline.embedding.gaps import read_gaps
 
     layout = StateLayout.of(cfg.build_dir)
-    gaps = read_gaps(layout.embedding_gaps)
+    gaps = read_gaps(memory_of(cfg))
     rows = [[g.source, g.heading, g.chunk_id, g.describe()] for g in gaps.values()]
     record = _record(cfg, "embeddings")
     missing = int(record.facts.get("missing", 0)) if record else 0

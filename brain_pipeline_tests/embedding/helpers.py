@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from brain_pipeline.corpus.store import Chunk, chunk_id
+from brain_pipeline.embedding.gaps import Gap, read_gaps
 from brain_pipeline.embedding.gemini import GeminiEmbedder
 from brain_pipeline.embedding.pacing import RetryPolicy
+from brain_pipeline.state.blobs import blob_store
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.ledger import Ledger
+from brain_pipeline.state.memory import Memory
 
 API_KEY = "test-key-5f3b9c1e7a"
 
@@ -39,10 +46,29 @@ def corpus(files: dict[str, int], edits: dict[str, set[int]] | None = None) -> l
     return chunks
 
 
-def build_with_gemini(out_path: str, files: dict[str, int], batch_size: int) -> None:
-    """What the kill test's child process runs: a full build, nothing else."""
-    from pathlib import Path
+def worker_memory(build_dir: Path, ledger_url: str, blobs_url: str) -> Memory:
+    """A worker's memory: its own build directory, the shared ledger and blob store."""
+    return Memory(Ledger(ledger_url), blob_store(blobs_url), StateLayout.of(build_dir))
 
+
+def build_with_gemini(out_path: str, files: dict[str, int], batch_size: int,
+                      ledger_url: str | None = None, blobs_url: str | None = None) -> None:
+    """What the kill test's child process runs: a full build, nothing else (its packs in
+    the build directory's own ledger, or in the shared one the URLs name)."""
     from brain_pipeline.embedding.builder import build_embeddings
 
-    build_embeddings(corpus(files), Path(out_path), gemini(batch_size=batch_size))
+    out = Path(out_path)
+    memory = worker_memory(out.parent, ledger_url, blobs_url) if ledger_url and blobs_url \
+        else None
+    build_embeddings(corpus(files), out, gemini(batch_size=batch_size), memory=memory)
+
+
+def remembered_gaps(build_dir: Path) -> dict[str, Gap]:
+    """The gaps the default ledger of `build_dir` remembers."""
+    from brain_pipeline.embedding.builder import local_memory
+
+    memory = local_memory(build_dir / "embeddings.bin")
+    try:
+        return read_gaps(memory)
+    finally:
+        memory.ledger.close()

@@ -15,10 +15,11 @@ from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.embedding.builder import (
     EmbeddingBuildInterrupted,
     build_embeddings,
-    prune_embeddings,
+    local_memory,
+    prune_embedding_ids,
 )
-from brain_pipeline.embedding.checkpoint import checkpoint_path, read_checkpoint
 from brain_pipeline.embedding.pacing import RetryPolicy
+from brain_pipeline.embedding.packs import VectorPacks
 from brain_pipeline.retrieval.vectors import decode_embeddings, encode_embeddings, quantize
 from brain_pipeline_tests.embedding.helpers import corpus, gemini
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini, fake_vector
@@ -29,6 +30,15 @@ FILES = {"a.md": 12, "b.md": 9, "c.md": 7}
 def _expected(chunks: list[Chunk], dim: int) -> np.ndarray:
     """What the agent should read: quantize() of the server's raw vectors, in store order."""
     return quantize(np.stack([fake_vector(c.content, dim) for c in chunks]))
+
+
+def _packed(out: Path) -> set[str]:
+    """The ids whose vectors the packs in `out`'s default ledger hold (not in a base)."""
+    memory = local_memory(out)
+    try:
+        return VectorPacks(memory, "gemini-embedding-001", 16).load()[1]
+    finally:
+        memory.ledger.close()
 
 
 def _assert_file_matches(path: Path, chunks: list[Chunk], model: str, dim: int) -> None:
@@ -52,7 +62,7 @@ def test_full_build_writes_what_the_agent_should_read(
     assert report.requests == 3 and report.rate_limited == 0
     assert report.written and report.complete
     assert seen[0] == (0, 28) and seen[-1] == (28, 28)
-    assert not checkpoint_path(out).exists()
+    assert _packed(out) == set()  # the finished file is the base: no pack left to fetch
     assert gemini_server.stats().texts == 28
 
 
@@ -116,9 +126,12 @@ def test_an_unreadable_previous_file_is_ignored_with_a_warning(
     gemini_server: FakeGemini, tmp_path: Path, damage: object
 ) -> None:
     chunks = corpus(FILES)
-    out = tmp_path / "embeddings.bin"
-    build_embeddings(chunks, out, gemini())
-    out.write_bytes(damage(out.read_bytes()))  # type: ignore[operator]
+    made = tmp_path / "made" / "embeddings.bin"
+    build_embeddings(chunks, made, gemini())
+    # A damaged file of a build directory from before the ledger (nothing to import):
+    out = tmp_path / "old" / "embeddings.bin"
+    out.parent.mkdir()
+    out.write_bytes(damage(made.read_bytes()))  # type: ignore[operator]
     messages: list[str] = []
     report = build_embeddings(chunks, out, gemini(), log=messages.append)
     assert report.warnings and "ignored embeddings.bin" in report.warnings[0]
@@ -126,6 +139,13 @@ def test_an_unreadable_previous_file_is_ignored_with_a_warning(
     assert "unreadable" in report.rebuilt_because
     assert report.embedded == 28
     _assert_file_matches(out, chunks, "gemini-embedding-001", 16)
+
+    # Once the ledger holds the vectors, a damaged local copy costs nothing: it is
+    # written again from the packs, byte for byte.
+    out.write_bytes(damage(out.read_bytes()))  # type: ignore[operator]
+    report = build_embeddings(chunks, out, gemini())
+    assert (report.embedded, report.reused) == (0, 28)
+    assert out.read_bytes() == made.read_bytes()
 
 
 def test_a_quota_refusal_mid_build_is_waited_out(gemini_server: FakeGemini, tmp_path: Path) -> None:
@@ -149,24 +169,26 @@ def test_a_failure_keeps_finished_batches_and_the_next_run_resumes(
         build_embeddings(chunks, out, gemini(batch_size=5, retry_policy=one_shot))
     assert caught.value.report.embedded == 10
     assert not out.exists()
-    assert len(read_checkpoint(checkpoint_path(out)).vectors) == 10
+    assert len(_packed(out)) == 10
 
     report = build_embeddings(chunks, out, gemini(batch_size=5))
     assert (report.reused, report.resumed, report.embedded) == (10, 10, 18)
     assert gemini_server.stats().texts == 28  # nothing embedded twice
-    assert not checkpoint_path(out).exists()
+    assert _packed(out) == set()  # the finished file became the base; its packs retired
     _assert_file_matches(out, chunks, "gemini-embedding-001", 16)
 
 
-def test_a_torn_checkpoint_tail_is_dropped(gemini_server: FakeGemini, tmp_path: Path) -> None:
+def test_a_damaged_pack_is_skipped_and_only_its_texts_embedded_again(
+    gemini_server: FakeGemini, tmp_path: Path
+) -> None:
     chunks = corpus(FILES)
     out = tmp_path / "embeddings.bin"
-    gemini_server.configure(script=[200, 403])
+    gemini_server.configure(script=[200, 200, 403])
     with pytest.raises(EmbeddingBuildInterrupted, match="refused access"):
         build_embeddings(chunks, out, gemini(batch_size=5))
-    journal = checkpoint_path(out)
-    with journal.open("ab") as handle:
-        handle.write(b"0123456789ab" + b"\x07" * 9)  # a record cut off mid-write
+    blobs = sorted((tmp_path / "state" / "blobs").rglob("*"))
+    first_pack = [p for p in blobs if p.is_file()][0]
+    first_pack.write_bytes(first_pack.read_bytes()[:-7])  # damaged (a disk, a bad copy)
     report = build_embeddings(chunks, out, gemini(batch_size=5))
     assert (report.resumed, report.embedded) == (5, 23)
     _assert_file_matches(out, chunks, "gemini-embedding-001", 16)
@@ -189,10 +211,10 @@ def test_prune_without_a_provider_keeps_live_vectors(
     gemini_server: FakeGemini, tmp_path: Path
 ) -> None:
     out = tmp_path / "embeddings.bin"
-    assert prune_embeddings(corpus(FILES), out) is None
+    assert prune_embedding_ids([c.id for c in corpus(FILES)], out) is None
     build_embeddings(corpus(FILES), out, gemini())
     changed = corpus(FILES, edits={"a.md": {0}})
-    report = prune_embeddings(changed, out)
+    report = prune_embedding_ids([c.id for c in changed], out)
     assert report is not None
     assert (report.reused, report.pruned, report.missing) == (27, 1, 1)
     _assert_file_matches(out, changed[1:], "gemini-embedding-001", 16)
@@ -244,8 +266,8 @@ def test_kill_9_mid_run_resumes_within_one_batch(
         child.wait(timeout=10)
     assert child.returncode == -signal.SIGKILL
     assert not out.exists()
-    saved = len(read_checkpoint(checkpoint_path(out)).vectors)
-    assert saved == 6 * batch  # every answered batch was checkpointed, the held one was not
+    saved = len(_packed(out))
+    assert saved == 6 * batch  # every answered batch was packed, the held one was not
 
     gemini_server.configure(hold_after_requests=None)
     chunks = corpus({"big.md": n})

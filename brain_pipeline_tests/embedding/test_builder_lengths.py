@@ -24,10 +24,10 @@ from google.genai import types
 
 from brain_pipeline.corpus.store import Chunk, chunk_id
 from brain_pipeline.embedding.builder import MAX_SERVICE_CUTS, build_embeddings
-from brain_pipeline.embedding.gaps import SCHEMA, Gap, read_gaps
+from brain_pipeline.embedding.gaps import Gap
 from brain_pipeline.embedding.protocol import EmbeddingInputRefused
 from brain_pipeline.retrieval.vectors import encode_embeddings, quantize
-from brain_pipeline_tests.embedding.helpers import API_KEY, gemini
+from brain_pipeline_tests.embedding.helpers import API_KEY, gemini, remembered_gaps
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini, fake_token_count, fake_vector
 
 DIM = 16
@@ -137,14 +137,14 @@ def test_texts_a_guess_would_cut_are_embedded_whole_byte_for_byte(
     chunks = corpus()
     expected = encode_embeddings(MODEL, [c.id for c in chunks],
                                  whole_vectors(gemini_server, [c.content for c in chunks]))
-    out, gaps = tmp_path / "embeddings.bin", tmp_path / "gaps.json"
-    report = build_embeddings(chunks, out, gemini(), gaps_path=gaps)
+    out = tmp_path / "embeddings.bin"
+    report = build_embeddings(chunks, out, gemini())
     assert out.read_bytes() == expected
     assert (report.embedded, report.truncated, report.refused) == (len(chunks), 0, 0)
     stats = peer_stats(gemini_server)
     assert stats["sent_texts"] == [c.content for c in chunks]  # each whole, once
     assert (stats["requests"], stats["refused"]) == (math.ceil(len(chunks) / 100), 0)
-    assert read_gaps(gaps) == {}
+    assert remembered_gaps(tmp_path) == {}
 
 
 def test_a_text_really_over_the_limit_is_cut_once_named_and_embedded(
@@ -155,8 +155,8 @@ def test_a_text_really_over_the_limit_is_cut_once_named_and_embedded(
     others = [c for c in chunks if c is not huge]
     whole = whole_vectors(gemini_server, [c.content for c in others])
     log: list[str] = []
-    out, gaps = tmp_path / "embeddings.bin", tmp_path / "gaps.json"
-    report = build_embeddings(chunks, out, gemini(), gaps_path=gaps, log=log.append)
+    out = tmp_path / "embeddings.bin"
+    report = build_embeddings(chunks, out, gemini(), log=log.append)
 
     stats = peer_stats(gemini_server)
     sent = stats["sent_texts"]
@@ -172,7 +172,7 @@ def test_a_text_really_over_the_limit_is_cut_once_named_and_embedded(
     expected_rows = np.vstack([whole, quantize(fake_vector(head, DIM)[None, :])])
     assert out.read_bytes() == encode_embeddings(
         MODEL, [c.id for c in others] + [huge.id], expected_rows)
-    note = read_gaps(gaps)[huge.id]
+    note = remembered_gaps(tmp_path)[huge.id]
     assert (note.kind, note.source, note.tokens) == (
         "truncated", "data/huge-table.md", fake_token_count(huge.content))
     assert f"service's count of {note.tokens}" in note.reason
@@ -181,7 +181,7 @@ def test_a_text_really_over_the_limit_is_cut_once_named_and_embedded(
 
     gemini_server.reset()
     gemini_server.configure(api_key=API_KEY)
-    build_embeddings(chunks, out, gemini(), gaps_path=gaps)
+    build_embeddings(chunks, out, gemini())
     assert peer_stats(gemini_server)["sent_texts"] == []  # the head's vector is kept, noted
 
 
@@ -192,11 +192,11 @@ def test_skip_skips_only_what_the_service_refuses(
     chunks = corpus([huge])
     others = [c for c in chunks if c is not huge]
     whole = whole_vectors(gemini_server, [c.content for c in others])
-    out, gaps = tmp_path / "embeddings.bin", tmp_path / "gaps.json"
-    report = build_embeddings(chunks, out, gemini(), gaps_path=gaps, too_long="skip")
+    out = tmp_path / "embeddings.bin"
+    report = build_embeddings(chunks, out, gemini(), too_long="skip")
     assert out.read_bytes() == encode_embeddings(MODEL, [c.id for c in others], whole)
     assert (report.embedded, report.refused, report.truncated) == (len(others), 1, 0)
-    gap = read_gaps(gaps)[huge.id]
+    gap = remembered_gaps(tmp_path)[huge.id]
     assert (gap.kind, gap.source, gap.tokens) == ("too_long", "data/huge-table.md",
                                                   fake_token_count(huge.content))
     second = chunks[100:]  # the batch holding the over-long text, which is last
@@ -205,7 +205,7 @@ def test_skip_skips_only_what_the_service_refuses(
 
     gemini_server.reset()
     gemini_server.configure(api_key=API_KEY)
-    build_embeddings(chunks, out, gemini(), gaps_path=gaps, too_long="skip")
+    build_embeddings(chunks, out, gemini(), too_long="skip")
     assert peer_stats(gemini_server)["sent_texts"] == []  # the verdict is remembered
 
 
@@ -216,15 +216,14 @@ def test_a_head_the_service_still_counts_over_is_cut_again_in_its_proportion(
     # (1 token per 4 letters), so the first proportional cut still holds too many
     crowded = "|." * 500 + " lorem" * 5000
     chunks = [*corpus()[:10], _chunk(crowded, "data/crowded.md")]
-    report = build_embeddings(chunks, tmp_path / "e.bin", gemini(),
-                              gaps_path=tmp_path / "g.json")
+    report = build_embeddings(chunks, tmp_path / "e.bin", gemini())
     assert (report.embedded, report.truncated, report.refused) == (11, 1, 0)
     sent = peer_stats(gemini_server)["sent_texts"]
     assert isinstance(sent, list)
     tries = [t for t in sent if crowded.startswith(t)]
     assert len(tries) == 3 and len(tries[0]) > len(tries[1]) > len(tries[2])
     assert [fake_token_count(t) > LIMIT for t in tries] == [True, True, False]
-    assert read_gaps(tmp_path / "g.json")[chunks[-1].id].tokens == fake_token_count(crowded)
+    assert remembered_gaps(tmp_path)[chunks[-1].id].tokens == fake_token_count(crowded)
 
 
 class _AlwaysOverLimit:
@@ -255,12 +254,11 @@ class _AlwaysOverLimit:
 def test_cuts_are_bounded_and_other_providers_get_whole_texts(tmp_path: Path) -> None:
     chunks = corpus()[:7] + [really_long()]
     provider = _AlwaysOverLimit(chunks[-1].content)
-    report = build_embeddings(chunks, tmp_path / "e.bin", provider,  # type: ignore[arg-type]
-                              gaps_path=tmp_path / "g.json")
+    report = build_embeddings(chunks, tmp_path / "e.bin", provider)  # type: ignore[arg-type]
     assert (report.embedded, report.refused, report.truncated) == (7, 1, 0)
     assert len(provider.calls) == 1 + MAX_SERVICE_CUTS + 1  # whole, cuts, then the rest
     assert provider.calls[0] == [c.content for c in chunks]
-    gap = read_gaps(tmp_path / "g.json")[chunks[-1].id]
+    gap = remembered_gaps(tmp_path)[chunks[-1].id]
     assert gap.kind == "refused" and f"after {MAX_SERVICE_CUTS} cut(s)" in gap.reason
 
 
@@ -270,7 +268,7 @@ def test_length_decisions_an_earlier_estimate_made_are_redone_once(
     chunks = corpus()[:58] + guessed_long()[:2]
     cut, skipped = chunks[-2], chunks[-1]
     refused = chunks[0]
-    out, gaps = tmp_path / "embeddings.bin", tmp_path / "gaps.json"
+    out = tmp_path / "embeddings.bin"
     whole = whole_vectors(gemini_server, [c.content for c in chunks])
     stale_head = quantize(fake_vector(cut.content[:1000], DIM)[None, :])[0]
     previous = whole.copy()
@@ -283,23 +281,25 @@ def test_length_decisions_an_earlier_estimate_made_are_redone_once(
                 "dimension": DIM, "policy": "truncate", "source": chunk.source,
                 "heading": "Heading", "estimated_tokens": 2831}
 
+    gaps = tmp_path / "state" / "embedding-gaps.json"  # a build directory's before the ledger
+    gaps.parent.mkdir()
     gaps.write_text(json.dumps({"schema": 1, "gaps": [
         row(cut, "truncated", "2048 estimated tokens kept of about 2831"),
         row(skipped, "too_long", "about 2831 estimated tokens, over the limit of 2048"),
         row(refused, "refused", "Gemini refused a text (400 INVALID_ARGUMENT: ...)"),
     ]}), encoding="ascii")
-    read = read_gaps(gaps)
+    read = remembered_gaps(tmp_path)
     assert read[cut.id].by_estimate and read[skipped.id].by_estimate
     assert not read[refused.id].by_estimate and read[cut.id].tokens is None
 
-    build_embeddings(chunks, out, gemini(), gaps_path=gaps)
+    build_embeddings(chunks, out, gemini())
     assert sorted(peer_stats(gemini_server)["sent_texts"]) == sorted(  # type: ignore[type-var]
         [cut.content, skipped.content])
     kept = [i for i in range(len(chunks)) if chunks[i] is not refused]
     assert out.read_bytes() == encode_embeddings(MODEL, [chunks[i].id for i in kept],
                                                  whole[kept])
-    assert json.loads(gaps.read_text(encoding="ascii"))["schema"] == SCHEMA
-    assert set(read_gaps(gaps)) == {refused.id}
+    assert not gaps.exists()  # read into the ledger once
+    assert set(remembered_gaps(tmp_path)) == {refused.id}
 
 
 @pytest.mark.parametrize("kind", ["truncated", "too_long"])

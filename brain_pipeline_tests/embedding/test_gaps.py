@@ -1,46 +1,63 @@
-"""The remembered gaps round-trip losslessly, and forgetting keeps truncation notes."""
+"""The remembered gaps round-trip losslessly through the ledger, forgetting keeps
+truncation notes, and a build directory's gaps file from before the ledger is read once."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from pathlib import Path
 
-from brain_pipeline.embedding.gaps import Gap, forget_refusals, read_gaps, write_gaps
+import pytest
+
+from brain_pipeline.embedding.builder import local_memory
+from brain_pipeline.embedding.gaps import Gap, forget_refusals, gaps_version, read_gaps, write_gaps
+from brain_pipeline.state.memory import Memory
 
 
-def test_gaps_round_trip_any_string_and_forget_keeps_notes(tmp_path: Path) -> None:
-    path = tmp_path / "gaps.json"
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    opened = local_memory(tmp_path / "embeddings.bin")
+    yield opened
+    opened.ledger.close()
+
+
+def test_gaps_round_trip_any_string_and_forget_keeps_notes(memory: Memory) -> None:
     refused = Gap("aaaaaaaaaaaa", "refused", "400 INVALID_ARGUMENT", "m", 8, "truncate",
                   "maps/x.json", "Lone \ud800 title é 😀")
     note = Gap("bbbbbbbbbbbb", "truncated", "2048 kept of about 5000", "m", 8, "truncate",
                "a/b.md", "", 5000)
-    write_gaps(path, [refused, note])
-    path.read_bytes().decode("ascii")  # ASCII on disk
-    assert read_gaps(path) == {refused.chunk_id: refused, note.chunk_id: note}
-    assert forget_refusals(path) == 1
-    assert read_gaps(path) == {note.chunk_id: note}
+    assert gaps_version(memory) == ""
+    write_gaps(memory, [refused, note])
+    memory.blobs.get_bytes(gaps_version(memory)).decode("ascii")  # ASCII in the blob
+    assert read_gaps(memory) == {refused.chunk_id: refused, note.chunk_id: note}
+    before = gaps_version(memory)
+    assert forget_refusals(memory) == 1
+    assert gaps_version(memory) != before  # the embedding step builds again
+    assert read_gaps(memory) == {note.chunk_id: note}
 
 
-def test_an_unreadable_memory_remembers_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "gaps.json"
+def test_an_unreadable_old_file_remembers_nothing(memory: Memory) -> None:
+    path = memory.layout.embedding_gaps
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"\xff not json")
-    assert read_gaps(path) == {}
-    assert read_gaps(tmp_path / "absent.json") == {}
+    assert read_gaps(memory) == {}
+    assert not path.exists()
 
 
-def test_a_schema_1_length_decision_stays_marked_through_forgetting(tmp_path: Path) -> None:
+def test_a_schema_1_length_decision_stays_marked_through_forgetting(memory: Memory) -> None:
     """Schema 1 decided length by an estimate: its notes describe vectors that exist but
     apply to no build, and forgetting refusals must not launder them into current ones."""
-    import json
-
-    path = tmp_path / "gaps.json"
+    path = memory.layout.embedding_gaps
+    path.parent.mkdir(parents=True, exist_ok=True)
     row = {"chunk_id": "cccccccccccc", "kind": "truncated", "reason": "2048 estimated tokens "
            "kept of about 2568", "model": "m", "dimension": 8, "policy": "truncate",
            "source": "lexicon/a.md", "heading": "", "estimated_tokens": 2568}
     refused = dict(row, chunk_id="dddddddddddd", kind="refused", reason="400")
     path.write_text(json.dumps({"schema": 1, "gaps": [row, refused]}), encoding="ascii")
-    note = read_gaps(path)["cccccccccccc"]
+    note = read_gaps(memory)["cccccccccccc"]
+    assert not path.exists()  # read into the ledger once
     assert note.by_estimate and note.tokens is None and note.has_vector
     assert not note.applies_to("m", 8, "truncate")
-    assert read_gaps(path)["dddddddddddd"].applies_to("m", 8, "truncate")
-    assert forget_refusals(path) == 1
-    assert read_gaps(path) == {"cccccccccccc": note}
+    assert read_gaps(memory)["dddddddddddd"].applies_to("m", 8, "truncate")
+    assert forget_refusals(memory) == 1
+    assert read_gaps(memory) == {"cccccccccccc": note}

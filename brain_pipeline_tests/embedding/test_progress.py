@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from brain_pipeline.embedding.builder import build_embeddings
-from brain_pipeline.embedding.checkpoint import checkpoint_path, read_checkpoint
+from brain_pipeline.embedding.builder import build_embeddings, local_memory
 from brain_pipeline.embedding.local import LocalEmbedder
+from brain_pipeline.embedding.packs import VectorPacks
 from brain_pipeline.embedding.progress import (
     ThrottledProgress,
     is_progress_line,
@@ -134,7 +134,7 @@ def test_without_a_sink_only_the_lines_are_said() -> None:
 
 
 def test_other_lines_are_not_taken_for_progress() -> None:
-    assert not is_progress_line("embeddings: 10 chunks, 0 reused (0 from checkpoint)")
+    assert not is_progress_line("embeddings: 10 chunks, 0 reused (0 from packs)")
     assert not is_progress_line("embedding stopped: quota exhausted")
     assert is_progress_line(progress_line(3456, 18722, 127.5))
 
@@ -156,15 +156,16 @@ class _CountingEmbedder:
         return self.embed_documents([text])[0]
 
 
-def test_the_sink_never_hears_of_texts_the_checkpoint_does_not_hold(tmp_path: Path) -> None:
-    """At every figure the bar is given, the checkpoint on disk holds at least that many."""
+def test_the_sink_never_hears_of_texts_the_packs_do_not_hold(tmp_path: Path) -> None:
+    """At every figure the bar is given, the packs in the ledger hold at least that many."""
     out = tmp_path / "embeddings.bin"
     chunks = corpus({"a.md": 10, "b.md": 7})
     held: list[tuple[int, int]] = []
 
     def check(task: str, done: int, total: int) -> None:
-        journal = checkpoint_path(out)
-        on_disk = len(read_checkpoint(journal).vectors) if journal.exists() else 0
+        memory = local_memory(out)
+        on_disk = len(VectorPacks(memory, "counting", 8).load()[1])
+        memory.ledger.close()
         held.append((done, on_disk))
 
     sink = _RecordingSink(check)
