@@ -17,8 +17,9 @@
     eval-baseline.json the evaluation of the last published (or accepted) store, and a
                        summary of every publication's (regression gate, eval --history)
     locks/             one writer per build directory (OS locks, holder described)
-    publications.json  every publication, rollback and hold (publishing.publication_log)
-    published/         the last K publications' files, content-addressed (rollback)
+    publications.json  before the ledger: the publication history (read in once)
+    published/         fetched copies of kept publications' blobs, for a rollback (a
+                       cache; before the ledger: objects/, the archive, read in once)
     ledger.sqlite      the ledger (state.ledger's default; issue 41, not used by steps yet)
     blobs/             content-addressed blobs (state.blobs's default; likewise)
 ```
