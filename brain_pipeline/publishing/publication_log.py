@@ -26,12 +26,13 @@ derived from the list (the functions below), never stored beside it.
 
 Upgrade: a build directory made before the ledger (`state/publications.json`, the
 archive `state/published/objects/<sha256>/<file>`) is read in once, by the first read
-of an empty history (`_import_old_files`).
+of an empty history (`_import_old_files`); the archive's files then live only as blobs.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -242,7 +243,7 @@ class History:
                     event.get("fixture_sha256"),
                     str(event["when"]),
                 )
-            elif event.get("kind") == "release":
+            elif event.get("kind") == "release" and _ends(event, active):
                 active = None
         return active
 
@@ -301,6 +302,12 @@ def _insert(memory: Memory, events: Sequence[Mapping[str, Any]]) -> None:
         ) from None
 
 
+def _ends(release: Mapping[str, Any], hold: Hold | None) -> bool:
+    """A release ends the hold it names (the one its worker read), never a newer one
+    another worker recorded meanwhile; a release naming none (older ones) ends any."""
+    return hold is not None and release.get("publication") in (None, hold.publication)
+
+
 def read_history(memory: Memory) -> History:
     """The shared history; empty when none was recorded."""
     _ready(memory)
@@ -339,6 +346,7 @@ def _import_old_files(memory: Memory) -> None:
         if key in evaluations:
             event["evaluation_blob"] = evaluations[key]
     _insert(memory, events)
+    shutil.rmtree(objects, ignore_errors=True)  # its bytes are blobs now, checked by digest
 
 
 def evaluation_summary(record: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -78,7 +78,8 @@ def held_by_rollback(
             },
         )
     why = "forced" if force else "the corpus or the fixture changed since the rollback"
-    append_events(memory, [{"kind": "release", "when": utc_now(), "reason": why}])
+    release = {"kind": "release", "publication": hold.publication, "when": utc_now()}
+    append_events(memory, [{**release, "reason": why}])
     log.info(f"hold on publication #{hold.publication} released: {why}")
     return None
 
@@ -201,6 +202,15 @@ def fetched(memory: Memory, digest: str, filename: str) -> Path:
     if not path.is_file() or path.stat().st_size == 0:
         memory.blobs.get_file(digest, path)
     return path
+
+
+def drop_fetched(memory: Memory) -> None:
+    """Empty that cache (once a rollback is done everywhere: its files are live)."""
+    import shutil
+
+    root = memory.layout.published_archive
+    for folder in root.glob("?" * 64) if root.is_dir() else ():
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def retained_s3_keys(cfg: BrainConfig) -> frozenset[str]:

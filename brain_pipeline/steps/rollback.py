@@ -44,6 +44,7 @@ from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.publications import (
     blob_digests,
     build_identity,
+    drop_fetched,
     fetched,
     missing_blobs,
     publications_table,
@@ -230,6 +231,7 @@ def rollback(
         for line in s3_report.summary().splitlines():
             log.info(line)
         record_s3_upload(cfg, s3_report, log)
+    drop_fetched(memory)
     s3_status = s3_report.status if s3_report is not None else "skipped: no bucket configured"
     summary = (
         f"publication #{publication.id} (restoring #{target.id}) was live locally; S3 now "
@@ -346,5 +348,6 @@ def release_hold(cfg: BrainConfig) -> str:
     hold = read_history(memory).hold()
     if hold is None:
         raise RollbackRefused("nothing to release: no publication is held")
-    append_events(memory, [{"kind": "release", "when": utc_now(), "reason": "released by hand"}])
+    release = {"kind": "release", "publication": hold.publication, "when": utc_now()}
+    append_events(memory, [{**release, "reason": "released by hand"}])
     return f"the hold on publication #{hold.publication} is released"

@@ -58,8 +58,10 @@ def test_the_old_history_is_listed_and_rollback_to_1_works(
         e["store_sha256"] for e in old["events"]
     ]
     assert listed["live"] == 2
-    # Read in once: the old files are no longer what the history is read from.
+    # Read in once: the old files are no longer what the history is read from, and the
+    # old archive's files live on as blobs only.
     (old_project / "build" / "state" / "publications.json").unlink()
+    assert not (old_project / "build" / "state" / "published" / "objects").exists()
     assert _listed(capsys) == listed
 
     capsys.readouterr()
@@ -71,3 +73,4 @@ def test_the_old_history_is_listed_and_rollback_to_1_works(
     assert file_sha256(live / "embeddings.bin") == first["embeddings_sha256"]
     after = _listed(capsys)
     assert (after["live"], after["hold"]) == (3, 2)
+    assert not list((old_project / "build" / "state" / "published").iterdir())  # no copies left

@@ -109,3 +109,17 @@ def test_two_workers_cannot_both_record_the_same_publication(
     with pytest.raises(HistoryError, match="another worker"):
         append_events(other, [pub(1, "b")])  # decided on a history read before #1
     assert [p.store_sha256[0] for p in read_history(other).publications()] == ["a"]
+
+
+def test_a_release_ends_only_the_hold_it_names(memory: Memory) -> None:
+    def hold(pub_id: int) -> dict[str, Any]:
+        return {"kind": "hold", "publication": pub_id, "store_sha256": "c" * 64,
+                "corpus_digest": "c", "fixture_sha256": "f", "when": "now"}  # fmt: skip
+
+    append_events(memory, [pub(1, "a"), pub(2, "b"), hold(2)])
+    # Another worker's rollback held #3 after this worker read the hold on #2.
+    history = append_events(memory, [pub(3, "c", restores=1), hold(3)])
+    history = append_events(memory, [{"kind": "release", "publication": 2, "when": "x"}])
+    assert history.hold() is not None and history.hold().publication == 3  # type: ignore[union-attr]
+    history = append_events(memory, [{"kind": "release", "publication": 3, "when": "y"}])
+    assert history.hold() is None
