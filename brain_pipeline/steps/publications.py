@@ -158,7 +158,13 @@ def record_in_history(
 
 
 def keep_file(memory: Memory, path: Path, sha256: str) -> None:
-    """Keep a live file (already verified to hold `sha256`) as a blob."""
+    """Keep a live file (already verified to hold `sha256`) as a blob: by hard link in a
+    local blob folder on the same filesystem (live files are only replaced by rename),
+    else stored (uploaded) and checked."""
+    from brain_pipeline.state.blobs import LocalBlobs
+
+    if isinstance(memory.blobs, LocalBlobs) and memory.blobs.link(path, sha256):
+        return
     if memory.blobs.put_file(path) != sha256:
         raise StepFailure(f"{path} changed while it was being kept for rollback")
 

@@ -355,6 +355,7 @@ def publish_to_agent(
     for line in report.summary().splitlines():
         log.info(line)
     version = publish_version(report.manifest)
+    # Kept (hard-linked) before the live files are stamped: a link changes their ctime.
     record_in_history(
         cfg,
         report,

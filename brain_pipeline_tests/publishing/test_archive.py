@@ -20,13 +20,15 @@ def _memory(tmp_path: Path) -> Memory:
     return Memory(Ledger(sqlite_url(layout.ledger)), LocalBlobs(tmp_path / "blobs"), layout)
 
 
-def test_a_published_file_is_kept_and_survives_its_replacement(tmp_path: Path) -> None:
+def test_a_published_file_is_kept_by_link_and_survives_its_replacement(tmp_path: Path) -> None:
     memory = _memory(tmp_path)
     live = tmp_path / "src" / "knowledge-store.json"
     live.parent.mkdir()
     live.write_bytes(b"first store")
     sha = sha256_hex(b"first store")
     keep_file(memory, live, sha)
+    (kept,) = (tmp_path / "blobs").glob(f"sha256/*/{sha}")
+    assert kept.stat().st_ino == live.stat().st_ino  # same filesystem: no second copy
     replacement = live.with_name("new")
     replacement.write_bytes(b"second store")
     replacement.replace(live)  # how a commit replaces a live file
