@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,6 +49,9 @@ class HistoryError(RuntimeError):
 
 def utc_now(clock: Clock | None = None) -> str:
     return (clock or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds")
+
+
+_OPTIONAL = ("restores", "forced", "evaluation_blob")
 
 
 @dataclass(frozen=True)
@@ -98,50 +101,17 @@ class Publication:
         return out
 
     def to_event(self) -> dict[str, Any]:
-        event = {
-            "kind": self.kind,
-            "id": self.id,
-            "when": self.when,
-            "run_id": self.run_id,
-            "trigger": self.trigger,
-            "corpus_digest": self.corpus_digest,
-            "store_sha256": self.store_sha256,
-            "store_size": self.store_size,
-            "embeddings_sha256": self.embeddings_sha256,
-            "embeddings_size": self.embeddings_size,
-            "manifest_sha256": self.manifest_sha256,
-            "evaluation": dict(self.evaluation),
-            "baseline": self.baseline,
-        }
-        if self.restores is not None:
-            event["restores"] = self.restores
-        if self.forced is not None:
-            event["forced"] = dict(self.forced)
-        if self.evaluation_blob is not None:
-            event["evaluation_blob"] = self.evaluation_blob
-        return event
+        """The event as recorded: every field but the upload (its own event); the
+        optional ones (restores, forced, evaluation_blob) only when set."""
+        event = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "s3"}
+        event["evaluation"] = dict(self.evaluation)
+        return {k: v for k, v in event.items() if v is not None or k not in _OPTIONAL}
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any], s3: Mapping[str, Any] | None) -> Publication:
-        return cls(
-            id=int(event["id"]),
-            kind=str(event["kind"]),
-            when=str(event["when"]),
-            run_id=event.get("run_id"),
-            trigger=str(event.get("trigger") or "unknown"),
-            corpus_digest=event.get("corpus_digest"),
-            store_sha256=str(event["store_sha256"]),
-            store_size=int(event["store_size"]),
-            embeddings_sha256=event.get("embeddings_sha256"),
-            embeddings_size=event.get("embeddings_size"),
-            manifest_sha256=str(event["manifest_sha256"]),
-            evaluation=dict(event.get("evaluation") or {}),
-            baseline=event.get("baseline"),
-            restores=event.get("restores"),
-            forced=event.get("forced"),
-            evaluation_blob=event.get("evaluation_blob"),
-            s3=s3,
-        )
+        known = {f.name for f in fields(cls)} - {"s3"}
+        given = {k: v for k, v in event.items() if k in known}
+        return cls(**{"run_id": None, "trigger": "unknown", **given, "s3": s3})
 
     def to_dict(self) -> dict[str, Any]:
         """For `publications --json` and metadata: the event plus its S3 upload."""

@@ -238,40 +238,24 @@ def retained_s3_keys(cfg: BrainConfig) -> frozenset[str]:
 
 def record_s3_upload(cfg: BrainConfig, report: Any, log: StepLog) -> None:
     """Note in the history that the live publication reached the bucket (once)."""
-    from brain_pipeline.publishing.publication_log import append_events, read_history
+    from brain_pipeline.publishing.publication_log import append_events, read_history, utc_now
 
-    manifest = report.manifest
-    if manifest is None:
+    if report.manifest is None:
         return
     memory = memory_of(cfg)
-    history = read_history(memory)
-    live = history.live()
-    if live is None or live.store_sha256 != manifest.store.sha256:
+    live = read_history(memory).live()
+    if live is None or live.store_sha256 != report.manifest.store.sha256:
         log.warning("S3 upload not recorded in the history: the local publication differs")
         return
-    event = s3_event(live.id, report)
-    if live.s3 and dict(live.s3.get("objects") or {}) == event["objects"]:
-        return
-    append_events(memory, [event])
-
-
-def s3_event(publication: int, report: Any) -> dict[str, Any]:
-    """The history event saying publication `publication` reached the bucket."""
-    from brain_pipeline.publishing.publication_log import utc_now
-
     objects = {
         o.key.rsplit("/", 1)[-1]: o.key
         for o in report.objects
         if o.action != "removed" and "/objects/" in f"/{o.key}"
     }
-    return {
-        "kind": "s3",
-        "publication": publication,
-        "when": utc_now(),
-        "bucket": report.bucket,
-        "prefix": report.prefix,
-        "objects": objects,
-    }
+    if live.s3 and dict(live.s3.get("objects") or {}) == objects:
+        return
+    where = {"bucket": report.bucket, "prefix": report.prefix, "objects": objects}
+    append_events(memory, [{"kind": "s3", "publication": live.id, "when": utc_now(), **where}])
 
 
 def publications_table(cfg: BrainConfig, limit: int = 20) -> Any:

@@ -42,7 +42,6 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.memory import Memory
 from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.publications import (
-    blob_digests,
     build_identity,
     drop_fetched,
     fetched,
@@ -108,9 +107,13 @@ def plan_rollback(memory: Memory, to: int | None, *, s3: bool = False) -> Rollba
             f"publication #{live.id} is live here but not yet in S3: finish it with "
             f"`brain-pipeline rollback --to {live.id}`"
         )
-    missing = missing_blobs(memory, {d: d for d in sorted(blob_digests(source))})
+    wanted = {name: sha for name, (sha, _) in source.files().items()}
+    wanted["manifest.json"] = source.manifest_sha256
+    if source.evaluation_blob:
+        wanted["evaluation.json"] = source.evaluation_blob
+    missing = missing_blobs(memory, wanted)
     if source.evaluation.get("key") and not source.evaluation_blob:
-        missing.append("its evaluation record was never kept")
+        missing.append("evaluation.json: never kept")
     if missing:
         lines = "; ".join(missing)
         raise RollbackRefused(
