@@ -86,7 +86,7 @@ MEANINGS: dict[str, str] = {
     "whose UI others can reach should set it (Dagster has no authentication)",
     "publish.agent_string_limit": "UTF-16 code units the agent can load as one string "
     "(null: the agent's own limit, 536,870,888); a larger store blocks publishing",
-    "publish.keep_generations": "publications a rollback can reach (local copies and S3 "
+    "publish.keep_generations": "publications a rollback can reach (their blobs and S3 "
     "objects kept)",
     "publish.s3.bucket": "no bucket: S3 is skipped",
     "publish.s3.prefix": "key prefix (always ends in `/`)",

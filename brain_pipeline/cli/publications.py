@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "list the publications (and rollbacks) recorded in the build directory"
+HELP = "list the publications (and rollbacks) recorded in the ledger"
 DESCRIPTION = """\
-List every publication recorded in the build directory's publication history
-(state/publications.json), newest first: its id (for `rollback --to`), when, what
-triggered it, the store sha256, the evaluation headline, whether it reached S3, and
-the run. Rollbacks are publications too ("rollback to #N"). A held publication (after
-a rollback) is named at the end. Exit 0, or 2 when the history cannot be read.
+List every publication recorded in the publication history (kept in the ledger,
+state.ledger, so every worker sharing it lists the same), newest first: its id (for
+`rollback --to`), when, what triggered it, the store sha256, the evaluation headline,
+whether it reached S3, and the run. Rollbacks are publications too ("rollback to
+#N"). A held publication (after a rollback) is named at the end. Exit 0, or 2 when
+the history cannot be read.
 """
 
 
@@ -24,14 +25,18 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from brain_pipeline.config import ConfigError, load_config
+    from brain_pipeline.config import ConfigError, load_config, memory_of
     from brain_pipeline.publishing.publication_log import HistoryError, read_history
-    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.blobs import BlobError
+    from brain_pipeline.state.ledger import LedgerError
 
     try:
-        build_dir = Path(args.build_dir) if args.build_dir else load_config().build_dir
-        history = read_history(StateLayout.of(build_dir))
-    except (ConfigError, HistoryError) as exc:
+        cfg = load_config()
+        if args.build_dir:
+            cfg.build_dir = Path(args.build_dir)
+        build_dir = cfg.build_dir
+        history = read_history(memory_of(cfg))
+    except (ConfigError, HistoryError, LedgerError, BlobError) as exc:
         print(f"brain-pipeline publications: {exc}", file=sys.stderr)
         return 2
     pubs = list(reversed(history.publications()))

@@ -221,13 +221,14 @@ def _notification_lines(report: dict[str, Any]) -> list[str]:
 
 
 def _history(cfg: Any) -> dict[str, Any]:
-    """The live publication's id and the rollback hold, from the build's history."""
+    """The live publication's id and the rollback hold, from the shared history."""
+    from brain_pipeline.config import memory_of
     from brain_pipeline.publishing.publication_log import HistoryError, read_history
-    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.ledger import LedgerError
 
     try:
-        history = read_history(StateLayout.of(cfg.build_dir))
-    except HistoryError as exc:
+        history = read_history(memory_of(cfg))
+    except (HistoryError, LedgerError) as exc:
         return {"live": None, "hold": None, "error": str(exc)}
     live = history.live()
     hold = history.hold()

@@ -85,12 +85,13 @@ def restored_upload(
 ) -> dg.MaterializeResult | None:
     """`published_s3` in a rollback run: the upload this run's rollback made (the live
     publication, recorded by this run, reached the bucket), or None when it made none."""
+    from brain_pipeline.config import memory_of
     from brain_pipeline.publishing.local import live_manifest
     from brain_pipeline.publishing.publication_log import read_history
     from brain_pipeline.steps.publish import publish_version
 
-    cfg, layout = start_step(context.instance, settings)  # a rollback reads no corpus
-    live = read_history(layout).live()
+    cfg, _ = start_step(context.instance, settings)  # a rollback reads no corpus
+    live = read_history(memory_of(cfg)).live()
     manifest = live_manifest(cfg.publish_root())
     if live is None or not live.s3 or live.run_id != context.run.run_id or manifest is None:
         context.log.info("the rollback uploaded nothing to S3: nothing to report")
@@ -126,9 +127,9 @@ rollback_job = dg.define_asset_job(
     out=dg.Out(str, description="What was released, in one sentence."),
 )
 def release_hold_op(context: dg.OpExecutionContext, settings: BrainSettings) -> str:
-    _, layout = start_step(context.instance, settings)
+    cfg, _ = start_step(context.instance, settings)
     try:
-        released = release_hold(layout)
+        released = release_hold(cfg)
     except StepFailure as exc:
         raise dg.Failure(
             description=str(exc), metadata={REFUSED_METADATA: isinstance(exc, RollbackRefused)}

@@ -1,10 +1,10 @@
 """The publication history: every publication, rollback and hold, append-only.
 
-File: `layout.publications_record` (`state/publications.json`), rewritten whole and
-atomically (temp, fsync, rename) on every append, so a crash leaves the list before or
-after the event, never half of it:
-
-    {"format": 1, "events": [event, ...]}          oldest first, never edited
+Kept in the ledger (issue 41), so every worker sharing it sees the same history: the
+table `publication_events` (this area's own, `ledger.ensure_tables("publications")`),
+one row per event, oldest first, never edited. `pub_id` is unique, so of two workers
+recording publication #N at once one wins and the other fails, re-reads and decides
+again (the compare-and-set of the history's head: live and hold are derived from it).
 
 Events (`kind`):
 
@@ -17,31 +17,41 @@ Events (`kind`):
   schedule and automation do not publish it again) until the corpus or the fixture
   changes, or a person releases it.
 
+A publication's files (store, vectors, manifest, evaluation record) are blobs named by
+the sha256 in its event (`evaluation_blob` for the evaluation record), so a rollback on
+any worker fetches them from the shared blob store.
+
 What is live, what a plain `rollback` goes back to, and whether a hold is active are
 derived from the list (the functions below), never stored beside it.
+
+Upgrade: a build directory made before the ledger (`state/publications.json`, the
+archive `state/published/objects/<sha256>/<file>`) is read in once, by the first read
+of an empty history (`_import_old_files`); the archive's files then live only as blobs.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.state.memory import Memory
 
-FORMAT = 1
 Clock = Callable[[], datetime]
 
 
 class HistoryError(RuntimeError):
-    """The history file cannot be read (named, with the cause); nothing was changed."""
+    """The history cannot be read or written (with the cause); nothing was changed."""
 
 
 def utc_now(clock: Clock | None = None) -> str:
     return (clock or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds")
+
+
+_OPTIONAL = ("restores", "forced", "evaluation_blob")
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,8 @@ class Publication:
     forced: Mapping[str, Any] | None = None
     """{"reason", "overrode"} when a person forced it over failed or missing blocking
     checks (a forced rollback too); None when it passed them."""
+    evaluation_blob: str | None = None
+    """The blob of the full evaluation record (to set the baseline back on rollback)."""
     s3: Mapping[str, Any] | None = field(default=None, compare=False)
     """{"bucket", "prefix", "objects": {filename: key}, "when"} once uploaded."""
 
@@ -78,7 +90,8 @@ class Publication:
         return self.restores if self.restores is not None else self.id
 
     def files(self) -> dict[str, tuple[str, int]]:
-        """filename -> (sha256, size) of every artifact this publication put live."""
+        """filename -> (sha256, size) of every artifact this publication put live (each
+        a blob of that digest)."""
         from brain_pipeline.corpus.store import STORE_FILENAME
         from brain_pipeline.publishing.manifest import EMBEDDINGS_FILENAME
 
@@ -88,47 +101,17 @@ class Publication:
         return out
 
     def to_event(self) -> dict[str, Any]:
-        event = {
-            "kind": self.kind,
-            "id": self.id,
-            "when": self.when,
-            "run_id": self.run_id,
-            "trigger": self.trigger,
-            "corpus_digest": self.corpus_digest,
-            "store_sha256": self.store_sha256,
-            "store_size": self.store_size,
-            "embeddings_sha256": self.embeddings_sha256,
-            "embeddings_size": self.embeddings_size,
-            "manifest_sha256": self.manifest_sha256,
-            "evaluation": dict(self.evaluation),
-            "baseline": self.baseline,
-        }
-        if self.restores is not None:
-            event["restores"] = self.restores
-        if self.forced is not None:
-            event["forced"] = dict(self.forced)
-        return event
+        """The event as recorded: every field but the upload (its own event); the
+        optional ones (restores, forced, evaluation_blob) only when set."""
+        event = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "s3"}
+        event["evaluation"] = dict(self.evaluation)
+        return {k: v for k, v in event.items() if v is not None or k not in _OPTIONAL}
 
     @classmethod
     def from_event(cls, event: Mapping[str, Any], s3: Mapping[str, Any] | None) -> Publication:
-        return cls(
-            id=int(event["id"]),
-            kind=str(event["kind"]),
-            when=str(event["when"]),
-            run_id=event.get("run_id"),
-            trigger=str(event.get("trigger") or "unknown"),
-            corpus_digest=event.get("corpus_digest"),
-            store_sha256=str(event["store_sha256"]),
-            store_size=int(event["store_size"]),
-            embeddings_sha256=event.get("embeddings_sha256"),
-            embeddings_size=event.get("embeddings_size"),
-            manifest_sha256=str(event["manifest_sha256"]),
-            evaluation=dict(event.get("evaluation") or {}),
-            baseline=event.get("baseline"),
-            restores=event.get("restores"),
-            forced=event.get("forced"),
-            s3=s3,
-        )
+        known = {f.name for f in fields(cls)} - {"s3"}
+        given = {k: v for k, v in event.items() if k in known}
+        return cls(**{"run_id": None, "trigger": "unknown", **given, "s3": s3})
 
     def to_dict(self) -> dict[str, Any]:
         """For `publications --json` and metadata: the event plus its S3 upload."""
@@ -230,7 +213,7 @@ class History:
                     event.get("fixture_sha256"),
                     str(event["when"]),
                 )
-            elif event.get("kind") == "release":
+            elif event.get("kind") == "release" and _ends(event, active):
                 active = None
         return active
 
@@ -255,32 +238,85 @@ class History:
         return kept
 
 
-def read_history(layout: StateLayout) -> History:
-    """The history; empty when none was recorded. Raises HistoryError when unreadable
-    (a damaged history is never silently replaced: rollback depends on it)."""
-    path = layout.publications_record
+DDL = """
+CREATE TABLE IF NOT EXISTS publication_events (
+  seq {serial}, kind TEXT NOT NULL, pub_id INTEGER UNIQUE, event TEXT NOT NULL)
+"""
+_imported: set[tuple[int, str]] = set()
+
+
+def _ready(memory: Memory) -> None:
+    """The table exists and the old files of this build directory were read in (once)."""
+    where = (id(memory.ledger), str(memory.layout.build_dir))
+    if where in _imported:
+        return
+    memory.ledger.ensure_tables("publications", DDL)
+    _import_old_files(memory)
+    _imported.add(where)
+
+
+def _insert(memory: Memory, events: Sequence[Mapping[str, Any]]) -> None:
+    ledger = memory.ledger
+    statement = ledger.sql("INSERT INTO publication_events (kind, pub_id, event) VALUES (?, ?, ?)")
     try:
-        data = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        return History(())
-    except (OSError, ValueError) as exc:
-        raise HistoryError(f"{path} is unreadable ({exc})") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise HistoryError(f"{path} is not a publication history of format {FORMAT}")
-    events = data.get("events")
-    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
-        raise HistoryError(f"{path} holds no list of events")
-    return History(tuple(events))
+        with ledger.transaction(write=True) as cursor:
+            for event in events:
+                numbered = event.get("kind") in ("published", "rollback")
+                row = (str(event["kind"]), int(event["id"]) if numbered else None)
+                cursor.execute(statement, (*row, json.dumps(dict(event), sort_keys=True)))
+    except Exception as exc:
+        if "unique" not in str(exc).lower():
+            raise
+        raise HistoryError(
+            f"another worker recorded a publication meanwhile ({exc}); nothing was written"
+        ) from None
 
 
-def append_events(layout: StateLayout, events: Sequence[Mapping[str, Any]]) -> History:
-    """Append `events` (one atomic rewrite) and return the history now on disk."""
-    history = read_history(layout)
-    merged = (*history.events, *(dict(e) for e in events))
-    payload = json.dumps({"format": FORMAT, "events": list(merged)}, indent=1, sort_keys=True)
-    layout.state_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(layout.publications_record, (payload + "\n").encode("utf-8"))
-    return History(merged)
+def _ends(release: Mapping[str, Any], hold: Hold | None) -> bool:
+    """A release ends the hold it names (the one its worker read), never a newer one
+    another worker recorded meanwhile; a release naming none (older ones) ends any."""
+    return hold is not None and release.get("publication") in (None, hold.publication)
+
+
+def read_history(memory: Memory) -> History:
+    """The shared history; empty when none was recorded."""
+    _ready(memory)
+    rows = memory.ledger.query("SELECT event FROM publication_events ORDER BY seq")
+    try:
+        return History(tuple(json.loads(event) for (event,) in rows))
+    except ValueError as exc:
+        raise HistoryError(f"the ledger's publication history is unreadable ({exc})") from None
+
+
+def append_events(memory: Memory, events: Sequence[Mapping[str, Any]]) -> History:
+    """Append `events` (one transaction) and return the history now recorded."""
+    _ready(memory)
+    _insert(memory, events)
+    return read_history(memory)
+
+
+def _import_old_files(memory: Memory) -> None:
+    """Read a pre-ledger build directory's history and archive in, once: only into an
+    empty shared history (another worker's history is never mixed with this one)."""
+    old = memory.layout.publications_record
+    if not old.is_file() or memory.ledger.query("SELECT 1 FROM publication_events LIMIT 1"):
+        return
+    try:
+        events = json.loads(old.read_bytes())["events"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise HistoryError(f"{old} is unreadable ({exc}); nothing was imported") from None
+    evaluations: dict[str, str] = {}
+    objects = memory.layout.published_archive / "objects"
+    for path in sorted(objects.glob("*/*")) if objects.is_dir() else ():
+        digest = memory.blobs.put_file(path)
+        if path.name == "evaluation.json":
+            evaluations[path.parent.name] = digest
+    for event in events:
+        key = (event.get("evaluation") or {}).get("key")
+        if key in evaluations:
+            event["evaluation_blob"] = evaluations[key]
+    _insert(memory, events)
+    shutil.rmtree(objects, ignore_errors=True)  # its bytes are blobs now, checked by digest
 
 
 def evaluation_summary(record: Mapping[str, Any] | None) -> dict[str, Any]:

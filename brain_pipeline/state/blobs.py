@@ -20,6 +20,7 @@ Reading checks the digest too: a damaged blob is an error, never served.
 from __future__ import annotations
 
 import base64
+import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -125,6 +126,24 @@ class LocalBlobs:
 
     def delete(self, digest: str) -> None:
         self._path(digest).unlink(missing_ok=True)
+
+    def link(self, path: Path | str, digest: str) -> bool:
+        """Keep `path`, already verified to hold `digest` and only ever replaced by
+        rename (a published file), by hard link: no second copy, no second read. False
+        when the filesystem refuses (another device): `put_file` then."""
+        if self.has(digest):
+            return True
+        target = self._path(digest)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = target.with_name(f".{digest}.link")
+        temp.unlink(missing_ok=True)
+        try:
+            os.link(path, temp)
+            os.replace(temp, target)
+        except OSError:
+            temp.unlink(missing_ok=True)
+            return False
+        return True
 
     def list(self) -> Iterator[str]:
         """Every stored digest (a writer's temporary files are not blobs)."""

@@ -15,8 +15,9 @@
     eval-digests.json  stat-keyed memo of the files an evaluation hashes (a local cache;
                        outcomes, verdicts and baselines are in the ledger: evaluation.judgements)
     locks/             one writer per build directory (OS locks, holder described)
-    publications.json  every publication, rollback and hold (publishing.publication_log)
-    published/         the last K publications' files, content-addressed (rollback)
+    publications.json  before the ledger: the publication history (read in once)
+    published/         fetched copies of kept publications' blobs, for a rollback (a
+                       cache; before the ledger: objects/, the archive, read in once)
     ledger.sqlite      the ledger (state.ledger's default): asset records, verdicts,
                        baselines, vector packs, gaps, ...
     blobs/             content-addressed blobs (state.blobs's default): their contents

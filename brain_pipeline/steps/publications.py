@@ -1,19 +1,24 @@
-"""The publication history and archive, as the publish steps and the rollback use them.
+"""The publication history and its files, as the publish steps and the rollback use them.
 
-`publishing.publication_log` is the record and `publishing.archive` the local copies; here they
-meet the configuration and the build directory: whether a rollback holds the build
-back, what a publication adds to the history, which archived files and S3 objects the
-kept generations (`publish.keep_generations`) need, and the table the publish assets show.
+`publishing.publication_log` is the record, kept in the ledger; a publication's files are
+blobs named by their sha256 (the store, its vectors, the manifest, the evaluation record),
+so any worker sharing the ledger and the blobs can roll back to them. Here they meet the
+configuration: whether a rollback holds the build back, what a publication adds to the
+history, which blobs and S3 objects the kept generations (`publish.keep_generations`)
+need (reachability from the shared history, never one worker's), and the table the
+publish assets show.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.state.records import read_record
 from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.report import StepResult, Table
@@ -48,8 +53,9 @@ def held_by_rollback(
         utc_now,
     )
 
+    memory = memory_of(cfg)
     try:
-        history = read_history(layout)
+        history = read_history(memory)
     except HistoryError as exc:
         raise StepFailure(f"publishing refused: {exc}") from None
     hold = history.hold()
@@ -68,18 +74,18 @@ def held_by_rollback(
                 "status": "held",
                 "held_publication": hold.publication,
                 "hold": hold.describe(),
-                "publications": publications_table(layout),
+                "publications": publications_table(cfg),
             },
         )
     why = "forced" if force else "the corpus or the fixture changed since the rollback"
-    append_events(layout, [{"kind": "release", "when": utc_now(), "reason": why}])
+    release = {"kind": "release", "publication": hold.publication, "when": utc_now()}
+    append_events(memory, [{**release, "reason": why}])
     log.info(f"hold on publication #{hold.publication} released: {why}")
     return None
 
 
 def record_in_history(
     cfg: BrainConfig,
-    layout: StateLayout,
     report: Any,
     evaluation: dict[str, Any] | None,
     *,
@@ -91,14 +97,14 @@ def record_in_history(
     then: Callable[[int], list[dict[str, Any]]] | None = None,
     forced: dict[str, str] | None = None,
 ) -> Any:
-    """Append a publication to the history and archive its files (for rollback), then
-    prune the archive to the configured generations. Nothing is recorded when the same
-    bytes were already the live publication (an unchanged re-publish). `then(id)`: more
-    events that go in the same atomic write (a rollback's upload and hold), so a crash
-    never leaves the publication without them. `forced`: the force's reason and what it
-    overrode, for a publication a person forced over its blocking checks."""
-    from brain_pipeline.publishing import archive
-    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, sha256_hex
+    """Append a publication to the history and keep its files as blobs (for rollback),
+    then delete the blobs of generations rollback can no longer reach. Nothing is
+    recorded when the same bytes were already the live publication (an unchanged
+    re-publish). `then(id)`: more events that go in the same transaction (a rollback's
+    hold), so a crash never leaves the publication without them. `forced`: the force's
+    reason and what it overrode, for a publication a person forced over its blocking
+    checks."""
+    from brain_pipeline.publishing.manifest import sha256_hex
     from brain_pipeline.publishing.publication_log import (
         Publication,
         append_events,
@@ -107,7 +113,8 @@ def record_in_history(
         utc_now,
     )
 
-    history = read_history(layout)
+    memory = memory_of(cfg)
+    history = read_history(memory)
     manifest = report.manifest
     manifest_bytes = manifest.to_json()
     manifest_sha = sha256_hex(manifest_bytes)
@@ -115,26 +122,15 @@ def record_in_history(
     if kind == "published" and live is not None and live.manifest_sha256 == manifest_sha:
         return live
     source_dir = report.targets[0].directory
-    store_root = layout.published_archive
-    archive.keep_copy(
-        store_root, source_dir / "knowledge-store.json", manifest.store.sha256, manifest.store.size
-    )
+    keep_file(memory, source_dir / "knowledge-store.json", manifest.store.sha256)
     if manifest.embeddings is not None:
-        archive.keep_copy(
-            store_root,
-            source_dir / "embeddings.bin",
-            manifest.embeddings.sha256,
-            manifest.embeddings.size,
-        )
-    archive.keep_bytes(store_root, manifest_bytes, manifest_sha, MANIFEST_FILENAME)
+        keep_file(memory, source_dir / "embeddings.bin", manifest.embeddings.sha256)
+    memory.blobs.put_bytes(manifest_bytes)
     summary = evaluation_summary(evaluation)
+    evaluation_blob = None
     if evaluation is not None and summary["key"]:
-        archive.keep_bytes(
-            store_root,
-            json.dumps(evaluation, sort_keys=True, default=str).encode("utf-8"),
-            str(summary["key"]),
-            EVALUATION_FILENAME,
-        )
+        record = json.dumps(evaluation, sort_keys=True, default=str).encode("utf-8")
+        evaluation_blob = memory.blobs.put_bytes(record)
     publication = Publication(
         id=history.next_id(),
         kind=kind,
@@ -151,40 +147,88 @@ def record_in_history(
         baseline=summary["key"] if evaluation is not None else None,
         restores=restores,
         forced=forced,
+        evaluation_blob=evaluation_blob,
     )
     extra = then(publication.id) if then is not None else []
-    history = append_events(layout, [publication.to_event(), *extra])
-    removed = archive.prune(store_root, archived_digests(history, cfg.publish.keep_generations))
+    history = append_events(memory, [publication.to_event(), *extra])
+    removed = prune_blobs(memory, history, cfg.publish.keep_generations)
     if removed:
-        log.info(f"publication archive: {len(removed)} object(s) of older generations removed")
+        log.info(f"publication blobs: {len(removed)} of older generations removed")
     return publication
 
 
-EVALUATION_FILENAME = "evaluation.json"
-"""The full evaluation record of a publication, archived to set the baseline back."""
+def keep_file(memory: Memory, path: Path, sha256: str) -> None:
+    """Keep a live file (already verified to hold `sha256`) as a blob: by hard link in a
+    local blob folder on the same filesystem (live files are only replaced by rename),
+    else stored (uploaded) and checked."""
+    from brain_pipeline.state.blobs import LocalBlobs
+
+    if isinstance(memory.blobs, LocalBlobs) and memory.blobs.link(path, sha256):
+        return
+    if memory.blobs.put_file(path) != sha256:
+        raise StepFailure(f"{path} changed while it was being kept for rollback")
 
 
-def archived_digests(history: Any, keep: int) -> set[str]:
-    """The archive's object directories the kept generations need."""
-    wanted: set[str] = set()
+def blob_digests(pub: Any) -> set[str]:
+    """The blobs a publication's rollback needs."""
+    named = {pub.store_sha256, pub.manifest_sha256, pub.embeddings_sha256, pub.evaluation_blob}
+    return {str(d) for d in named if d}
+
+
+def prune_blobs(memory: Memory, history: Any, keep: int) -> list[str]:
+    """Delete the blobs only older generations name: reachability from what the shared
+    history keeps (`History.generations`), and never a blob a step result names."""
+    kept: set[str] = set()
     for pub in history.generations(keep):
-        wanted.add(pub.store_sha256)
-        wanted.add(pub.manifest_sha256)
-        if pub.embeddings_sha256:
-            wanted.add(pub.embeddings_sha256)
-        if pub.evaluation.get("key"):
-            wanted.add(str(pub.evaluation["key"]))
-    return wanted
+        kept |= blob_digests(pub)
+    named: set[str] = set()
+    for pub in history.publications():
+        named |= blob_digests(pub)
+    for (outputs,) in memory.ledger.query("SELECT outputs FROM step_results"):
+        kept |= {str(d) for d in json.loads(outputs).values()}
+    gone = sorted(d for d in named - kept if memory.blobs.has(d))
+    for digest in gone:
+        memory.blobs.delete(digest)
+    return gone
 
 
-def retained_s3_keys(cfg: BrainConfig, layout: StateLayout) -> frozenset[str]:
-    """The S3 objects of the kept generations (the garbage collection leaves them)."""
+def missing_blobs(memory: Memory, wanted: Mapping[str, str]) -> list[str]:
+    """`filename (sha256 ...)` for each of `wanted` (filename -> digest) the blobs lack."""
+    return [
+        f"{name} (sha256 {digest[:16]}): no blob {digest} in {memory.blobs!r} (pruned or deleted)"
+        for name, digest in sorted(wanted.items())
+        if not memory.blobs.has(digest)
+    ]
+
+
+def fetched(memory: Memory, digest: str, filename: str) -> Path:
+    """A local copy of blob `digest` as `filename` (checked as it is fetched), in the
+    build directory's cache of publication files."""
+    path = memory.layout.published_archive / digest / filename
+    if not path.is_file() or path.stat().st_size == 0:
+        memory.blobs.get_file(digest, path)
+    return path
+
+
+def drop_fetched(memory: Memory) -> None:
+    """Empty that cache (once a rollback is done everywhere: its files are live)."""
+    import shutil
+
+    root = memory.layout.published_archive
+    for folder in root.glob("?" * 64) if root.is_dir() else ():
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def retained_s3_keys(cfg: BrainConfig) -> frozenset[str]:
+    """The S3 objects of the generations the shared history keeps (the garbage collection
+    leaves them, whichever worker uploaded them). An unreadable history fails the run:
+    clean-up never guesses what is kept."""
     from brain_pipeline.publishing.publication_log import HistoryError, read_history
 
     try:
-        history = read_history(layout)
-    except HistoryError:
-        return frozenset()
+        history = read_history(memory_of(cfg))
+    except HistoryError as exc:
+        raise StepFailure(f"S3 clean-up refused: {exc}") from None
     keys: set[str] = set()
     for pub in history.generations(cfg.publish.keep_generations):
         upload = pub.s3 or {}
@@ -192,49 +236,34 @@ def retained_s3_keys(cfg: BrainConfig, layout: StateLayout) -> frozenset[str]:
     return frozenset(keys)
 
 
-def record_s3_upload(layout: StateLayout, report: Any, log: StepLog) -> None:
+def record_s3_upload(cfg: BrainConfig, report: Any, log: StepLog) -> None:
     """Note in the history that the live publication reached the bucket (once)."""
-    from brain_pipeline.publishing.publication_log import append_events, read_history
+    from brain_pipeline.publishing.publication_log import append_events, read_history, utc_now
 
-    manifest = report.manifest
-    if manifest is None:
+    if report.manifest is None:
         return
-    history = read_history(layout)
-    live = history.live()
-    if live is None or live.store_sha256 != manifest.store.sha256:
+    memory = memory_of(cfg)
+    live = read_history(memory).live()
+    if live is None or live.store_sha256 != report.manifest.store.sha256:
         log.warning("S3 upload not recorded in the history: the local publication differs")
         return
-    event = s3_event(live.id, report)
-    if live.s3 and dict(live.s3.get("objects") or {}) == event["objects"]:
-        return
-    append_events(layout, [event])
-
-
-def s3_event(publication: int, report: Any) -> dict[str, Any]:
-    """The history event saying publication `publication` reached the bucket."""
-    from brain_pipeline.publishing.publication_log import utc_now
-
     objects = {
         o.key.rsplit("/", 1)[-1]: o.key
         for o in report.objects
         if o.action != "removed" and "/objects/" in f"/{o.key}"
     }
-    return {
-        "kind": "s3",
-        "publication": publication,
-        "when": utc_now(),
-        "bucket": report.bucket,
-        "prefix": report.prefix,
-        "objects": objects,
-    }
+    if live.s3 and dict(live.s3.get("objects") or {}) == objects:
+        return
+    where = {"bucket": report.bucket, "prefix": report.prefix, "objects": objects}
+    append_events(memory, [{"kind": "s3", "publication": live.id, "when": utc_now(), **where}])
 
 
-def publications_table(layout: StateLayout, limit: int = 20) -> Any:
+def publications_table(cfg: BrainConfig, limit: int = 20) -> Any:
     """The latest publications as a table (newest first), for the publish assets."""
     from brain_pipeline.publishing.publication_log import HistoryError, read_history
 
     try:
-        pubs = read_history(layout).publications()
+        pubs = read_history(memory_of(cfg)).publications()
     except HistoryError as exc:
         return str(exc)
     rows = [

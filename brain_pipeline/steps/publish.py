@@ -363,10 +363,9 @@ def publish_to_agent(
     for line in report.summary().splitlines():
         log.info(line)
     version = publish_version(report.manifest)
-    # Archived (hard-linked) before the live files are stamped: a link changes their ctime.
+    # Kept (hard-linked) before the live files are stamped: a link changes their ctime.
     record_in_history(
         cfg,
-        layout,
         report,
         evaluation,
         run_id=run_id,
@@ -402,7 +401,7 @@ def publish_to_agent(
         metadata.update(known_item_figures(artifacts.verdict.known_items))
     metadata["manifest"] = Markdown(report.manifest.to_markdown())
     metadata["targets"] = report.to_metadata()["targets"]
-    metadata["publications"] = publications_table(layout)
+    metadata["publications"] = publications_table(cfg)
     return StepResult(version, metadata)
 
 
@@ -440,13 +439,13 @@ def publish_to_s3(
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(artifacts, run_id)
     try:
         report = upload(
-            cfg, artifacts.store, artifacts.embeddings, manifest, retained_s3_keys(cfg, layout)
+            cfg, artifacts.store, artifacts.embeddings, manifest, retained_s3_keys(cfg)
         )
     except PublishError as exc:
         raise StepFailure(f"S3 publish failed: {exc}") from None
     for line in report.summary().splitlines():
         log.info(line)
-    record_s3_upload(layout, report, log)
+    record_s3_upload(cfg, report, log)
     return StepResult(
         publish_version(manifest),
         {
@@ -454,7 +453,7 @@ def publish_to_s3(
             "bucket": s3.bucket,
             "prefix": s3.prefix,
             "objects": report.to_metadata()["objects"],
-            "publications": publications_table(layout),
+            "publications": publications_table(cfg),
         },
     )
 

@@ -6,26 +6,27 @@ One function for the CLI (`brain-pipeline rollback`) and the Dagster job
 
 Order, each step crash-safe on its own:
 
-1. Check first, change nothing: the target publication exists, is not already live, and
-   every archived file it needs (store, vectors, manifest, evaluation record) is there
-   with its recorded size. Anything missing is listed, path by path, and the rollback
-   refused. Then the publish gate (`publishing.gate.decide`) judges the target as it
-   would a build: its archived evaluation verdict, its archived store measured again by
+1. Check first, change nothing: the target publication exists in the shared history
+   (the ledger), is not already live, and every blob it needs (store, vectors, manifest,
+   evaluation record) is in the blob store, whichever worker published it. Anything
+   missing is listed, blob by blob, and the rollback refused. Then the publish gate
+   (`publishing.gate.decide`) judges the target as it would a build: its kept
+   evaluation verdict, its store (fetched from the blobs) measured again by
    `fits_agent_string_limit`'s rule, its chunk count. A rollback must not put live what
    publishing would refuse: a publication that passed goes back freely, a forced one
    only forced again (with a reason, where `publish.allow_force` allows it), and one
    the agent cannot load (too long, or empty) never.
-2. Local: the archived files go through `publish_local`, the same staged, journaled
+2. Local: the fetched files go through `publish_local`, the same staged, journaled
    commit as a publication (a `kill -9` anywhere leaves the old set or the new one,
    finished or undone by `recover_publication`).
 3. The regression baseline goes back to the restored publication's evaluation, and one
-   atomic write of the history records the rollback (a new publication restoring the
+   transaction of the history records the rollback (a new publication restoring the
    old one) and a hold on the publication it replaced: from here on no scheduled run
    publishes the replaced store again, whatever happens to S3.
 4. S3 (when a bucket is configured): `publish_s3` with the archived files and manifest;
    the content-addressed objects are normally still there (kept for the same
    generations), so only the manifest and the fixed names change; objects gone from the
-   bucket are uploaded again from the archive. When this step fails or is cut, the
+   bucket are uploaded again from the fetched files. When this step fails or is cut, the
    history shows the live publication without its upload, and `rollback --to <that id>`
    finishes S3 alone.
 """
@@ -36,12 +37,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from brain_pipeline.config import BrainConfig
+from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.publications import (
-    EVALUATION_FILENAME,
     build_identity,
+    drop_fetched,
+    fetched,
+    missing_blobs,
     publications_table,
     record_in_history,
     record_s3_upload,
@@ -52,7 +56,7 @@ from brain_pipeline.steps.report import StepResult
 
 
 class RollbackRefused(StepFailure):
-    """Nothing was changed: the target is unknown, already live, or its files are gone."""
+    """Nothing was changed: the target is unknown, already live, or its blobs are gone."""
 
 
 @dataclass(frozen=True)
@@ -68,21 +72,22 @@ class RollbackPlan:
     or a publication whose upload failed or was cut): finish S3, change nothing else."""
 
 
-def plan_rollback(layout: StateLayout, to: int | None, *, s3: bool = False) -> RollbackPlan:
+def plan_rollback(memory: Memory, to: int | None, *, s3: bool = False) -> RollbackPlan:
     """The target (default: the publication before the live one) and the live one, or
-    RollbackRefused saying why not, with every missing archived file named. `s3`: a
-    bucket is configured (then a live rollback whose upload never finished is finished)."""
-    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME
+    RollbackRefused saying why not, with every missing blob named. `s3`: a bucket is
+    configured (then a live rollback whose upload never finished is finished)."""
     from brain_pipeline.publishing.publication_log import HistoryError, read_history
+    from brain_pipeline.state.ledger import redacted
 
     try:
-        history = read_history(layout)
+        history = read_history(memory)
     except HistoryError as exc:
         raise RollbackRefused(f"rollback refused: {exc}") from None
     live = history.live()
     if live is None:
         raise RollbackRefused(
-            f"rollback refused: no publication is recorded in {layout.publications_record}"
+            f"rollback refused: no publication is recorded in the ledger "
+            f"{redacted(memory.ledger.url)}"
         )
     target = history.get(to) if to is not None else history.previous()
     if target is None:
@@ -102,33 +107,21 @@ def plan_rollback(layout: StateLayout, to: int | None, *, s3: bool = False) -> R
             f"publication #{live.id} is live here but not yet in S3: finish it with "
             f"`brain-pipeline rollback --to {live.id}`"
         )
-    wanted = dict(source.files())
-    wanted[MANIFEST_FILENAME] = (source.manifest_sha256, -1)
-    key = source.evaluation.get("key")
-    if key:
-        wanted[EVALUATION_FILENAME] = (str(key), -1)
-    missing = _missing(layout, wanted)
+    wanted = {name: sha for name, (sha, _) in source.files().items()}
+    wanted["manifest.json"] = source.manifest_sha256
+    if source.evaluation_blob:
+        wanted["evaluation.json"] = source.evaluation_blob
+    missing = missing_blobs(memory, wanted)
+    if source.evaluation.get("key") and not source.evaluation_blob:
+        missing.append("evaluation.json: never kept")
     if missing:
-        lines = "; ".join(m.describe() for m in missing)
+        lines = "; ".join(missing)
         raise RollbackRefused(
             f"rollback to publication #{source.id} refused, nothing was changed: "
-            f"{len(missing)} archived file(s) missing: {lines} "
+            f"{len(missing)} kept file(s) missing: {lines} "
             f"(only the last publish.keep_generations publications are kept)"
         )
     return RollbackPlan(source, live, s3_only)
-
-
-def _missing(layout: StateLayout, wanted: dict[str, tuple[str, int]]) -> list[Any]:
-    """Missing archived files; size -1 means 'any size' (files made in memory)."""
-    from brain_pipeline.publishing import archive
-
-    sized = {name: value for name, value in wanted.items() if value[1] >= 0}
-    problems = archive.missing_files(layout.published_archive, sized)
-    for name, (sha, size) in sorted(wanted.items()):
-        path = archive.object_path(layout.published_archive, sha, name)
-        if size < 0 and not path.exists():
-            problems.append(archive.Missing(name, sha, path, "is gone (pruned or deleted)"))
-    return problems
 
 
 def rollback(
@@ -146,11 +139,10 @@ def rollback(
     """Make publication `to` (default: the previous one) live again everywhere; see the
     module. `upload` is the S3 publisher (None: S3 is left alone). `force` and `reason`:
     a person restores a publication its blocking checks did not pass (recorded)."""
-    from brain_pipeline.publishing import archive
     from brain_pipeline.publishing.commit import PublicationError
     from brain_pipeline.publishing.gate import Decision, force_refusal
     from brain_pipeline.publishing.local import publish_local
-    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, PublishManifest
+    from brain_pipeline.publishing.manifest import PublishManifest
     from brain_pipeline.publishing.publication_log import utc_now
     from brain_pipeline.publishing.s3_client import PublishError
     from brain_pipeline.publishing.source import ArtifactSource
@@ -162,21 +154,19 @@ def rollback(
         raise RollbackRefused(f"rollback refused, nothing was changed: {refused}")
     recover(cfg, log)
     s3_wanted = upload is not None and bool(cfg.publish.s3.bucket)
-    plan = plan_rollback(layout, to, s3=s3_wanted)
+    memory = memory_of(cfg)
+    plan = plan_rollback(memory, to, s3=s3_wanted)
     target, replaced = plan.target, plan.replaces
-    root = layout.published_archive
     sources = {
-        name: ArtifactSource.of_file(archive.object_path(root, sha, name), sha)
+        name: ArtifactSource.of_file(fetched(memory, sha, name), sha)
         for name, (sha, _) in target.files().items()
     }
-    manifest = PublishManifest.from_json(
-        archive.object_path(root, target.manifest_sha256, MANIFEST_FILENAME).read_bytes()
-    )
+    manifest = PublishManifest.from_json(memory.blobs.get_bytes(target.manifest_sha256))
     # Finishing the S3 upload of what is live here already puts nothing new live: no gate.
     decision = (
         Decision(True, f"publication #{target.id} is live here already: S3 only")
         if plan.s3_only
-        else judge_target(cfg, layout, target, manifest.chunk_count, force=force, reason=reason)
+        else judge_target(cfg, target, manifest.chunk_count, force=force, reason=reason)
     )
     if not decision.allowed:
         raise RollbackRefused(
@@ -203,7 +193,7 @@ def rollback(
     # run publishes the replaced store again, whatever happens to the S3 step below.
     publication = replaced
     if not plan.s3_only:
-        _restore_baseline(cfg, layout, target, log)
+        _restore_baseline(cfg, target, log)
         _, corpus, fixture = build_identity(cfg, layout)
         hold = {
             "kind": "hold",
@@ -215,9 +205,8 @@ def rollback(
         }
         publication = record_in_history(
             cfg,
-            layout,
             report,
-            _archived_evaluation(layout, target),
+            _kept_evaluation(memory, target),
             run_id=run_id,
             trigger=trigger,
             log=log,
@@ -230,7 +219,7 @@ def rollback(
     s3_report = None
     if s3_wanted and upload is not None:
         try:
-            s3_report = upload(cfg, store, vectors, report.manifest, retained_s3_keys(cfg, layout))
+            s3_report = upload(cfg, store, vectors, report.manifest, retained_s3_keys(cfg))
         except PublishError as exc:
             done = (
                 f"publication #{target.id} is live locally"
@@ -244,7 +233,8 @@ def rollback(
             ) from None
         for line in s3_report.summary().splitlines():
             log.info(line)
-        record_s3_upload(layout, s3_report, log)
+        record_s3_upload(cfg, s3_report, log)
+    drop_fetched(memory)
     s3_status = s3_report.status if s3_report is not None else "skipped: no bucket configured"
     summary = (
         f"publication #{publication.id} (restoring #{target.id}) was live locally; S3 now "
@@ -268,14 +258,13 @@ def rollback(
             "decision": decision.reason,
             "forced": decision.forced,
             "force_reason": decision.force_reason,
-            "publications": publications_table(layout),
+            "publications": publications_table(cfg),
         },
     )
 
 
 def judge_target(
     cfg: BrainConfig,
-    layout: StateLayout,
     target: Any,
     chunk_count: int,
     *,
@@ -283,7 +272,7 @@ def judge_target(
     reason: str,
 ) -> Any:
     """The publish gate's `Decision` on making `target` live again (see the module): its
-    archived evaluation verdict, `fits_agent_string_limit` measured on its archived store
+    kept evaluation verdict, `fits_agent_string_limit` measured on its kept store
     (not overridable), its chunk count; a forced publication counts as one whose checks
     did not pass, whatever they say now, so only force brings it back."""
     import mmap
@@ -291,11 +280,11 @@ def judge_target(
     from brain_pipeline.corpus.agent_limits import utf16_units_of_utf8
     from brain_pipeline.corpus.store import STORE_FILENAME
     from brain_pipeline.evaluation.service import stored_verdict
-    from brain_pipeline.publishing import archive
     from brain_pipeline.publishing.gate import CheckOutcome, decide
     from brain_pipeline.steps.health import NOT_OVERRIDABLE, string_limit_verdict
 
-    path = archive.object_path(layout.published_archive, target.store_sha256, STORE_FILENAME)
+    memory = memory_of(cfg)
+    path = fetched(memory, target.store_sha256, STORE_FILENAME)
     with path.open("rb") as handle:
         size = path.stat().st_size
         if size == 0:
@@ -323,7 +312,7 @@ def judge_target(
             )
         )
     return decide(
-        stored_verdict(_archived_evaluation(layout, target)),
+        stored_verdict(_kept_evaluation(memory, target)),
         force=force,
         store_chunk_count=chunk_count,
         checks=checks,
@@ -332,23 +321,19 @@ def judge_target(
     )
 
 
-def _archived_evaluation(layout: StateLayout, target: Any) -> dict[str, Any] | None:
-    from brain_pipeline.publishing import archive
-
-    key = target.evaluation.get("key")
-    if not key:
+def _kept_evaluation(memory: Memory, target: Any) -> dict[str, Any] | None:
+    if not target.evaluation.get("key") or not target.evaluation_blob:
         return None
-    path = archive.object_path(layout.published_archive, str(key), EVALUATION_FILENAME)
-    return dict(json.loads(path.read_bytes()))
+    return dict(json.loads(memory.blobs.get_bytes(target.evaluation_blob)))
 
 
-def _restore_baseline(cfg: BrainConfig, layout: StateLayout, target: Any, log: StepLog) -> None:
+def _restore_baseline(cfg: BrainConfig, target: Any, log: StepLog) -> None:
     """The restored publication's evaluation becomes the regression baseline again."""
     from brain_pipeline.evaluation.service import record_as_baseline
 
-    evaluation = _archived_evaluation(layout, target)
+    evaluation = _kept_evaluation(memory_of(cfg), target)
     if evaluation is None:
-        log.warning(f"publication #{target.id} has no archived evaluation: baseline unchanged")
+        log.warning(f"publication #{target.id} has no kept evaluation: baseline unchanged")
         return
     try:
         record_as_baseline(
@@ -358,12 +343,14 @@ def _restore_baseline(cfg: BrainConfig, layout: StateLayout, target: Any, log: S
         log.warning(f"the evaluation baseline was not set back: {exc}")
 
 
-def release_hold(layout: StateLayout) -> str:
+def release_hold(cfg: BrainConfig) -> str:
     """End the active hold (`rollback --release`); the sentence says what was released."""
     from brain_pipeline.publishing.publication_log import append_events, read_history, utc_now
 
-    hold = read_history(layout).hold()
+    memory = memory_of(cfg)
+    hold = read_history(memory).hold()
     if hold is None:
         raise RollbackRefused("nothing to release: no publication is held")
-    append_events(layout, [{"kind": "release", "when": utc_now(), "reason": "released by hand"}])
+    release = {"kind": "release", "publication": hold.publication, "when": utc_now()}
+    append_events(memory, [{**release, "reason": "released by hand"}])
     return f"the hold on publication #{hold.publication} is released"

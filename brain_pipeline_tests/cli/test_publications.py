@@ -52,7 +52,7 @@ def _two_publications_and_a_rollback(base: Path) -> BrainConfig:
             build.store, build.embeddings, cfg.publish_root(),
             agent_query_model=AGENT_MODEL, manifest=manifest,
         )  # fmt: skip
-        record_in_history(cfg, layout, report, None, run_id=f"run{n}", trigger="test", log=_Quiet())
+        record_in_history(cfg, report, None, run_id=f"run{n}", trigger="test", log=_Quiet())
     # Recorded without an evaluation: only a forced rollback brings #1 back (the gate).
     rollback(
         cfg, layout, to=None, run_id="run3", trigger="by a test", log=_Quiet(), upload=None,
@@ -121,11 +121,13 @@ def test_an_empty_history_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_a_damaged_history_exits_2_naming_the_file_and_leaves_it_alone(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    cfg = _two_publications_and_a_rollback(tmp_path)
-    record = StateLayout.of(cfg.build_dir).publications_record
-    record.write_bytes(record.read_bytes()[:40])
+    # A history from before the ledger is read in once; a damaged one is never replaced.
+    build = tmp_path / "build"
+    record = StateLayout.of(build).publications_record
+    record.parent.mkdir(parents=True)
+    record.write_bytes(b'{"format": 1, "events": [{"kind": "publ')
     damaged = record.read_bytes()
-    code, out, err = _listed(capsys, "--build-dir", str(cfg.build_dir))
+    code, out, err = _listed(capsys, "--build-dir", str(build))
     assert (code, out) == (2, "")
     assert err.startswith("brain-pipeline publications: ") and str(record) in err
     assert "\n" not in err.rstrip("\n")

@@ -102,17 +102,18 @@ def test_a_rollback_whose_files_are_gone_names_them_and_changes_nothing(
     gone = listed["publications"][0]["store_sha256"]
     edit_corpus(project)
     assert project.materialize().success
-    history = (project.build / "state" / "publications.json").read_bytes()
+    history = publications(capsys)
     before = live_everywhere(project)
-    archived = project.build / "state" / "published" / "objects" / gone / "knowledge-store.json"
-    archived.unlink()
+    kept = project.build / "state" / "blobs" / "sha256" / gone[:2] / gone
+    kept.unlink()
 
     capsys.readouterr()
     assert main(["rollback"]) == 1
     err = capsys.readouterr().err
-    assert "nothing was changed" in err and str(archived) in err
+    assert "nothing was changed" in err and "1 kept file(s) missing" in err
+    assert f"no blob {gone}" in err
     assert live_everywhere(project) == before
-    assert (project.build / "state" / "publications.json").read_bytes() == history
+    assert publications(capsys) == history
     assert main(["rollback", "--to", "9"]) == 1
     assert "publication #9 is not in the history" in capsys.readouterr().err
 

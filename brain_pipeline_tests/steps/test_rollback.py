@@ -1,4 +1,4 @@
-"""What the publishing run keeps for `steps.rollback`: the last keep_generations copies.
+"""What the publishing run keeps for `steps.rollback`: the last keep_generations blobs.
 
 The rollback itself is exercised through its two front doors, cli/test_rollback.py and
 defs/test_rollback.py, and under kill -9 in steps/test_rollback_crash.py.
@@ -35,9 +35,9 @@ def test_only_the_configured_generations_are_kept(
         edit_corpus(project, f"Paragraph number {i} about subnets and their route tables.")
         assert project.materialize().success
         shas.append(publications(capsys)["publications"][0]["store_sha256"])
-    objects = project.build / "state" / "published" / "objects"
-    assert not (objects / shas[0]).exists()
-    assert (objects / shas[1]).is_dir() and (objects / shas[2]).is_dir()
+    blobs = project.build / "state" / "blobs" / "sha256"
+    assert not (blobs / shas[0][:2] / shas[0]).exists()
+    assert all((blobs / sha[:2] / sha).is_file() for sha in shas[1:])
     keys = {
         o["Key"]
         for o in boto3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix="kb/objects/")[

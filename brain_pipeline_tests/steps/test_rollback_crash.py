@@ -17,12 +17,11 @@ from typing import Any
 
 import pytest
 
-from brain_pipeline.config import BrainConfig
+from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.publishing.local import inspect_publication, publish_local, recover_publication
 from brain_pipeline.publishing.manifest import build_manifest
 from brain_pipeline.publishing.publication_log import read_history
 from brain_pipeline.retrieval.vectors import decode_embeddings
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.publications import record_in_history
 from brain_pipeline_tests.publishing.conftest import AGENT_MODEL, SampleBuild, make_build
 from brain_pipeline_tests.publishing.crash import PublishZygote
@@ -58,17 +57,24 @@ def prepare(base: Path) -> None:
     """Two publications, OLD then BAD, recorded and archived as a run records them."""
     (base / "agent" / "dist").mkdir(parents=True)
     cfg = BrainConfig.model_validate(config_of(base))
-    layout = StateLayout.of(cfg.build_dir)
     for n, build in enumerate((OLD, BAD), start=1):
         manifest = build_manifest(
-            build.store, build.embeddings, None, None, f"corpus{n}", f"run{n}",
+            build.store,
+            build.embeddings,
+            None,
+            None,
+            f"corpus{n}",
+            f"run{n}",
             published_at=f"2026-01-0{n}T03:00:00Z",
         )
         report = publish_local(
-            build.store, build.embeddings, cfg.publish_root(),
-            agent_query_model=AGENT_MODEL, manifest=manifest,
+            build.store,
+            build.embeddings,
+            cfg.publish_root(),
+            agent_query_model=AGENT_MODEL,
+            manifest=manifest,
         )
-        record_in_history(cfg, layout, report, None, run_id=f"run{n}", trigger="test", log=_Quiet())
+        record_in_history(cfg, report, None, run_id=f"run{n}", trigger="test", log=_Quiet())
 
 
 def live_set(base: Path) -> list[tuple[bytes, bytes]]:
@@ -113,11 +119,12 @@ def test_kill_9_anywhere_in_a_rollback_leaves_one_consistent_set(
         now = live_set(base)
         assert now in (expected(OLD), expected(BAD)), kill_at
         outcomes.add(now == expected(OLD))
-        read_history(StateLayout.of(base / "build"))  # never left unreadable
+        memory = memory_of(BrainConfig.model_validate(config_of(base)))
+        read_history(memory)  # never left unreadable
 
         # The operator runs the same rollback again: it finishes (or says it is done).
         again = zygote.run(spec, tmp_path)
-        history = read_history(StateLayout.of(base / "build"))
+        history = read_history(memory)
         assert live_set(base) == expected(OLD), (kill_at, again.stderr)
         live = history.live()
         assert live is not None and live.store_sha256 == OLD.store.sha256, kill_at
