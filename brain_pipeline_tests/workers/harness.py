@@ -54,6 +54,8 @@ STORE_FILENAME = "knowledge-store.json"
 DOCUMENT_TASK = "RETRIEVAL_DOCUMENT"  # the task type google-genai sends for chunk texts
 QUERY_TASK = "RETRIEVAL_QUERY"
 COMMAND_TIMEOUT_S = 600
+BM25_ONLY = {"bm25": {"min_ndcg_at_10": 0.2, "max_misses": 100}}
+"""The gate on the sample corpus: fake vectors carry no meaning, so BM25 only."""
 DROPPED_ENV = (
     "GEMINI_API_KEY", "GOOGLE_API_KEY", "S3_BUCKET_NAME", "AWS_S3_BUCKET", "BRAIN_BUILD_DIR",
     "BRAIN_STATE_LEDGER", "BRAIN_STATE_BLOBS", "BRAIN_PUBLISH_ROOT", "DAGSTER_HOME",
@@ -117,6 +119,8 @@ class Cluster:
     gemini: FakeGemini
     dagster_db: str
     ledger_db: str
+    fixture: Path = SAMPLE_FIXTURE
+    thresholds: dict[str, Any] = field(default_factory=lambda: dict(BM25_ONLY))
     workers: dict[str, Worker] = field(default_factory=dict)
 
     @property
@@ -145,9 +149,11 @@ class Cluster:
     @classmethod
     def create(
         cls, root: Path, postgres: PostgresServer, s3: MotoS3Server, gemini: FakeGemini,
-        name: str,
+        name: str, corpus: Path = SAMPLE_CORPUS, fixture: Path = SAMPLE_FIXTURE,
+        thresholds: dict[str, Any] | None = None,
     ) -> Cluster:  # fmt: skip
-        """Fresh databases and buckets named after `name`, the sample corpus, the config."""
+        """Fresh databases and buckets named after `name`, a copy of `corpus` (default:
+        the sample corpus), the config (gating on BM25 unless `thresholds` says else)."""
         root.mkdir(parents=True, exist_ok=True)
         cluster = cls(
             root=root,
@@ -156,6 +162,8 @@ class Cluster:
             gemini=gemini,
             dagster_db=postgres.create_database(f"dagster_{name}"),
             ledger_db=postgres.create_database(f"ledger_{name}"),
+            fixture=fixture,
+            thresholds=dict(BM25_ONLY) if thresholds is None else thresholds,
         )
         client = cluster.s3_client()
         for bucket in (STATE_BUCKET, PUBLISH_BUCKET):
@@ -163,7 +171,7 @@ class Cluster:
                 client.create_bucket(Bucket=bucket)
         import shutil
 
-        shutil.copytree(SAMPLE_CORPUS, cluster.corpus)
+        shutil.copytree(corpus, cluster.corpus)
         cluster.write_config()
         return cluster
 
@@ -172,11 +180,7 @@ class Cluster:
         settings: dict[str, Any] = {
             "corpus": {"path": str(self.corpus), "candidates": []},
             "embedding": {"provider": "gemini", "dimension": DIMENSION},
-            "evaluation": {
-                "fixture": str(SAMPLE_FIXTURE),
-                # Fake vectors carry no meaning: gate on BM25 only.
-                "thresholds": {"bm25": {"min_ndcg_at_10": 0.2, "max_misses": 100}},
-            },
+            "evaluation": {"fixture": str(self.fixture), "thresholds": self.thresholds},
             "publish": {
                 "root": str(self.publish_root),
                 "s3": {
