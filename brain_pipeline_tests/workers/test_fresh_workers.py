@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from brain_pipeline.corpus.store import parse_store
+from brain_pipeline_tests.peers.notify_peers import WebhookServer, free_port
 from brain_pipeline_tests.workers.harness import (
     PUBLISH_PREFIX,
     STORE_FILENAME,
@@ -230,3 +231,28 @@ def test_the_same_under_the_multiprocess_executor_each_step_in_its_own_empty_fol
     third = run("c")
     assert third.texts == third.queries == 0, third.explain()
     assert cluster.published() == unchanged
+
+
+def test_a_notification_is_claimed_once_for_every_worker(cluster: Cluster) -> None:
+    """Worker A's blocked run could not reach the webhook (down); once it is back, the
+    daemon of worker B delivers the pending message, and neither A nor a third worker
+    sends it again: the delivery claim is the same from every worker."""
+    port = free_port()
+    cluster.thresholds = {"bm25": {"min_ndcg_at_10": 0.99, "max_misses": 0}}
+    cluster.write_config(
+        notify__webhook_url=f"http://127.0.0.1:{port}/hooks/workers",
+        notify__max_attempts=1,
+        notify__retry_backoff_seconds=0.1,
+    )
+    blocked = cluster.worker("a").materialize()
+    assert blocked.code == 1, blocked.explain()
+    assert "message" in blocked.stderr, blocked.explain()
+    run_id = blocked.line("FAILED: run ").split()[2]
+    tick = [sys.executable, "-m", "brain_pipeline_tests.workers.notify_tick", run_id]
+    with WebhookServer.start(port=port) as hook:
+        ok(cluster.worker("b").run(argv=tick))
+        assert [body["event"] for body in hook.bodies] == ["blocked"]
+        for name in ("a", "c"):
+            ok(cluster.worker(name).run(argv=tick))
+        assert [body["event"] for body in hook.bodies] == ["blocked"]
+        assert hook.bodies[0]["run_id"] == run_id
