@@ -366,6 +366,32 @@ def kill_group(proc: subprocess.Popen[str]) -> None:
     proc.wait()
 
 
+def communicate_all(
+    procs: dict[str, subprocess.Popen[str]], timeout: float = COMMAND_TIMEOUT_S
+) -> dict[str, tuple[int, str, str]]:
+    """Wait for processes running at once, reading all their pipes at once (one reader
+    each: a full pipe would stall a process that may be holding what the others wait for).
+    name -> (exit code, stdout, stderr)."""
+    import threading
+
+    results: dict[str, tuple[int, str, str]] = {}
+
+    def finish(name: str, proc: subprocess.Popen[str]) -> None:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            out, err = proc.communicate()
+        results[name] = (int(proc.returncode), out, err)
+
+    readers = [threading.Thread(target=finish, args=item) for item in procs.items()]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join()
+    return results
+
+
 def wait_until(predicate: Callable[[], bool], timeout: float = 300.0, step: float = 0.05) -> None:
     """Poll `predicate` (a peer's observable state, never a guessed delay) until true."""
     deadline = time.monotonic() + timeout

@@ -24,6 +24,7 @@ from brain_pipeline_tests.workers.harness import (
     STORE_FILENAME,
     Cluster,
     Outcome,
+    communicate_all,
     kill_group,
     sha256,
 )
@@ -194,13 +195,13 @@ def test_two_workers_started_at_once_one_builds_and_the_other_waits_or_names_the
 ) -> None:
     a, b = cluster.worker("a"), cluster.worker("b")
     procs = {"a": a.start("materialize"), "b": b.start("materialize")}
-    done = {name: proc.communicate(timeout=900) for name, proc in procs.items()}
-    codes = {name: proc.returncode for name, proc in procs.items()}
-    report = {name: (codes[name], done[name][1][-2000:]) for name in procs}
+    done = communicate_all(procs)
+    codes = {name: code for name, (code, _, _) in done.items()}
+    report = {name: (code, err[-2000:]) for name, (code, _, err) in done.items()}
     assert set(codes.values()) <= {0, 75} and 0 in codes.values(), report
-    for name, code in codes.items():
+    for code, _, err in done.values():
         if code == 75:
-            assert "held by pid" in done[name][1], report
+            assert "held by pid" in err, report
     # One build: every text paid once; nothing torn: the bucket and the folder agree.
     total = len(store_ids(cluster.live_store()))
     assert cluster.texts_embedded() == total, report

@@ -14,6 +14,7 @@ from brain_pipeline_tests.workers.harness import (
     PUBLISH_PREFIX,
     STORE_FILENAME,
     Cluster,
+    communicate_all,
     kill_group,
     sha256,
     wait_until,
@@ -89,3 +90,28 @@ def test_a_worker_talks_to_the_fake_service_only(cluster: Cluster) -> None:
     assert env["GEMINI_API_KEY"] == API_KEY
     assert env["GOOGLE_GEMINI_BASE_URL"] == cluster.gemini.url
     assert env["AWS_ENDPOINT_URL_S3"] == cluster.s3.endpoint_url
+
+
+def test_processes_started_together_are_read_together(cluster: Cluster) -> None:
+    """Each writes more than a pipe holds, then waits for the other's file: read one at a
+    time, the first would block on its full pipe and the second would wait forever."""
+    script = (
+        "import pathlib, sys, time\n"
+        "me, other = sys.argv[1:]\n"
+        "sys.stderr.write('x' * 200_000); sys.stderr.flush()\n"
+        "pathlib.Path(me).touch()\n"
+        "deadline = time.monotonic() + 60\n"
+        "while not pathlib.Path(other).exists():\n"
+        "    assert time.monotonic() < deadline, 'the other never got past its pipe'\n"
+        "    time.sleep(0.01)\n"
+    )
+    marks = [str(cluster.root / name) for name in ("a.done", "b.done")]
+    procs = {
+        "a": cluster.worker("a").start(argv=[sys.executable, "-c", script, *marks]),
+        "b": cluster.worker("b").start(argv=[sys.executable, "-c", script, *marks[::-1]]),
+    }
+    done = communicate_all(procs, timeout=120)
+    assert {name: (code, len(err)) for name, (code, _, err) in done.items()} == {
+        "a": (0, 200_000),
+        "b": (0, 200_000),
+    }
