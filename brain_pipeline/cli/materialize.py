@@ -141,19 +141,20 @@ def _nothing_to_do(cfg: BrainConfig, now: float | None = None) -> bool:
     consult_due`, at most once an hour): whether it still holds the recorded run. The
     skip writes nothing there (no materialisation, no observation, no run).
     """
-    from brain_pipeline.state.layout import StateLayout
-    from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
+    from brain_pipeline.config import memory_of
+    from brain_pipeline.state.lock import LockBusyError, make_holder
+    from brain_pipeline.state.run_lease import run_lease
     from brain_pipeline.steps.up_to_date import check, consult_due
 
     now = time.time() if now is None else now
+    ledger = memory_of(cfg).ledger
     try:
-        with build_dir_lock(
-            cfg.build_dir, wait_seconds=0, holder=make_holder("brain-pipeline materialize")
+        with run_lease(
+            ledger, run_id=None, wait_seconds=0, holder=make_holder("brain-pipeline materialize")
         ):
             verdict = check(cfg)
-            layout = StateLayout.of(cfg.build_dir)
             if verdict.current and consult_due(
-                layout, str(verdict.run_id), cfg.instance_home(), now
+                ledger, str(verdict.run_id), cfg.instance_home(), now
             ):
                 from brain_pipeline.defs.up_to_date import skip_verdict
 
@@ -261,8 +262,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
+    from brain_pipeline.config import memory_of
     from brain_pipeline.preflight import Needs, check_inputs, describe_inputs
-    from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
+    from brain_pipeline.state.lock import LockBusyError, make_holder
+    from brain_pipeline.state.run_lease import hold_run_locks
 
     run_id = str(uuid.uuid4())
     full = args.select == EVERYTHING
@@ -271,7 +274,7 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
     from brain_pipeline.cli.instance_setup import location_and_instance
 
     definitions, instance = location_and_instance(cfg)
-    from brain_pipeline.lib.instance import reap_dead_runs, reaped_message
+    from brain_pipeline.lib.instance import reap_dead_runs, reaped_message, run_is_over
     from brain_pipeline.lib.runner import (
         SelectionError,
         materialize_selection,
@@ -292,16 +295,18 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
     forced: MaterializeOutcome | None = None
     try:
         with hold_run_locks(
-            cfg.build_dir,
+            memory_of(cfg).ledger,
             cfg.publish_root() if publishes else None,
+            run_id=run_id,
             wait_seconds=cfg.locks.wait_seconds,
             holder=holder,
+            finished=run_is_over(instance),
             on_wait=note,
         ):
             if args.rebind:
                 from brain_pipeline.lib.steps import rebind_build_dir
 
-                before = rebind_build_dir(instance, cfg.build_dir)
+                before = rebind_build_dir(instance, cfg)
                 note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
             for dead in reap_dead_runs(instance):
                 note(reaped_message(dead))

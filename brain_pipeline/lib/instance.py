@@ -361,3 +361,17 @@ def reaped_message(run: ReapedRun) -> str:
     )
 
 
+def run_is_over(instance: dg.DagsterInstance) -> Callable[[str], bool]:
+    """Whether a run holding the ledger's run lease is over, as this instance says: the
+    stale check of `state.run_lease` (a run whose process is gone is reaped first). A
+    run this instance does not know may be another instance's: not over."""
+
+    def over(run_id: str) -> bool:
+        record = instance.get_run_record_by_id(run_id)
+        if record is None or record.dagster_run.is_finished:
+            return record is not None
+        reap_dead_runs(instance)
+        record = instance.get_run_record_by_id(run_id)
+        return record is not None and record.dagster_run.is_finished
+
+    return over
