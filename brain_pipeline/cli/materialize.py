@@ -50,7 +50,7 @@ the skip asks the Dagster instance whether it still holds that run (not on a new
 DAGSTER_HOME, not after a wipe) and reports the verified publication to it, so the
 freshness policy on published_local sees it.
 
-One writer at a time: the run holds the build directory's lock (and the publish root's
+One writer at a time: the run holds the ledger's run lease (and the publish root's lock
 when it publishes) for its whole duration. A second run waits up to locks.wait_seconds
 (BRAIN_LOCK_WAIT_SECONDS) and then exits 75 naming the holder (pid, run id, host).
 
@@ -135,7 +135,7 @@ def _refuse(problems: list[object]) -> int:
 def _nothing_to_do(cfg: BrainConfig, now: float | None = None) -> bool:
     """True (after saying so) when the last successful full run is provably current.
 
-    Asked under the build directory's lock, without waiting: a run in progress is a
+    Asked under the ledger's run lease, without waiting: a run in progress is a
     doubt, and a doubt means a run (which then waits for the lock as usual). Dagster is
     imported only when the instance is due to be asked again (`steps.up_to_date.
     consult_due`, at most once an hour): whether it still holds the recorded run. The
@@ -197,7 +197,7 @@ def _selects_publishing(selection: str, definitions: Definitions) -> bool:
 
 
 def forget_refusals(build_dir: Path) -> None:
-    """`--retry-refused`: drop the remembered refusals, under the build directory's lock,
+    """`--retry-refused`: drop the remembered refusals, under the ledger's run lease,
     so this run's embedding step sends those texts again."""
     from brain_pipeline.embedding.gaps import forget_refusals as forget
     from brain_pipeline.state.layout import StateLayout

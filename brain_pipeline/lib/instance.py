@@ -14,8 +14,8 @@ so nobody ever sees the one without the other.
 
 What the project needs from any instance is applied without touching anyone else's:
 
-* One writer per build directory: the build directory's own OS lock
-  (`state.lock`), held by every run whoever launched it.
+* One writer per ledger: the ledger's run lease (`state.run_lease`), held by every
+  run whoever launched it, for the run (`run_is_over` tells a waiter it is over).
 * The `gemini_embedding` pool: when that pool has no limit (neither its own nor a
   `concurrency.pools.default_limit`), it gets one slot for that pool only, exactly what
   `dagster instance concurrency set gemini_embedding 1` does; a limit already there is

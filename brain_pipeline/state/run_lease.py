@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from brain_pipeline.state.ledger import Ledger, RunLockBusyError, redacted
-from brain_pipeline.state.lock import LockBusyError, publish_root_lock
+from brain_pipeline.state.lock import LockBusyError, describe_holder, publish_root_lock
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS run_lease (
@@ -137,7 +137,7 @@ def run_lease(
             lock.__enter__()
         except LockBusyError:
             who = lease_holder(ledger) or ledger.lock_holder()
-            raise _busy(where, who, clock() - started) from None
+            raise RunLockBusyError(where, who, clock() - started) from None
         taken = False
         try:
             claim = _claim(ledger, run_id, finished)
@@ -151,10 +151,10 @@ def run_lease(
             break
         waited = clock() - started
         if waited >= wait_seconds:
-            raise _busy(where, lease_holder(ledger), waited)
+            raise RunLockBusyError(where, lease_holder(ledger), waited)
         say(
             f"waiting up to {wait_seconds:g}s for the ledger {where}: "
-            f"held by {_describe(lease_holder(ledger))}"
+            f"held by {describe_holder(lease_holder(ledger))}"
         )
         sleep(max(0.0, min(poll_seconds, wait_seconds - waited)))
     if not spans_run:
@@ -171,16 +171,6 @@ def run_lease(
             ledger.execute("DELETE FROM run_lease WHERE name = ?", (_NAME,))
         finally:
             lock.__exit__(None, None, None)
-
-
-def _describe(holder: Mapping[str, object] | None) -> str:
-    from brain_pipeline.state.lock import describe_holder
-
-    return describe_holder(holder)
-
-
-def _busy(where: str, holder: Mapping[str, object] | None, waited: float) -> LockBusyError:
-    return RunLockBusyError(where, holder, waited)
 
 
 @contextmanager
