@@ -22,11 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from brain_pipeline.config import ConfigError, load_config
+    from brain_pipeline.config import ConfigError, load_config, memory_of
     from brain_pipeline.corpus.gc import collect
     from brain_pipeline.publishing.local import inspect_publication
     from brain_pipeline.state.layout import StateLayout
-    from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
+    from brain_pipeline.state.lock import LockBusyError, make_holder
+    from brain_pipeline.state.run_lease import run_lease
 
     try:
         cfg = load_config()
@@ -36,8 +37,9 @@ def run(args: argparse.Namespace) -> int:
     layout = StateLayout.of(Path(args.build_dir) if args.build_dir else cfg.build_dir)
     manifest = inspect_publication(cfg.publish_root()).manifest
     try:
-        with build_dir_lock(
-            layout.build_dir,
+        with run_lease(
+            memory_of(cfg.model_copy(update={"build_dir": layout.build_dir})).ledger,
+            run_id=None,
             wait_seconds=cfg.locks.wait_seconds,
             holder=make_holder("brain-pipeline gc"),
         ):

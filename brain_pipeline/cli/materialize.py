@@ -49,7 +49,7 @@ the skip asks the Dagster instance whether it still holds that run (not on a new
 DAGSTER_HOME, not after a wipe) and reports the verified publication to it, so the
 freshness policy on published_local sees it.
 
-One writer at a time: the run holds the build directory's lock (and the publish root's
+One writer at a time: the run holds the ledger's run lease (and the publish root's lock
 when it publishes) for its whole duration. A second run waits up to locks.wait_seconds
 (BRAIN_LOCK_WAIT_SECONDS) and then exits 75 naming the holder (pid, run id, host).
 
@@ -134,25 +134,26 @@ def _refuse(problems: list[object]) -> int:
 def _nothing_to_do(cfg: BrainConfig, now: float | None = None) -> bool:
     """True (after saying so) when the last successful full run is provably current.
 
-    Asked under the build directory's lock, without waiting: a run in progress is a
+    Asked under the ledger's run lease, without waiting: a run in progress is a
     doubt, and a doubt means a run (which then waits for the lock as usual). Dagster is
     imported only when the instance is due to be asked again (`steps.up_to_date.
     consult_due`, at most once an hour): whether it still holds the recorded run. The
     skip writes nothing there (no materialisation, no observation, no run).
     """
-    from brain_pipeline.state.layout import StateLayout
-    from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
+    from brain_pipeline.config import memory_of
+    from brain_pipeline.state.lock import LockBusyError, make_holder
+    from brain_pipeline.state.run_lease import run_lease
     from brain_pipeline.steps.up_to_date import check, consult_due
 
     now = time.time() if now is None else now
+    ledger = memory_of(cfg).ledger
     try:
-        with build_dir_lock(
-            cfg.build_dir, wait_seconds=0, holder=make_holder("brain-pipeline materialize")
+        with run_lease(
+            ledger, run_id=None, wait_seconds=0, holder=make_holder("brain-pipeline materialize")
         ):
             verdict = check(cfg)
-            layout = StateLayout.of(cfg.build_dir)
             if verdict.current and consult_due(
-                layout, str(verdict.run_id), cfg.instance_home(), now
+                ledger, str(verdict.run_id), cfg.instance_home(), now
             ):
                 from brain_pipeline.defs.up_to_date import skip_verdict
 
@@ -195,8 +196,8 @@ def _selects_publishing(selection: str, definitions: Definitions) -> bool:
 
 
 def forget_refusals(cfg: BrainConfig) -> None:
-    """`--retry-refused`: drop the remembered refusals (in the ledger), under the run's
-    lock, so this run's embedding step sends those texts again."""
+    """`--retry-refused`: drop the remembered refusals (in the ledger), under the ledger's
+    run lease, so this run's embedding step sends those texts again."""
     from brain_pipeline.config import memory_of
     from brain_pipeline.embedding.gaps import forget_refusals as forget
 
@@ -260,8 +261,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
+    from brain_pipeline.config import memory_of
     from brain_pipeline.preflight import Needs, check_inputs, describe_inputs
-    from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
+    from brain_pipeline.state.lock import LockBusyError, make_holder
+    from brain_pipeline.state.run_lease import hold_run_locks
 
     run_id = str(uuid.uuid4())
     full = args.select == EVERYTHING
@@ -270,7 +273,7 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
     from brain_pipeline.cli.instance_setup import location_and_instance
 
     definitions, instance = location_and_instance(cfg)
-    from brain_pipeline.lib.instance import reap_dead_runs, reaped_message
+    from brain_pipeline.lib.instance import reap_dead_runs, reaped_message, run_is_over
     from brain_pipeline.lib.runner import (
         SelectionError,
         materialize_selection,
@@ -291,16 +294,18 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
     forced: MaterializeOutcome | None = None
     try:
         with hold_run_locks(
-            cfg.build_dir,
+            memory_of(cfg).ledger,
             cfg.publish_root() if publishes else None,
+            run_id=run_id,
             wait_seconds=cfg.locks.wait_seconds,
             holder=holder,
+            finished=run_is_over(instance),
             on_wait=note,
         ):
             if args.rebind:
                 from brain_pipeline.lib.steps import rebind_build_dir
 
-                before = rebind_build_dir(instance, cfg.build_dir)
+                before = rebind_build_dir(instance, cfg)
                 note(f"this instance now serves {cfg.build_dir} (it served {before or 'none'})")
             for dead in reap_dead_runs(instance):
                 note(reaped_message(dead))

@@ -53,8 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import uuid
 
-    from brain_pipeline.config import ConfigError, load_config
-    from brain_pipeline.state.lock import LockBusyError, hold_run_locks, make_holder
+    from brain_pipeline.config import ConfigError, load_config, memory_of
+    from brain_pipeline.state.lock import LockBusyError, make_holder
+    from brain_pipeline.state.run_lease import hold_run_locks
 
     try:
         cfg = load_config()
@@ -70,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
         # Taken here first (the run's own `BrainSettings` re-enters them): a busy build
         # directory is exit 75 before any run is created.
         with hold_run_locks(
-            cfg.build_dir,
+            memory_of(cfg).ledger,
             cfg.publish_root(),
+            run_id=run_id,
             wait_seconds=cfg.locks.wait_seconds,
             holder=make_holder("brain-pipeline rollback", run_id),
         ):

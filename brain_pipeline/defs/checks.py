@@ -42,7 +42,7 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
         context: dg.AssetCheckExecutionContext, settings: BrainSettings
     ) -> dg.AssetCheckResult:
         cfg = settings.load()
-        claim_build_dir(context.instance, cfg.build_dir)
+        claim_build_dir(context.instance, cfg)
         verdict = evaluate_for_check(cfg, context.run.run_id)
         for warning in verdict.warnings:
             context.log.warning(f"retrieval_eval: {warning}")

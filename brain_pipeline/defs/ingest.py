@@ -57,7 +57,7 @@ from brain_pipeline.steps.trigger import with_trigger
 def corpus(context: dg.AssetExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
     cfg = settings.load()
     preflight_run(context.run, cfg)  # the run's first step: refuse before any work
-    claim_build_dir(context.instance, cfg.build_dir)
+    claim_build_dir(context.instance, cfg)
     snapshot = observe(cfg)
     return dg.ObserveResult(
         data_version=dg.DataVersion(snapshot.digest),

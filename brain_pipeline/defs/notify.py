@@ -15,10 +15,11 @@ configured, and so does `notify_retry`.
 
 Each run's message is delivered once, newest truth: `brain-pipeline materialize`
 reports its own run through the same `notify_finished_run` whether or not a daemon
-runs. Whoever holds the run's lease (`run_alerts.run_lease`, a `flock` in the build
-directory's state) sends and records the outcome per channel in the run's delivery
-record before letting go, so two deliverers racing (the command after its run, a
-sensor tick) send one message, and a channel that accepted it is never sent it again.
+runs. Whoever holds the run's lease (`run_alerts.run_lease`, a compare-and-set on the
+run's row in the ledger, so across every worker of a shared ledger) sends and records
+the outcome per channel in the run's delivery record before letting go, so two
+deliverers racing (the command after its run, a sensor tick, another worker) send one
+message, and a channel that accepted it is never sent it again.
 A message no channel accepted (an endpoint down for a minute) stays `pending` and is
 tried again by `notify_retry` (and by the next `materialize`), with a doubling
 backoff, until it is delivered or `notify.retry_for_seconds` have passed; then it is
@@ -39,7 +40,7 @@ from typing import Any
 
 import dagster as dg
 
-from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.config import BrainConfig, load_config, memory_of
 from brain_pipeline.defs.up_to_date import ours as _ours
 from brain_pipeline.lib.code_location import location_config, location_config_path
 from brain_pipeline.lib.dagster_private import event_data, note_in_run_log, run_events
@@ -50,6 +51,7 @@ from brain_pipeline.publishing.run_alerts import (
     RunFacts,
     build_message,
     classify,
+    import_earlier,
     known_secrets,
     pending_deliveries,
     previous_outcome,
@@ -60,7 +62,6 @@ from brain_pipeline.publishing.run_alerts import (
     try_delivery,
     write_delivery,
 )
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.trigger import describe_trigger
 from brain_pipeline.utils.markdown import md_undefanged
 
@@ -240,8 +241,8 @@ def notify_finished_run(
     run = record.dagster_run
     if not run.is_finished or not _ours(run, cfg):
         return None
-    state_dir = StateLayout.of(cfg.build_dir).state_dir
-    if read_delivery(state_dir, run.run_id) is not None:
+    ledger = alerts_ledger(cfg)
+    if read_delivery(ledger, run.run_id) is not None:
         return _redeliver(instance, cfg, run.run_id, log, now=now, sleep=sleep)
     facts = run_facts(instance, run)
     previous = None if not facts.succeeded else previous_event(instance, run, cfg)
@@ -249,12 +250,12 @@ def notify_finished_run(
     if event is None:
         return None
     at = time.time() if now is None else now
-    with run_lease(state_dir, run.run_id) as held:
-        if not held or read_delivery(state_dir, run.run_id) is not None:
+    with run_lease(ledger, run.run_id) as held:
+        if not held or read_delivery(ledger, run.run_id) is not None:
             return None  # another deliverer has it (it sends, or already did)
         stale = superseded_by(event, newer_runs(instance, run, cfg))
         if stale is not None:
-            write_delivery(state_dir, RunDelivery(run.run_id, event.kind, "superseded", None, at))
+            write_delivery(ledger, RunDelivery(run.run_id, event.kind, "superseded", None, at))
             line = (
                 f"run {run.run_id[:8]}: {event.kind} message not sent: a newer run "
                 f"({stale.run_id[:8]}) did not publish"
@@ -265,7 +266,7 @@ def notify_finished_run(
         message = build_message(event, known_secrets(settings, _environment()))
         fresh = RunDelivery(run.run_id, event.kind, "pending", message, first_at=at, next_at=at)
         done = try_delivery(fresh, settings, now=at, sleep=sleep)
-        write_delivery(state_dir, done)
+        write_delivery(ledger, done)
     return _said(instance, done, log)
 
 
@@ -280,15 +281,25 @@ def _redeliver(
 ) -> str | None:
     """One try of run `run_id`'s pending message, if it is due and nobody else holds
     its lease; the account of it, else None."""
-    state_dir = StateLayout.of(cfg.build_dir).state_dir
+    ledger = alerts_ledger(cfg)
     at = time.time() if now is None else now
-    with run_lease(state_dir, run_id) as held:
-        record = read_delivery(state_dir, run_id) if held else None
+    with run_lease(ledger, run_id) as held:
+        record = read_delivery(ledger, run_id) if held else None
         if record is None or not record.due(at):
             return None
         done = try_delivery(record, cfg.notify, now=at, sleep=sleep)
-        write_delivery(state_dir, done)
+        write_delivery(ledger, done)
     return _said(instance, done, log)
+
+
+def alerts_ledger(cfg: BrainConfig) -> Any:
+    """The ledger the delivery records live in, the earlier versions' records of the
+    build directory read into it once (`run_alerts.import_earlier`)."""
+    from brain_pipeline.state.layout import StateLayout
+
+    ledger = memory_of(cfg).ledger
+    import_earlier(ledger, StateLayout.of(cfg.build_dir).state_dir)
+    return ledger
 
 
 def redeliver_due(
@@ -304,9 +315,8 @@ def redeliver_due(
     The accounts of what was tried."""
     if not cfg.notify.configured:
         return []
-    state_dir = StateLayout.of(cfg.build_dir).state_dir
     lines = []
-    for run_id in pending_deliveries(state_dir):
+    for run_id in pending_deliveries(alerts_ledger(cfg)):
         line = _redeliver(instance, cfg, run_id, log, now=now, sleep=sleep)
         if line is not None:
             lines.append(line)

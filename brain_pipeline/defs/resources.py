@@ -8,8 +8,8 @@ location derives when it loads (code versions, kinds, the schedule's cron, the s
 intervals) changes when it reloads.
 
 - `BrainSettings` reads that snapshot, hands it to every step (`load()`), and holds the
-  build directory's lock (and the publish root's when the run publishes) for the whole
-  run, whoever launched it.
+  ledger's run lease (and the publish root's lock when the run publishes) for the whole
+  run, whoever launched it, in-process or a process per step (state.run_lease).
 - `EmbeddingClient` builds the document embedder. Its fields show the provider, model,
   dimension and too_long policy the vectors are made with; its `api_key` is a
   `dg.EnvVar`, so the key is resolved in the run's process and never appears in the UI
@@ -58,9 +58,10 @@ class BrainSettings(dg.ConfigurableResource):
     """The run's configuration, read once when the run starts, and the locks it names.
 
     Every step loads the configuration from here first (`load()`). For a run's duration
-    the resource holds the build directory's write lock (and the publish root's); the
-    locks are re-entrant, so the CLI's own hold is not waited for. Under them it starts
-    and ends the run's up-to-date record (`steps.up_to_date.run_started`, `run_ended`).
+    the resource holds the ledger's run lease (and the publish root's lock); the lease
+    is the run's, so neither the CLI's own hold nor the run's other step processes are
+    waited for (state.run_lease). Under it the run's up-to-date record is started
+    (`steps.up_to_date.run_started`), once per run.
     A resource rather than a step prologue so that a run launched from the UI, a
     schedule or automation reads and holds exactly what a CLI run does, from before its
     first step to after its last. One resource, not a nested one: Dagster initialises a
@@ -75,8 +76,13 @@ class BrainSettings(dg.ConfigurableResource):
 
     @contextmanager
     def yield_for_execution(self, context: dg.InitResourceContext) -> Iterator[BrainSettings]:
+        import multiprocessing
+
+        from brain_pipeline.config import memory_of
         from brain_pipeline.defs.up_to_date import selection_names
-        from brain_pipeline.state.lock import hold_run_locks, make_holder
+        from brain_pipeline.lib.instance import run_is_over
+        from brain_pipeline.state.lock import make_holder
+        from brain_pipeline.state.run_lease import hold_run_locks
         from brain_pipeline.steps import up_to_date
 
         refuse_unloaded_path("settings", self.config_path)
@@ -84,27 +90,28 @@ class BrainSettings(dg.ConfigurableResource):
         run = context.run
         names = {key.to_user_string() for key in (run.asset_selection or set())} if run else set()
         publishes = not names or bool(names & PUBLISH_ASSETS)
+        # A step process of a multiprocess run (a child of the run's process) holds the
+        # lease for its run, not for itself: the run's other steps go on, and the lease
+        # goes when the instance says the run is over (state.run_lease).
+        step_process = run is not None and multiprocessing.parent_process() is not None
         with hold_run_locks(
-            cfg.build_dir,
+            memory_of(cfg).ledger,
             cfg.publish_root() if publishes else None,
+            run_id=run.run_id if run else None,
             wait_seconds=cfg.locks.wait_seconds,
             holder=make_holder("dagster run", run.run_id if run else None),
+            finished=run_is_over(context.instance) if context.instance else None,
+            spans_run=not step_process,
             on_wait=context.log.info if context.log else None,
         ):
             if run is None:
                 yield self
                 return
-            # Every run, whoever launched it: no "up to date" until this one is proven,
-            # and after its last step what it left, for the record (steps.up_to_date).
+            # Every run, whoever launched it: no "up to date" until this one is proven
+            # (once per run: a later step process of it finds its own pending entry).
+            # What it left is taken when Dagster says it succeeded (`confirm`).
             up_to_date.run_started(cfg, run.run_id, *selection_names(run))
-            try:
-                yield self
-            finally:
-                try:
-                    up_to_date.run_ended(cfg, run.run_id)
-                except OSError as exc:  # the next command then runs in full; the run stands
-                    if context.log:
-                        context.log.warning(f"the up-to-date record was not written: {exc}")
+            yield self
 
     def load(self) -> BrainConfig:
         """The run's snapshot (see the module docstring); outside a run, read now."""
@@ -169,8 +176,16 @@ class EmbeddingClient(dg.ConfigurableResource):
 
 
 SHOWN_FIELDS = frozenset(
-    {"provider", "model", "dimension", "too_long", "bucket", "prefix", "region",
-     "include_embeddings"}
+    {
+        "provider",
+        "model",
+        "dimension",
+        "too_long",
+        "bucket",
+        "prefix",
+        "region",
+        "include_embeddings",
+    }
 )
 """Fields whose values a refusal may print: settings, never a key, an endpoint or a path
 (an endpoint or a path can carry a token or a user name)."""
@@ -197,7 +212,8 @@ def moved_fields(run: dg.ConfigurableResource, loaded: dg.ConfigurableResource) 
     from the run's configuration and environment), in declaration order."""
     names = type(loaded).model_fields
     return [
-        name for name in names
+        name
+        for name in names
         if not _same(_resolved(getattr(run, name)), _resolved(getattr(loaded, name)))
     ]
 

@@ -25,10 +25,9 @@ from typing import Any
 
 import dagster as dg
 
-from brain_pipeline.config import BrainConfig, load_config
+from brain_pipeline.config import BrainConfig, load_config, memory_of
 from brain_pipeline.lib.code_location import location_config_path
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, build_dir_tag_value
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps import up_to_date as record
 
 OUR_JOBS = ("reingest_job", "rollback_job", "__ASSET_JOB")
@@ -54,7 +53,7 @@ def selection_names(run: dg.DagsterRun) -> tuple[list[str] | None, list[str] | N
 
 def confirm_finished_run(instance: dg.DagsterInstance, run_id: str, cfg: BrainConfig) -> str | None:
     """Make run `run_id`'s pending outcome the record when Dagster says it SUCCEEDED and it
-    was a full run; None when recorded, else why not. Call under the build dir's lock."""
+    was a full run; None when recorded, else why not. Call under the ledger's run lease."""
     run = instance.get_run_by_id(run_id)
     if run is None or not ours(run, cfg):
         return "not a run of this build directory"
@@ -84,8 +83,8 @@ def consult_instance(
     why = _unseen(instance, run_id)
     if why is not None:
         return record.UpToDate(False, why)
-    layout = StateLayout.of(cfg.build_dir)
-    record.mark_seen(layout, run_id, record.instance_identity(cfg.instance_home()), now=now)
+    ledger = memory_of(cfg).ledger
+    record.mark_seen(ledger, run_id, record.instance_identity(cfg.instance_home()), now=now)
     return verdict
 
 
@@ -93,25 +92,31 @@ def keep_record(instance: dg.DagsterInstance, cfg: BrainConfig) -> str | None:
     """One tick of the `up_to_date_record` sensor: confirm the pending run once Dagster
     says it succeeded, and drop a record the instance no longer holds (its assets were
     wiped: the next command then runs). What it did, or None."""
-    from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
+    from brain_pipeline.lib.instance import run_is_over
+    from brain_pipeline.state.lock import LockBusyError, make_holder
+    from brain_pipeline.state.run_lease import run_lease
 
-    layout = StateLayout.of(cfg.build_dir)
+    ledger = memory_of(cfg).ledger
     try:
-        with build_dir_lock(
-            cfg.build_dir, wait_seconds=0, holder=make_holder("up_to_date_record sensor")
+        with run_lease(
+            ledger,
+            run_id=None,
+            wait_seconds=0,
+            holder=make_holder("up_to_date_record sensor"),
+            finished=run_is_over(instance),
         ):
-            pending = record.pending_run(layout)
+            pending = record.pending_run(ledger)
             if pending is not None:
                 run = instance.get_run_by_id(pending)
                 if run is not None and run.is_finished:
                     why = confirm_finished_run(instance, pending, cfg)
-                    record.drop_pending(layout, pending)
+                    record.drop_pending(ledger, pending)
                     return f"run {pending[:8]}: " + (why or "recorded as up to date")
-            recorded = record.recorded_run(layout)
+            recorded = record.recorded_run(ledger)
             if recorded is not None:
                 unseen = _unseen(instance, recorded)
                 if unseen is not None:
-                    record.forget(layout)
+                    record.forget(ledger)
                     return f"run {recorded[:8]} no longer up to date: {unseen}"
     except LockBusyError:
         return None  # a run is in progress: its end is the next tick's business

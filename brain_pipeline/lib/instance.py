@@ -14,8 +14,8 @@ so nobody ever sees the one without the other.
 
 What the project needs from any instance is applied without touching anyone else's:
 
-* One writer per build directory: the build directory's own OS lock
-  (`state.lock`), held by every run whoever launched it.
+* One writer per ledger: the ledger's run lease (`state.run_lease`), held by every
+  run whoever launched it, for the run (`run_is_over` tells a waiter it is over).
 * The `gemini_embedding` pool: when that pool has no limit (neither its own nor a
   `concurrency.pools.default_limit`), it gets one slot for that pool only, exactly what
   `dagster instance concurrency set gemini_embedding 1` does; a limit already there is
@@ -361,3 +361,17 @@ def reaped_message(run: ReapedRun) -> str:
     )
 
 
+def run_is_over(instance: dg.DagsterInstance) -> Callable[[str], bool]:
+    """Whether a run holding the ledger's run lease is over, as this instance says: the
+    stale check of `state.run_lease` (a run whose process is gone is reaped first). A
+    run this instance does not know may be another instance's: not over."""
+
+    def over(run_id: str) -> bool:
+        record = instance.get_run_record_by_id(run_id)
+        if record is None or record.dagster_run.is_finished:
+            return record is not None
+        reap_dead_runs(instance)
+        record = instance.get_run_record_by_id(run_id)
+        return record is not None and record.dagster_run.is_finished
+
+    return over

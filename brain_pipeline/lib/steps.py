@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -24,7 +23,8 @@ from brain_pipeline.utils.damage import log as _damage_log
 from brain_pipeline.utils.damage import print_report
 from brain_pipeline.utils.markdown import md_defanged
 
-# Run storage key-value entry naming the build directory this instance serves.
+# Run storage key-value entry naming the ledger this instance serves (before issue 41: the
+# build directory, whose SQLite ledger it now is).
 BUILD_DIR_KEY = "brain_pipeline/build_dir"
 
 CORPUS = dg.AssetKey("corpus")
@@ -34,32 +34,43 @@ PUBLISH_ASSETS = frozenset({"published_local", "published_s3"})
 
 
 class BuildDirMismatch(dg.Failure):
-    """The instance serves another build directory: mixing them would mix their lineage."""
+    """The instance serves another ledger: mixing them would mix two projects' lineage."""
 
 
 def layout_for(cfg: BrainConfig) -> StateLayout:
     return StateLayout.of(cfg.build_dir)
 
 
-def claim_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> None:
-    """Bind the instance to one build directory, or refuse a run for another one.
+def ledger_identity(cfg: BrainConfig) -> str:
+    """What an instance is bound to: the ledger's URL, without a password."""
+    from brain_pipeline.state.ledger import redacted
 
-    Everything a run hands on lives in the build directory, but Dagster's lineage,
-    staleness and automation live in the instance: two build directories feeding one
-    instance would make it show (and act on) a mix of both. The first run records its
-    build directory; a later run with another one fails with a clear message.
+    return redacted(cfg.ledger_url())
+
+
+def claim_build_dir(instance: dg.DagsterInstance, cfg: BrainConfig) -> None:
+    """Bind the instance to one ledger, or refuse a run for another one.
+
+    What a run remembers lives in the ledger, but Dagster's lineage, staleness and
+    automation live in the instance: two projects' ledgers feeding one instance would
+    make it show (and act on) a mix of both. The first run records its ledger; a later
+    run with another one fails with a clear message. Workers with build directories of
+    their own on one shared ledger (`state.ledger` on PostgreSQL) share the instance
+    too. An instance bound by an older version to this build directory is moved to its
+    ledger, which is that build directory's.
     """
-    wanted = str(build_dir)
+    wanted = ledger_identity(cfg)
     current = read_instance_value(instance, BUILD_DIR_KEY)
-    if current is None:
+    if current is None or (current == str(cfg.build_dir) and not cfg.state.ledger):
         write_instance_value(instance, BUILD_DIR_KEY, wanted)
         return
     if current != wanted:
         raise BuildDirMismatch(
             description=(
-                f"this Dagster instance serves the build directory {current}, not {wanted}: "
-                "use one DAGSTER_HOME per build directory (set DAGSTER_HOME), or run "
-                "`brain-pipeline materialize --rebind` to move this instance to the new one"
+                f"this Dagster instance serves the ledger {current}, not {wanted} (the "
+                "build directory's own, or state.ledger): use one DAGSTER_HOME per "
+                "project (set DAGSTER_HOME), or run `brain-pipeline materialize --rebind` "
+                "to move this instance to the new one"
             )
         )
 
@@ -73,7 +84,7 @@ def start_step(
     cfg: BrainConfig = settings.load()
     if run is not None:
         preflight_run(run, cfg)
-    claim_build_dir(instance, cfg.build_dir)
+    claim_build_dir(instance, cfg)
     return cfg, layout_for(cfg)
 
 
@@ -95,10 +106,10 @@ def preflight_run(run: dg.DagsterRun | None, cfg: BrainConfig) -> None:
         raise dg.Failure(description="; ".join(p.message for p in problems))
 
 
-def rebind_build_dir(instance: dg.DagsterInstance, build_dir: Path) -> str | None:
-    """Point the instance at `build_dir`; returns the directory it served before."""
+def rebind_build_dir(instance: dg.DagsterInstance, cfg: BrainConfig) -> str | None:
+    """Point the instance at `cfg`'s ledger; returns the ledger it served before."""
     before = read_instance_value(instance, BUILD_DIR_KEY)
-    write_instance_value(instance, BUILD_DIR_KEY, str(build_dir))
+    write_instance_value(instance, BUILD_DIR_KEY, ledger_identity(cfg))
     return before
 
 

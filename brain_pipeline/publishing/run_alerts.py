@@ -28,7 +28,6 @@ and from each delivery line before either leaves this module.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import http.client
 import json
 import os
@@ -37,6 +36,7 @@ import ssl
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
@@ -45,7 +45,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from brain_pipeline.publishing.deadline import Deadline
-from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.state.ledger import Ledger
 
 EventKind = Literal["blocked", "failed", "regression", "recovered", "forced"]
 Previous = Literal["blocked", "failed", "regression", "recovered", "forced", "good"]
@@ -264,7 +264,7 @@ a RECOVERED a newer failure made stale, never sent."""
 
 @dataclass(frozen=True)
 class RunDelivery:
-    """The delivery record of one run's message, `<state>/notified/<run id>.json`.
+    """The delivery record of one run's message, a row of the ledger (`run_alerts`).
 
     Written only under the run's lease (`run_lease`), atomically, before the lease is
     released: the next deliverer to take the lease reads what the last one did, so a
@@ -347,63 +347,105 @@ class RunDelivery:
         )
 
 
-def _run_name(run_id: str) -> str:
-    return "".join(c for c in run_id if c.isalnum() or c == "-") or "run"
+_DDL = """
+CREATE TABLE IF NOT EXISTS run_alerts (
+  run_id TEXT PRIMARY KEY, state TEXT, first_at REAL, body TEXT, updated_at REAL NOT NULL,
+  holder TEXT, lease_until REAL)
+"""
+LEASE_SECONDS = 900.0
+"""How long a deliverer's lease on a run's message lasts: one try of every channel, with
+its retries and deadlines, ends well within it; a deliverer killed mid-send leaves the
+lease to whoever comes after it expires (the record as it was before that try)."""
 
 
-def delivery_path(state_dir: Path, run_id: str) -> Path:
-    return state_dir / NOTIFIED_DIR / f"{_run_name(run_id)}.json"
+def _table(ledger: Ledger) -> Ledger:
+    ledger.ensure_tables("run_alerts", _DDL)
+    return ledger
 
 
 @contextlib.contextmanager
-def run_lease(state_dir: Path, run_id: str) -> Iterator[bool]:
+def run_lease(
+    ledger: Ledger, run_id: str, *, now: Callable[[], float] = time.time
+) -> Iterator[bool]:
     """Hold the lease on run `run_id`'s message: True for the one deliverer (a sensor
-    tick, the command) that may read, send and record it now; False when another holds
-    it (it is sending: this one leaves the run alone). An exclusive `flock` on
-    `<state>/notified/<run id>.lease`, never waited for: the kernel drops it when its
-    holder exits, so a deliverer killed mid-send leaves no stale lease, only its record
-    as it was before the try (the next one tries again)."""
-    folder = state_dir / NOTIFIED_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / f"{_run_name(run_id)}.lease", os.O_CREAT | os.O_RDWR, 0o644)
+    tick, the command, on any worker of the ledger) that may read, send and record it
+    now; False when another holds it (it is sending: this one leaves the run alone).
+    A compare-and-set on the run's row (`run_alerts`), never waited for, given back
+    on the way out and expiring after LEASE_SECONDS."""
+    token, at = uuid.uuid4().hex, now()
+    _table(ledger).execute(
+        "INSERT INTO run_alerts (run_id, updated_at) VALUES (?, ?) "
+        "ON CONFLICT (run_id) DO NOTHING",
+        (run_id, at),
+    )
+    taken = ledger.execute(
+        "UPDATE run_alerts SET holder = ?, lease_until = ? "
+        "WHERE run_id = ? AND (holder IS NULL OR lease_until < ?)",
+        (token, at + LEASE_SECONDS, run_id, at),
+    )
+    if taken != 1:
+        yield False
+        return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
         yield True
     finally:
-        os.close(fd)  # releases the flock
+        ledger.execute(
+            "UPDATE run_alerts SET holder = NULL, lease_until = NULL "
+            "WHERE run_id = ? AND holder = ?",
+            (run_id, token),
+        )
 
 
-def read_delivery(state_dir: Path, run_id: str) -> RunDelivery | None:
-    """The run's delivery record; None when nobody has handled its message yet.
-
-    A bare `<state>/notified/<run id>` (the claim file of earlier versions, taken before
-    sending) counts as handled: such a run is never sent again. A damaged record also
-    counts as handled (`failed`, so `status` names it): a second message is worse than
-    a reported gap."""
-    folder = state_dir / NOTIFIED_DIR
-    if (folder / _run_name(run_id)).exists():
-        return RunDelivery(run_id, "earlier", "delivered", None, 0.0)
-    try:
-        raw = delivery_path(state_dir, run_id).read_bytes()
-    except FileNotFoundError:
+def read_delivery(ledger: Ledger, run_id: str) -> RunDelivery | None:
+    """The run's delivery record; None when nobody has handled its message yet. A
+    damaged record counts as handled (`failed`, so `status` names it): a second message
+    is worse than a reported gap."""
+    rows = _table(ledger).query("SELECT body FROM run_alerts WHERE run_id = ?", (run_id,))
+    if not rows or rows[0][0] is None:
         return None
     try:
-        return RunDelivery.from_json(json.loads(raw))
+        return RunDelivery.from_json(json.loads(rows[0][0]))
     except (ValueError, KeyError, TypeError):
         damaged = ChannelResult("record", False, 0, "the delivery record is unreadable")
         return RunDelivery(run_id, "unknown", "failed", None, 0.0, channels={"record": damaged})
 
 
-def write_delivery(state_dir: Path, record: RunDelivery) -> None:
-    """Write the record atomically (call under the run's lease), then prune old ones."""
-    path = delivery_path(state_dir, record.run_id)
-    data = (json.dumps(record.to_json(), sort_keys=True, indent=1) + "\n").encode("utf-8")
-    atomic_write_bytes(path, data)
-    _prune(path.parent)
+def write_delivery(ledger: Ledger, record: RunDelivery) -> None:
+    """Keep the record (call under the run's lease), then drop settled ones beyond the
+    newest KEEP_CLAIMS (a run that old is never reported again: the sensors look back
+    far fewer runs); a pending record is kept until it is settled."""
+    _table(ledger).execute(
+        "INSERT INTO run_alerts (run_id, state, first_at, body, updated_at) "
+        "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
+        "first_at = excluded.first_at, body = excluded.body, updated_at = excluded.updated_at",
+        (record.run_id, record.state, record.first_at,
+         json.dumps(record.to_json(), sort_keys=True), time.time()),
+    )  # fmt: skip
+    ledger.execute(
+        "DELETE FROM run_alerts WHERE state IS NOT NULL AND state <> 'pending' AND run_id "
+        "NOT IN (SELECT run_id FROM run_alerts ORDER BY updated_at DESC LIMIT ?)",
+        (KEEP_CLAIMS,),
+    )
+
+
+def import_earlier(ledger: Ledger, state_dir: Path) -> None:
+    """Once per ledger: the delivery records of earlier versions, `<state>/notified/
+    <run>.json`, and their bare claim files `<run>` (handled: never sent again)."""
+    if ledger.pointer("imported notified/") is not None:
+        return
+    folder = state_dir / NOTIFIED_DIR
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.suffix == ".lease":
+            continue
+        record = RunDelivery(path.name, "earlier", "delivered", None, 0.0)
+        if path.suffix == ".json":
+            try:
+                record = RunDelivery.from_json(json.loads(path.read_bytes()))
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        if read_delivery(ledger, record.run_id) is None:
+            write_delivery(ledger, record)
+    ledger.set_pointer("imported notified/", "1", expected=None)
 
 
 @dataclass(frozen=True)
@@ -454,66 +496,24 @@ def try_delivery(
     )
 
 
-def pending_deliveries(state_dir: Path) -> list[str]:
-    """The runs whose message is still pending, oldest record first (a cheap scan of
-    `<state>/notified/`: what the retrying sensor and the command look at)."""
-    folder = state_dir / NOTIFIED_DIR
-    found: list[tuple[int, str]] = []
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        if not entry.name.endswith(".json"):
-            continue
-        try:
-            body = json.loads(Path(entry.path).read_bytes())
-            mtime = entry.stat().st_mtime_ns
-        except (OSError, ValueError):
-            continue
-        if isinstance(body, dict) and body.get("state") == "pending" and body.get("run_id"):
-            found.append((mtime, str(body["run_id"])))
-    return [run_id for _, run_id in sorted(found)]
+def pending_deliveries(ledger: Ledger) -> list[str]:
+    """The runs whose message is still pending, oldest record first (what the retrying
+    sensor and the command look at)."""
+    rows = _table(ledger).query(
+        "SELECT run_id FROM run_alerts WHERE state = 'pending' ORDER BY updated_at, run_id"
+    )
+    return [str(row[0]) for row in rows]
 
 
-def undelivered(state_dir: Path) -> list[RunDelivery]:
+def undelivered(ledger: Ledger) -> list[RunDelivery]:
     """Messages not delivered: given up (`failed`) or still being retried (`pending`),
     newest first, for `brain-pipeline status`. Read-only."""
-    folder = state_dir / NOTIFIED_DIR
-    out: list[tuple[float, RunDelivery]] = []
-    try:
-        entries = list(os.scandir(folder))
-    except FileNotFoundError:
-        return []
-    for entry in entries:
-        if not entry.name.endswith(".json"):
-            continue
-        record = read_delivery(state_dir, entry.name[: -len(".json")])
-        if record is not None and record.state in ("failed", "pending"):
-            out.append((record.first_at, record))
-    return [record for _, record in sorted(out, key=lambda pair: pair[0], reverse=True)]
-
-
-def _prune(folder: Path) -> None:
-    """Keep the newest KEEP_CLAIMS records (a run that old is never reported again: the
-    sensors look back far fewer runs); a pending record is kept until it is settled."""
-    entries = []
-    for entry in os.scandir(folder):
-        if entry.name.endswith(".lease"):
-            continue
-        try:
-            entries.append((entry.stat().st_mtime_ns, entry.path))
-        except FileNotFoundError:
-            continue
-    for _, path in sorted(entries)[:-KEEP_CLAIMS]:
-        if path.endswith(".json"):
-            with contextlib.suppress(OSError, ValueError):
-                if json.loads(Path(path).read_bytes()).get("state") == "pending":
-                    continue
-        stem = path[: -len(".json")] if path.endswith(".json") else path
-        for doomed in (path, stem + ".lease"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(doomed)
+    rows = _table(ledger).query(
+        "SELECT run_id FROM run_alerts WHERE state IN ('failed', 'pending')"
+    )
+    found = [read_delivery(ledger, str(row[0])) for row in rows]
+    records = [r for r in found if r is not None]
+    return sorted(records, key=lambda record: record.first_at, reverse=True)
 
 
 # -- delivery ----------------------------------------------------------------------------

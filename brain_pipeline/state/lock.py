@@ -1,4 +1,5 @@
-"""One writer per build directory and per publish root: OS locks that name their holder.
+"""OS locks that name their holder: the publish root's, the SQLite ledger's run lock
+(`state.ledger`, under `state.run_lease`), the instance's creation lock.
 
 Why `fcntl.flock` on a lock file: the kernel drops the lock when the holder's last
 descriptor closes, and that includes `kill -9` and a power cut, so a crashed run never
@@ -9,7 +10,7 @@ host, command, since), rewritten in place by each acquirer, so that whoever has 
 can say who it waits for. That description is advisory text, which is why it is written
 in place rather than through `utils.atomic` (the inode must stay the one locked).
 
-A lock is re-entrant within one process: a step that takes the build-directory lock
+A lock is re-entrant within one process: a step that takes the ledger's run lock
 inside a CLI run that already holds it proceeds instead of waiting for itself.
 
 No Dagster import: the CLI, the publishing core and the assets all use this module.
@@ -31,10 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.state.layout import StateLayout
-
 PUBLISH_LOCK_NAME = ".brain-publish.lock"
-BUILD_LOCK_NAME = "build.lock"
 DEFAULT_POLL_SECONDS = 0.25
 
 # path -> (pid that holds it, depth): the re-entrancy book of this process.
@@ -58,11 +56,6 @@ class LockBusyError(RuntimeError):
             f"{label} is busy: held by {describe_holder(holder)}; gave up after waiting "
             f"{waited:g}s (locks.wait_seconds, lock file {path})"
         )
-
-
-def build_dir_lock_path(build_dir: Path | str) -> Path:
-    """The lock that makes one process at a time the writer of `build_dir`."""
-    return StateLayout.of(build_dir).locks_dir / BUILD_LOCK_NAME
 
 
 def publish_lock_path(publish_root: Path | str) -> Path:
@@ -174,7 +167,7 @@ def acquire_lock(
     When another process holds it, poll every `poll_seconds` for up to `wait_seconds`
     (0: do not wait), telling `on_wait` once who is being waited for, then raise
     `LockBusyError` naming the holder. `clock` and `sleep` are injectable so tests decide
-    how time passes. `label` names what is locked in messages ("build directory /x").
+    how time passes. `label` names what is locked in messages ("publish root /x").
     Re-entrant within one process.
     """
     lock_path = Path(path).expanduser().resolve()
@@ -216,19 +209,6 @@ def acquire_lock(
         os.close(fd)
 
 
-def build_dir_lock(
-    build_dir: Path | str, *, wait_seconds: float, holder: Mapping[str, object], **options: Any
-) -> AbstractContextManager[Path]:
-    """`acquire_lock` on the build directory's lock, labelled for messages."""
-    return acquire_lock(
-        build_dir_lock_path(build_dir),
-        wait_seconds=wait_seconds,
-        holder=holder,
-        label=f"build directory {StateLayout.of(build_dir).build_dir}",
-        **options,
-    )
-
-
 def publish_root_lock(
     publish_root: Path | str, *, wait_seconds: float, holder: Mapping[str, object], **options: Any
 ) -> AbstractContextManager[Path]:
@@ -240,22 +220,3 @@ def publish_root_lock(
         label=f"publish root {Path(publish_root).expanduser().resolve()}",
         **options,
     )
-
-
-@contextmanager
-def hold_run_locks(
-    build_dir: Path | str,
-    publish_root: Path | str | None,
-    *,
-    wait_seconds: float,
-    holder: Mapping[str, object],
-    **options: Any,
-) -> Iterator[None]:
-    """The locks of one run: its build directory, then (when it publishes) its publish
-    root. Always in that order, whoever takes them, so two runs never deadlock."""
-    with build_dir_lock(build_dir, wait_seconds=wait_seconds, holder=holder, **options):
-        if publish_root is None:
-            yield
-            return
-        with publish_root_lock(publish_root, wait_seconds=wait_seconds, holder=holder, **options):
-            yield

@@ -66,8 +66,10 @@ def refresh_build_store(cfg: BrainConfig) -> StoreRefresh:
     StoreRefreshError when there is neither a store nor a way to build one now.
     An empty chunk history is seeded from the live published store, as a run seeds it.
     """
+    from brain_pipeline.config import memory_of
     from brain_pipeline.corpus.chunk_cache import CorpusChangedError
-    from brain_pipeline.state.lock import LockBusyError, build_dir_lock, make_holder
+    from brain_pipeline.state.lock import LockBusyError, make_holder
+    from brain_pipeline.state.run_lease import run_lease
     from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
 
     layout = StateLayout.of(cfg.build_dir)
@@ -85,8 +87,11 @@ def refresh_build_store(cfg: BrainConfig) -> StoreRefresh:
             f"corpus.path in {cfg.config_path or 'corpus_config.yaml'} or CURATED_CONTENT_PATH"
         ) from exc
     try:
-        with build_dir_lock(
-            layout.build_dir, wait_seconds=0, holder=make_holder("brain-pipeline fixture")
+        with run_lease(
+            memory_of(cfg).ledger,
+            run_id=None,
+            wait_seconds=0,
+            holder=make_holder("brain-pipeline fixture"),
         ):
             snapshot = observe(cfg)
             chunk_corpus(cfg, layout, snapshot, run_id=RUN_ID, log=_QUIET)

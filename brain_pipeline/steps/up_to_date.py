@@ -2,23 +2,26 @@
 
 A re-run after nothing changed used to cost seconds of fixed overhead (importing and
 opening Dagster, writing a run's events) to conclude what a few stats can prove. The
-record, `state/last-run.json`, holds every input's digest (corpus, fixture,
-configuration, code, embedding provider and key), the signature (utils.file_signature,
-the project's one "unchanged" rule) of every file the run's outcome lives in (the
-build's artifacts and records, each file of the live publication, verified against its
-manifest first) and the Dagster instance that saw the run.
+record, a row of the ledger (table `up_to_date`, this module's area), holds every
+input's digest (corpus, fixture, configuration, code, embedding provider and key), the
+signature (utils.file_signature, the project's one "unchanged" rule) of every file the
+run's outcome lives in (the build's artifacts and records, each file of the live
+publication, verified against its manifest first) and the Dagster instance that saw it.
 
-It is written in three moves, whichever launcher started the run (the command line,
-the UI, a schedule, automation), because the run's own resource makes the first two
-(defs/resources.py `BrainSettings`, under the run's locks):
+It is written in two moves, whichever launcher started the run (the command line,
+the UI, a schedule, automation), once per run however many processes its steps take:
 
-1. `run_started`: the record is removed (until a run is proven, nothing is) and the
-   inputs are taken as the run starts; every run does this, whatever it selects, so a
-   failed or partial run always leaves a build that is not "up to date";
-2. `run_ended`: after its last step, what the run left is written as *pending*;
-3. `confirm`: only once Dagster says the run SUCCEEDED, and only for a full run (every
-   asset and every blocking check), the pending body becomes the record: by the
+1. `run_started` (the run's own resource, defs/resources.py `BrainSettings`, under the
+   run's lease): the record is removed (until a run is proven, nothing is) and the
+   inputs are taken as the run starts, as *pending*; every run does this, whatever it
+   selects, so a failed or partial run always leaves a build that is not "up to date";
+2. `confirm`: only once Dagster says the run SUCCEEDED, and only for a full run (every
+   asset and every blocking check), what the run left becomes the record: by the
    command after its own run, by the `up_to_date_record` sensor for the others.
+
+The ledger is shared by every worker on it: any worker's run forgets the record, and a
+record names the files of the build directory it rests on, so another worker (another
+build directory) finds them changed and runs.
 
 `check` compares the present with the record; `materialize` without a selection skips
 the run only when everything is equal. Any doubt means a run: a missing, unreadable or
@@ -36,7 +39,6 @@ observation that automation, or the asset's history, would read as new data.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -49,15 +51,12 @@ from brain_pipeline.config import BrainConfig, CorpusNotFoundError, memory_of
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED
 from brain_pipeline.corpus.observation import CorpusSnapshot, load_snapshot, observe_corpus
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.ledger import Ledger
 from brain_pipeline.state.records import read_record
-from brain_pipeline.utils.atomic import atomic_write_bytes
-from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import file_sha256_or, value_digest
 from brain_pipeline.utils.file_signature import FileSignature
 
-RECORD_FORMAT = 2
-"""2: the record names the Dagster instance that saw the run (a format-1 record means a run)."""
-PENDING_FORMAT = 1
+_DDL = "CREATE TABLE IF NOT EXISTS up_to_date (name TEXT PRIMARY KEY, body TEXT NOT NULL)"
 CONSULT_AFTER_SECONDS = 3600.0
 """How long a skip trusts the instance's last confirmation that it holds the recorded
 run's materialisations: after that, the command asks the instance again, which costs an
@@ -76,18 +75,34 @@ brain_pipeline_tests/defs/test_up_to_date.py, so a new blocking check must be ad
 _SOURCE_ROOT = Path(__file__).resolve().parents[1]
 
 
-def record_path(layout: StateLayout) -> Path:
-    return layout.state_dir / "last-run.json"
+RECORD, PENDING, SEEN = "record", "pending", "seen"
+"""The rows: the last successful full run's record; the run in progress (or the last
+run, until confirmed); when the instance last confirmed it holds the recorded run."""
 
 
-def pending_path(layout: StateLayout) -> Path:
-    """What the run in progress (or the last run, until confirmed) left: `run_ended`."""
-    return layout.state_dir / "last-run.pending.json"
+def _read_json(ledger: Ledger, name: str) -> dict[str, Any] | None:
+    ledger.ensure_tables("up_to_date", _DDL)
+    rows = ledger.query("SELECT body FROM up_to_date WHERE name = ?", (name,))
+    try:
+        body = json.loads(rows[0][0]) if rows else None
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
 
 
-def seen_path(layout: StateLayout) -> Path:
-    """When the instance last confirmed it holds the recorded run (`consult_due`)."""
-    return layout.state_dir / "instance-seen.json"
+def _write_json(ledger: Ledger, name: str, body: Mapping[str, Any]) -> None:
+    ledger.ensure_tables("up_to_date", _DDL)
+    ledger.execute(
+        "INSERT INTO up_to_date VALUES (?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET body = excluded.body",
+        (name, json.dumps(body, sort_keys=True)),
+    )
+
+
+def _delete(ledger: Ledger, *names: str) -> None:
+    ledger.ensure_tables("up_to_date", _DDL)
+    for name in names:
+        ledger.execute("DELETE FROM up_to_date WHERE name = ?", (name,))
 
 
 @dataclass(frozen=True)
@@ -280,10 +295,9 @@ def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any
 # --- the record -------------------------------------------------------------------------------
 
 
-def forget(layout: StateLayout) -> None:
+def forget(ledger: Ledger) -> None:
     """Remove the record: a run is starting, so until it succeeds nothing is proven."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(record_path(layout))
+    _delete(ledger, RECORD)
 
 
 def instance_identity(home: Path | str) -> dict[str, Any]:
@@ -293,19 +307,6 @@ def instance_identity(home: Path | str) -> dict[str, Any]:
     folder = Path(home).expanduser().resolve()
     signature = FileSignature.of(folder / "dagster.yaml")
     return {"home": str(folder), "settings": signature.as_list() if signature else None}
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        body = json.loads(path.read_bytes())
-    except (FileNotFoundError, ValueError, UnicodeDecodeError):
-        return None
-    return body if isinstance(body, dict) else None
-
-
-def _write_json(path: Path, body: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(path, (json.dumps(body, sort_keys=True, indent=1) + "\n").encode("utf-8"))
 
 
 def touches_record(assets: Iterable[str] | None, checks: Iterable[str] | None) -> bool:
@@ -335,14 +336,13 @@ def run_started(
     `touches_record`."""
     if not touches_record(assets, checks):
         return
-    layout = StateLayout.of(cfg.build_dir)
-    pending = _read_json(pending_path(layout))
+    ledger = memory_of(cfg).ledger
+    pending = _read_json(ledger, PENDING)
     if pending is not None and pending.get("run_id") == run_id:
         return
-    forget(layout)
-    inputs = current_inputs(cfg, layout, run_id)
-    pending = {"format": PENDING_FORMAT, "run_id": run_id, "inputs": inputs}
-    _write_json(pending_path(layout), pending)
+    forget(ledger)
+    inputs = current_inputs(cfg, StateLayout.of(cfg.build_dir), run_id)
+    _write_json(ledger, PENDING, {"run_id": run_id, "inputs": inputs})
 
 
 def outcome_body(
@@ -376,27 +376,12 @@ def outcome_body(
     corpus = corpus_identity(snapshot)
     now = (clock or (lambda: datetime.now(UTC)))()
     return {
-        "format": RECORD_FORMAT,
         "run_id": run_id,
         "finished_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "inputs": {**inputs, "corpus": corpus},
         "build": _signatures(_outcome_files(layout)),
         "publication": publication,
     }
-
-
-def run_ended(cfg: BrainConfig, run_id: str, *, clock: Any = None) -> None:
-    """After the run's last step, still under its locks: what it left, as pending.
-
-    Written whether or not the run succeeded (the resource that calls it cannot tell);
-    only `confirm`, once Dagster says the run succeeded, makes it the record."""
-    layout = StateLayout.of(cfg.build_dir)
-    pending = _read_json(pending_path(layout))
-    if pending is None or pending.get("run_id") != run_id:
-        return  # another run started since (or this one never registered): nothing to say
-    body = outcome_body(cfg, run_id, dict(pending.get("inputs") or {}), clock=clock)
-    pending["outcome"] = body
-    _write_json(pending_path(layout), pending)
 
 
 def is_full_selection(assets: Iterable[str] | None, checks: Iterable[str] | None) -> bool:
@@ -415,24 +400,25 @@ def confirm(
     *,
     full: bool,
     now: float | None = None,
+    clock: Any = None,
 ) -> str | None:
     """The run `run_id` SUCCEEDED (Dagster says so): make what it left the record.
-    None when recorded, else why not. Call under the build directory's lock."""
-    layout = StateLayout.of(cfg.build_dir)
-    pending = _read_json(pending_path(layout))
+    None when recorded, else why not. Call under the ledger's run lease, before another
+    run starts (that run's `run_started` replaces the pending row: then nothing)."""
+    ledger = memory_of(cfg).ledger
+    pending = _read_json(ledger, PENDING)
     if pending is None or pending.get("run_id") != run_id:
         return "another run started since this one"
     if not full:
         return "the run did not select every asset and check"
-    outcome = pending.get("outcome")
+    outcome = outcome_body(cfg, run_id, dict(pending.get("inputs") or {}), clock=clock)
     if not isinstance(outcome, dict):
-        return str(outcome) if outcome else "the run left no account of its outcome"
+        return outcome
     identity = instance_identity(instance_home)
-    _write_json(record_path(layout), {**outcome, "instance": identity})
+    _write_json(ledger, RECORD, {**outcome, "instance": identity})
     # The instance has just seen the run: no need to ask it for the next hour.
-    mark_seen(layout, run_id, identity, now=now)
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(pending_path(layout))
+    mark_seen(ledger, run_id, identity, now=now)
+    _delete(ledger, PENDING)
     return None
 
 
@@ -444,77 +430,59 @@ def record_successful_run(
     *,
     clock: Any = None,
 ) -> str | None:
-    """The three moves at once, for a successful full run whose inputs at start are
+    """Both moves at once, for a successful full run whose inputs at start are
     `inputs_at_start` (the tests' shortcut; runs go through `BrainSettings`)."""
-    layout = StateLayout.of(cfg.build_dir)
-    forget(layout)
-    _write_json(
-        pending_path(layout),
-        {"format": PENDING_FORMAT, "run_id": run_id, "inputs": dict(inputs_at_start)},
-    )
-    run_ended(cfg, run_id, clock=clock)
-    return confirm(cfg, run_id, instance_home, full=True)
+    ledger = memory_of(cfg).ledger
+    forget(ledger)
+    _write_json(ledger, PENDING, {"run_id": run_id, "inputs": dict(inputs_at_start)})
+    return confirm(cfg, run_id, instance_home, full=True, clock=clock)
 
 
-def pending_run(layout: StateLayout) -> str | None:
-    """The run whose outcome awaits Dagster's verdict (None: none)."""
-    pending = _read_json(pending_path(layout))
-    run_id = pending.get("run_id") if pending is not None else None
-    return run_id if isinstance(run_id, str) else None
-
-
-def drop_pending(layout: StateLayout, run_id: str) -> None:
-    """Forget run `run_id`'s pending outcome (it finished and was judged)."""
-    if pending_run(layout) == run_id:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(pending_path(layout))
-
-
-def recorded_run(layout: StateLayout) -> str | None:
-    """The run the record rests on (None: no readable record)."""
-    body = _read_json(record_path(layout))
+def _run_of(ledger: Ledger, name: str) -> str | None:
+    body = _read_json(ledger, name)
     run_id = body.get("run_id") if body is not None else None
     return run_id if isinstance(run_id, str) else None
+
+
+def pending_run(ledger: Ledger) -> str | None:
+    """The run whose outcome awaits Dagster's verdict (None: none)."""
+    return _run_of(ledger, PENDING)
+
+
+def drop_pending(ledger: Ledger, run_id: str) -> None:
+    """Forget run `run_id`'s pending outcome (it finished and was judged)."""
+    if pending_run(ledger) == run_id:
+        _delete(ledger, PENDING)
+
+
+def recorded_run(ledger: Ledger) -> str | None:
+    """The run the record rests on (None: no readable record)."""
+    return _run_of(ledger, RECORD)
 
 
 # --- what only the instance can say -----------------------------------------------------------
 
 
 def mark_seen(
-    layout: StateLayout, run_id: str, identity: Mapping[str, Any], *, now: float | None = None
+    ledger: Ledger, run_id: str, identity: Mapping[str, Any], *, now: float | None = None
 ) -> None:
     """The instance `identity` holds run `run_id`'s materialisations (asked at `now`)."""
     import time
 
     stamp = time.time() if now is None else now
-    _write_json(seen_path(layout), {"run_id": run_id, "instance": dict(identity), "at": stamp})
+    _write_json(ledger, SEEN, {"run_id": run_id, "instance": dict(identity), "at": stamp})
 
 
-def consult_due(layout: StateLayout, run_id: str, home: Path | str, now: float) -> bool:
+def consult_due(ledger: Ledger, run_id: str, home: Path | str, now: float) -> bool:
     """Whether the skip must ask the instance first: it never confirmed this run, or not
     within CONSULT_AFTER_SECONDS (a wipe since)."""
-    seen = _read_json(seen_path(layout))
+    seen = _read_json(ledger, SEEN)
     if seen is None or seen.get("run_id") != run_id:
         return True
     if seen.get("instance") != instance_identity(home):
         return True
     at = seen.get("at")
     return not isinstance(at, (int, float)) or not 0 <= now - at < CONSULT_AFTER_SECONDS
-
-
-def _read(layout: StateLayout) -> dict[str, Any] | None:
-    path = record_path(layout)
-
-    def load() -> dict[str, Any] | None:
-        try:
-            body = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            return None
-        if not isinstance(body, dict) or body.get("format") != RECORD_FORMAT:
-            raise ValueError("not a last-run record of this format")
-        return body
-
-    return healed(path, load, what="last-run record", consequence="the next run runs in full")
 
 
 def _first_difference(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
@@ -545,7 +513,7 @@ def _changed_file(recorded: Mapping[str, Any]) -> str | None:
 def check(cfg: BrainConfig) -> UpToDate:
     """Whether a full run could change anything now (cheapest comparisons first)."""
     layout = StateLayout.of(cfg.build_dir)
-    body = _read(layout)
+    body = _read_json(memory_of(cfg).ledger, RECORD)
     if body is None:
         return UpToDate(False, "no successful full run is recorded for this build directory")
     run_id = str(body.get("run_id"))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from brain_pipeline.cli import main
-from brain_pipeline.state.lock import build_dir_lock_path
 from brain_pipeline_tests.cli.conftest import Project
-from brain_pipeline_tests.state.test_lock import Holder
+from brain_pipeline_tests.state.test_lock import Holder, ledger_lock_path
 
 
 def test_gc_says_what_it_removed(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
@@ -20,7 +19,7 @@ def test_gc_waits_for_no_one_when_told_not_to(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
     project.configure("locks: {wait_seconds: 0}\n")
-    holder = Holder(build_dir_lock_path(project.build), "a-run")
+    holder = Holder(ledger_lock_path(project.build), "a-run")
     try:
         assert main(["gc"]) == 75
     finally:

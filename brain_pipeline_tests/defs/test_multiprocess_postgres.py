@@ -183,6 +183,63 @@ def test_reingest_job_runs_multiprocess_on_postgres(
     assert (reference / "agent" / "src" / "storage" / STORE_FILENAME).read_bytes() == published
 
 
+def _multiprocess_run(home: Path) -> tuple[str, dict[str, int]]:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        result = dg.execute_job(
+            dg.reconstructable(reingest_job_multiprocess), instance=instance, raise_on_error=False
+        )
+        assert result.success, f"multiprocess run failed: {step_failures(result.all_events)}"
+        return result.run_id, step_pids(instance, result.run_id)
+
+
+def _first_step_pid(home: Path, run_id: str) -> int:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        starts = list(instance.all_logs(run_id, of_type=dg.DagsterEventType.STEP_START))
+    first = min(starts, key=lambda entry: entry.timestamp).dagster_event
+    assert first is not None and first.pid is not None
+    return first.pid
+
+
+def test_workers_share_one_instance_and_a_run_holds_the_lease_once(
+    postgres_server: PostgresServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 41: under the multiprocess executor the ledger's run lease is taken once per
+    run (by its first step process; the others find it theirs) and the up-to-date record
+    is started once per run; a second worker with its own empty build directory on the
+    SAME PostgreSQL instance and ledger is not refused, and takes the lease once the
+    instance says the first run is over."""
+    from brain_pipeline.config import load_config, memory_of
+    from brain_pipeline.state.run_lease import lease_holder
+    from brain_pipeline.steps import up_to_date
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS, corpus)
+    home = write_instance_home(
+        tmp_path / "dagster_home", postgres_server, postgres_server.create_database("mp_inst")
+    )
+    ledger_db = postgres_server.create_database("mp_ledger")
+    url = f"postgresql://{postgres_server.superuser}@{postgres_server.host}:{postgres_server.port}/{ledger_db}"
+    monkeypatch.setenv("BRAIN_STATE_LEDGER", url)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+
+    runs = []
+    for worker in ("worker1", "worker2"):
+        (tmp_path / worker).mkdir()
+        monkeypatch.setenv("BRAIN_CONFIG", str(write_config(tmp_path / worker, corpus)))
+        run_id, pids = _multiprocess_run(home)
+        assert len(set(pids.values())) == len(pids) >= 5
+        ledger = memory_of(load_config()).ledger
+        holder = lease_holder(ledger)
+        # Taken once, by the run's first step process; no later step wrote it again.
+        assert holder is not None and holder["run_id"] == run_id, holder
+        assert holder["pid"] == _first_step_pid(home, run_id)
+        # The record's start is the run's, taken once (its inputs as the run started).
+        assert up_to_date.pending_run(ledger) == run_id
+        runs.append(run_id)
+        assert (tmp_path / worker / "agent" / "src" / "storage" / STORE_FILENAME).is_file()
+    assert runs[0] != runs[1]
+
+
 def test_missing_server_binaries_fail_with_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -22,12 +22,19 @@ from brain_pipeline.definitions import build_definitions
 from brain_pipeline.defs.notify import build_notification_sensors, notify_finished_run
 from brain_pipeline.lib.dagster_private import run_events
 from brain_pipeline.publishing.run_alerts import read_delivery
+from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.ledger import Ledger, sqlite_url
 from brain_pipeline_tests.defs.conftest import Project, edit_corpus
 from brain_pipeline_tests.peers.notify_peers import SmtpServer, WebhookServer, free_port
 
 SENSORS = ("notify_on_failure", "notify_on_success")
 SMTP_USER, SMTP_PASSWORD = "pipeline-bot", "smtp-Pa55word-never-shown"
 HOOK_TOKEN = "T0KEN-hook-secret-xyz"
+
+
+def _ledger(build: Path) -> Ledger:
+    """The build directory's ledger, where the delivery records are."""
+    return Ledger(sqlite_url(StateLayout.of(build).ledger))
 
 
 class Ticker:
@@ -206,7 +213,7 @@ def test_the_command_notifies_once_even_when_a_daemon_just_beat_and_the_sensors_
             assert len(said) == 1 and ": blocked message: webhook " in said[0], said
             assert HOOK_TOKEN not in said[0]  # the URL's token is never shown
             blocked_run = hook.bodies[0]["run_id"]
-            delivered = read_delivery(tiny_project.build / "state", blocked_run)
+            delivered = read_delivery(_ledger(tiny_project.build), blocked_run)
             assert delivered is not None and delivered.state == "delivered"
             run = instance.get_run_by_id(blocked_run)
             assert run is not None and run.status == dg.DagsterRunStatus.FAILURE
@@ -392,7 +399,7 @@ def _blocked_run(project: Project, port: int, **notify: Any) -> tuple[str, Clock
     blocked = project.materialize()
     assert not blocked.success
     ticker.tick()
-    record = read_delivery(project.build / "state", blocked.run_id)
+    record = read_delivery(_ledger(project.build), blocked.run_id)
     assert record is not None and record.state == "pending" and record.tries == 1
     return blocked.run_id, ticker
 
@@ -421,7 +428,7 @@ def test_a_message_the_webhook_missed_arrives_once_after_it_is_back(
         again = notify_finished_run(tiny_project.instance, run_id, cfg, now=ticker.clock())
         assert again is None  # the command after its run: already delivered
         assert len(hook.bodies) == 1
-    record = read_delivery(tiny_project.build / "state", run_id)
+    record = read_delivery(_ledger(tiny_project.build), run_id)
     assert record is not None and record.state == "delivered" and record.tries == 2
     assert HOOK_TOKEN not in "".join(ticker.skips)
 
@@ -469,7 +476,7 @@ def test_a_message_never_accepted_is_given_up_and_named_in_status_and_the_run_lo
     for _ in range(12):  # ten minutes and more of a dead endpoint, on the injected clock
         ticker.clock.advance(120)
         ticker.tick(1)
-    record = read_delivery(tiny_project.build / "state", run_id)
+    record = read_delivery(_ledger(tiny_project.build), run_id)
     assert record is not None and record.state == "failed"
     logged = run_events(tiny_project.instance, run_id, {dg.DagsterEventType.ENGINE_EVENT})
     notes = [e.message for e in logged if "NOT delivered" in e.message]

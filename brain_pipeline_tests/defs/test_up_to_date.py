@@ -247,26 +247,26 @@ def test_the_full_run_sets_are_the_code_locations(tiny_project: Project) -> None
 def test_the_record_never_outlives_a_run_in_progress(built: Path | Project) -> None:
     """A run that starts forgets the record before its first step: killed midway, it
     leaves no "up to date" behind (the run's resource, whoever launched it)."""
-    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.config import memory_of
     from brain_pipeline.steps import up_to_date
 
     assert isinstance(built, Project)
     cfg = load_config()
-    layout = StateLayout.of(cfg.build_dir)
-    assert up_to_date.recorded_run(layout) is not None
+    ledger = memory_of(cfg).ledger
+    assert up_to_date.recorded_run(ledger) is not None
     up_to_date.run_started(cfg, "a-run-killed-midway")
-    assert up_to_date.recorded_run(layout) is None
+    assert up_to_date.recorded_run(ledger) is None
     assert not up_to_date.check(cfg).current
 
 
 def test_a_run_of_published_s3_alone_keeps_the_record(built: Project) -> None:
     """With no bucket a run of published_s3 alone uploads nothing, so the record stands."""
-    from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.config import memory_of
     from brain_pipeline.steps import up_to_date
 
     cfg = load_config()
-    layout = StateLayout.of(cfg.build_dir)
-    recorded = up_to_date.recorded_run(layout)
+    ledger = memory_of(cfg).ledger
+    recorded = up_to_date.recorded_run(ledger)
     instance = _instance()
     try:
         defs = build_definitions(str(built.config_path))
@@ -277,7 +277,7 @@ def test_a_run_of_published_s3_alone_keeps_the_record(built: Project) -> None:
         assert result.success
     finally:
         instance.dispose()
-    assert up_to_date.recorded_run(layout) == recorded
+    assert up_to_date.recorded_run(ledger) == recorded
     assert up_to_date.check(cfg).current
 
 

@@ -183,12 +183,12 @@ def test_command_line_runs_share_the_storages_without_compute_log_capture(
 
 
 def test_the_instance_lock_lives_with_the_build_directory(home: Path, tmp_path: Path) -> None:
-    from brain_pipeline.state.lock import build_dir_lock_path
+    from brain_pipeline.state.layout import StateLayout
 
     ensure_instance_home(home)
     open_instance(tmp_path / "build").dispose()
     lock = instance_lock_path(tmp_path / "build")
-    assert lock.is_file() and lock.parent == build_dir_lock_path(tmp_path / "build").parent
+    assert lock.is_file() and lock.parent == StateLayout.of(tmp_path / "build").locks_dir
     assert not list(home.glob("*.lock"))
 
 

@@ -20,8 +20,9 @@ import yaml
 
 from brain_pipeline.corpus.store import parse_store
 from brain_pipeline.lib.instance import BUILD_DIR_TAG, HOST_TAG, PID_TAG
-from brain_pipeline.state.lock import build_dir_lock, make_holder, publish_root_lock
+from brain_pipeline.state.lock import acquire_lock, make_holder, publish_root_lock
 from brain_pipeline_tests.peers.fake_gemini import FakeGemini
+from brain_pipeline_tests.state.test_lock import ledger_lock_path
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_CORPUS = REPO / "examples" / "curated-content"
@@ -103,8 +104,10 @@ KINDS = pytest.mark.parametrize(
 @KINDS
 def test_a_run_that_cannot_wait_fails_naming_the_holder(cli: Cli, kind: tuple[str, ...]) -> None:
     cli.env["BRAIN_LOCK_WAIT_SECONDS"] = "0"
-    with build_dir_lock(
-        cli.build, wait_seconds=0, holder=make_holder("brain-pipeline materialize", "run-7f3e")
+    with acquire_lock(
+        ledger_lock_path(cli.build),
+        wait_seconds=0,
+        holder=make_holder("brain-pipeline materialize", "run-7f3e"),
     ):
         proc = cli.start(*kind)
         out, err = proc.communicate()
@@ -113,7 +116,7 @@ def test_a_run_that_cannot_wait_fails_naming_the_holder(cli: Cli, kind: tuple[st
     header, *lines = [line for line in err.splitlines() if line.strip()]
     assert header.startswith("brain-pipeline materialize: corpus "), err
     assert len(lines) == 1, err
-    assert lines[0].startswith(f"brain-pipeline materialize: build directory {cli.build}")
+    assert lines[0].startswith(f"brain-pipeline materialize: the ledger sqlite:///{cli.build}")
     assert f"held by pid {os.getpid()} on host {socket.gethostname()}" in lines[0]
     assert "run run-7f3e" in lines[0] and "since 20" in lines[0]
     assert not (cli.build / "knowledge-store.json").exists()  # nothing ran
@@ -124,14 +127,16 @@ def test_a_run_that_cannot_wait_fails_naming_the_holder(cli: Cli, kind: tuple[st
 def test_two_runs_on_one_build_dir_take_turns_and_embed_nothing_twice(
     cli: Cli, gemini: FakeGemini, kind: tuple[str, ...]
 ) -> None:
-    with build_dir_lock(cli.build, wait_seconds=0, holder=make_holder("test", "run-gate")):
+    with acquire_lock(
+        ledger_lock_path(cli.build), wait_seconds=0, holder=make_holder("test", "run-gate")
+    ):
         first, second = cli.start(*kind), cli.start(*kind)
         for proc in (first, second):
-            line = _wait_for_line(proc, "waiting up to 600s for build directory")
+            line = _wait_for_line(proc, f"waiting up to 600s for the ledger {cli.build}")
             assert f"pid {os.getpid()}" in line and "run run-gate" in line
     results = [proc.communicate() for proc in (first, second)]
     for proc, (_out, err) in zip((first, second), results, strict=True):
-        assert proc.returncode == 0, err[-3000:]
+        assert proc.returncode == 0, _out[-3000:] + err[-3000:]
 
     chunks = parse_store((cli.build / "knowledge-store.json").read_bytes())
     # Each chunk's vector was paid for once: the run that went second found them built.
@@ -165,6 +170,6 @@ def test_the_publish_root_is_locked_only_by_runs_that_publish(cli: Cli) -> None:
     assert f"publish root {publish_root.resolve()} is busy" in err
     assert "run run-pub" in err
     assert not (publish_root / "src").exists()
-    # Its build-directory lock was let go on the way out: the next run gets both.
-    with build_dir_lock(cli.build, wait_seconds=0, holder=make_holder("probe")):
+    # Its ledger lock was let go on the way out: the next run gets both.
+    with acquire_lock(ledger_lock_path(cli.build), wait_seconds=0, holder=make_holder("probe")):
         pass

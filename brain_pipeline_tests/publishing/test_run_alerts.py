@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from brain_pipeline.config import EmailSettings, NotifySettings
 from brain_pipeline.publishing.run_alerts import (
+    LEASE_SECONDS,
     MAX_BACKOFF_SECONDS,
     CheckOutcome,
     Redelivery,
@@ -15,6 +17,7 @@ from brain_pipeline.publishing.run_alerts import (
     build_message,
     classify,
     deliver,
+    import_earlier,
     known_secrets,
     pending_deliveries,
     previous_outcome,
@@ -24,6 +27,7 @@ from brain_pipeline.publishing.run_alerts import (
     try_delivery,
     write_delivery,
 )
+from brain_pipeline.state.ledger import Ledger, sqlite_url
 from brain_pipeline_tests.peers.notify_peers import WebhookServer, free_port
 
 EVAL = "embeddings:retrieval_eval"
@@ -184,17 +188,26 @@ def test_a_recovered_is_stale_after_a_newer_failure_only() -> None:
     assert blocked is not None and superseded_by(blocked, [newer_failure]) is None
 
 
+def _ledger(tmp_path: Path) -> Ledger:
+    return Ledger(sqlite_url(tmp_path / "ledger.sqlite"))
+
+
 def test_the_lease_admits_one_deliverer_of_a_run_at_a_time(tmp_path: Path) -> None:
     """The once-only claim, pinned without Dagster: while one deliverer holds run-1's
-    lease (a separate open of the lease file, as another process would), nobody else
-    gets it; another run's lease is free; once released, it can be taken again."""
-    with run_lease(tmp_path, "run-1") as first:
+    lease (a separate connection to the ledger, as another process would), nobody else
+    gets it; another run's lease is free; once released, it can be taken again; a
+    lease its holder never gave back (killed) expires."""
+    one, two = _ledger(tmp_path), _ledger(tmp_path)
+    with run_lease(one, "run-1") as first:
         assert first is True
-        with run_lease(tmp_path, "run-1") as second:
+        with run_lease(two, "run-1") as second:
             assert second is False
-        with run_lease(tmp_path, "run-2") as other:
+        with run_lease(two, "run-2") as other:
             assert other is True
-    with run_lease(tmp_path, "run-1") as again:
+        later = lambda: time.time() + LEASE_SECONDS + 1  # noqa: E731
+        with run_lease(two, "run-1", now=later) as expired:
+            assert expired is True
+    with run_lease(two, "run-1") as again:
         assert again is True
 
 
@@ -216,21 +229,22 @@ def test_a_refused_message_is_tried_again_when_due_and_delivered_once(tmp_path: 
     t0 = 1_000_000.0
     record = try_delivery(_pending("run-1", t0), settings, now=t0, env={}, sleep=_no_sleep)
     assert (record.state, record.tries, record.next_at) == ("pending", 1, t0 + 60)
-    write_delivery(tmp_path, record)
-    assert pending_deliveries(tmp_path) == ["run-1"]
+    ledger = _ledger(tmp_path)
+    write_delivery(ledger, record)
+    assert pending_deliveries(ledger) == ["run-1"]
     assert not record.due(t0 + 59)
     with WebhookServer.start(port) as hook:
-        stored = read_delivery(tmp_path, "run-1")
+        stored = read_delivery(ledger, "run-1")
         assert stored == record  # the message and the per-channel results survive the disk
         record = try_delivery(stored, settings, now=t0 + 60, env={}, sleep=_no_sleep)
-        write_delivery(tmp_path, record)
+        write_delivery(ledger, record)
         assert record.state == "delivered" and len(hook.bodies) == 1
         for later in (t0 + 120, t0 + 86400 * 2):
-            stored = read_delivery(tmp_path, "run-1")
+            stored = read_delivery(ledger, "run-1")
             assert stored is not None and not stored.due(later)
             assert try_delivery(stored, settings, now=later, env={}) == stored
         assert len(hook.bodies) == 1
-    assert pending_deliveries(tmp_path) == []
+    assert pending_deliveries(ledger) == []
 
 
 def test_a_channel_that_accepted_is_not_sent_the_message_again() -> None:
@@ -270,5 +284,8 @@ def test_backoff_doubles_and_a_message_is_given_up_at_the_bound() -> None:
 def test_a_claim_file_of_an_earlier_version_is_never_sent_again(tmp_path: Path) -> None:
     (tmp_path / "notified").mkdir()
     (tmp_path / "notified" / "run-1").touch()  # taken before sending, by the old code
-    record = read_delivery(tmp_path, "run-1")
+    ledger = _ledger(tmp_path)
+    assert read_delivery(ledger, "run-1") is None
+    import_earlier(ledger, tmp_path)  # once, on the first use of the ledger
+    record = read_delivery(ledger, "run-1")
     assert record is not None and record.state == "delivered"

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.ledger import Ledger, sqlite_url
 from brain_pipeline.state.lock import (
     LockBusyError,
     acquire_lock,
-    build_dir_lock,
     make_holder,
     publish_lock_path,
     publish_root_lock,
@@ -25,6 +25,13 @@ from brain_pipeline.state.lock import (
 from brain_pipeline_tests.fake_time import FakeTime
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def ledger_lock_path(build: Path) -> Path:
+    """The OS lock of a build directory's default (SQLite) ledger: what a run holds
+    while it holds the ledger's run lease (state.run_lease)."""
+    ledger = StateLayout.of(build).ledger
+    return ledger.with_name(ledger.name + ".lock")
 
 
 class Holder:
@@ -90,18 +97,21 @@ def test_the_holder_is_described_while_held_and_cleared_after(tmp_path: Path) ->
 def test_a_second_process_fails_at_once_naming_the_holder(
     tmp_path: Path, holders: list[Holder]
 ) -> None:
+    from brain_pipeline.state.run_lease import run_lease
+
     build = tmp_path / "build"
-    lock = StateLayout.of(build).locks_dir / "build.lock"
-    holder = Holder(lock, "run-abc-123")
+    holder = Holder(ledger_lock_path(build), "run-abc-123")
     holders.append(holder)
+    url = sqlite_url(StateLayout.of(build).ledger)
     with (
+        Ledger(url) as ledger,
         pytest.raises(LockBusyError) as caught,
-        build_dir_lock(build, wait_seconds=0, holder=make_holder("second")),
+        run_lease(ledger, run_id=None, wait_seconds=0, holder=make_holder("second")),
     ):
         pytest.fail("acquired a lock another process holds")
     message = str(caught.value)
     assert "\n" not in message
-    assert f"build directory {build.resolve()} is busy" in message
+    assert f"the ledger {url} is busy" in message
     assert f"pid {holder.pid} on host {socket.gethostname()}" in message
     assert "run run-abc-123" in message and "since 20" in message
     assert caught.value.holder["run_id"] == "run-abc-123"

@@ -7,7 +7,6 @@ import shutil
 import pytest
 
 from brain_pipeline.corpus.file_chunks import ingest_corpus
-from brain_pipeline.state.lock import build_dir_lock_path
 from brain_pipeline.steps.refresh_store import (
     AS_IS,
     BUILT,
@@ -16,7 +15,7 @@ from brain_pipeline.steps.refresh_store import (
     StoreRefreshError,
     refresh_build_store,
 )
-from brain_pipeline_tests.state.test_lock import Holder
+from brain_pipeline_tests.state.test_lock import Holder, ledger_lock_path
 from brain_pipeline_tests.steps.conftest import Project
 
 
@@ -46,7 +45,7 @@ def test_without_a_corpus_or_a_store_the_error_says_what_to_set(project: Project
 def test_a_busy_build_dir_shows_the_store_as_last_built(project: Project) -> None:
     refresh_build_store(project.cfg)
     project.write("python/dicts.md", "Dictionaries map keys to values, each key only once.")
-    holder = Holder(build_dir_lock_path(project.cfg.build_dir), "a-run")  # another process
+    holder = Holder(ledger_lock_path(project.cfg.build_dir), "a-run")  # another process
     try:
         refreshed = refresh_build_store(project.cfg)
     finally:
@@ -55,7 +54,7 @@ def test_a_busy_build_dir_shows_the_store_as_last_built(project: Project) -> Non
 
 
 def test_a_busy_build_dir_without_a_store_is_an_error(project: Project) -> None:
-    holder = Holder(build_dir_lock_path(project.cfg.build_dir), "a-run")
+    holder = Holder(ledger_lock_path(project.cfg.build_dir), "a-run")
     try:
         with pytest.raises(StoreRefreshError, match="run this command again"):
             refresh_build_store(project.cfg)

@@ -18,11 +18,11 @@ import pytest
 import yaml
 
 from brain_pipeline.cli import main
-from brain_pipeline.config import load_config
+from brain_pipeline.config import load_config, memory_of
 from brain_pipeline.corpus.store import chunk_id
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps import up_to_date
-from brain_pipeline.steps.up_to_date import check, record_path, source_digest
+from brain_pipeline.steps.up_to_date import check, recorded_run, source_digest
 from brain_pipeline_tests.tiny_corpus import PARAGRAPHS, write_tiny_corpus
 
 
@@ -41,6 +41,13 @@ class Built:
 
     def verdict(self) -> up_to_date.UpToDate:
         return check(load_config())
+
+    def record_text(self) -> str | None:
+        """The record's row in the ledger, as stored (None: no record)."""
+        rows = memory_of(load_config()).ledger.query(
+            "SELECT body FROM up_to_date WHERE name = ?", (up_to_date.RECORD,)
+        )
+        return str(rows[0][0]) if rows else None
 
 
 def _write_config(built_root: Path, corpus: Path, fixture: Path, **extra: object) -> Path:
@@ -82,8 +89,9 @@ def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Built]:
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster_home"))
     monkeypatch.chdir(tmp_path)
     assert main(["materialize"]) == 0
-    body = json.loads(record_path(StateLayout.of(tmp_path / "build")).read_bytes())
-    yield Built(tmp_path, corpus, config, fixture, tmp_path / "agent", body["run_id"])
+    run_id = recorded_run(memory_of(load_config()).ledger)
+    assert run_id is not None
+    yield Built(tmp_path, corpus, config, fixture, tmp_path / "agent", run_id)
 
 
 def test_an_untouched_build_is_current_and_names_its_run(built: Built) -> None:
@@ -144,7 +152,7 @@ def test_a_key_change_triggers_a_run_and_the_key_is_never_recorded(
     monkeypatch.setenv("GEMINI_API_KEY", "fake-gemini-key-never-stored")
     assert built.verdict().reason == "the embedding key changed"
     assert main(["materialize"]) == 0
-    assert b"fake-gemini-key-never-stored" not in record_path(built.layout).read_bytes()
+    assert "fake-gemini-key-never-stored" not in (built.record_text() or "")
     assert built.verdict().current
     monkeypatch.setenv("GEMINI_API_KEY", "AIza-another-key")
     assert built.verdict().reason == "the embedding key changed"
@@ -218,7 +226,10 @@ def test_a_failed_last_run_triggers_a_run(built: Built) -> None:
 
 
 def test_a_damaged_record_means_a_run(built: Built) -> None:
-    record_path(built.layout).write_text("{not json")
+    memory_of(load_config()).ledger.execute(
+        "UPDATE up_to_date SET body = ? WHERE name = ?", ("{not json", up_to_date.RECORD)
+    )
+    assert built.record_text() == "{not json"
     assert not built.verdict().current
 
 
@@ -235,7 +246,7 @@ def test_an_input_edited_during_the_run_leaves_no_record(built: Built) -> None:
     built.fixture.write_text(json.dumps(body), encoding="utf-8")
     why = up_to_date.record_successful_run(cfg, "run-x", at_start, cfg.instance_home())
     assert why == "an input changed during the run"
-    assert not record_path(built.layout).exists()
+    assert built.record_text() is None
     assert not built.verdict().current
 
 

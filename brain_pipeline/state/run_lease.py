@@ -1,0 +1,205 @@
+"""One run at a time per ledger, held for the run, not per step process.
+
+A lease row (table `run_lease`, this module's area of the ledger) names the run that
+holds the ledger: its run id and a holder description (pid, host, run id, command,
+since). It is read and written only under the ledger's own run lock (`Ledger.run_lock`:
+the OS lock beside a SQLite ledger, a PostgreSQL advisory lock), so two claimants never
+interleave. A claimant takes the lease when it is free, already its run's (a step process
+of the same run goes on), held by a process-scoped holder whose process is gone (it got
+the ledger's lock, which dies with its holder), or held by a run that `finished` says is
+over (the Dagster instance's run status, asked by the caller: this module imports no
+Dagster). Otherwise it waits up to `wait_seconds` and raises `LockBusyError` naming the
+holder.
+
+Two ways to hold it:
+
+* `spans_run=True` (the CLI, an in-process run's resource, `gc`, the skip's look): the
+  ledger's lock is kept for the block and the lease is cleared on the way out;
+* `spans_run=False` (a step process of a multiprocess run): the lease is written and the
+  ledger's lock let go at once, so the run's other step processes (in parallel too) go
+  on; the lease stays until the run is over (`finished`), or the CLI that launched it
+  clears it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from brain_pipeline.state.ledger import Ledger, RunLockBusyError, redacted
+from brain_pipeline.state.lock import LockBusyError, describe_holder, publish_root_lock
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS run_lease (
+  name TEXT PRIMARY KEY, run_id TEXT, spans_run INTEGER NOT NULL, holder TEXT NOT NULL)
+"""
+_NAME = "run"
+
+# ledger url -> depth of the spans_run leases this process holds (re-entrant).
+_held: dict[str, int] = {}
+_guard = threading.Lock()
+
+
+def lease_holder(ledger: Ledger) -> dict[str, object] | None:
+    """Who holds the run lease now (as they described themselves), None when free."""
+    ledger.ensure_tables("run_lease", _DDL)
+    rows = ledger.query("SELECT holder FROM run_lease WHERE name = ?", (_NAME,))
+    return json.loads(rows[0][0]) if rows else None
+
+
+def _current(ledger: Ledger) -> tuple[str | None, bool, dict[str, object]] | None:
+    rows = ledger.query("SELECT run_id, spans_run, holder FROM run_lease WHERE name = ?", (_NAME,))
+    if not rows:
+        return None
+    run_id, spans, holder = rows[0]
+    return run_id, bool(spans), json.loads(holder)
+
+
+def _claim(
+    ledger: Ledger, run_id: str | None, finished: Callable[[str], bool] | None
+) -> str | None:
+    """Under the ledger's lock: "take" when `run_id` may take the lease now, "ours"
+    when its run holds it already (another step process of it), None to wait."""
+    current = _current(ledger)
+    if current is None:
+        return "take"
+    held_by, spans, _holder = current
+    if run_id is not None and held_by == run_id:
+        return "ours"
+    if spans:
+        return "take"  # its holder kept the ledger's lock; we have it, so it is gone
+    return "take" if held_by is None or (finished is not None and finished(held_by)) else None
+
+
+def _write(
+    ledger: Ledger, run_id: str | None, spans_run: bool, holder: Mapping[str, object]
+) -> None:
+    ledger.execute(
+        "INSERT INTO run_lease VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+        "run_id = excluded.run_id, spans_run = excluded.spans_run, holder = excluded.holder",
+        (_NAME, run_id, int(spans_run), json.dumps(dict(holder), sort_keys=True)),
+    )
+
+
+def release_run(ledger: Ledger, run_id: str) -> None:
+    """The run `run_id` is over: clear its lease (nothing when another holds it)."""
+    ledger.ensure_tables("run_lease", _DDL)
+    ledger.execute("DELETE FROM run_lease WHERE name = ? AND run_id = ?", (_NAME, run_id))
+
+
+@contextmanager
+def run_lease(
+    ledger: Ledger,
+    *,
+    run_id: str | None,
+    holder: Mapping[str, object],
+    wait_seconds: float,
+    finished: Callable[[str], bool] | None = None,
+    spans_run: bool = True,
+    on_wait: Callable[[str], None] | None = None,
+    poll_seconds: float = 0.25,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[None]:
+    """Hold the ledger's run lease for the block (see the module)."""
+    ledger.ensure_tables("run_lease", _DDL)
+    where = redacted(ledger.url)
+    with _guard:
+        depth = _held.get(where, 0)
+        if depth:
+            _held[where] = depth + 1
+    if depth:  # this process holds it for a run already: a step of that run goes on
+        try:
+            yield
+        finally:
+            with _guard:
+                _held[where] -= 1
+        return
+    started = clock()
+    announced = False
+
+    def say(message: str) -> None:
+        nonlocal announced
+        if on_wait is not None and not announced:
+            announced = True
+            on_wait(message)
+
+    while True:
+        remaining = max(0.0, wait_seconds - (clock() - started))
+        lock = ledger.run_lock(
+            holder, wait_seconds=remaining, poll_seconds=poll_seconds, on_wait=say
+        )
+        try:
+            lock.__enter__()
+        except LockBusyError:
+            who = lease_holder(ledger) or ledger.lock_holder()
+            raise RunLockBusyError(where, who, clock() - started) from None
+        taken = False
+        try:
+            claim = _claim(ledger, run_id, finished)
+            if claim == "take":
+                _write(ledger, run_id, spans_run, holder)
+            taken = claim is not None
+        finally:
+            if not (taken and spans_run):
+                lock.__exit__(None, None, None)
+        if taken:
+            break
+        waited = clock() - started
+        if waited >= wait_seconds:
+            raise RunLockBusyError(where, lease_holder(ledger), waited)
+        say(
+            f"waiting up to {wait_seconds:g}s for the ledger {where}: "
+            f"held by {describe_holder(lease_holder(ledger))}"
+        )
+        sleep(max(0.0, min(poll_seconds, wait_seconds - waited)))
+    if not spans_run:
+        yield
+        return
+    with _guard:
+        _held[where] = 1
+    try:
+        yield
+    finally:
+        with _guard:
+            del _held[where]
+        try:
+            ledger.execute("DELETE FROM run_lease WHERE name = ?", (_NAME,))
+        finally:
+            lock.__exit__(None, None, None)
+
+
+@contextmanager
+def hold_run_locks(
+    ledger: Ledger,
+    publish_root: Path | str | None,
+    *,
+    run_id: str | None,
+    holder: Mapping[str, object],
+    wait_seconds: float,
+    finished: Callable[[str], bool] | None = None,
+    spans_run: bool = True,
+    on_wait: Callable[[str], None] | None = None,
+) -> Iterator[None]:
+    """The locks of one run: the ledger's run lease, then (when it publishes) the publish
+    root's OS lock. Always in that order, whoever takes them, so two runs never deadlock."""
+    with run_lease(
+        ledger,
+        run_id=run_id,
+        holder=holder,
+        wait_seconds=wait_seconds,
+        finished=finished,
+        spans_run=spans_run,
+        on_wait=on_wait,
+    ):
+        if publish_root is None:
+            yield
+            return
+        with publish_root_lock(
+            publish_root, wait_seconds=wait_seconds, holder=holder, on_wait=on_wait
+        ):
+            yield
