@@ -24,6 +24,9 @@ NOT_MIRRORED: dict[str, str] = {
     "lib/runner.py": "in-process materialisation: defs/test_materialize.py, defs/conftest.py",
     # Thin CLI commands: run end to end through `main()`.
     "cli/materialize.py": "`materialize`: locks/test_materialize_concurrency.py, defs tests",
+    # Ledger areas, exercised with two workers sharing a PostgreSQL ledger and S3 blobs.
+    "embedding/packs.py": "vector packs: embedding/test_workers.py, embedding/test_builder.py",
+    "evaluation/judgements.py": "shared verdicts and baselines: state/test_shared_judgements.py",
 }
 
 

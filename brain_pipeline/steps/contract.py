@@ -61,3 +61,18 @@ def recheck_input(where: Memory | StateLayout, asset: str, expected: str) -> Non
             f"{asset} changed in {_folder(where)} while this step was reading it "
             "(another run wrote it); nothing was recorded, run again"
         )
+
+
+BUILD_ASSETS = ("knowledge_store", "embeddings")
+"""The assets whose files the checks and publish steps read from the build directory."""
+
+
+def fetch_build(where: Memory | StateLayout) -> None:
+    """Bring the build's recorded files (the store, the vectors) onto this disk when they
+    are missing, from the blobs: a step process in an empty folder, or a fresh worker,
+    evaluates and publishes exactly the bytes the records name. A file that is here but
+    not the recorded one is left alone (the step's own check then says so)."""
+    for asset in BUILD_ASSETS:
+        record = read_record(where, asset)
+        if record is not None:
+            record.outputs_intact(where)

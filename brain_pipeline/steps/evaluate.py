@@ -18,8 +18,11 @@ from brain_pipeline.steps.report import CheckVerdict, Markdown, Table
 def evaluate_for_check(cfg: BrainConfig, run_id: str) -> CheckVerdict:
     """The blocking check's result, read off the verdict: PASS passes; WARN fails as a
     WARN (shown and named, not blocking); ERROR fails and blocks."""
+    from brain_pipeline.config import memory_of
     from brain_pipeline.evaluation.service import evaluate_build
+    from brain_pipeline.steps.contract import fetch_build
 
+    fetch_build(memory_of(cfg))
     outcome = evaluate_build(cfg, run_id=run_id)
     verdict = outcome.verdict
     description = "; ".join(verdict.failures or verdict.warnings) or "passed"

@@ -152,14 +152,20 @@ def stored_snapshot(cfg: BrainConfig, layout: StateLayout, digest: str) -> Corpu
 
 
 def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
+    """Assemble the store from the chunk cache. The cache is this disk's: a step process
+    in an empty folder, or a fresh worker, finds it without the files `knowledge_chunks`
+    chunked elsewhere, so the missing files are chunked here (the same per-file ingest)
+    and the assembly is tried once more."""
     from brain_pipeline.corpus.assembly import assemble_store
+    from brain_pipeline.corpus.chunk_cache import ChunkCacheMissError, chunk_snapshot
 
-    return assemble_store(
-        stored_snapshot(cfg, layout, digest),
-        layout,
-        layout.store_file,
-        variant=cfg.ingest_limits().cache_variant,
-    )
+    snapshot = stored_snapshot(cfg, layout, digest)
+    variant = cfg.ingest_limits().cache_variant
+    try:
+        return assemble_store(snapshot, layout, layout.store_file, variant=variant)
+    except ChunkCacheMissError:
+        chunk_snapshot(snapshot, layout, variant=variant)
+        return assemble_store(snapshot, layout, layout.store_file, variant=variant)
 
 
 def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> None:

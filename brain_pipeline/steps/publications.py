@@ -175,17 +175,42 @@ def blob_digests(pub: Any) -> set[str]:
     return {str(d) for d in named if d}
 
 
+def named_elsewhere(memory: Memory) -> set[str]:
+    """The blobs another area of the ledger still needs, whatever the history keeps: the
+    current asset records' outputs, every pointer's value (baselines, gaps), the vector
+    packs and bases. A content-addressed blob can be both a publication's file and one of
+    these (the published embeddings.bin is the embeddings base), so a generation pruned
+    from the history never takes them along. An older record's outputs are not kept: such
+    a record is simply no longer current when its blob is gone."""
+    from brain_pipeline.embedding.packs import DDL as PACKS_DDL
+    from brain_pipeline.state.records import POINTER
+
+    ledger = memory.ledger
+    kept: set[str] = set()
+    current = ledger.query(
+        "SELECT s.outputs FROM pointers p JOIN step_results s "
+        "ON p.name = ? || s.step AND p.value = s.inputs || ' ' || s.code",
+        (POINTER,),
+    )
+    for (outputs,) in current:
+        kept |= {str(d) for d in json.loads(outputs).values()}
+    kept |= {str(value) for (value,) in ledger.query("SELECT value FROM pointers")}
+    ledger.ensure_tables("embedding", PACKS_DDL)
+    kept |= {str(blob) for (blob,) in ledger.query("SELECT blob FROM embedding_packs")}
+    return kept
+
+
 def prune_blobs(memory: Memory, history: Any, keep: int) -> list[str]:
     """Delete the blobs only older generations name: reachability from what the shared
-    history keeps (`History.generations`), and never a blob a step result names."""
+    history keeps (`History.generations`), and never a blob another area still names
+    (`named_elsewhere`)."""
     kept: set[str] = set()
     for pub in history.generations(keep):
         kept |= blob_digests(pub)
     named: set[str] = set()
     for pub in history.publications():
         named |= blob_digests(pub)
-    for (outputs,) in memory.ledger.query("SELECT outputs FROM step_results"):
-        kept |= {str(d) for d in json.loads(outputs).values()}
+    kept |= named_elsewhere(memory)
     gone = sorted(d for d in named - kept if memory.blobs.has(d))
     for digest in gone:
         memory.blobs.delete(digest)

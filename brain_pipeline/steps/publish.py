@@ -28,7 +28,7 @@ from brain_pipeline.state.records import (
     read_record,
     write_record,
 )
-from brain_pipeline.steps.contract import StepFailure, StepLog
+from brain_pipeline.steps.contract import StepFailure, StepLog, fetch_build
 from brain_pipeline.steps.evaluate import known_item_figures
 from brain_pipeline.steps.publications import (
     held_by_rollback,
@@ -317,6 +317,7 @@ def publish_to_agent(
     from brain_pipeline.publishing.local import publish_local
 
     refuse_unfit_force(cfg, force, reason)
+    fetch_build(memory_of(cfg))
     recover(cfg, log)
     held = held_by_rollback(cfg, layout, force=force, log=log)
     if held is not None:
@@ -425,6 +426,7 @@ def publish_to_s3(
     from brain_pipeline.publishing.s3_client import PublishError
 
     refuse_unfit_force(cfg, force, reason)
+    fetch_build(memory_of(cfg))
     s3 = cfg.publish.s3
     if not s3.bucket:
         log.info(

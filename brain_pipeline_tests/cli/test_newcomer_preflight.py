@@ -327,14 +327,14 @@ def interrupt_at_first_progress(person: Newcomer) -> tuple[int, str]:
     seen: list[str] = []
     for line in process.stderr:
         seen.append(line)
-        if "/s, about" in line:  # a figure the builder reported after a checkpoint
+        if "/s, about" in line:  # a figure the builder reported after a packed batch
             process.send_signal(signal.SIGINT)
             break
     _, rest = process.communicate(timeout=300)
     return process.returncode, "".join(seen) + rest
 
 
-def test_ctrl_c_while_embedding_is_one_line_exit_130_and_the_count_is_in_the_checkpoint(
+def test_ctrl_c_while_embedding_is_one_line_exit_130_and_the_count_is_in_the_packs(
     newcomer: Newcomer,
 ) -> None:
     data = yaml.safe_load(newcomer.config.read_text())
@@ -353,7 +353,7 @@ def test_ctrl_c_while_embedding_is_one_line_exit_130_and_the_count_is_in_the_che
         for line in stderr.splitlines()
         if "embedded " in line and "/" in line
     )
-    assert 0 < shown <= saved  # never claims what the checkpoint does not hold
-    # The next run finds exactly that many in the checkpoint.
+    assert 0 < shown <= saved  # never claims what the packs do not hold
+    # The next run finds exactly that many in the vector packs.
     code, stderr = interrupt_at_first_progress(newcomer)
-    assert f"{saved} reused ({saved} from checkpoint)" in stderr, stderr
+    assert f"{saved} reused ({saved} from packs)" in stderr, stderr

@@ -44,9 +44,13 @@ def test_missing_blobs_are_named_and_prune_keeps_what_is_reachable(tmp_path: Pat
         event["store_sha256"], event["manifest_sha256"] = blobs[f"s{n}"], blobs[f"m{n}"]
         events.append(event)
     history = append_events(memory, events)
-    # A step result naming #1's store (another family's blob): never deleted here.
+    # The current record naming #1's store (another family's blob): never deleted here.
     key = StepKey("knowledge_store", "i", "c", "s")
     memory.ledger.record_step(StepResult(key, {"store": blobs["s1"]}))
+    assert memory.ledger.set_pointer("record:knowledge_store", "i c", expected=None)
+    # An older record naming #1's manifest keeps nothing: it is no longer current.
+    memory.ledger.record_step(StepResult(StepKey("knowledge_store", "j", "c", "s"),
+                                         {"manifest": blobs["m1"]}))
     removed = prune_blobs(memory, history, 2)
     assert removed == [blobs["m1"]]
     assert memory.blobs.has(blobs["s1"]) and memory.blobs.has(blobs["m2"])
