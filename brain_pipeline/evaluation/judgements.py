@@ -29,6 +29,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from brain_pipeline.state.blobs import BlobError
 from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.digest import canonical_json
 
@@ -104,7 +105,14 @@ def outcome(memory: Memory, key: str | None = None) -> Any:
         rows = ledger.query("SELECT outcome FROM eval_outcomes ORDER BY recorded_at DESC LIMIT 1")
     else:
         rows = ledger.query("SELECT outcome FROM eval_outcomes WHERE key = ?", (key,))
-    return get_json(memory, rows[0][0]) if rows else None
+    if not rows:
+        return None
+    try:
+        return get_json(memory, rows[0][0])
+    except (BlobError, ValueError):
+        # Gone from (or damaged in) the blob store this worker reaches: an outcome to
+        # measure again, never a reason to fail the check.
+        return None
 
 
 def add_history(memory: Memory, when: str, summary: Any) -> None:
