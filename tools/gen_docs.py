@@ -127,7 +127,8 @@ MEANINGS: dict[str, str] = {
     "notify.max_attempts": "quick attempts per channel in one try",
     "notify.retry_backoff_seconds": "wait before an unaccepted message is tried again (doubles)",
     "notify.retry_for_seconds": "how long such a message is retried before it is given up",
-    "state.ledger": "the ledger (issue 41, not used by the steps yet): `sqlite:///<path>` or "
+    "state.ledger": "the ledger (what was built from what, shared by every worker): "
+    "`sqlite:///<path>` or "
     "`postgresql://user@host:5432/db`, the password from PGPASSWORD or ~/.pgpass (unset: "
     "`<build_dir>/state/ledger.sqlite`)",
     "state.blobs": "content-addressed blobs (likewise): a folder or `s3://bucket/prefix`, with "

@@ -1,4 +1,4 @@
-"""Content-addressed blobs (issue 41, foundation: no step uses them yet).
+"""Content-addressed blobs: the artifacts the ledger's rows name (stores, vectors, reports).
 
 A blob is named by the sha256 of its bytes (`utils.digest`), so it is written once, never
 changed, and any worker that knows the name can fetch and check it. Two backends, one

@@ -1,4 +1,5 @@
-"""The ledger of what was built from what (issue 41, foundation: no step uses it yet).
+"""The ledger of what was built from what: records, verdicts, baselines, publications,
+vector packs, the run lease; every worker sharing it shares what the pipeline remembers.
 
 One SQL schema and one class over two engines, chosen by the URL:
 
