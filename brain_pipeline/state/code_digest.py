@@ -15,18 +15,28 @@ every digest once: the safe direction. Imports under `if TYPE_CHECKING:` do not 
 the standard library) are not digested: their versions belong in the settings digest
 of the steps they shape.
 
-Cached per process: the source is read once, as the code that runs was.
+Cached per process (the source is read once, as the code that runs was), and across
+processes in a small memo (`MEMO`: per source file, its stat signature -> its tree digest
+and the imports it names), because every command asks for these digests and parsing and
+dumping ~70 syntax trees cost about half a second each time. A file whose signature
+changed is parsed again; a memo that cannot be read or written is only a slower run.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import importlib.util
+import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.digest import sha256_hex, value_digest
+from brain_pipeline.utils.file_signature import FileSignature
 
 PACKAGE = "brain_pipeline"
 
@@ -45,12 +55,76 @@ def clear_cache() -> None:
     """Forget the digests computed so far (for code that edits sources it digests)."""
     _digest.cache_clear()
     _parse.cache_clear()
+    _memo.cache_clear()
+
+
+def memo_path() -> Path:
+    """Where the cross-process memo lives: the user's cache folder (XDG_CACHE_HOME)."""
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base) / "brain-pipeline" / "code-digests.json"
+
+
+@functools.cache
+def _memo() -> dict[str, Any]:
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(memo_path().read_bytes())
+        if isinstance(data, dict):
+            return data
+    return {}
+
+
+def _save_memo(entries: dict[str, Any]) -> None:
+    """Add `entries`, dropping those of files that no longer exist (a removed checkout or
+    temporary copy), so the memo holds about one entry per live source file."""
+    memo = _memo()
+    memo.update(entries)
+    for gone in [path for path in memo if not os.path.exists(path)]:
+        del memo[gone]
+    with contextlib.suppress(OSError):
+        memo_path().parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(memo_path(), json.dumps(memo, sort_keys=True).encode("utf-8"))
+
+
+def _facts(path: Path) -> tuple[str, list[str], dict[str, Any] | None]:
+    """(tree digest, import candidates) of `path`, from the memo when its signature still
+    matches; else parsed, with the memo entry to save (None when it came from the memo)."""
+    signature = FileSignature.of(path)
+    known = _memo().get(str(path))
+    if signature is not None and isinstance(known, dict) and known.get("stat") == (
+        signature.as_list()
+    ):
+        return str(known["tree"]), [str(m) for m in known["imports"]], None
+    tree, imports = _tree_digest(path), _candidates(path)
+    entry = None
+    if signature is not None:
+        entry = {"stat": signature.as_list(), "tree": tree, "imports": imports}
+    return tree, imports, entry
 
 
 @functools.cache
 def _digest(modules: tuple[str, ...], package: str, root: Path | None) -> str:
-    files = module_closure(modules, package=package, root=root)
-    return value_digest({name: _tree_digest(path) for name, path in files.items()})
+    folder = root if root is not None else _package_folder(package)
+    found: dict[str, Path] = {}
+    trees: dict[str, str] = {}
+    fresh: dict[str, Any] = {}
+    todo = list(modules)
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        path = _module_file(folder, package, name)
+        if path is None:
+            raise ValueError(f"{name} is not a module of {package} (under {folder})")
+        found[name] = path
+        trees[name], candidates, entry = _facts(path)
+        if entry is not None:
+            fresh[str(path)] = entry
+        parts = name.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+        todo.extend(_resolve(candidates, name, path, package, folder))
+    if fresh:
+        _save_memo(fresh)
+    return value_digest(dict(sorted(trees.items())))
 
 
 def module_closure(
@@ -70,7 +144,7 @@ def module_closure(
         found[name] = path
         parts = name.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
-        todo.extend(_imported(path, name, package, folder))
+        todo.extend(_resolve(_candidates(path), name, path, package, folder))
     return dict(sorted(found.items()))
 
 
@@ -110,28 +184,40 @@ def _runtime_nodes(node: ast.AST) -> Iterator[ast.AST]:
         yield from _runtime_nodes(child)
 
 
-def _imported(path: Path, name: str, package: str, folder: Path) -> list[str]:
-    """The package's modules `path` (module `name`) imports at run time."""
-    tree = _parse(path)
+def _candidates(path: Path) -> list[str]:
+    """What `path` imports at run time, as written: `(level, module, [names])` folded into
+    strings `"<level>:<module>:<name>"`, resolved against the package by `_resolve` (so
+    the memo holds what the file says, not what the package looks like today)."""
+    out: list[str] = []
+    for node in _runtime_nodes(_parse(path)):
+        if isinstance(node, ast.Import):
+            out.extend(f"0:{alias.name}:" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            out.append(f"{node.level}:{module}:")
+            out.extend(f"{node.level}:{module}:{alias.name}" for alias in node.names)
+    return out
+
+
+def _resolve(
+    candidates: list[str], name: str, path: Path, package: str, folder: Path
+) -> list[str]:
+    """The package's modules among `candidates` of module `name` (file `path`)."""
     here = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
     out: list[str] = []
-    for node in _runtime_nodes(tree):
-        if isinstance(node, ast.Import):
-            out.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                anchor = here[: len(here) - (node.level - 1)]
-                base = ".".join([*anchor, *([node.module] if node.module else [])])
-            else:
-                base = node.module or ""
-            out.append(base)
-            # `from pkg import mod` imports a module; `from mod import name`, a name.
-            out.extend(
-                f"{base}.{alias.name}"
-                for alias in node.names
-                if _module_file(folder, package, f"{base}.{alias.name}") is not None
-            )
-    return [m for m in out if _module_file(folder, package, m) is not None]
+    for candidate in candidates:
+        level_text, module, alias = candidate.split(":", 2)
+        level = int(level_text)
+        if level:
+            anchor = here[: len(here) - (level - 1)]
+            base = ".".join([*anchor, *([module] if module else [])])
+        else:
+            base = module
+        # `from pkg import mod` imports a module; `from mod import name`, a name.
+        target = f"{base}.{alias}" if alias else base
+        if _module_file(folder, package, target) is not None:
+            out.append(target)
+    return out
 
 
 @functools.cache

@@ -30,6 +30,14 @@ MODULES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def own_memo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test its own cross-process memo (never the user's cache folder)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cd.clear_cache()
+    return cd.memo_path()
+
+
 @pytest.fixture
 def package(tmp_path: Path) -> Path:
     root = tmp_path / "pkgx"
@@ -116,3 +124,33 @@ def test_an_unknown_module_is_one_line() -> None:
         cd.code_digest("brain_pipeline.nope")
     with pytest.raises(ValueError, match="at least one"):
         cd.code_digest()
+
+
+def test_another_process_reuses_the_memo_until_a_file_changes(
+    package: Path, digest: Callable[[], str], own_memo: Path
+) -> None:
+    first = digest()
+    assert str(package / "helper.py") in own_memo.read_text(encoding="utf-8")
+    # A process that finds the memo takes the tree digests from it, parsing nothing: a
+    # memo entry altered while its file's signature still matches is what it reads.
+    import json
+
+    memo = json.loads(own_memo.read_text(encoding="utf-8"))
+    memo[str(package / "helper.py")]["tree"] = "0" * 64
+    own_memo.write_text(json.dumps(memo), encoding="utf-8")
+    assert digest() != first
+    # A changed file is parsed again (its signature no longer matches the memo's).
+    helper = package / "helper.py"
+    helper.write_text(helper.read_text(encoding="utf-8") + "\n# touched\n", encoding="utf-8")
+    assert digest() == first  # a comment: the same tree as at first
+    assert json.loads(own_memo.read_text(encoding="utf-8"))[str(helper)]["tree"] != "0" * 64
+
+
+def test_the_memo_forgets_files_that_are_gone(
+    package: Path, digest: Callable[[], str], own_memo: Path
+) -> None:
+    digest()
+    (package / "lazy.py").unlink()
+    (package / "step.py").write_text("def run():\n    return 1\n", encoding="utf-8")
+    digest()
+    assert str(package / "lazy.py") not in own_memo.read_text(encoding="utf-8")
