@@ -103,9 +103,24 @@ def _facts(path: Path) -> tuple[str, list[str], dict[str, Any] | None]:
 
 @functools.cache
 def _digest(modules: tuple[str, ...], package: str, root: Path | None) -> str:
+    trees = _walk(modules, package, root)
+    return value_digest({name: tree for name, (_, tree) in trees.items()})
+
+
+def module_closure(
+    modules: tuple[str, ...] | list[str], *, package: str = PACKAGE, root: Path | None = None
+) -> dict[str, Path]:
+    """Every module of `package` that importing `modules` runs -> its source file."""
+    return {name: path for name, (path, _) in _walk(tuple(modules), package, root).items()}
+
+
+def _walk(
+    modules: tuple[str, ...], package: str, root: Path | None
+) -> dict[str, tuple[Path, str]]:
+    """The closure of `modules`: module name -> (source file, tree digest), sorted; what
+    was parsed anew goes into the memo."""
     folder = root if root is not None else _package_folder(package)
-    found: dict[str, Path] = {}
-    trees: dict[str, str] = {}
+    found: dict[str, tuple[Path, str]] = {}
     fresh: dict[str, Any] = {}
     todo = list(modules)
     while todo:
@@ -115,8 +130,8 @@ def _digest(modules: tuple[str, ...], package: str, root: Path | None) -> str:
         path = _module_file(folder, package, name)
         if path is None:
             raise ValueError(f"{name} is not a module of {package} (under {folder})")
-        found[name] = path
-        trees[name], candidates, entry = _facts(path)
+        tree, candidates, entry = _facts(path)
+        found[name] = (path, tree)
         if entry is not None:
             fresh[str(path)] = entry
         parts = name.split(".")
@@ -124,27 +139,6 @@ def _digest(modules: tuple[str, ...], package: str, root: Path | None) -> str:
         todo.extend(_resolve(candidates, name, path, package, folder))
     if fresh:
         _save_memo(fresh)
-    return value_digest(dict(sorted(trees.items())))
-
-
-def module_closure(
-    modules: tuple[str, ...] | list[str], *, package: str = PACKAGE, root: Path | None = None
-) -> dict[str, Path]:
-    """Every module of `package` that importing `modules` runs -> its source file."""
-    folder = root if root is not None else _package_folder(package)
-    found: dict[str, Path] = {}
-    todo = list(modules)
-    while todo:
-        name = todo.pop()
-        if name in found:
-            continue
-        path = _module_file(folder, package, name)
-        if path is None:
-            raise ValueError(f"{name} is not a module of {package} (under {folder})")
-        found[name] = path
-        parts = name.split(".")
-        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
-        todo.extend(_resolve(_candidates(path), name, path, package, folder))
     return dict(sorted(found.items()))
 
 
