@@ -18,7 +18,14 @@ importing anything itself (so it changes no import order):
   after            the last-run record, the notification, the summary
 
 and the whole command's CPU (user + system, interpreter exit included) is taken from
-getrusage(RUSAGE_CHILDREN) around it.
+getrusage(RUSAGE_CHILDREN) around it, its wall seconds from the clock around it (on a busy
+machine the wall figure carries the other processes' load; the CPU figures do not).
+
+`--no-change` edits nothing (each round measures the up-to-date skip); `--full` empties
+the build directory and the publish root before each round, so each round is a full
+build: everything chunked, indexed, evaluated and published (with `embedding.provider:
+none`, no vectors). The Dagster instance and the user's code-digest memo stay, as they
+would on a workstation that deletes its build directory.
 
 With `--before DIR` (a copy of older code, e.g. `git archive 44142d0 | tar -x -C DIR`)
 the same edit runs as that code's Dagster run (`--select '*'`; its plain `materialize`
@@ -32,6 +39,7 @@ Usage::
     python benchmarks/bench_run_cost.py --beir ../shared/datasets/scifact --before /tmp/before
     python benchmarks/bench_run_cost.py --files 1200 --before /tmp/before --plain-before --no-change
     python benchmarks/bench_run_cost.py ... --no-change --consult   (the hourly consult)
+    python benchmarks/bench_run_cost.py --files 1200 --before /tmp/before --plain-before --full
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -140,12 +149,15 @@ PARTS = (
     "after",
     "in process",
     "whole command",
+    "whole command, wall s",
 )
 
 
 def measure(env: dict[str, str], cwd: Path, argv: list[str]) -> dict[str, float]:
-    """One command in a fresh process: its parts, and its whole CPU from rusage."""
+    """One command in a fresh process: its parts, its whole CPU from rusage and its wall
+    seconds."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "materialize", *argv],
         env=env,
@@ -153,6 +165,7 @@ def measure(env: dict[str, str], cwd: Path, argv: list[str]) -> dict[str, float]
         capture_output=True,
         text=True,
     )
+    wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     lines = [line for line in done.stderr.splitlines() if line.startswith("PARTS ")]
     if not lines:
@@ -164,6 +177,7 @@ def measure(env: dict[str, str], cwd: Path, argv: list[str]) -> dict[str, float]
     parts["whole command"] = (after.ru_utime - before.ru_utime) + (
         after.ru_stime - before.ru_stime
     )
+    parts["whole command, wall s"] = wall
     return parts
 
 
@@ -221,12 +235,20 @@ def main(argv: list[str] | None = None) -> int:
         help="edit nothing: each round measures the up-to-date skip",
     )
     parser.add_argument(
+        "--full",
+        action="store_true",
+        help="empty the build directory and the publish root before each round: each "
+        "round measures a full build",
+    )
+    parser.add_argument(
         "--consult",
         action="store_true",
         help="with --no-change: make the skip ask the Dagster instance each round, as it "
         "does once an hour (the record of its last confirmation is removed first)",
     )
     args = parser.parse_args(argv)
+    if args.full and (args.no_change or args.consult):
+        parser.error("--full rebuilds everything: not with --no-change or --consult")
     session = Session(runs=args.repeat).start()
     base = Path(tempfile.mkdtemp(prefix="bench-run-cost-"))
     systems = ["now", *(["before"] if args.before else [])]
@@ -256,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             measure(env, workdir, argvs[name])  # the full build (and bytecode)
         samples: dict[str, dict[str, list[float]]] = {n: {} for n in systems}
         for round_number in range(args.repeat):
-            if not args.no_change:
+            if not (args.no_change or args.full):
                 target = files[round_number % len(files)]
                 with target.open("a", encoding="utf-8") as handle:
                     handle.write(
@@ -264,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
                     )
             order = systems if round_number % 2 == 0 else systems[::-1]
             for name in order:
+                if args.full:
+                    for folder in ("build", "agent"):
+                        shutil.rmtree(base / name / folder, ignore_errors=True)
                 if args.consult:
                     (base / name / "build" / "state" / "instance-seen.json").unlink(
                         missing_ok=True
@@ -279,9 +304,11 @@ def main(argv: list[str] | None = None) -> int:
                 + (", asking the instance" if args.consult else "")
                 + ")"
                 if args.no_change
+                else "a full build (empty build directory and publish root)"
+                if args.full
                 else "one paragraph appended per run"
             )
-            + ": CPU-s, "
+            + ": CPU-s (the last row wall s), "
             f"median [min-max] of {args.repeat}"
         )
         print("| part | " + " | ".join(systems) + " |")
