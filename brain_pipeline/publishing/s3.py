@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,7 +48,6 @@ from brain_pipeline.publishing.s3_client import (
     content_key,
     content_sha256,
     content_size,
-    make_s3_client,
     normalize_prefix,
 )
 from brain_pipeline.publishing.s3_fixed import (
@@ -160,16 +159,14 @@ def publish_s3(
     if refusal is not None:
         manifest = manifest.without_embeddings(refusal)
 
-    timeouts = timeouts or S3Timeouts()
-    factory: Callable[[S3Timeouts], Any] | None = None
-    if client is None:
-
-        def factory(t: S3Timeouts) -> Any:
-            return make_s3_client(region, endpoint_url, t)
-
-        client = factory(timeouts)
-    dest = S3Destination(
-        client, bucket, key_prefix, timeouts=timeouts, factory=factory, protection=protection
+    dest = S3Destination.connect(
+        bucket,
+        key_prefix,
+        region=region,
+        endpoint_url=endpoint_url,
+        timeouts=timeouts,
+        protection=protection,
+        client=client,
     )
 
     files: list[tuple[str, ArtifactSource, str]] = []

@@ -174,16 +174,7 @@ def _restore(dest: S3Destination, name: FixedName, previous: PreviousSet) -> boo
         return True
     if head is not None and dest.sha256_of(key) == entry.sha256:
         return False
-    with dest.errors(f"copying {entry.key} back to {key}"):
-        dest.client.copy_object(
-            Bucket=dest.bucket,
-            Key=key,
-            CopySource={"Bucket": dest.bucket, "Key": entry.key},
-            ContentType=name.content_type,
-            MetadataDirective="REPLACE",
-            ChecksumAlgorithm="SHA256",
-            **dest.protection.write_args(),
-        )
+    dest.copy(entry.key, key, name.content_type)
     if dest.sha256_of(key) != entry.sha256:
         raise dest.fail(f"verifying {key}", "the restored object differs from the previous set's")
     return True
