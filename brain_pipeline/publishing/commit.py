@@ -42,7 +42,7 @@ import re
 import secrets
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -116,35 +116,15 @@ class Operation:
     backup: str | None = None
     had_previous: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "filename": self.filename,
-            "action": self.action,
-            "size": self.size,
-            "sha256": self.sha256,
-            "inode": self.inode,
-            "staged": self.staged,
-            "backup": self.backup,
-            "had_previous": self.had_previous,
-        }
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Operation:
-        action = data["action"]
-        if action not in ("replace", "remove"):
-            raise ValueError(f"unknown action {action!r}")
-        return cls(
-            target=str(data["target"]),
-            filename=str(data["filename"]),
-            action=action,
-            size=None if data.get("size") is None else int(data["size"]),
-            sha256=data.get("sha256"),
-            inode=None if data.get("inode") is None else int(data["inode"]),
-            staged=data.get("staged"),
-            backup=data.get("backup"),
-            had_previous=bool(data.get("had_previous", False)),
-        )
+        """As recorded by `asdict`; a record of another shape raises ValueError or
+        TypeError (an intent we cannot follow is never guessed at)."""
+        known = {f.name for f in fields(cls)}
+        operation = cls(**{name: value for name, value in data.items() if name in known})
+        if operation.action not in ("replace", "remove"):
+            raise ValueError(f"unknown action {operation.action!r}")
+        return operation
 
 
 @dataclass(frozen=True)
@@ -159,7 +139,7 @@ class Intent:
         data = {
             "format": INTENT_FORMAT,
             "id": self.commit_id,
-            "operations": [op.to_dict() for op in self.operations],
+            "operations": [asdict(op) for op in self.operations],
             "description": self.description,
         }
         return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")

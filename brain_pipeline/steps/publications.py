@@ -48,12 +48,7 @@ def held_by_rollback(
     The hold ends by itself once the corpus or the fixture differs from what it was at
     the rollback (a release event is recorded, so `status` stops mentioning it).
     """
-    from brain_pipeline.publishing.publication_log import (
-        HistoryError,
-        append_events,
-        read_history,
-        utc_now,
-    )
+    from brain_pipeline.publishing.publication_log import HistoryError, read_history, release
 
     memory = memory_of(cfg)
     try:
@@ -80,8 +75,7 @@ def held_by_rollback(
             },
         )
     why = "forced" if force else "the corpus or the fixture changed since the rollback"
-    release = {"kind": "release", "publication": hold.publication, "when": utc_now()}
-    append_events(memory, [{**release, "reason": why}])
+    release(memory, hold, why)
     log.info(f"hold on publication #{hold.publication} released: {why}")
     return None
 
