@@ -41,12 +41,11 @@ from brain_pipeline.publishing.manifest import (
     EMBEDDINGS_FILENAME,
     MANIFEST_FILENAME,
     PublishManifest,
-    sha256_hex,
 )
 from brain_pipeline.publishing.source import ArtifactSource, SourceChanged, read_vectors_header
 from brain_pipeline.retrieval.vectors import NotAnEmbeddingStore
 from brain_pipeline.utils.atomic import write_if_changed
-from brain_pipeline.utils.digest import file_sha256
+from brain_pipeline.utils.digest import file_sha256, sha256_hex
 from brain_pipeline.utils.file_signature import FileSignature
 
 __all__ = [

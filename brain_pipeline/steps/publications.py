@@ -24,6 +24,7 @@ from brain_pipeline.state.memory import Memory
 from brain_pipeline.state.records import read_record
 from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.report import StepResult, Table
+from brain_pipeline.utils.digest import sha256_hex
 
 
 def build_identity(
@@ -100,7 +101,6 @@ def record_in_history(
     hold), so a crash never leaves the publication without them. `forced`: the force's
     reason and what it overrode, for a publication a person forced over its blocking
     checks."""
-    from brain_pipeline.publishing.manifest import sha256_hex
     from brain_pipeline.publishing.publication_log import (
         Publication,
         append_events,
