@@ -38,16 +38,12 @@ from brain_pipeline.publishing.manifest import (
 from brain_pipeline.publishing.s3_client import (
     BINARY_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
-    Content,
     PublishError,
     S3Destination,
     S3ObjectOutcome,
     S3Protection,
     S3Timeouts,
-    already_there,
     content_key,
-    content_sha256,
-    content_size,
     normalize_prefix,
 )
 from brain_pipeline.publishing.s3_fixed import (
@@ -181,7 +177,7 @@ def publish_s3(
     with _says(UNTOUCHED):
         for filename, source, content_type in files:
             key = content_key(key_prefix, filename, source.sha256)
-            objects.append(_publish_object(dest, key, source, content_type))
+            objects.append(dest.ensure(key, source, content_type, mark=True))
             covered[filename] = {"key": key, "sha256": source.sha256, "size": source.size}
         previous_raw = dest.read_small(manifest_key)
 
@@ -267,16 +263,3 @@ def _live_manifest(existing: bytes | None, new: PublishManifest) -> PublishManif
             if old.same_content(new):
                 return old
     return new
-
-
-def _publish_object(
-    dest: S3Destination, key: str, data: Content, content_type: str
-) -> S3ObjectOutcome:
-    digest, size = content_sha256(data), content_size(data)
-    head = dest.probe(key)
-    how = already_there(head, data, content_type, protection=dest.protection, marked=True)
-    if how is not None:
-        return S3ObjectOutcome(key, "unchanged", size, digest, how)
-    how = dest.put_verified(key, data, content_type, mark=True)
-    return S3ObjectOutcome(key, "uploaded", size, digest, how)
-

@@ -457,6 +457,29 @@ class S3Destination:
             )
         return how
 
+    def ensure(
+        self,
+        key: str,
+        data: Content,
+        content_type: str,
+        *,
+        source: str | None = None,
+        mark: bool = False,
+    ) -> S3ObjectOutcome:
+        """Make `key` hold `data`: left alone when it already does (`already_there`, as
+        encrypted as now asked, with our mark when `mark`), else uploaded, or copied
+        server-side from `source` (a content-addressed key holding `data`); verified."""
+        digest, size = content_sha256(data), content_size(data)
+        head = self.probe(key)
+        how = already_there(head, data, content_type, protection=self.protection, marked=mark)
+        if how is not None:
+            return S3ObjectOutcome(key, "unchanged", size, digest, how)
+        if source is None:
+            how = self.put_verified(key, data, content_type, mark=mark)
+            return S3ObjectOutcome(key, "uploaded", size, digest, how)
+        how = self.copy_verified(source, key, data, content_type)
+        return S3ObjectOutcome(key, "copied", size, digest, how)
+
     def copy_verified(self, source: str, key: str, data: Content, content_type: str) -> str:
         """Server-side copy of `source` (which holds `data`) to `key`, then a HEAD with
         checksum mode: the copy counts only when the server's SHA-256 of `key` is ours."""
