@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.config import ConfigError, load_config, memory_of
     from brain_pipeline.corpus.gc import collect, tree_bytes
     from brain_pipeline.publishing.local import inspect_publication
+    from brain_pipeline.publishing.publication_log import HistoryError
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, make_holder
     from brain_pipeline.state.run_lease import run_lease
@@ -60,5 +61,8 @@ def run(args: argparse.Namespace) -> int:
     except LockBusyError as exc:
         print(f"brain-pipeline gc: {exc}", file=sys.stderr)
         return 75
+    except HistoryError as exc:  # never guess what is kept: no blob was deleted
+        print(f"brain-pipeline gc: blobs not collected: {exc}", file=sys.stderr)
+        return 2
     print(report.summary())
     return 0
