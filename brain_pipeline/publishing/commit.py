@@ -469,17 +469,22 @@ _OWN_NAMES = "|".join(re.escape(n) for n in (*PUBLISHED_FILENAMES, INTENT_FILENA
 _TEMP_NAME = re.compile(r"^\.(?:" + _OWN_NAMES + r")\..+\.tmp$")
 
 
-def storage_targets(publish_root: Path) -> list[Path]:
-    """Every storage directory a publication may have touched (existing ones only)."""
+def storage_dirs(publish_root: Path) -> list[Path]:
+    """The storage directories a publication goes to: src always, dist when it exists
+    (`dist/` is the agent's built copy: we never create it ourselves)."""
     root = Path(publish_root)
-    return [d for d in (root / "src" / "storage", root / "dist" / "storage") if d.is_dir()]
+    targets = [root / "src" / "storage"]
+    if (root / "dist").is_dir():
+        targets.append(root / "dist" / "storage")
+    return targets
 
 
 def find_leftovers(publish_root: Path) -> list[Path]:
     """Staging folders and atomic-writer temp files left by an interrupted run."""
     root = Path(publish_root).absolute()
     found: list[Path] = []
-    directories: Iterable[Path] = [*storage_targets(root), root / PUBLISH_STATE_DIRNAME]
+    targets = [d for d in storage_dirs(root) if d.is_dir()]
+    directories: Iterable[Path] = [*targets, root / PUBLISH_STATE_DIRNAME]
     for directory in directories:
         try:
             entries = sorted(directory.iterdir())
