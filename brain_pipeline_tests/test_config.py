@@ -383,7 +383,7 @@ def test_the_ledger_and_blobs_default_to_the_build_directorys_state(tmp_path: Pa
     assert cfg.ledger_url() == f"sqlite:///{state / 'ledger.sqlite'}"
     assert cfg.blobs_url() == str(state / "blobs")
     with open_ledger(cfg) as ledger:
-        assert ledger.backend == "sqlite" and ledger.publications() == []
+        assert ledger.backend == "sqlite" and ledger.pointer("live") is None
     assert (state / "ledger.sqlite").is_file()
     blobs = open_blobs(cfg)
     assert isinstance(blobs, LocalBlobs) and blobs.root == state / "blobs"

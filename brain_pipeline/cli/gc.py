@@ -5,13 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "drop cache entries (snapshots, chunk cache rows, indexes) no live record names"
+HELP = "drop cache entries and blobs nothing kept reaches"
 DESCRIPTION = """\
 The build directory's state/ keeps caches keyed by content: a corpus snapshot per
 observed version, chunks per file hash, indexes per chunk digest. Each edit adds
 entries; this removes those that neither the current build nor the published store
-still uses. The chunk history (used to repair fixture labels) is kept. Takes the build
-directory's lock, so it never races a run. Snapshots are also pruned by every run.
+still uses. The chunk history (used to repair fixture labels) is kept. Then the blobs
+(state.blobs, shared by every worker) that nothing kept reaches go: kept publications
+(publish.keep_generations), current records, baselines, the newest evaluation and the
+vector packs are walked in the ledger; everything else (older evaluation outcomes and
+candidates, former baselines, pruned generations) and stale temporary files are
+removed. Takes the run lease, so it never races a run. Snapshots are also pruned by
+every run.
 """
 
 
@@ -23,11 +28,13 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from brain_pipeline.config import ConfigError, load_config, memory_of
-    from brain_pipeline.corpus.gc import collect
+    from brain_pipeline.corpus.gc import collect, tree_bytes
     from brain_pipeline.publishing.local import inspect_publication
+    from brain_pipeline.publishing.publication_log import HistoryError
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, make_holder
     from brain_pipeline.state.run_lease import run_lease
+    from brain_pipeline.steps.publications import collect_blobs
 
     try:
         cfg = load_config()
@@ -36,9 +43,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     layout = StateLayout.of(Path(args.build_dir) if args.build_dir else cfg.build_dir)
     manifest = inspect_publication(cfg.publish_root()).manifest
+    memory = memory_of(cfg.model_copy(update={"build_dir": layout.build_dir}))
     try:
         with run_lease(
-            memory_of(cfg.model_copy(update={"build_dir": layout.build_dir})).ledger,
+            memory.ledger,
             run_id=None,
             wait_seconds=cfg.locks.wait_seconds,
             holder=make_holder("brain-pipeline gc"),
@@ -48,8 +56,13 @@ def run(args: argparse.Namespace) -> int:
                 variant=cfg.ingest_limits().cache_variant,
                 published_digest=manifest.corpus_digest if manifest else None,
             )
+            report.blobs = collect_blobs(memory, cfg.publish.keep_generations)
+            report.bytes_after = tree_bytes(layout.state_dir)
     except LockBusyError as exc:
         print(f"brain-pipeline gc: {exc}", file=sys.stderr)
         return 75
+    except HistoryError as exc:  # never guess what is kept: no blob was deleted
+        print(f"brain-pipeline gc: blobs not collected: {exc}", file=sys.stderr)
+        return 2
     print(report.summary())
     return 0

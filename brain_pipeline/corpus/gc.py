@@ -1,5 +1,8 @@
 """Keep the build directory's caches bounded: drop what no live record still names.
 
+(The blobs, shared by every worker, are collected by reachability over the ledger:
+`steps.publications.collect_blobs`, which `brain-pipeline gc` runs after these.)
+
 Everything under `state/` is a cache keyed by content (snapshots by corpus digest, chunk
 cache rows by file hash, indexes by chunk digest), so each corpus edit adds entries and
 nothing would ever leave. What is *live* is named by the records: the snapshot the
@@ -26,6 +29,9 @@ class GcReport:
 
     snapshots: list[str] = field(default_factory=list)
     chunk_rows: int = 0
+    blobs: list[str] = field(default_factory=list)
+    """Blobs no kept publication, current record, baseline or pack reaches (and stale
+    temporary files of a local blob folder), removed by the caller (`cli.gc`)."""
     bytes_before: int = 0
     bytes_after: int = 0
 
@@ -36,7 +42,8 @@ class GcReport:
     def summary(self) -> str:
         return (
             f"removed {len(self.snapshots)} snapshot(s), {self.chunk_rows} chunk-cache row(s); "
-            f"state/ {self.bytes_before:,} -> {self.bytes_after:,} bytes"
+            f"state/ {self.bytes_before:,} -> {self.bytes_after:,} bytes; "
+            f"{len(self.blobs)} unreachable blob(s) removed"
         )
 
 

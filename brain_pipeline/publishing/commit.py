@@ -42,7 +42,7 @@ import re
 import secrets
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -116,35 +116,15 @@ class Operation:
     backup: str | None = None
     had_previous: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "filename": self.filename,
-            "action": self.action,
-            "size": self.size,
-            "sha256": self.sha256,
-            "inode": self.inode,
-            "staged": self.staged,
-            "backup": self.backup,
-            "had_previous": self.had_previous,
-        }
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Operation:
-        action = data["action"]
-        if action not in ("replace", "remove"):
-            raise ValueError(f"unknown action {action!r}")
-        return cls(
-            target=str(data["target"]),
-            filename=str(data["filename"]),
-            action=action,
-            size=None if data.get("size") is None else int(data["size"]),
-            sha256=data.get("sha256"),
-            inode=None if data.get("inode") is None else int(data["inode"]),
-            staged=data.get("staged"),
-            backup=data.get("backup"),
-            had_previous=bool(data.get("had_previous", False)),
-        )
+        """As recorded by `asdict`; a record of another shape raises ValueError or
+        TypeError (an intent we cannot follow is never guessed at)."""
+        known = {f.name for f in fields(cls)}
+        operation = cls(**{name: value for name, value in data.items() if name in known})
+        if operation.action not in ("replace", "remove"):
+            raise ValueError(f"unknown action {operation.action!r}")
+        return operation
 
 
 @dataclass(frozen=True)
@@ -159,7 +139,7 @@ class Intent:
         data = {
             "format": INTENT_FORMAT,
             "id": self.commit_id,
-            "operations": [op.to_dict() for op in self.operations],
+            "operations": [asdict(op) for op in self.operations],
             "description": self.description,
         }
         return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8")
@@ -489,17 +469,22 @@ _OWN_NAMES = "|".join(re.escape(n) for n in (*PUBLISHED_FILENAMES, INTENT_FILENA
 _TEMP_NAME = re.compile(r"^\.(?:" + _OWN_NAMES + r")\..+\.tmp$")
 
 
-def storage_targets(publish_root: Path) -> list[Path]:
-    """Every storage directory a publication may have touched (existing ones only)."""
+def storage_dirs(publish_root: Path) -> list[Path]:
+    """The storage directories a publication goes to: src always, dist when it exists
+    (`dist/` is the agent's built copy: we never create it ourselves)."""
     root = Path(publish_root)
-    return [d for d in (root / "src" / "storage", root / "dist" / "storage") if d.is_dir()]
+    targets = [root / "src" / "storage"]
+    if (root / "dist").is_dir():
+        targets.append(root / "dist" / "storage")
+    return targets
 
 
 def find_leftovers(publish_root: Path) -> list[Path]:
     """Staging folders and atomic-writer temp files left by an interrupted run."""
     root = Path(publish_root).absolute()
     found: list[Path] = []
-    directories: Iterable[Path] = [*storage_targets(root), root / PUBLISH_STATE_DIRNAME]
+    targets = [d for d in storage_dirs(root) if d.is_dir()]
+    directories: Iterable[Path] = [*targets, root / PUBLISH_STATE_DIRNAME]
     for directory in directories:
         try:
             entries = sorted(directory.iterdir())

@@ -36,17 +36,17 @@ from brain_pipeline.publishing.commit import (
     commit_changes,
     pending_commit,
     recover_publication,
+    storage_dirs,
 )
 from brain_pipeline.publishing.manifest import (
     EMBEDDINGS_FILENAME,
     MANIFEST_FILENAME,
     PublishManifest,
-    sha256_hex,
 )
 from brain_pipeline.publishing.source import ArtifactSource, SourceChanged, read_vectors_header
 from brain_pipeline.retrieval.vectors import NotAnEmbeddingStore
 from brain_pipeline.utils.atomic import write_if_changed
-from brain_pipeline.utils.digest import file_sha256
+from brain_pipeline.utils.digest import file_sha256, sha256_hex
 from brain_pipeline.utils.file_signature import FileSignature
 
 __all__ = [
@@ -64,7 +64,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 DEFAULT_AGENT_QUERY_MODEL = "gemini-embedding-001"
-STORAGE_DIRNAME = "storage"
 
 FileAction = Literal["written", "unchanged", "removed"]
 
@@ -143,15 +142,6 @@ class LocalPublishReport:
         if not self.embeddings_published and self.embeddings_note:
             lines.append(f"embeddings not published: {self.embeddings_note}")
         return "\n".join(lines)
-
-
-def storage_dirs(publish_root: Path) -> list[Path]:
-    """The storage directories a publication goes to: src always, dist when it exists."""
-    root = Path(publish_root)
-    targets = [root / "src" / STORAGE_DIRNAME]
-    if (root / "dist").is_dir():
-        targets.append(root / "dist" / STORAGE_DIRNAME)
-    return targets
 
 
 def embeddings_refusal(embeddings: ArtifactSource | None, agent_query_model: str) -> str | None:

@@ -25,7 +25,6 @@ from brain_pipeline.corpus.observation import corpus_digest
 from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, parse_store
 from brain_pipeline.publishing.source import ArtifactSource, read_vectors_header
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, NotAnEmbeddingStore
-from brain_pipeline.utils.digest import sha256_hex
 from brain_pipeline.utils.markdown import md_code, md_text
 
 MANIFEST_FILENAME = "manifest.json"
@@ -42,10 +41,6 @@ class ArtifactInfo:
     filename: str
     size: int
     sha256: str
-
-    @classmethod
-    def of(cls, filename: str, data: bytes) -> ArtifactInfo:
-        return cls(filename=filename, size=len(data), sha256=sha256_hex(data))
 
     @classmethod
     def of_source(cls, filename: str, source: ArtifactSource) -> ArtifactInfo:

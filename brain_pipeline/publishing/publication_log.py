@@ -295,6 +295,12 @@ def append_events(memory: Memory, events: Sequence[Mapping[str, Any]]) -> Histor
     return read_history(memory)
 
 
+def release(memory: Memory, hold: Hold, reason: str) -> None:
+    """End `hold`, the one this worker read (never a newer one: see `_ends`)."""
+    event = {"kind": "release", "publication": hold.publication, "when": utc_now()}
+    append_events(memory, [{**event, "reason": reason}])
+
+
 def _import_old_files(memory: Memory) -> None:
     """Read a pre-ledger build directory's history and archive in, once: only into an
     empty shared history (another worker's history is never mixed with this one)."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,17 +38,12 @@ from brain_pipeline.publishing.manifest import (
 from brain_pipeline.publishing.s3_client import (
     BINARY_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
-    Content,
     PublishError,
     S3Destination,
     S3ObjectOutcome,
     S3Protection,
     S3Timeouts,
-    already_there,
     content_key,
-    content_sha256,
-    content_size,
-    make_s3_client,
     normalize_prefix,
 )
 from brain_pipeline.publishing.s3_fixed import (
@@ -160,16 +155,14 @@ def publish_s3(
     if refusal is not None:
         manifest = manifest.without_embeddings(refusal)
 
-    timeouts = timeouts or S3Timeouts()
-    factory: Callable[[S3Timeouts], Any] | None = None
-    if client is None:
-
-        def factory(t: S3Timeouts) -> Any:
-            return make_s3_client(region, endpoint_url, t)
-
-        client = factory(timeouts)
-    dest = S3Destination(
-        client, bucket, key_prefix, timeouts=timeouts, factory=factory, protection=protection
+    dest = S3Destination.connect(
+        bucket,
+        key_prefix,
+        region=region,
+        endpoint_url=endpoint_url,
+        timeouts=timeouts,
+        protection=protection,
+        client=client,
     )
 
     files: list[tuple[str, ArtifactSource, str]] = []
@@ -184,7 +177,7 @@ def publish_s3(
     with _says(UNTOUCHED):
         for filename, source, content_type in files:
             key = content_key(key_prefix, filename, source.sha256)
-            objects.append(_publish_object(dest, key, source, content_type))
+            objects.append(dest.ensure(key, source, content_type, mark=True))
             covered[filename] = {"key": key, "sha256": source.sha256, "size": source.size}
         previous_raw = dest.read_small(manifest_key)
 
@@ -270,16 +263,3 @@ def _live_manifest(existing: bytes | None, new: PublishManifest) -> PublishManif
             if old.same_content(new):
                 return old
     return new
-
-
-def _publish_object(
-    dest: S3Destination, key: str, data: Content, content_type: str
-) -> S3ObjectOutcome:
-    digest, size = content_sha256(data), content_size(data)
-    head = dest.probe(key)
-    how = already_there(head, data, content_type, protection=dest.protection, marked=True)
-    if how is not None:
-        return S3ObjectOutcome(key, "unchanged", size, digest, how)
-    how = dest.put_verified(key, data, content_type, mark=True)
-    return S3ObjectOutcome(key, "uploaded", size, digest, how)
-

@@ -278,6 +278,31 @@ class S3Destination:
         self._factory = factory
         self.deadline = deadline or Deadline(self.timeouts.deadline)
 
+    @classmethod
+    def connect(
+        cls,
+        bucket: str,
+        prefix: str,
+        *,
+        region: str | None = None,
+        endpoint_url: str | None = None,
+        timeouts: S3Timeouts | None = None,
+        protection: S3Protection | None = None,
+        client: Any = None,
+    ) -> S3Destination:
+        """A destination with a client of its own (made again with shorter timeouts near
+        the deadline), or with `client` used as it is (its own timeouts; the deadline is
+        then only checked between requests)."""
+        timeouts = timeouts or S3Timeouts()
+        if client is not None:
+            return cls(client, bucket, prefix, timeouts=timeouts, protection=protection)
+
+        def factory(t: S3Timeouts) -> Any:
+            return make_s3_client(region, endpoint_url, t)
+
+        made = factory(timeouts)
+        return cls(made, bucket, prefix, timeouts=timeouts, factory=factory, protection=protection)
+
     @property
     def client(self) -> Any:
         """The client for the next request; near the deadline, one whose timeouts fit it.
@@ -347,7 +372,7 @@ class S3Destination:
         except ClientError as exc:
             error = exc.response.get("Error", {})
             code = str(error.get("Code", "unknown"))
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            status = http_status(exc)
             explanation = _EXPLANATIONS.get(code, str(error.get("Message") or "error"))
             if code == "AccessDenied" and self.protection.expected_bucket_owner:
                 explanation += (
@@ -367,34 +392,31 @@ class S3Destination:
         bucket, a missing key and a put-only policy look alike. The PUT that follows
         reports the real cause.
         """
-        from botocore.exceptions import ClientError
-
-        with self.errors(f"checking {key}"):
-            try:
-                return dict(
-                    self.client.head_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED")
-                )
-            except ClientError as exc:
-                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-                if status in (403, 404):
-                    return None
-                raise
-        return None  # pragma: no cover - errors() always raises or the body returns
+        head = self._unless_absent(
+            f"checking {key}",
+            lambda: self.client.head_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED"),
+        )
+        return None if head is None else dict(head)
 
     def read_small(self, key: str) -> bytes | None:
         """GET a small object (the manifest); None when absent or not readable by us."""
+        return self._unless_absent(
+            f"reading {key}",
+            lambda: bytes(self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()),
+        )
+
+    def _unless_absent(self, what: str, request: Callable[[], Any]) -> Any:
+        """`request()`, or None when S3 answers 403 or 404 (absent, or not ours to read)."""
         from botocore.exceptions import ClientError
 
-        with self.errors(f"reading {key}"):
+        with self.errors(what):
             try:
-                response = self.client.get_object(Bucket=self.bucket, Key=key)
-                return bytes(response["Body"].read())
+                return request()
             except ClientError as exc:
-                status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-                if status in (403, 404):
+                if http_status(exc) in (403, 404):
                     return None
                 raise
-        return None  # pragma: no cover
+        return None  # pragma: no cover - errors() always raises or the body returns
 
     def put_verified(
         self, key: str, data: Content, content_type: str, *, mark: bool = False
@@ -435,9 +457,40 @@ class S3Destination:
             )
         return how
 
+    def ensure(
+        self,
+        key: str,
+        data: Content,
+        content_type: str,
+        *,
+        source: str | None = None,
+        mark: bool = False,
+    ) -> S3ObjectOutcome:
+        """Make `key` hold `data`: left alone when it already does (`already_there`, as
+        encrypted as now asked, with our mark when `mark`), else uploaded, or copied
+        server-side from `source` (a content-addressed key holding `data`); verified."""
+        digest, size = content_sha256(data), content_size(data)
+        head = self.probe(key)
+        how = already_there(head, data, content_type, protection=self.protection, marked=mark)
+        if how is not None:
+            return S3ObjectOutcome(key, "unchanged", size, digest, how)
+        if source is None:
+            how = self.put_verified(key, data, content_type, mark=mark)
+            return S3ObjectOutcome(key, "uploaded", size, digest, how)
+        how = self.copy_verified(source, key, data, content_type)
+        return S3ObjectOutcome(key, "copied", size, digest, how)
+
     def copy_verified(self, source: str, key: str, data: Content, content_type: str) -> str:
         """Server-side copy of `source` (which holds `data`) to `key`, then a HEAD with
         checksum mode: the copy counts only when the server's SHA-256 of `key` is ours."""
+        self.copy(source, key, content_type)
+        how = already_there(self.probe(key), data, content_type)
+        if how is None:
+            raise self.fail(f"verifying {key}", "the copied object differs from the bytes sent")
+        return how
+
+    def copy(self, source: str, key: str, content_type: str) -> None:
+        """Server-side copy of `source` to `key` (unverified: callers check the result)."""
         with self.errors(f"copying {source} to {key}"):
             self.client.copy_object(
                 Bucket=self.bucket,
@@ -448,10 +501,6 @@ class S3Destination:
                 ChecksumAlgorithm="SHA256",
                 **self.protection.write_args(),
             )
-        how = already_there(self.probe(key), data, content_type)
-        if how is None:
-            raise self.fail(f"verifying {key}", "the copied object differs from the bytes sent")
-        return how
 
     def delete(self, key: str, what: str) -> None:
         with self.errors(f"{what} {key}"):
@@ -469,6 +518,11 @@ class S3Destination:
         with self.errors(f"reading {key}"):
             body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
             return sha256_parts(body.iter_chunks(1 << 20))
+
+
+def http_status(exc: Any) -> int | None:
+    """The HTTP status of a botocore `ClientError`."""
+    return exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
 
 
 def stored_sha256(head: dict[str, Any]) -> str | None:

@@ -35,8 +35,6 @@ from brain_pipeline.publishing.s3_client import (
     S3ObjectOutcome,
     already_there,
     content_key,
-    content_sha256,
-    content_size,
 )
 from brain_pipeline.publishing.s3_records import RemoteEntry, remote_objects
 
@@ -106,22 +104,12 @@ def write_fixed_names(
 
 def _write(dest: S3Destination, name: FixedName) -> S3ObjectOutcome | None:
     key = dest.prefix + name.filename
-    head = dest.probe(key)
-    if name.content is None:
-        if head is None:
-            return None
-        dest.delete(key, "removing stale")
-        return S3ObjectOutcome(key, "removed", None, None, "")
-    data = name.content
-    digest, size = content_sha256(data), content_size(data)
-    how = already_there(head, data, name.content_type, protection=dest.protection)
-    if how is not None:
-        return S3ObjectOutcome(key, "unchanged", size, digest, how)
-    if name.source is None:
-        how = dest.put_verified(key, data, name.content_type)
-        return S3ObjectOutcome(key, "uploaded", size, digest, how)
-    how = dest.copy_verified(name.source, key, data, name.content_type)
-    return S3ObjectOutcome(key, "copied", size, digest, how)
+    if name.content is not None:
+        return dest.ensure(key, name.content, name.content_type, source=name.source)
+    if dest.probe(key) is None:
+        return None
+    dest.delete(key, "removing stale")
+    return S3ObjectOutcome(key, "removed", None, None, "")
 
 
 def _undone(
@@ -174,16 +162,7 @@ def _restore(dest: S3Destination, name: FixedName, previous: PreviousSet) -> boo
         return True
     if head is not None and dest.sha256_of(key) == entry.sha256:
         return False
-    with dest.errors(f"copying {entry.key} back to {key}"):
-        dest.client.copy_object(
-            Bucket=dest.bucket,
-            Key=key,
-            CopySource={"Bucket": dest.bucket, "Key": entry.key},
-            ContentType=name.content_type,
-            MetadataDirective="REPLACE",
-            ChecksumAlgorithm="SHA256",
-            **dest.protection.write_args(),
-        )
+    dest.copy(entry.key, key, name.content_type)
     if dest.sha256_of(key) != entry.sha256:
         raise dest.fail(f"verifying {key}", "the restored object differs from the previous set's")
     return True

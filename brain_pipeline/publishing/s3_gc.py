@@ -25,6 +25,7 @@ from brain_pipeline.publishing.s3_client import (
     OBJECTS_DIRNAME,
     S3Destination,
     S3ObjectOutcome,
+    http_status,
 )
 from brain_pipeline.publishing.s3_records import remote_objects
 
@@ -78,7 +79,7 @@ def collect_garbage(dest: S3Destination, keep: set[str]) -> list[S3ObjectOutcome
                     if key not in keep and layout.fullmatch(key):
                         candidates.append(key)
         except ClientError as exc:
-            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 403:
+            if http_status(exc) == 403:
                 return []  # no s3:ListBucket: old objects stay, nothing is wrong
             raise
     removed: list[S3ObjectOutcome] = []

@@ -23,7 +23,6 @@ from brain_pipeline.publishing.s3_client import (
     S3Destination,
     S3Protection,
     S3Timeouts,
-    make_s3_client,
     normalize_prefix,
 )
 from brain_pipeline.publishing.s3_records import RemoteEntry, remote_objects
@@ -66,19 +65,14 @@ def inspect_s3(
     (`knowledge-store.json`, `embeddings.bin`) hold exactly those objects' bytes
     (`embeddings.bin` absent when the manifest names no vectors).
     """
-    key_prefix = normalize_prefix(prefix)
-    timeouts = timeouts or S3Timeouts()
-
-    def factory(t: S3Timeouts) -> Any:
-        return make_s3_client(region, endpoint_url, t)
-
-    dest = S3Destination(
-        client if client is not None else factory(timeouts),
+    dest = S3Destination.connect(
         bucket,
-        key_prefix,
+        normalize_prefix(prefix),
+        region=region,
+        endpoint_url=endpoint_url,
         timeouts=timeouts,
-        factory=None if client is not None else factory,
         protection=protection,
+        client=client,
     )
     location = dest.describe()
     try:

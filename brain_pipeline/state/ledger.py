@@ -16,7 +16,6 @@ Rows (all digests are sha256 hex from `utils.digest`; JSON columns are canonical
 
 * `step_results`: (step, inputs, code, settings) -> outputs {name: blob digest}, facts;
 * `verdicts`: (check, data, rule) -> severity, description, overridable;
-* `publications`: append-only (id, when, digests, forced, reason, run id);
 * `pointers`: name -> value, changed only by compare-and-set;
 * `claims`: a topic claimed once (the first claimant wins), then marked delivered;
 * `lock_holders`: who holds the run lock (text to name them; the lock itself is the OS's
@@ -61,9 +60,6 @@ CREATE TABLE IF NOT EXISTS verdicts (
   severity TEXT NOT NULL, description TEXT NOT NULL, overridable INTEGER NOT NULL,
   run_id TEXT, recorded_at TEXT NOT NULL,
   PRIMARY KEY (check_name, data, rule));
-CREATE TABLE IF NOT EXISTS publications (
-  id {serial}, recorded_at TEXT NOT NULL, digests TEXT NOT NULL,
-  forced INTEGER NOT NULL, reason TEXT NOT NULL, run_id TEXT);
 CREATE TABLE IF NOT EXISTS pointers (
   name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS claims (
@@ -117,16 +113,6 @@ class Verdict:
     @property
     def blocks(self) -> bool:
         return self.severity not in ("PASS", "WARN")
-
-
-@dataclass(frozen=True)
-class Publication:
-    id: int
-    recorded_at: str
-    digests: Mapping[str, str]
-    forced: bool
-    reason: str
-    run_id: str | None
 
 
 @dataclass(frozen=True)
@@ -412,38 +398,7 @@ class Ledger:
             check, data, rule, severity, description, bool(overridable), run_id, recorded_at
         )
 
-    # -- publications and pointers ---------------------------------------------------
-
-    def append_publication(
-        self,
-        digests: Mapping[str, str],
-        *,
-        forced: bool = False,
-        reason: str = "",
-        run_id: str | None = None,
-    ) -> Publication:
-        """Add a publication to the history (never changed afterwards); its id is the next."""
-        if forced and not reason:
-            raise ValueError("a forced publication needs its reason")
-        when = _now()
-        rows = self.query(
-            "INSERT INTO publications (recorded_at, digests, forced, reason, run_id) "
-            "VALUES (?, ?, ?, ?, ?) RETURNING id",
-            (when, _json(dict(digests)), int(forced), reason, run_id),
-            write=True,
-        )
-        return Publication(int(rows[0][0]), when, dict(digests), forced, reason, run_id)
-
-    def publications(self, limit: int | None = None) -> list[Publication]:
-        """The history, newest first."""
-        rows = self.query(
-            "SELECT id, recorded_at, digests, forced, reason, run_id FROM publications "
-            "ORDER BY id DESC" + (f" LIMIT {int(limit)}" if limit is not None else "")
-        )
-        return [
-            Publication(int(i), when, json.loads(d), bool(f), reason, run)
-            for i, when, d, f, reason, run in rows
-        ]
+    # -- pointers ---------------------------------------------------------------------
 
     def pointer(self, name: str) -> str | None:
         rows = self.query("SELECT value FROM pointers WHERE name = ?", (name,))

@@ -11,7 +11,9 @@ publish assets show.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from brain_pipeline.state.memory import Memory
 from brain_pipeline.state.records import read_record
 from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.report import StepResult, Table
+from brain_pipeline.utils.digest import sha256_hex
 
 
 def build_identity(
@@ -46,12 +49,7 @@ def held_by_rollback(
     The hold ends by itself once the corpus or the fixture differs from what it was at
     the rollback (a release event is recorded, so `status` stops mentioning it).
     """
-    from brain_pipeline.publishing.publication_log import (
-        HistoryError,
-        append_events,
-        read_history,
-        utc_now,
-    )
+    from brain_pipeline.publishing.publication_log import HistoryError, read_history, release
 
     memory = memory_of(cfg)
     try:
@@ -78,8 +76,7 @@ def held_by_rollback(
             },
         )
     why = "forced" if force else "the corpus or the fixture changed since the rollback"
-    release = {"kind": "release", "publication": hold.publication, "when": utc_now()}
-    append_events(memory, [{**release, "reason": why}])
+    release(memory, hold, why)
     log.info(f"hold on publication #{hold.publication} released: {why}")
     return None
 
@@ -104,7 +101,6 @@ def record_in_history(
     hold), so a crash never leaves the publication without them. `forced`: the force's
     reason and what it overrode, for a publication a person forced over its blocking
     checks."""
-    from brain_pipeline.publishing.manifest import sha256_hex
     from brain_pipeline.publishing.publication_log import (
         Publication,
         append_events,
@@ -175,18 +171,36 @@ def blob_digests(pub: Any) -> set[str]:
     return {str(d) for d in named if d}
 
 
-def named_elsewhere(memory: Memory) -> set[str]:
-    """The blobs another area of the ledger still needs, whatever the history keeps: the
-    current asset records' outputs, every pointer's value (baselines, gaps), the vector
-    packs and bases. A content-addressed blob can be both a publication's file and one of
-    these (the published embeddings.bin is the embeddings base), so a generation pruned
-    from the history never takes them along. An older record's outputs are not kept: such
-    a record is simply no longer current when its blob is gone."""
+def reachable_blobs(memory: Memory, history: Any, keep: int) -> set[str]:
+    """Every blob something kept still reaches (issue 41: clean-up is reachability from
+    the ledger, the same from every worker), walked from these roots:
+
+    - the generations the history keeps (`History.generations`): their files;
+    - the current asset records' outputs (an older record's are not kept: such a record
+      is simply no longer current when its blob is gone);
+    - every pointer's value (baselines, gaps, shared query vectors), except a known-item
+      candidate of an evaluation nothing below keeps;
+    - the evaluation outcomes of the kept generations and the newest one (what the next
+      publish gate looks up); an older outcome gone is measured again if ever needed;
+    - the vector packs and bases (what a resumed embedding reads).
+
+    A content-addressed blob can be reached several ways (the published embeddings.bin
+    is the embeddings base), so a generation leaving the history never takes along a
+    blob another root reaches. A pointer moved on leaves its old value unreachable."""
     from brain_pipeline.embedding.packs import DDL as PACKS_DDL
+    from brain_pipeline.evaluation import judgements
     from brain_pipeline.state.records import POINTER
 
-    ledger = memory.ledger
+    ledger = judgements.ready(memory).ledger
     kept: set[str] = set()
+    keys: set[str] = set()
+    for pub in history.generations(keep):
+        kept |= blob_digests(pub)
+        if pub.evaluation.get("key"):
+            keys.add(str(pub.evaluation["key"]))
+    outcomes = ledger.query("SELECT key, outcome FROM eval_outcomes ORDER BY recorded_at DESC")
+    keys |= {str(key) for key, _ in outcomes[:1]}
+    kept |= {str(blob) for key, blob in outcomes if key in keys}
     current = ledger.query(
         "SELECT s.outputs FROM pointers p JOIN step_results s "
         "ON p.name = ? || s.step AND p.value = s.inputs || ' ' || s.code",
@@ -194,27 +208,64 @@ def named_elsewhere(memory: Memory) -> set[str]:
     )
     for (outputs,) in current:
         kept |= {str(d) for d in json.loads(outputs).values()}
-    kept |= {str(value) for (value,) in ledger.query("SELECT value FROM pointers")}
+    for name, value in ledger.query("SELECT name, value FROM pointers"):
+        candidate = str(name).startswith(judgements.CANDIDATE)
+        if not candidate or str(name)[len(judgements.CANDIDATE) :] in keys:
+            kept.add(str(value))
     ledger.ensure_tables("embedding", PACKS_DDL)
     kept |= {str(blob) for (blob,) in ledger.query("SELECT blob FROM embedding_packs")}
     return kept
 
 
 def prune_blobs(memory: Memory, history: Any, keep: int) -> list[str]:
-    """Delete the blobs only older generations name: reachability from what the shared
-    history keeps (`History.generations`), and never a blob another area still names
-    (`named_elsewhere`)."""
-    kept: set[str] = set()
-    for pub in history.generations(keep):
-        kept |= blob_digests(pub)
+    """After a publication: delete the blobs of the generations the history no longer
+    keeps, unless something else reaches them (`reachable_blobs`). Only the history's
+    own blobs are looked at, so a publish never lists the whole blob store; `gc` does."""
     named: set[str] = set()
     for pub in history.publications():
         named |= blob_digests(pub)
-    kept |= named_elsewhere(memory)
-    gone = sorted(d for d in named - kept if memory.blobs.has(d))
+    return _delete(memory, named - reachable_blobs(memory, history, keep))
+
+
+def collect_blobs(memory: Memory, keep: int) -> list[str]:
+    """`brain-pipeline gc`: delete every blob `reachable_blobs` does not reach (old
+    evaluation outcomes and candidates, a pointer's former values, older records'
+    outputs, pruned generations), and the temporary files an interrupted writer left in
+    a local blob folder over an hour ago. Run under the run lease: no run of this ledger
+    is writing blobs it has not yet recorded."""
+    from brain_pipeline.publishing.publication_log import read_history
+
+    reached = reachable_blobs(memory, read_history(memory), keep)
+    gone = _delete(memory, set(memory.blobs.list()) - reached)
+    return gone + [str(path) for path in _sweep_temporary(memory)]
+
+
+def _delete(memory: Memory, digests: set[str]) -> list[str]:
+    gone = sorted(d for d in digests if memory.blobs.has(d))
     for digest in gone:
         memory.blobs.delete(digest)
     return gone
+
+
+def _sweep_temporary(memory: Memory, min_age_seconds: float = 3600.0) -> list[Path]:
+    """The non-blob files of a local blob folder older than `min_age_seconds` (a writer
+    killed between its temporary file and the rename), removed. A younger one may belong
+    to a writer at work on another worker sharing the folder, so it stays."""
+    import time
+
+    from brain_pipeline.state.blobs import NAMESPACE, LocalBlobs
+
+    if not isinstance(memory.blobs, LocalBlobs):
+        return []  # an S3 put is atomic: it leaves no partial object behind
+    swept: list[Path] = []
+    digest = re.compile(r"[0-9a-f]{64}")
+    for path in sorted((memory.blobs.root / NAMESPACE).glob("??/*")):
+        with contextlib.suppress(FileNotFoundError):
+            stale = time.time() - path.lstat().st_mtime > min_age_seconds
+            if path.is_file() and not digest.fullmatch(path.name) and stale:
+                path.unlink()
+                swept.append(path)
+    return swept
 
 
 def missing_blobs(memory: Memory, wanted: Mapping[str, str]) -> list[str]:

@@ -345,12 +345,11 @@ def _restore_baseline(cfg: BrainConfig, target: Any, log: StepLog) -> None:
 
 def release_hold(cfg: BrainConfig) -> str:
     """End the active hold (`rollback --release`); the sentence says what was released."""
-    from brain_pipeline.publishing.publication_log import append_events, read_history, utc_now
+    from brain_pipeline.publishing.publication_log import read_history, release
 
     memory = memory_of(cfg)
     hold = read_history(memory).hold()
     if hold is None:
         raise RollbackRefused("nothing to release: no publication is held")
-    release = {"kind": "release", "publication": hold.publication, "when": utc_now()}
-    append_events(memory, [{**release, "reason": "released by hand"}])
+    release(memory, hold, "released by hand")
     return f"the hold on publication #{hold.publication} is released"

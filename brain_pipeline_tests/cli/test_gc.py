@@ -34,3 +34,26 @@ def test_an_unusable_configuration_exits_2(
     project.config.write_text("build_dir: [not, a, path\n", encoding="utf-8")
     assert main(["gc"]) == 2
     assert capsys.readouterr().err.startswith("brain-pipeline gc: ")
+
+
+def test_gc_removes_an_unreachable_blob_and_keeps_all_when_the_history_is_unreadable(
+    project: Project, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from brain_pipeline.config import load_config, memory_of
+    from brain_pipeline.publishing.publication_log import read_history
+
+    memory = memory_of(load_config())
+    read_history(memory)  # the history's table exists
+    orphan = memory.blobs.put_bytes(b"an evaluation nothing keeps")
+    assert main(["gc"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("; 1 unreachable blob(s) removed")
+    assert not memory.blobs.has(orphan)
+
+    orphan = memory.blobs.put_bytes(b"another one")
+    memory.ledger.execute(
+        "INSERT INTO publication_events (kind, pub_id, event) VALUES ('published', 1, '{')"
+    )
+    assert main(["gc"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("brain-pipeline gc: blobs not collected: ") and "unreadable" in err
+    assert memory.blobs.has(orphan)

@@ -56,19 +56,6 @@ def test_a_verdict_is_keyed_by_check_data_and_rule(ledger_url: str) -> None:
         assert verdict is not None and not verdict.blocks and verdict.run_id == "run-2"
 
 
-def test_publications_are_appended_and_read_newest_first(ledger_url: str) -> None:
-    with Ledger(ledger_url) as ledger:
-        assert ledger.publications() == []
-        first = ledger.append_publication({"store": "s1"}, run_id="r1")
-        second = ledger.append_publication({"store": "s2"}, forced=True, reason="hotfix")
-        assert second.id > first.id
-        assert ledger.publications() == [second, first]
-        assert ledger.publications(limit=1) == [second]
-        assert ledger.publications()[0].forced and ledger.publications()[0].reason == "hotfix"
-        with pytest.raises(ValueError, match="reason"):
-            ledger.append_publication({"store": "s3"}, forced=True)
-
-
 def test_pointers_move_only_by_compare_and_set(ledger_url: str) -> None:
     with Ledger(ledger_url) as ledger:
         assert ledger.pointer("live publication") is None
@@ -250,9 +237,9 @@ def test_run_lock_is_reentrant_within_a_process(ledger_url: str) -> None:
 
 def test_the_schema_is_created_once_and_reopening_keeps_the_rows(ledger_url: str) -> None:
     with Ledger(ledger_url) as ledger:
-        ledger.append_publication({"store": "s1"})
+        assert ledger.set_pointer("live", "s1", expected=None)
     with Ledger(ledger_url) as ledger:
-        assert [p.digests for p in ledger.publications()] == [{"store": "s1"}]
+        assert ledger.pointer("live") == "s1"
 
 
 def test_redacted_drops_the_password_only() -> None:

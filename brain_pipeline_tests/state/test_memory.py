@@ -6,7 +6,6 @@ import threading
 from pathlib import Path
 
 from brain_pipeline.config import load_config, memory_of
-from brain_pipeline.state.ledger import Publication
 from brain_pipeline.state.memory import Memory
 
 
@@ -20,20 +19,19 @@ def test_a_thread_reuses_its_memory_and_another_thread_opens_its_own(tmp_path: P
     cfg = load_config(_config(tmp_path))
     first = memory_of(cfg)
     assert memory_of(cfg) is first
-    recorded = first.ledger.append_publication({"store": "a" * 64})
-    assert isinstance(recorded, Publication)
-    seen: list[tuple[Memory, list[int]]] = []
+    assert first.ledger.set_pointer("live", "a" * 64, expected=None)
+    seen: list[tuple[Memory, str | None]] = []
 
     def in_another_thread() -> None:
         memory = memory_of(cfg)
-        seen.append((memory, [p.id for p in memory.ledger.publications()]))
+        seen.append((memory, memory.ledger.pointer("live")))
 
     worker = threading.Thread(target=in_another_thread)
     worker.start()
     worker.join()
     assert seen and seen[0][0] is not first
     # Each thread's own connection reaches the same ledger: what one recorded the other reads.
-    assert seen[0][1] == [recorded.id]
+    assert seen[0][1] == "a" * 64
 
 def test_the_memory_lives_in_the_configured_build_directory(tmp_path: Path) -> None:
     cfg = load_config(_config(tmp_path))
