@@ -15,7 +15,8 @@ every digest once: the safe direction. Imports under `if TYPE_CHECKING:` do not 
 the standard library) are not digested: their versions belong in the settings digest
 of the steps they shape.
 
-Cached per process (the source is read once, as the code that runs was), and across
+Cached per process (each source file is read and each module name looked up once, as
+the code that runs was), and across
 processes in a small memo (`MEMO`: per source file, its stat signature -> its tree digest
 and the imports it names), because every command asks for these digests and parsing and
 dumping ~70 syntax trees cost about half a second each time. A file whose signature
@@ -53,9 +54,8 @@ def code_digest(*modules: str, package: str = PACKAGE, root: Path | None = None)
 
 def clear_cache() -> None:
     """Forget the digests computed so far (for code that edits sources it digests)."""
-    _digest.cache_clear()
-    _parse.cache_clear()
-    _memo.cache_clear()
+    for cached in (_digest, _parse, _memo, _facts, _module_file):
+        cached.cache_clear()
 
 
 def memo_path() -> Path:
@@ -85,9 +85,13 @@ def _save_memo(entries: dict[str, Any]) -> None:
         atomic_write_bytes(memo_path(), json.dumps(memo, sort_keys=True).encode("utf-8"))
 
 
+@functools.cache
 def _facts(path: Path) -> tuple[str, list[str], dict[str, Any] | None]:
     """(tree digest, import candidates) of `path`, from the memo when its signature still
-    matches; else parsed, with the memo entry to save (None when it came from the memo)."""
+    matches; else parsed, with the memo entry to save (None when it came from the memo).
+
+    Once per process: a command asks for several digests whose closures overlap, and the
+    source that runs does not change under it (`clear_cache` for code that edits it)."""
     signature = FileSignature.of(path)
     known = _memo().get(str(path))
     if signature is not None and isinstance(known, dict) and known.get("stat") == (
@@ -132,7 +136,7 @@ def _walk(
             raise ValueError(f"{name} is not a module of {package} (under {folder})")
         tree, candidates, entry = _facts(path)
         found[name] = (path, tree)
-        if entry is not None:
+        if entry is not None and _memo().get(str(path)) is not entry:  # not saved yet
             fresh[str(path)] = entry
         parts = name.split(".")
         todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
@@ -149,6 +153,7 @@ def _package_folder(package: str) -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
+@functools.cache
 def _module_file(folder: Path, package: str, name: str) -> Path | None:
     if name != package and not name.startswith(package + "."):
         return None
