@@ -5,7 +5,7 @@ fixture (or reuse the recorded report for identical inputs), compare it with the
 baseline, judge it once (`verdict.judge`) and keep the report and the whole `EvaluationVerdict`
 in the evaluation record, where the publish steps read it. Which embedder embeds the
 queries is `embedding.factory`'s business; what the baseline comparison finds is
-`regression`'s; what it means is `verdict`'s.
+`baseline`'s; what it means is `verdict`'s.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
+    from brain_pipeline.evaluation.baseline import BaselineComparison
     from brain_pipeline.evaluation.eval_record import EvalInputs
     from brain_pipeline.evaluation.known_item_run import KnownItemRun
-    from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
     from brain_pipeline.evaluation.verdict_rule import VerdictRule
@@ -105,8 +105,8 @@ def evaluate_store_dir(
     `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
     """
     from brain_pipeline.evaluation import eval_record
+    from brain_pipeline.evaluation.baseline import compare_with_baseline
     from brain_pipeline.evaluation.bootstrap import figure_intervals
-    from brain_pipeline.evaluation.regression import compare_with_baseline
     from brain_pipeline.evaluation.render import report_markdown
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, judge
     from brain_pipeline.evaluation.verdict_rule import rule_of
@@ -204,33 +204,15 @@ def record_as_baseline(
     kind: str,
     note: str | None = None,
 ) -> dict[str, Any]:
-    """Make a stored evaluation record the baseline (after a publication, or accepted)."""
+    """Make a stored evaluation record both baselines (after a publication, or accepted):
+    `baseline.record_baseline`, with the figures' intervals for the history."""
     from brain_pipeline.evaluation.baseline import record_baseline
     from brain_pipeline.evaluation.bootstrap import figure_intervals
     from brain_pipeline.evaluation.runner import EvaluationReport
 
     report = EvaluationReport.from_dict(record["report"])
     intervals = {n: i.to_list() for n, i in figure_intervals(report.queries).items()}
-    memory = judgement_memory(cfg)
-    summary = record_baseline(memory, record, intervals, kind=kind, note=note)
-    summary["known_items"] = record_known_items(memory, record, kind=kind, note=note)
-    return summary
-
-
-def record_known_items(
-    memory: Memory, record: Mapping[str, Any], *, kind: str, note: str | None
-) -> str:
-    """The known items sampled from the store `record` evaluated become the known-item
-    baseline; the one line saying so. A record from before the check (a rollback to an
-    old publication, say) or whose known items were not kept clears the baseline."""
-    from brain_pipeline.evaluation import known_item_state
-
-    key = record.get("known_items_candidate")
-    if not isinstance(key, str):
-        return known_item_state.clear_baseline(
-            memory, "this evaluation predates the known-item check"
-        )
-    return known_item_state.record_baseline(memory, key, kind=kind, note=note)
+    return record_baseline(judgement_memory(cfg), record, intervals, kind=kind, note=note)
 
 
 def known_items_of(
@@ -452,11 +434,6 @@ def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
     except (HistoryError, OSError):
         return {}
     return {chunk: entry.source for chunk, entry in found.items()}
-
-
-def evaluate_build(cfg: BrainConfig, run_id: str | None = None) -> EvaluationOutcome:
-    """Evaluate the build directory's store and vectors (for the blocking check)."""
-    return evaluate_store_dir(cfg, cfg.build_dir, run_id=run_id)
 
 
 def judgement_memory(cfg: BrainConfig) -> Memory:

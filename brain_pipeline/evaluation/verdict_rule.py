@@ -94,13 +94,11 @@ def rule_of(
 def current_rule(cfg: BrainConfig, memory: Memory) -> VerdictRule:
     """The rule a verdict would be judged by now: today's settings, and the baselines
     the ledger of `memory` keeps (read as the evaluation reads them)."""
-    from brain_pipeline.evaluation.baseline import load_baseline
-    from brain_pipeline.evaluation.known_item_gate import KnownItemBaseline
-    from brain_pipeline.evaluation.known_item_state import load_baseline as load_known
+    from brain_pipeline.evaluation.baseline import load_baseline, load_known_items
 
     regression = load_baseline(memory).baseline
-    loaded = load_known(memory)
-    known = loaded if isinstance(loaded, KnownItemBaseline) else None
+    loaded = load_known_items(memory)
+    known = None if isinstance(loaded, str) else loaded
     return rule_of(
         cfg,
         regression.key if regression is not None else None,
