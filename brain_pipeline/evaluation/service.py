@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from brain_pipeline.evaluation.eval_record import EvalInputs
     from brain_pipeline.evaluation.known_item_run import KnownItemRun
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
-    from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict
     from brain_pipeline.evaluation.verdict_rule import VerdictRule
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.memory import Memory
@@ -65,11 +65,6 @@ class EvaluationOutcome:
     def stale_ids(self) -> list[str]:
         return list(self.report.stale_ids) if self.report is not None else []
 
-    @property
-    def thresholds(self) -> list[ThresholdRow]:
-        return list(self.verdict.thresholds)
-
-
 @dataclass(frozen=True)
 class _Measured:
     """A report and what it was measured from; `keep` False for one not to remember."""
@@ -78,7 +73,6 @@ class _Measured:
     layout: StateLayout | None
     key: str
     inputs: dict[str, Any]
-    thresholds: dict[Any, Any]
     previous: Mapping[str, Any] | None
     """The stored record the report was reused from (None: it was measured now)."""
     keep: bool
@@ -120,7 +114,7 @@ def evaluate_store_dir(
     known = known_items_of(cfg, store_dir, measured.layout, measured.inputs)
     verdict = judge(
         report,
-        measured.thresholds,
+        _applied_thresholds(cfg),
         comparison=regression.comparison,
         agent_retriever=regression.retriever,
         baseline=regression.status,
@@ -318,7 +312,6 @@ def _measure(
         return f"fixture unusable: {exc}"
     view = open_store_view(store_file, layout)
     embeddings_file = store_dir / EMBEDDINGS_FILENAME
-    thresholds = _applied_thresholds(cfg)
     inputs = _inputs(cfg, view.sha256, layout, embeddings_file, fixture_bytes)
     key = inputs.key()
     if reuse and layout is not None:
@@ -335,7 +328,6 @@ def _measure(
                     layout,
                     key,
                     dict(stored_inputs) if isinstance(stored_inputs, dict) else asdict(inputs),
-                    thresholds,
                     record,
                     keep=True,
                 )
@@ -356,12 +348,12 @@ def _measure(
         report.stale_sources = _stale_sources(cfg, report.stale_ids)
     if choice.note:
         report.notes.append(f"hybrid runs without query vectors: {choice.note}")
-    if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in thresholds:
+    if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in _applied_thresholds(cfg):
         report.notes.append("hybrid thresholds not applied: embedding.provider is 'none'")
     # A query that fell back because the provider failed (not by configuration) may
     # answer differently next time: such a report is not kept for reuse.
     transient = not choice.note and any(s.fallback_queries for s in report.retrievers)
-    return _Measured(report, layout, key, asdict(inputs), thresholds, None, keep=not transient)
+    return _Measured(report, layout, key, asdict(inputs), None, keep=not transient)
 
 
 def _applied_thresholds(cfg: BrainConfig) -> dict[Any, Any]:
