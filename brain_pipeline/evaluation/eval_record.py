@@ -13,7 +13,7 @@ rule, a verdict is never reused under one.
 
 Outcomes live in the ledger and the blobs (`evaluation.judgements`), so every worker
 reads the same ones. An outcome holds `report` (runner.EvaluationReport.to_dict),
-`figures`, `markdown`, `inputs`, `run_id`, `verdict` (verdict.EvaluationVerdict.to_dict,
+`figures`, `inputs`, `run_id`, `verdict` (verdict.EvaluationVerdict.to_dict,
 the whole judgement the publish gate reads) and `rule` (verdict_rule.VerdictRule.to_dict).
 
 The code an outcome depends on is digested from the code (`judging_code`), not bumped by

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,7 @@ def _mode(embeddings: EmbeddingStore | None, embedder: QueryEmbedder | None, mod
 
 def _area_key(
     source: ViewSource, area: str, mode: str, embeddings: EmbeddingStore | None,
-    row_of: Callable[[], dict[str, int]], model: str | None,
+    rows: dict[str, int], model: str | None,
 ) -> str:
     parts: dict[str, Any] = {
         "ids": source.view.area_digest(area),
@@ -96,7 +96,6 @@ def _area_key(
         "retrieval": RETRIEVAL_VERSION,
     }
     if mode == "hybrid" and embeddings is not None:
-        rows = row_of()
         picked = [rows[i] for i in source.area_ids(area) if i in rows]
         parts["vectors"] = sha256_hex(embeddings.vectors[picked].tobytes())
         parts["model"] = model
@@ -138,15 +137,9 @@ def run_known_items(
         return [hit.chunk.id for hit in result.hits]
 
     memo = RankMemo(rank)
-    row_cache: dict[str, dict[str, int]] = {}
-
-    def row_of() -> dict[str, int]:
-        if "rows" not in row_cache and embeddings is not None:
-            row_cache["rows"] = embeddings.index_of()
-        return row_cache.get("rows", {})
-
+    rows = embeddings.index_of() if mode == "hybrid" and embeddings is not None else {}
     areas = source.areas()
-    keys = {a: _area_key(source, a, mode, embeddings, row_of, query_model) for a in areas}
+    keys = {a: _area_key(source, a, mode, embeddings, rows, query_model) for a in areas}
     cached = read_cache(layout, _ANSWERS) if layout is not None else {}
     for area, key in keys.items():
         entry = cached.get(area)
@@ -187,11 +180,18 @@ def run_known_items(
     counts = {area: len(source.area_ids(area)) for area in areas}
     candidate: str | None = None
     if layout is not None and memory is not None:
-        try:
-            candidate = _save(
-                memory, layout, source, areas, keys, memo, fell_back, queries, items, counts, notes,
-                store_sha256, embeddings_sha256,
-            )
+        try:  # the caches, then this store's candidate
+            live = {i for area in areas for i in source.area_ids(area)}
+            kept = {i: q for i, q in queries.items() if i in live}  # the size of the store
+            write_cache(layout, _QUERIES, {"version": _query_code(), "queries": kept})
+            write_cache(layout, _ANSWERS, {
+                area: {"key": keys[area],
+                       "answers": {q: top for (q, a), top in memo.answers.items() if a == area}}
+                for area in areas
+                if area not in fell_back  # answered lexically this time: not remembered as hybrid
+            })  # fmt: skip
+            candidate = candidate_key(store_sha256, embeddings_sha256)
+            save_candidate(memory, candidate, items, counts, notes)
             vectors.save({item.query for item in items} | {o.query for o in verdict.items})
         except OSError as exc:  # a read-only build directory: judged, not remembered
             candidate = None
@@ -199,17 +199,8 @@ def run_known_items(
                 f"known items not saved ({exc.strerror or exc}): a publication of this "
                 "store leaves no known-item baseline"
             )
-    if notes:
-        verdict = KnownItemVerdict(
-            status=verdict.status,
-            areas=verdict.areas,
-            items=verdict.items,
-            failures=verdict.failures,
-            warnings=verdict.warnings,
-            notes=verdict.notes + tuple(notes),
-        )
     return KnownItemRun(
-        verdict,
+        replace(verdict, notes=verdict.notes + tuple(notes)),
         candidate,
         len(items),
         memo.asked,
@@ -217,39 +208,6 @@ def run_known_items(
         baseline_candidate=used.candidate if used is not None else None,
         baseline_digest=used.digest if used is not None else None,
     )
-
-
-def _save(
-    memory: Memory,
-    layout: StateLayout,
-    source: ViewSource,
-    areas: Sequence[str],
-    keys: dict[str, str],
-    memo: RankMemo,
-    fell_back: set[str],
-    queries: dict[str, str | None],
-    items: Sequence[KnownItem],
-    counts: dict[str, int],
-    notes: Sequence[str],
-    store_sha256: str | None,
-    embeddings_sha256: str | None,
-) -> str:
-    """Keep the caches and this store's candidate; returns the candidate's key."""
-    live = {i for area in areas for i in source.area_ids(area)}
-    kept = {i: q for i, q in queries.items() if i in live}  # the size of the store
-    write_cache(layout, _QUERIES, {"version": _query_code(), "queries": kept})
-    answers = {
-        area: {
-            "key": keys[area],
-            "answers": {q: top for (q, a), top in memo.answers.items() if a == area},
-        }
-        for area in areas
-        if area not in fell_back  # answered lexically this time: not remembered as hybrid
-    }
-    write_cache(layout, _ANSWERS, answers)
-    candidate = candidate_key(store_sha256, embeddings_sha256)
-    save_candidate(memory, candidate, items, counts, notes)
-    return candidate
 
 
 class _VectorMemo:

@@ -155,7 +155,6 @@ def evaluate_store_dir(
     stored = {
         "report": report.to_dict(),
         "figures": outcome.flat_metrics,
-        "markdown": outcome.markdown,
         "inputs": outcome.inputs,
         "verdict": verdict.to_dict(),
         "known_items_candidate": known.candidate,

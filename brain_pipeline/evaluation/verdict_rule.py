@@ -72,22 +72,17 @@ class VerdictRule:
             return None
 
 
-def settings_digest(cfg: BrainConfig) -> str:
-    """Digest of every setting that can change a verdict (the whole `RULE_SECTIONS`)."""
-    return value_digest(
-        {name: getattr(cfg, name).model_dump(mode="json") for name in RULE_SECTIONS}
-    )
-
-
 def rule_of(
     cfg: BrainConfig,
     baseline_key: str | None,
     known_items_candidate: str | None,
     known_items_digest: str | None,
 ) -> VerdictRule:
-    """The rule of a verdict judged now with `cfg` against these baselines."""
+    """The rule of a verdict judged now with `cfg` against these baselines (its settings:
+    every one in `RULE_SECTIONS`, digested whole)."""
+    sections = {name: getattr(cfg, name).model_dump(mode="json") for name in RULE_SECTIONS}
     return VerdictRule(
-        settings_digest(cfg), baseline_key or None, known_items_candidate, known_items_digest
+        value_digest(sections), baseline_key or None, known_items_candidate, known_items_digest
     )
 
 
