@@ -127,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
         for failure in outcome.failures:
             print(f"brain-pipeline eval: {failure}", file=sys.stderr)
         return 2
-    from brain_pipeline.evaluation.render import report_text
-    from brain_pipeline.evaluation.reports import summary_lines
+    from brain_pipeline.evaluation.reports import report_text, summary_lines
 
     if args.accept:
         refused = _accept(cfg, store, outcome, str(args.note).strip())
@@ -198,8 +197,7 @@ def _print_per_query(outcome: Any) -> None:
     """Per-query ranks (one column per retriever), then the changes from the baseline."""
     import pandas as pd
 
-    from brain_pipeline.evaluation.render import query_rows
-    from brain_pipeline.evaluation.reports import changes_frame
+    from brain_pipeline.evaluation.reports import changes_frame, query_rows
 
     # Rank of the first relevant hit, one column per retriever ("-": a miss).
     rows = [{k: "-" if v is None else v for k, v in row.items() if k != "stale_label"}

@@ -101,7 +101,7 @@ def evaluate_store_dir(
     from brain_pipeline.evaluation import eval_record
     from brain_pipeline.evaluation.baseline import compare_with_baseline
     from brain_pipeline.evaluation.bootstrap import figure_intervals
-    from brain_pipeline.evaluation.render import report_markdown
+    from brain_pipeline.evaluation.reports import report_markdown
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, judge
     from brain_pipeline.evaluation.verdict_rule import rule_of
 

@@ -83,7 +83,7 @@ def _threshold_table(outcome: Any, values: dict[str, Any]) -> Table:
 
 
 def _per_query_table(outcome: Any) -> Table:
-    from brain_pipeline.evaluation.render import query_rows
+    from brain_pipeline.evaluation.reports import query_rows
 
     report = outcome.report
     names = [s.name for s in report.retrievers] if report is not None else []
