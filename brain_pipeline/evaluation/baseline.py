@@ -25,13 +25,14 @@ baseline", with the reason in one line: never a crash, never a silent pass. No D
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from brain_pipeline.evaluation import judgements
 from brain_pipeline.evaluation.compare import ChunkOrigin, Comparison, OriginLookup, compare
+from brain_pipeline.evaluation.eval_record import Clock, utc_now
 from brain_pipeline.evaluation.known_item_gate import KnownItemBaseline
 from brain_pipeline.evaluation.known_items import KnownItem
 from brain_pipeline.evaluation.runner import EvaluationReport
@@ -40,7 +41,6 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.digest import canonical_json, value_digest
 
-Clock = Callable[[], datetime]
 AGENT_RETRIEVERS: tuple[str, ...] = ("hybrid", "bm25")
 """The retriever the agent answers with: hybrid (which is BM25 without vectors), else BM25."""
 NO_KNOWN_ITEMS = (
@@ -183,7 +183,7 @@ def record_baseline(
     *,
     kind: str,
     note: str | None = None,
-    now: Clock | None = None,
+    now: Clock = utc_now,
 ) -> dict[str, Any]:
     """Make `record` (an evaluation record) both baselines and add it to the publications.
 
@@ -193,7 +193,7 @@ def record_baseline(
     not kept, clears it. Returns the summary written, with `known_items` the one line
     saying what happened to the known-item baseline.
     """
-    when = (now or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds")
+    when = now().isoformat(timespec="seconds")
     summary = summary_of(record, intervals, kind=kind, note=note, when=when)
     entry = {"kind": kind, "note": note, "when": when, "record": dict(record)}
     judgements.point(memory, judgements.REGRESSION, entry)
