@@ -20,8 +20,10 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
+    from brain_pipeline.corpus.store_reader import StoreView
     from brain_pipeline.evaluation.baseline import BaselineComparison
     from brain_pipeline.evaluation.eval_record import EvalInputs
+    from brain_pipeline.evaluation.fixture.model import Fixture
     from brain_pipeline.evaluation.known_item_run import KnownItemRun
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
     from brain_pipeline.evaluation.verdict import EvaluationVerdict
@@ -282,36 +284,16 @@ def _measure(
     its report is returned and nothing is re-evaluated. `progress` hears about every
     query of every retriever (the CLI prints on a clock).
     """
-    from brain_pipeline.corpus.store import STORE_FILENAME
-    from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation import eval_record
-    from brain_pipeline.evaluation.fixture.model import FixtureError, parse_fixture
     from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
     from brain_pipeline.retrieval.view_source import ViewSource
 
-    store_file = store_dir / STORE_FILENAME
-    if not store_file.exists():
-        return f"no store at {store_file}: materialise knowledge_store first"
-    # The build directory remembers evaluations (and caches indexes) in its state/; a
-    # store elsewhere is evaluated from scratch unless it has a state/ of its own.
-    layout = cache_layout(store_dir, cfg.build_dir)
-    fixture_path = Path(fixture or cfg.evaluation.fixture)
-    try:
-        # Read once: the digest in the record is of exactly the bytes evaluated.
-        fixture_bytes = fixture_path.read_bytes()
-        # No labels yet is allowed: the known-item check is then the gate.
-        loaded = parse_fixture(fixture_bytes, source=str(fixture_path), allow_empty=True)
-    except FileNotFoundError:
-        return f"fixture unusable: {fixture_path}: fixture file not found"
-    except OSError as exc:
-        return f"fixture unusable: {fixture_path}: cannot read fixture: {exc.strerror}"
-    except FixtureError as exc:
-        return f"fixture unusable: {exc}"
-    view = open_store_view(store_file, layout)
-    embeddings_file = store_dir / EMBEDDINGS_FILENAME
-    inputs = _inputs(cfg, view.sha256, layout, embeddings_file, fixture_bytes)
+    opened = _open(cfg, store_dir, fixture)
+    if isinstance(opened, str):
+        return opened
+    layout, view, loaded, inputs = opened
     key = inputs.key()
     if reuse and layout is not None:
         record = eval_record.lookup(judgement_memory(cfg), key)
@@ -331,7 +313,7 @@ def _measure(
                     keep=True,
                 )
 
-    embeddings = read_embeddings(embeddings_file, warn, mapped=True)
+    embeddings = read_embeddings(store_dir / EMBEDDINGS_FILENAME, warn, mapped=True)
     choice = choose_query_embedder(cfg, embeddings)
     report = evaluate(
         ViewSource(view, layout),
@@ -364,25 +346,46 @@ def _applied_thresholds(cfg: BrainConfig) -> dict[Any, Any]:
     return thresholds
 
 
-def _inputs(
-    cfg: BrainConfig,
-    store_sha256: str,
-    layout: StateLayout | None,
-    embeddings_file: Path,
-    fixture_bytes: bytes,
-) -> EvalInputs:
+def _open(
+    cfg: BrainConfig, store_dir: Path, fixture: Path | None
+) -> tuple[StateLayout | None, StoreView, Fixture, EvalInputs] | str:
+    """The store, its cache layout, the fixture and the inputs an evaluation of them is
+    recorded under; or why there can be none."""
+    from brain_pipeline.corpus.store import STORE_FILENAME
+    from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
     from brain_pipeline.evaluation import eval_record
+    from brain_pipeline.evaluation.fixture.model import FixtureError, parse_fixture
 
+    store_file = store_dir / STORE_FILENAME
+    if not store_file.exists():
+        return f"no store at {store_file}: materialise knowledge_store first"
+    # The build directory remembers evaluations (and caches indexes) in its state/; a
+    # store elsewhere is evaluated from scratch unless it has a state/ of its own.
+    layout = cache_layout(store_dir, cfg.build_dir)
+    fixture_path = Path(fixture or cfg.evaluation.fixture)
+    try:
+        # Read once: the digest in the record is of exactly the bytes evaluated.
+        fixture_bytes = fixture_path.read_bytes()
+        # No labels yet is allowed: the known-item check is then the gate.
+        loaded = parse_fixture(fixture_bytes, source=str(fixture_path), allow_empty=True)
+    except FileNotFoundError:
+        return f"fixture unusable: {fixture_path}: fixture file not found"
+    except OSError as exc:
+        return f"fixture unusable: {fixture_path}: cannot read fixture: {exc.strerror}"
+    except FixtureError as exc:
+        return f"fixture unusable: {exc}"
+    view = open_store_view(store_file, layout)
     provider = cfg.effective_provider()
-    return eval_record.EvalInputs(
-        store_sha256=store_sha256,
-        embeddings_sha256=eval_record.known_sha256(layout, embeddings_file),
+    inputs = eval_record.EvalInputs(
+        store_sha256=view.sha256,
+        embeddings_sha256=eval_record.known_sha256(layout, store_dir / EMBEDDINGS_FILENAME),
         fixture_sha256=sha256_hex(fixture_bytes),
         thresholds={n: _plain(b) for n, b in sorted(_applied_thresholds(cfg).items())},
         provider=provider,
         model=cfg.effective_model() or None,
         query_embedder=f"{provider}; gemini key set: {bool(cfg.gemini_api_key())}",
     )
+    return layout, view, loaded, inputs
 
 
 def evaluation_inputs(
@@ -391,21 +394,15 @@ def evaluation_inputs(
     """The inputs (and so `.key()`) an evaluation of `store_dir` would be recorded under.
 
     For a publish gate: `eval_record.lookup(memory, inputs.key())` is the outcome for
-    exactly the bytes about to be published. None when the store or fixture is missing.
-    Cheap when nothing changed: the store's sha256 comes from its sidecar index and the
-    embeddings' from the record's stat-keyed memo.
+    exactly the bytes about to be published. None when the store or fixture is missing
+    or unusable. Cheap when nothing changed: the store's sha256 comes from its sidecar
+    index and the embeddings' from the record's stat-keyed memo.
     """
-    from brain_pipeline.corpus.store import STORE_FILENAME
-    from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
-
-    store_file = store_dir / STORE_FILENAME
     try:
-        fixture_bytes = Path(fixture or cfg.evaluation.fixture).read_bytes()
-        layout = cache_layout(store_dir, cfg.build_dir)
-        view = open_store_view(store_file, layout)
+        opened = _open(cfg, store_dir, fixture)
     except OSError:
         return None
-    return _inputs(cfg, view.sha256, layout, store_dir / EMBEDDINGS_FILENAME, fixture_bytes)
+    return None if isinstance(opened, str) else opened[3]
 
 
 def _plain(bounds: Any) -> Any:
