@@ -43,7 +43,7 @@ from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.corpus.store import serialize_store
 from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.evaluation import eval_record
-from brain_pipeline.evaluation.known_item_state import directory
+from brain_pipeline.evaluation.known_item_run import directory
 from brain_pipeline.evaluation.service import (
     evaluate_store_dir,
     judgement_memory,

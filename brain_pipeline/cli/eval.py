@@ -127,8 +127,7 @@ def run(args: argparse.Namespace) -> int:
         for failure in outcome.failures:
             print(f"brain-pipeline eval: {failure}", file=sys.stderr)
         return 2
-    from brain_pipeline.evaluation.render import report_text
-    from brain_pipeline.evaluation.reports import summary_lines
+    from brain_pipeline.evaluation.reports import report_text, summary_lines
 
     if args.accept:
         refused = _accept(cfg, store, outcome, str(args.note).strip())
@@ -195,22 +194,19 @@ def _print_known_items(outcome: Any) -> None:
 
 
 def _print_per_query(outcome: Any) -> None:
-    """Per-query ranks (a table per retriever), then the changes from the baseline."""
+    """Per-query ranks (one column per retriever), then the changes from the baseline."""
     import pandas as pd
 
-    from brain_pipeline.evaluation.reports import changes_frame, per_query_frame
+    from brain_pipeline.evaluation.reports import changes_frame, query_rows
 
-    frame = per_query_frame(outcome.report)
     # Rank of the first relevant hit, one column per retriever ("-": a miss).
-    unique = frame.drop_duplicates(["query", "area", "retriever"])
-    order = pd.MultiIndex.from_frame(unique[["query", "area"]].drop_duplicates())
-    ranks = unique.pivot(index=["query", "area"], columns="retriever", values="first_rank")
-    ranks = ranks.reindex(index=order, columns=[s.name for s in outcome.report.retrievers])
-    ranks = ranks.map(lambda r: "-" if pd.isna(r) else str(int(r))).reset_index()
+    rows = [{k: "-" if v is None else v for k, v in row.items() if k != "stale_label"}
+            for row in query_rows(outcome.report)]
+    ranks = pd.DataFrame(rows, columns=list(rows[0]) if rows else ["query"])
     with pd.option_context("display.max_rows", None, "display.width", 200,
                            "display.max_colwidth", 70):
         print()
-        print(_left(ranks).to_string(index=False, justify="left"))
+        print(_left(ranks.astype(str)).to_string(index=False, justify="left"))
         comparison = outcome.regression.comparison if outcome.regression else None
         if comparison is not None and comparison.changes:
             print()

@@ -2,7 +2,7 @@
 
 `service.evaluate_store_dir` is the single entry point for the blocking `retrieval_eval`
 check and `brain-pipeline eval`: `runner.evaluate` measures, `verdict.judge` judges once
-(the `EvaluationVerdict` the publish gate reads back from the evaluation record), `render`
+(the `EvaluationVerdict` the publish gate reads back from the evaluation record), `reports`
 shows.
 
 The package re-exports nothing: import the module that owns a name, so importing one

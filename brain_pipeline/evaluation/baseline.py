@@ -1,32 +1,74 @@
-"""The baseline: the evaluation of the last published (or deliberately accepted) store.
+"""The baselines: what the next build is judged against, the same from every worker.
 
-A regression is a difference from what the agent runs on now, so the reference for the
-comparison is the evaluation of the store last published, not the previous evaluation
-(an evaluation of a build that never went out proves nothing). `published_local` records
-it after a successful publication; `brain-pipeline eval --accept --note "..."` records
-the current evaluation instead, which is how a known regression is accepted: the note and
-the time stay in the list of publications, so the acceptance leaves a trace.
+A regression is a difference from what the agent runs on now, so the reference is the
+store last published, not the previous evaluation (an evaluation of a build that never
+went out proves nothing). Two baselines are made of it, together: `record_baseline` (after
+a successful publication, by `published_local`; or by `brain-pipeline eval --accept --note
+"..."`, which is how a known regression is accepted: the note and the time stay in the
+list of publications, so the acceptance leaves a trace) moves both.
 
-Kept in the ledger (`evaluation.judgements`), the same from every worker: the pointer
-`judgements.REGRESSION` names the blob {"kind", "note", "when", "record"} (the whole
-evaluation record, copied), moved by compare-and-set; each publication's summary is a row
-of `eval_history`. A baseline that is missing or unreadable is "no baseline", with the
-reason in one line: never a crash, never a silent pass.
+- **The regression baseline**: the evaluation record of that store, copied whole into the
+  blob the pointer `judgements.REGRESSION` names ({"kind", "note", "when", "record"});
+  `compare_with_baseline` compares a new report with it query by query
+  (`compare.compare`), naming where entered chunks come from (the chunk history), and
+  picks the agent's retriever. What the differences mean is decided by `verdict.judge`.
+- **The known-item baseline**: the candidate of that store (the known items an evaluation
+  sampled, with their ranks and the chunk count per area, kept by `save_candidate` under
+  the pointer `judgements.CANDIDATE + <key>`), copied under `judgements.KNOWN_ITEMS`: what
+  the next build's known-item check asks (`known_item_gate`).
+
+Each publication's summary is a row of `eval_history` (`eval --history`). Pointers move by
+compare-and-set (`judgements.point`). A baseline that is missing or unreadable is "no
+baseline", with the reason in one line: never a crash, never a silent pass. No Dagster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from brain_pipeline.evaluation import judgements
+from brain_pipeline.evaluation.compare import ChunkOrigin, Comparison, OriginLookup, compare
+from brain_pipeline.evaluation.eval_record import Clock, utc_now
+from brain_pipeline.evaluation.known_item_gate import KnownItemBaseline
+from brain_pipeline.evaluation.known_items import KnownItem
 from brain_pipeline.evaluation.runner import EvaluationReport
 from brain_pipeline.state.blobs import BlobError
+from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.memory import Memory
+from brain_pipeline.utils.digest import canonical_json, value_digest
 
-Clock = Callable[[], datetime]
+AGENT_RETRIEVERS: tuple[str, ...] = ("hybrid", "bm25")
+"""The retriever the agent answers with: hybrid (which is BM25 without vectors), else BM25."""
+NO_KNOWN_ITEMS = (
+    "no known-item baseline yet (nothing published since the known-item check began): "
+    "the check passes; the next publication records one"
+)
+
+
+def _made(kind: str, note: str | None, when: str) -> str:
+    """How and when a baseline was made, e.g. "accepted 2026-01-02T00:00:00 (why)"."""
+    how = "accepted" if kind == "accepted" else "published"
+    return f"{how} {when}" + (f" ({note})" if note else "")
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return text[:160]
+
+
+def _read(memory: Memory, pointer: str) -> tuple[Any, str | None]:
+    """The JSON the pointer names (None: none), or why it cannot be read."""
+    try:
+        return judgements.pointed(memory, pointer), None
+    except (BlobError, ValueError) as exc:
+        return None, f"its blob is unreadable ({_short(exc)})"
+
+
+# ---- the regression baseline ---------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -49,9 +91,8 @@ class Baseline:
         return str(self.record.get("when") or self.when)
 
     def describe(self) -> str:
-        how = "accepted" if self.kind == "accepted" else "published"
-        note = f" ({self.note})" if self.note else ""
-        return f"baseline: the evaluation {how} {self.when}{note}, key {self.key[:12]}"
+        made = _made(self.kind, self.note, self.when)
+        return f"baseline: the evaluation {made}, key {self.key[:12]}"
 
 
 @dataclass(frozen=True)
@@ -63,11 +104,10 @@ class BaselineLookup:
 
 
 def load_baseline(memory: Memory) -> BaselineLookup:
-    """The baseline, or why there is none (none recorded, unreadable)."""
-    try:
-        entry = judgements.pointed(memory, judgements.REGRESSION)
-    except (BlobError, ValueError) as exc:
-        return BaselineLookup(None, f"no baseline: its blob is unreadable ({_short(exc)})")
+    """The regression baseline, or why there is none (none recorded, unreadable)."""
+    entry, unreadable = _read(memory, judgements.REGRESSION)
+    if unreadable is not None:
+        return BaselineLookup(None, f"no baseline: {unreadable}")
     if entry is None:
         return BaselineLookup(
             None,
@@ -90,11 +130,6 @@ def load_baseline(memory: Memory) -> BaselineLookup:
             report=report,
         )
     )
-
-
-def _short(exc: BaseException) -> str:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:160]
 
 
 def summary_of(
@@ -148,22 +183,193 @@ def record_baseline(
     *,
     kind: str,
     note: str | None = None,
-    now: Clock | None = None,
+    now: Clock = utc_now,
 ) -> dict[str, Any]:
-    """Make `record` (an evaluation record) the baseline and add it to the publications.
+    """Make `record` (an evaluation record) both baselines and add it to the publications.
 
-    `intervals`: {"bm25.ndcg_at_10": [low, high], ...} for the history. Returns the
-    summary written.
+    `intervals`: {"bm25.ndcg_at_10": [low, high], ...} for the history. The known items
+    its evaluation sampled become the known-item baseline; a record from before the
+    known-item check (a rollback to an old publication, say), or whose known items were
+    not kept, clears it. Returns the summary written, with `known_items` the one line
+    saying what happened to the known-item baseline.
     """
-    when = (now or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds")
+    when = now().isoformat(timespec="seconds")
     summary = summary_of(record, intervals, kind=kind, note=note, when=when)
     entry = {"kind": kind, "note": note, "when": when, "record": dict(record)}
-    judgements.move(memory, judgements.REGRESSION, judgements.put_json(memory, entry))
-    judgements.add_history(memory, when, summary)
+    judgements.point(memory, judgements.REGRESSION, entry)
+    judgements.ready(memory).ledger.execute(
+        "INSERT INTO eval_history (recorded_at, summary) VALUES (?, ?)",
+        (when, canonical_json(summary).decode("utf-8")),
+    )
+    candidate = record.get("known_items_candidate")
+    if isinstance(candidate, str):
+        summary["known_items"] = _record_known_items(memory, candidate, kind, note, when)
+    else:
+        summary["known_items"] = clear_known_items(
+            memory, "this evaluation predates the known-item check"
+        )
     return summary
 
 
 def publications(memory: Memory) -> tuple[list[dict[str, Any]], str | None]:
     """The publication summaries, newest first, and why there are none when there are none."""
-    rows = [p for p in judgements.history(memory) if isinstance(p, dict)]
-    return rows, (None if rows else "no publications recorded yet")
+    rows = judgements.ready(memory).ledger.query(
+        "SELECT summary FROM eval_history ORDER BY id DESC"
+    )
+    found = [p for p in (json.loads(row[0]) for row in rows) if isinstance(p, dict)]
+    return found, (None if found else "no publications recorded yet")
+
+
+@dataclass(frozen=True)
+class BaselineComparison:
+    """The evaluation against the baseline, or None and `status` saying why there is none."""
+
+    comparison: Comparison | None
+    baseline: Baseline | None
+    status: str
+    """One line: which baseline, how many queries were compared, or why there is none."""
+    retriever: str | None = None
+    """The agent's retriever, whose new misses the verdict gates."""
+
+
+def compare_with_baseline(report: EvaluationReport, memory: Memory) -> BaselineComparison:
+    """Compare `report` with the regression baseline the ledger of `memory` keeps.
+
+    Cheap for an evaluation that is otherwise reused: a JSON read of the baseline, a
+    dictionary join over the queries, and one chunk-history query per chunk that
+    entered a changed query's top 10.
+    """
+    found = load_baseline(memory)
+    if found.baseline is None:
+        return BaselineComparison(None, None, str(found.reason))
+    baseline = found.baseline
+    comparison = compare(
+        report.queries,
+        baseline.report.queries,
+        _origin_lookup(memory.layout, baseline.evaluated_at),
+    )
+    if comparison.shared == 0:
+        return BaselineComparison(
+            None, baseline, "no baseline: the baseline shares no query with this fixture"
+        )
+    names = [s.name for s in report.retrievers]
+    retriever = next((name for name in AGENT_RETRIEVERS if name in names), None)
+    status = f"{baseline.describe()}; {comparison.shared} queries compared"
+    if comparison.only_now or comparison.only_baseline:
+        status += (
+            f" (the fixture changed: {comparison.only_now} new or relabelled, "
+            f"{comparison.only_baseline} gone; only shared queries are compared)"
+        )
+    return BaselineComparison(comparison, baseline, status, retriever)
+
+
+def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
+    """Where entered chunks come from, per the chunk history; "new" = first seen after
+    the baseline was evaluated. A history that cannot be read leaves origins unknown."""
+    from brain_pipeline.corpus.chunk_history import HistoryError, lookup_many
+
+    def parse(text: str) -> datetime | None:
+        try:
+            return datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+
+    baseline_time = parse(since)
+
+    def origins(ids: Sequence[str]) -> dict[str, ChunkOrigin]:
+        try:
+            entries = lookup_many(layout, ids)
+        except (HistoryError, OSError, ValueError):
+            return {}
+        out: dict[str, ChunkOrigin] = {}
+        for chunk_id, entry in entries.items():
+            first = parse(entry.first_seen)
+            new = None if first is None or baseline_time is None else first > baseline_time
+            out[chunk_id] = ChunkOrigin(
+                chunk_id, entry.source, entry.heading_text or None, entry.first_seen, new
+            )
+        return out
+
+    return origins
+
+
+# ---- the known-item baseline ---------------------------------------------------------
+
+
+def candidate_key(store_sha256: str | None, embeddings_sha256: str | None) -> str:
+    """The key the known items of an evaluated store (and its vectors) are kept under."""
+    return value_digest({"store": store_sha256, "embeddings": embeddings_sha256})[:24]
+
+
+def save_candidate(
+    memory: Memory,
+    key: str,
+    items: Sequence[KnownItem],
+    area_chunks: Mapping[str, int],
+    notes: Sequence[str],
+) -> None:
+    """Keep an evaluated store's known items: its publication makes them the baseline."""
+    data = {
+        "items": [item.to_dict() for item in items],
+        "area_chunks": dict(area_chunks),
+        "notes": list(notes),
+    }
+    judgements.point(memory, judgements.CANDIDATE + key, data)
+
+
+def _parse(data: Any) -> tuple[list[KnownItem], dict[str, int]]:
+    """The items and chunk counts of a candidate; KeyError, TypeError or ValueError for
+    anything else (another shape is never half read)."""
+    if not isinstance(data, dict):
+        raise ValueError("not a known-item candidate")
+    items = [KnownItem.from_dict(i) for i in data["items"]]
+    chunks = {str(a): int(n) for a, n in dict(data["area_chunks"]).items()}
+    return items, chunks
+
+
+def _record_known_items(
+    memory: Memory, key: str, kind: str, note: str | None, when: str
+) -> str:
+    """Make candidate `key` the known-item baseline; the one line saying what happened."""
+    data = judgements.pointed(memory, judgements.CANDIDATE + key)
+    if data is None:
+        return clear_known_items(memory, "no known items were kept for this store")
+    _parse(data)  # refuse to copy what could not be read back
+    entry = {**data, "kind": kind, "note": note, "when": when, "candidate": key}
+    judgements.point(memory, judgements.KNOWN_ITEMS, entry)
+    return f"known items: {len(data['items'])} known items recorded as the baseline ({kind})"
+
+
+def clear_known_items(memory: Memory, why: str) -> str:
+    """No known-item baseline (the published store has no known items): asking the next
+    build about another store's passages would blame it for the difference."""
+    judgements.move(memory, judgements.KNOWN_ITEMS, judgements.CLEARED)
+    return (
+        f"known items: {why}; the known-item baseline is cleared (the check passes until "
+        "the next publication records one)"
+    )
+
+
+def load_known_items(memory: Memory) -> KnownItemBaseline | str:
+    """The known-item baseline, or the one line saying why there is none."""
+    data, unreadable = _read(memory, judgements.KNOWN_ITEMS)
+    if unreadable is not None:
+        return f"no known-item baseline: {unreadable}: the check passes"
+    if data is None:
+        return NO_KNOWN_ITEMS
+    try:
+        items, chunks = _parse(data)
+    except (KeyError, TypeError, ValueError):
+        return (
+            "no known-item baseline: it is of another format: the check passes; "
+            "the next publication records one"
+        )
+    made = _made(str(data.get("kind")), data.get("note"), str(data.get("when", "?")))
+    candidate = data.get("candidate")
+    return KnownItemBaseline(
+        tuple(items),
+        chunks,
+        f"known items of the store {made}",
+        candidate=candidate if isinstance(candidate, str) else None,
+        digest=value_digest({"items": data["items"], "area_chunks": data["area_chunks"]}),
+    )

@@ -24,9 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.evaluation.bootstrap import Interval, paired_difference, scale
+
+if TYPE_CHECKING:
+    from brain_pipeline.evaluation.runner import QueryResult
 
 RANK_SHIFT = 3
 """A first relevant hit moving by more than this many ranks is reported."""
@@ -45,33 +48,6 @@ _DIFF_METRICS: tuple[tuple[str, str], ...] = (
     ("mrr", "rr"),
     ("misses", "miss"),
 )
-
-
-class QueryRow(Protocol):
-    """What the comparison reads of a per-query result (runner.QueryResult has it)."""
-
-    @property
-    def query(self) -> str: ...
-    @property
-    def area(self) -> str: ...
-    @property
-    def retriever(self) -> str: ...
-    @property
-    def first_relevant_rank(self) -> int | None: ...
-    @property
-    def top_ids(self) -> list[str]: ...
-    @property
-    def relevant_ranks(self) -> dict[str, int | None]: ...
-    @property
-    def miss(self) -> bool: ...
-    @property
-    def mode(self) -> str: ...
-    @property
-    def ndcg(self) -> float: ...
-    @property
-    def recall(self) -> float: ...
-    @property
-    def rr(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -177,23 +153,27 @@ class Comparison:
         ]
 
 
-def _key(row: QueryRow) -> tuple[str, str, frozenset[str]]:
+_Key = tuple[str, str, frozenset[str]]
+"""A question: its text, area and labelled ids (a relabelled query is another one)."""
+
+
+def _key(row: QueryResult) -> _Key:
     return (row.query, row.area, frozenset(row.relevant_ranks))
 
 
-def _index(rows: Iterable[QueryRow]) -> dict[str, dict[tuple[str, str, frozenset[str]], QueryRow]]:
-    out: dict[str, dict[tuple[str, str, frozenset[str]], QueryRow]] = {}
+def _index(rows: Iterable[QueryResult]) -> dict[str, dict[_Key, QueryResult]]:
+    out: dict[str, dict[_Key, QueryResult]] = {}
     for row in rows:
         out.setdefault(row.retriever, {}).setdefault(_key(row), row)  # first one wins
     return out
 
 
-def _found(row: QueryRow) -> set[str]:
+def _found(row: QueryResult) -> set[str]:
     return {chunk for chunk, rank in row.relevant_ranks.items() if rank is not None}
 
 
 def _classify(
-    before: QueryRow, after: QueryRow
+    before: QueryResult, after: QueryResult
 ) -> tuple[str | None, tuple[str, ...], tuple[str, ...]]:
     found_before, found_after = _found(before), _found(after)
     lost = tuple(sorted(found_before - found_after))
@@ -213,8 +193,8 @@ def _classify(
 
 
 def compare(
-    current: Iterable[QueryRow],
-    baseline: Iterable[QueryRow],
+    current: Iterable[QueryResult],
+    baseline: Iterable[QueryResult],
     origins: OriginLookup | None = None,
 ) -> Comparison:
     """Per-query changes of `current` against `baseline` on the queries both hold.
@@ -224,10 +204,10 @@ def compare(
     differences.
     """
     now_by, then_by = _index(current), _index(baseline)
-    pending: list[tuple[QueryRow, QueryRow, str, tuple[str, ...], tuple[str, ...]]] = []
+    pending: list[tuple[QueryResult, QueryResult, str, tuple[str, ...], tuple[str, ...]]] = []
     differences: dict[str, Interval] = {}
     notes: list[str] = []
-    shared_keys: set[tuple[str, str, frozenset[str]]] = set()
+    shared_keys: set[_Key] = set()
     now_keys = {k for rows in now_by.values() for k in rows}
     then_keys = {k for rows in then_by.values() for k in rows}
     for retriever, now_rows in now_by.items():

@@ -5,7 +5,7 @@ bytes, the thresholds, the evaluation/retrieval code and the effective query pro
 and model. `EvalInputs.key()` digests exactly those; when the digest is unchanged the
 previous outcome is reused (and says so) instead of re-running the fixture. The record
 is also what a publish gate consults: `lookup(memory, key)` finds the outcome for exactly
-the inputs it is about to publish, `latest(memory)` the newest one. The key covers what
+the inputs it is about to publish (`lookup(memory, None)`: the newest one). The key covers what
 was *measured*; the verdict also depends on the rule it was judged by (every evaluation
 setting, the baselines compared with), which the outcome keeps as `rule` and the gate
 matches too (`verdict_rule.lookup_judged`): a reused report is judged again under a new
@@ -13,7 +13,7 @@ rule, a verdict is never reused under one.
 
 Outcomes live in the ledger and the blobs (`evaluation.judgements`), so every worker
 reads the same ones. An outcome holds `report` (runner.EvaluationReport.to_dict),
-`figures`, `markdown`, `inputs`, `run_id`, `verdict` (verdict.EvaluationVerdict.to_dict,
+`figures`, `inputs`, `run_id`, `verdict` (verdict.EvaluationVerdict.to_dict,
 the whole judgement the publish gate reads) and `rule` (verdict_rule.VerdictRule.to_dict).
 
 The code an outcome depends on is digested from the code (`judging_code`), not bumped by
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from brain_pipeline.evaluation import judgements
+from brain_pipeline.state.blobs import BlobError
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.memory import Memory
@@ -60,7 +61,7 @@ def judging_code() -> str:
     return code_digest(
         "brain_pipeline.evaluation.runner",
         "brain_pipeline.evaluation.verdict",
-        "brain_pipeline.evaluation.regression",
+        "brain_pipeline.evaluation.baseline",
         "brain_pipeline.evaluation.known_item_run",
     )
 
@@ -84,15 +85,20 @@ class EvalInputs:
         return value_digest(asdict(self))
 
 
-def lookup(memory: Memory, key: str) -> dict[str, Any] | None:
-    """The stored outcome for `key` (a dict with `key` and `when`), or None."""
-    found = judgements.outcome(memory, key)
-    return found if isinstance(found, dict) else None
-
-
-def latest(memory: Memory) -> dict[str, Any] | None:
-    """The most recently saved outcome, or None."""
-    found = judgements.outcome(memory)
+def lookup(memory: Memory, key: str | None) -> dict[str, Any] | None:
+    """The stored outcome for `key` (None: the newest), a dict with `key` and `when`;
+    None when there is none."""
+    ledger = judgements.ready(memory).ledger
+    if key is None:
+        rows = ledger.query("SELECT outcome FROM eval_outcomes ORDER BY recorded_at DESC LIMIT 1")
+    else:
+        rows = ledger.query("SELECT outcome FROM eval_outcomes WHERE key = ?", (key,))
+    try:
+        found = judgements.get_json(memory, rows[0][0]) if rows else None
+    except (BlobError, ValueError):
+        # Gone from (or damaged in) the blob store this worker reaches: an outcome to
+        # measure again, never a reason to fail the check.
+        return None
     return found if isinstance(found, dict) else None
 
 
@@ -109,7 +115,12 @@ def save(
     """
     stored = {**record, "key": key}
     stored.setdefault("when", now().isoformat(timespec="seconds"))
-    judgements.save_outcome(memory, key, utc_now().isoformat(timespec="microseconds"), stored)
+    digest = judgements.put_json(memory, stored)
+    judgements.ready(memory).ledger.execute(
+        "INSERT INTO eval_outcomes VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+        "recorded_at = excluded.recorded_at, outcome = excluded.outcome",
+        (key, utc_now().isoformat(timespec="microseconds"), digest),
+    )
     return stored
 
 

@@ -13,8 +13,12 @@ from every worker, so none of it stays in the build directory:
   store: the pointer `CANDIDATE + <key>`;
 * the history of `eval --history`: a row of `eval_history` per publication or acceptance.
 
-The build directory keeps only caches a fresh worker rebuilds (the stat-keyed digest memo
-of `eval_record.known_sha256`, the known-item query, answer and query-vector caches).
+This module is the area's plumbing (its tables, JSON blobs, pointers moved by
+compare-and-set) and the upgrade import; what is kept is read and written in one place
+each: the outcomes by `eval_record`, the baselines, candidates and history by `baseline`,
+the shared query vectors by `known_item_run`. The build directory keeps only caches a
+fresh worker rebuilds (the stat-keyed digest memo of `eval_record.known_sha256`, the
+known-item query and answer caches).
 
 An existing build directory's files (`state/eval.json`, `check-verdicts.json`,
 `eval-baseline.json`, `known-items/baseline.json` and `candidates/`) are read into the
@@ -29,7 +33,6 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from brain_pipeline.state.blobs import BlobError
 from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.digest import canonical_json
 
@@ -75,6 +78,11 @@ def pointed(memory: Memory, name: str) -> Any:
     return None if value in (None, CLEARED) else get_json(memory, value)
 
 
+def point(memory: Memory, name: str, value: Any) -> None:
+    """Keep `value` as a blob and point `name` at it (`move`)."""
+    move(memory, name, put_json(memory, value))
+
+
 def move(memory: Memory, name: str, value: str) -> None:
     """Point `name` at `value` by compare-and-set: re-read and retry when another worker
     moved it in between, so the last to decide wins and nobody sees a torn value."""
@@ -83,49 +91,6 @@ def move(memory: Memory, name: str, value: str) -> None:
         current = ledger.pointer(name)
         if current == value or ledger.set_pointer(name, value, expected=current):
             return
-
-
-# ---- evaluation outcomes ------------------------------------------------------------
-
-
-def save_outcome(memory: Memory, key: str, when: str, outcome: Any) -> None:
-    digest = put_json(memory, outcome)
-    ledger = ready(memory).ledger
-    ledger.execute(
-        "INSERT INTO eval_outcomes VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-        "recorded_at = excluded.recorded_at, outcome = excluded.outcome",
-        (key, when, digest),
-    )
-
-
-def outcome(memory: Memory, key: str | None = None) -> Any:
-    """The outcome recorded under `key` (None: the newest); None when there is none."""
-    ledger = ready(memory).ledger
-    if key is None:
-        rows = ledger.query("SELECT outcome FROM eval_outcomes ORDER BY recorded_at DESC LIMIT 1")
-    else:
-        rows = ledger.query("SELECT outcome FROM eval_outcomes WHERE key = ?", (key,))
-    if not rows:
-        return None
-    try:
-        return get_json(memory, rows[0][0])
-    except (BlobError, ValueError):
-        # Gone from (or damaged in) the blob store this worker reaches: an outcome to
-        # measure again, never a reason to fail the check.
-        return None
-
-
-def add_history(memory: Memory, when: str, summary: Any) -> None:
-    ready(memory).ledger.execute(
-        "INSERT INTO eval_history (recorded_at, summary) VALUES (?, ?)",
-        (when, canonical_json(summary).decode("utf-8")),
-    )
-
-
-def history(memory: Memory) -> list[Any]:
-    """The publication summaries, newest first."""
-    rows = ready(memory).ledger.query("SELECT summary FROM eval_history ORDER BY id DESC")
-    return [json.loads(row[0]) for row in rows]
 
 
 # ---- the one-time import of a build directory made before the ledger ----------------

@@ -277,8 +277,9 @@ def _judge_area(
 ) -> tuple[AreaOutcome, list[str], list[str]]:
     """The area's figures, and its blocking and warning sentences."""
     lost = [o for o in outcomes if o.status == "lost_content"]
-    present = [o for o in outcomes if o.status != "lost_content"]
-    misses = [o for o in present if o.became_miss]
+    misses = [o for o in outcomes if o.became_miss]  # lost content is not "missed"
+    found_before = sum(1 for o in outcomes if o.before is not None)
+    found_now = sum(1 for o in outcomes if o.rank is not None)
     change = low = high = 0.0
     if outcomes:
         # Over every known item: a passage whose text is gone is not found either.
@@ -314,12 +315,10 @@ def _judge_area(
     redundant = bool(blocks) and not misses
     if outcomes and drop > settings.max_found_drop and not redundant:
         n = len(outcomes)
-        before = sum(1 for o in outcomes if o.before is not None)
-        now = sum(1 for o in outcomes if o.rank is not None)
         named = "; ".join(_miss_text(o) for o in misses[:_NAMED])
         more = f" (+{len(misses) - _NAMED} more)" if len(misses) > _NAMED else ""
         sentence = (
-            f"area {area}: found@10 fell from {before}/{n} to {now}/{n} "
+            f"area {area}: found@10 fell from {found_before}/{n} to {found_now}/{n} "
             f"({change:+.3f}, 95% {low:+.3f} to {high:+.3f}; allowed drop "
             f"{settings.max_found_drop:.2f}); {len(lost)} lost content, {len(misses)} "
             f"became misses{': ' + named + more if misses else ''}{gone}"
@@ -333,8 +332,8 @@ def _judge_area(
         area=area,
         asked_in=asked_in,
         items=len(outcomes),
-        found_before=sum(1 for o in outcomes if o.before is not None),
-        found_now=sum(1 for o in outcomes if o.rank is not None),
+        found_before=found_before,
+        found_now=found_now,
         lost_content=len(lost),
         lost_retrieval=len(misses),
         chunks_before=chunks_before,

@@ -9,21 +9,38 @@ labelled report included: the known-item baseline changes at each publication). 
 2. samples this store's own known items (`known_items.sample_area`) with their ranks and
    keeps them as the candidate the publication of this store makes the next baseline.
 
-Both share one memo of answers, and answers are cached per area under a key of the
-area's ids (and vectors): an area the build did not change is never searched again.
-No Dagster.
+Both share one memo of answers. What outlives one evaluation: the candidate, in the
+ledger (`baseline.save_candidate`), and three caches:
+
+- `state/known-items/queries.json`: chunk id -> its learner query (or null: nothing
+  distinctive), for the ids of the current store, so an unchanged chunk keeps its query
+  across builds and is never read or tokenised again (the digest of the query code keys it);
+- `state/known-items/answers.json`: per area, the agent's top 10 for each known-item query,
+  under a key of the area's ids (and its vectors, in hybrid mode): an area a build did not
+  touch is not searched again, which is what keeps a one-edit run cheap;
+- the query vectors, per query model, in the blob the pointer `judgements.QUERY_VECTORS +
+  model` names, moved when a run embedded new queries: no worker pays for a query any
+  worker embedded before.
+
+The two local files are cheap for a fresh worker to rebuild (it tokenises and searches
+again); every write is atomic, and a file that cannot be read is set aside once and counts
+as absent. No Dagster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import contextlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from brain_pipeline.corpus.store import Chunk
-from brain_pipeline.evaluation import known_item_state as state
+from brain_pipeline.evaluation import judgements
+from brain_pipeline.evaluation.baseline import candidate_key, load_known_items, save_candidate
 from brain_pipeline.evaluation.known_item_gate import (
     KnownItemBaseline,
     KnownItemSettings,
@@ -38,8 +55,12 @@ from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION
 from brain_pipeline.retrieval.hybrid import QueryEmbedder, Retriever
 from brain_pipeline.retrieval.vectors import EmbeddingStore
 from brain_pipeline.retrieval.view_source import ViewSource
+from brain_pipeline.state.blobs import BlobError
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.memory import Memory
+from brain_pipeline.utils.atomic import atomic_write_bytes
+from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import sha256_hex, value_digest
 
 
@@ -67,7 +88,7 @@ def _mode(embeddings: EmbeddingStore | None, embedder: QueryEmbedder | None, mod
 
 def _area_key(
     source: ViewSource, area: str, mode: str, embeddings: EmbeddingStore | None,
-    row_of: Callable[[], dict[str, int]], model: str | None,
+    rows: dict[str, int], model: str | None,
 ) -> str:
     parts: dict[str, Any] = {
         "ids": source.view.area_digest(area),
@@ -75,7 +96,6 @@ def _area_key(
         "retrieval": RETRIEVAL_VERSION,
     }
     if mode == "hybrid" and embeddings is not None:
-        rows = row_of()
         picked = [rows[i] for i in source.area_ids(area) if i in rows]
         parts["vectors"] = sha256_hex(embeddings.vectors[picked].tobytes())
         parts["model"] = model
@@ -103,7 +123,7 @@ def run_known_items(
     baseline to ask: the check says so and passes.
     """
     mode = _mode(embeddings, query_embedder, retrieval_mode)
-    vectors = _VectorMemo(query_embedder, layout, query_model, memory)
+    vectors = _VectorMemo(query_embedder, query_model, memory if layout is not None else None)
     retriever = Retriever(
         source, embeddings, vectors if query_embedder is not None else None,
         query_model=query_model,
@@ -117,16 +137,10 @@ def run_known_items(
         return [hit.chunk.id for hit in result.hits]
 
     memo = RankMemo(rank)
-    row_cache: dict[str, dict[str, int]] = {}
-
-    def row_of() -> dict[str, int]:
-        if "rows" not in row_cache and embeddings is not None:
-            row_cache["rows"] = embeddings.index_of()
-        return row_cache.get("rows", {})
-
+    rows = embeddings.index_of() if mode == "hybrid" and embeddings is not None else {}
     areas = source.areas()
-    keys = {a: _area_key(source, a, mode, embeddings, row_of, query_model) for a in areas}
-    cached = state.load_answers(layout) if layout is not None else {}
+    keys = {a: _area_key(source, a, mode, embeddings, rows, query_model) for a in areas}
+    cached = read_cache(layout, _ANSWERS) if layout is not None else {}
     for area, key in keys.items():
         entry = cached.get(area)
         if isinstance(entry, dict) and entry.get("key") == key:
@@ -139,14 +153,14 @@ def run_known_items(
             "no known-item baseline for a store outside the build directory: the check passes"
         )
     else:
-        baseline = state.load_baseline(memory)
+        baseline = load_known_items(memory)
         if isinstance(baseline, str):
             verdict = no_baseline(baseline)
         else:
             used = baseline
             verdict = judge_known_items(baseline, source, memo, settings)
 
-    queries = state.load_queries(layout) if layout is not None else {}
+    queries = load_queries(layout) if layout is not None else {}
     items: list[KnownItem] = []
     notes: list[str] = []
     for area in areas:
@@ -166,11 +180,18 @@ def run_known_items(
     counts = {area: len(source.area_ids(area)) for area in areas}
     candidate: str | None = None
     if layout is not None and memory is not None:
-        try:
-            candidate = _save(
-                memory, layout, source, areas, keys, memo, fell_back, queries, items, counts, notes,
-                store_sha256, embeddings_sha256,
-            )
+        try:  # the caches, then this store's candidate
+            live = {i for area in areas for i in source.area_ids(area)}
+            kept = {i: q for i, q in queries.items() if i in live}  # the size of the store
+            write_cache(layout, _QUERIES, {"version": _query_code(), "queries": kept})
+            write_cache(layout, _ANSWERS, {
+                area: {"key": keys[area],
+                       "answers": {q: top for (q, a), top in memo.answers.items() if a == area}}
+                for area in areas
+                if area not in fell_back  # answered lexically this time: not remembered as hybrid
+            })  # fmt: skip
+            candidate = candidate_key(store_sha256, embeddings_sha256)
+            save_candidate(memory, candidate, items, counts, notes)
             vectors.save({item.query for item in items} | {o.query for o in verdict.items})
         except OSError as exc:  # a read-only build directory: judged, not remembered
             candidate = None
@@ -178,17 +199,8 @@ def run_known_items(
                 f"known items not saved ({exc.strerror or exc}): a publication of this "
                 "store leaves no known-item baseline"
             )
-    if notes:
-        verdict = KnownItemVerdict(
-            status=verdict.status,
-            areas=verdict.areas,
-            items=verdict.items,
-            failures=verdict.failures,
-            warnings=verdict.warnings,
-            notes=verdict.notes + tuple(notes),
-        )
     return KnownItemRun(
-        verdict,
+        replace(verdict, notes=verdict.notes + tuple(notes)),
         candidate,
         len(items),
         memo.asked,
@@ -198,52 +210,15 @@ def run_known_items(
     )
 
 
-def _save(
-    memory: Memory,
-    layout: StateLayout,
-    source: ViewSource,
-    areas: Sequence[str],
-    keys: dict[str, str],
-    memo: RankMemo,
-    fell_back: set[str],
-    queries: dict[str, str | None],
-    items: Sequence[KnownItem],
-    counts: dict[str, int],
-    notes: Sequence[str],
-    store_sha256: str | None,
-    embeddings_sha256: str | None,
-) -> str:
-    """Keep the caches and this store's candidate; returns the candidate's key."""
-    live = {i for area in areas for i in source.area_ids(area)}
-    state.save_queries(layout, queries, live)
-    answers = {
-        area: {
-            "key": keys[area],
-            "answers": {q: top for (q, a), top in memo.answers.items() if a == area},
-        }
-        for area in areas
-        if area not in fell_back  # answered lexically this time: not remembered as hybrid
-    }
-    state.save_answers(layout, answers)
-    candidate = state.candidate_key(store_sha256, embeddings_sha256)
-    state.save_candidate(memory, candidate, items, counts, notes)
-    return candidate
-
-
 class _VectorMemo:
-    """The query embedder behind a cache of known-item query vectors kept in the state
-    directory: a paid embedding service never embeds an unchanged query twice."""
+    """The query embedder behind the shared cache of known-item query vectors (module
+    doc): a paid embedding service never embeds an unchanged query twice."""
 
-    def __init__(
-        self,
-        embed: QueryEmbedder | None,
-        layout: StateLayout | None,
-        model: str | None,
-        memory: Memory | None = None,
-    ) -> None:
+    def __init__(self, embed: QueryEmbedder | None, model: str | None, memory: Memory | None
+                 ) -> None:
         self._embed = embed
-        self._layout = layout
         self._memory = memory
+        self._pointer = judgements.QUERY_VECTORS + (model or "")
         self._model = model or ""
         self._vectors: dict[str, list[float]] | None = None
         self.embedded = 0
@@ -253,12 +228,13 @@ class _VectorMemo:
 
     def _known(self) -> dict[str, list[float]]:
         if self._vectors is None:
-            loaded = (
-                state.load_query_vectors(self._layout, self._model, self._memory)
-                if self._layout is not None and self._model
-                else {}
-            )
-            self._vectors = loaded
+            data: Any = None
+            if self._memory is not None and self._model:
+                with contextlib.suppress(BlobError, ValueError):
+                    data = judgements.pointed(self._memory, self._pointer)
+            ok = isinstance(data, dict) and data.get("model") == self._model
+            vectors = data.get("vectors") if ok else None
+            self._vectors = dict(vectors) if isinstance(vectors, dict) else {}
         return self._vectors
 
     def __call__(self, query: str) -> Any:
@@ -272,6 +248,49 @@ class _VectorMemo:
         return vector
 
     def save(self, keep: set[str]) -> None:
-        if self._layout is not None and self._model and self._vectors is not None:
-            share = self._memory if self.embedded else None
-            state.save_query_vectors(self._layout, self._model, self._vectors, keep, share)
+        """Share the vectors of the queries still asked (the baseline's and the
+        candidate's), when this run embedded new ones."""
+        if self._memory is not None and self._model and self.embedded and self._vectors:
+            vectors = {q: v for q, v in self._vectors.items() if q in keep}
+            data = {"model": self._model, "vectors": vectors}
+            judgements.point(self._memory, self._pointer, data)
+
+
+_QUERIES = "queries.json"
+_ANSWERS = "answers.json"
+
+
+def directory(layout: StateLayout) -> Path:
+    """The folder of the known-item check's local caches."""
+    return layout.state_dir / "known-items"
+
+
+def read_cache(layout: StateLayout, name: str) -> dict[str, Any]:
+    """The cache file's JSON, or {} when it is absent or cannot be read (a cache miss
+    costs a search, never the evaluation)."""
+    path = directory(layout) / name
+
+    def load() -> Any:
+        try:
+            return json.loads(path.read_bytes())
+        except OSError:
+            return None
+
+    data = healed(path, load, what=f"known-item cache {name}")
+    return data if isinstance(data, dict) else {}
+
+
+def write_cache(layout: StateLayout, name: str, data: Mapping[str, Any]) -> None:
+    directory(layout).mkdir(parents=True, exist_ok=True)
+    payload = json.dumps(data, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    atomic_write_bytes(directory(layout) / name, payload.encode("utf-8"))
+
+
+def _query_code() -> str:
+    return code_digest("brain_pipeline.evaluation.known_items")
+
+
+def load_queries(layout: StateLayout) -> dict[str, str | None]:
+    data = read_cache(layout, _QUERIES)
+    queries = data.get("queries") if data.get("version") == _query_code() else None
+    return dict(queries) if isinstance(queries, dict) else {}

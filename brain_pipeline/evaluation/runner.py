@@ -2,7 +2,7 @@
 
 `evaluate` produces an `EvaluationReport`: aggregates, per-query rows, stale labels,
 fallbacks. It judges nothing: `verdict.judge` decides what the report means
-(thresholds, staleness, regressions) and `render` shows it to people. Everything here is
+(thresholds, staleness, regressions) and `reports` shows it to people. Everything here is
 pure: no Dagster, no configuration.
 """
 
@@ -79,7 +79,7 @@ each retriever (done 0) and after every query, so a caller can report on its own
 
 @dataclass
 class EvaluationReport:
-    """What the retrievers did on the fixture (`render` shows it, `verdict.judge` judges it)."""
+    """What the retrievers did on the fixture (`reports` shows it, `verdict.judge` judges it)."""
 
     retrievers: list[RetrieverSummary]
     queries: list[QueryResult]

@@ -5,7 +5,7 @@ fixture (or reuse the recorded report for identical inputs), compare it with the
 baseline, judge it once (`verdict.judge`) and keep the report and the whole `EvaluationVerdict`
 in the evaluation record, where the publish steps read it. Which embedder embeds the
 queries is `embedding.factory`'s business; what the baseline comparison finds is
-`regression`'s; what it means is `verdict`'s.
+`baseline`'s; what it means is `verdict`'s.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
+    from brain_pipeline.corpus.store_reader import StoreView
+    from brain_pipeline.evaluation.baseline import BaselineComparison
     from brain_pipeline.evaluation.eval_record import EvalInputs
+    from brain_pipeline.evaluation.fixture.model import Fixture
     from brain_pipeline.evaluation.known_item_run import KnownItemRun
-    from brain_pipeline.evaluation.regression import BaselineComparison
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
-    from brain_pipeline.evaluation.verdict import EvaluationVerdict, ThresholdRow
+    from brain_pipeline.evaluation.verdict import EvaluationVerdict
     from brain_pipeline.evaluation.verdict_rule import VerdictRule
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.memory import Memory
@@ -65,11 +67,6 @@ class EvaluationOutcome:
     def stale_ids(self) -> list[str]:
         return list(self.report.stale_ids) if self.report is not None else []
 
-    @property
-    def thresholds(self) -> list[ThresholdRow]:
-        return list(self.verdict.thresholds)
-
-
 @dataclass(frozen=True)
 class _Measured:
     """A report and what it was measured from; `keep` False for one not to remember."""
@@ -78,7 +75,6 @@ class _Measured:
     layout: StateLayout | None
     key: str
     inputs: dict[str, Any]
-    thresholds: dict[Any, Any]
     previous: Mapping[str, Any] | None
     """The stored record the report was reused from (None: it was measured now)."""
     keep: bool
@@ -105,9 +101,9 @@ def evaluate_store_dir(
     `run_id`: the Dagster run evaluating, kept in the record so a publish can link to it.
     """
     from brain_pipeline.evaluation import eval_record
+    from brain_pipeline.evaluation.baseline import compare_with_baseline
     from brain_pipeline.evaluation.bootstrap import figure_intervals
-    from brain_pipeline.evaluation.regression import compare_with_baseline
-    from brain_pipeline.evaluation.render import report_markdown
+    from brain_pipeline.evaluation.reports import report_markdown
     from brain_pipeline.evaluation.verdict import EvaluationVerdict, judge
     from brain_pipeline.evaluation.verdict_rule import rule_of
 
@@ -120,7 +116,7 @@ def evaluate_store_dir(
     known = known_items_of(cfg, store_dir, measured.layout, measured.inputs)
     verdict = judge(
         report,
-        measured.thresholds,
+        _applied_thresholds(cfg),
         comparison=regression.comparison,
         agent_retriever=regression.retriever,
         baseline=regression.status,
@@ -161,7 +157,6 @@ def evaluate_store_dir(
     stored = {
         "report": report.to_dict(),
         "figures": outcome.flat_metrics,
-        "markdown": outcome.markdown,
         "inputs": outcome.inputs,
         "verdict": verdict.to_dict(),
         "known_items_candidate": known.candidate,
@@ -204,33 +199,15 @@ def record_as_baseline(
     kind: str,
     note: str | None = None,
 ) -> dict[str, Any]:
-    """Make a stored evaluation record the baseline (after a publication, or accepted)."""
+    """Make a stored evaluation record both baselines (after a publication, or accepted):
+    `baseline.record_baseline`, with the figures' intervals for the history."""
     from brain_pipeline.evaluation.baseline import record_baseline
     from brain_pipeline.evaluation.bootstrap import figure_intervals
     from brain_pipeline.evaluation.runner import EvaluationReport
 
     report = EvaluationReport.from_dict(record["report"])
     intervals = {n: i.to_list() for n, i in figure_intervals(report.queries).items()}
-    memory = judgement_memory(cfg)
-    summary = record_baseline(memory, record, intervals, kind=kind, note=note)
-    summary["known_items"] = record_known_items(memory, record, kind=kind, note=note)
-    return summary
-
-
-def record_known_items(
-    memory: Memory, record: Mapping[str, Any], *, kind: str, note: str | None
-) -> str:
-    """The known items sampled from the store `record` evaluated become the known-item
-    baseline; the one line saying so. A record from before the check (a rollback to an
-    old publication, say) or whose known items were not kept clears the baseline."""
-    from brain_pipeline.evaluation import known_item_state
-
-    key = record.get("known_items_candidate")
-    if not isinstance(key, str):
-        return known_item_state.clear_baseline(
-            memory, "this evaluation predates the known-item check"
-        )
-    return known_item_state.record_baseline(memory, key, kind=kind, note=note)
+    return record_baseline(judgement_memory(cfg), record, intervals, kind=kind, note=note)
 
 
 def known_items_of(
@@ -307,14 +284,77 @@ def _measure(
     its report is returned and nothing is re-evaluated. `progress` hears about every
     query of every retriever (the CLI prints on a clock).
     """
-    from brain_pipeline.corpus.store import STORE_FILENAME
-    from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation import eval_record
-    from brain_pipeline.evaluation.fixture.model import FixtureError, parse_fixture
     from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
     from brain_pipeline.retrieval.view_source import ViewSource
+
+    opened = _open(cfg, store_dir, fixture)
+    if isinstance(opened, str):
+        return opened
+    layout, view, loaded, inputs = opened
+    key = inputs.key()
+    if reuse and layout is not None:
+        record = eval_record.lookup(judgement_memory(cfg), key)
+        if record is not None and isinstance(record.get("report"), dict):
+            try:
+                report = EvaluationReport.from_dict(record["report"])
+            except (KeyError, TypeError, ValueError):
+                pass  # a record from another version: evaluate again (and overwrite it)
+            else:
+                stored_inputs = record.get("inputs")
+                return _Measured(
+                    report,
+                    layout,
+                    key,
+                    dict(stored_inputs) if isinstance(stored_inputs, dict) else asdict(inputs),
+                    record,
+                    keep=True,
+                )
+
+    embeddings = read_embeddings(store_dir / EMBEDDINGS_FILENAME, warn, mapped=True)
+    choice = choose_query_embedder(cfg, embeddings)
+    report = evaluate(
+        ViewSource(view, layout),
+        loaded,
+        embeddings=embeddings,
+        query_embedder=choice.embed,
+        query_model=choice.model,
+        progress=progress,
+    )
+    if report.stale_ids:
+        # Name the file each stale label's text was in (from the chunk history), so the
+        # verdict says where to look, not only which id.
+        report.stale_sources = _stale_sources(cfg, report.stale_ids)
+    if choice.note:
+        report.notes.append(f"hybrid runs without query vectors: {choice.note}")
+    if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in _applied_thresholds(cfg):
+        report.notes.append("hybrid thresholds not applied: embedding.provider is 'none'")
+    # A query that fell back because the provider failed (not by configuration) may
+    # answer differently next time: such a report is not kept for reuse.
+    transient = not choice.note and any(s.fallback_queries for s in report.retrievers)
+    return _Measured(report, layout, key, asdict(inputs), None, keep=not transient)
+
+
+def _applied_thresholds(cfg: BrainConfig) -> dict[Any, Any]:
+    """The configured bounds that are judged (hybrid's are not without vectors)."""
+    thresholds: dict[Any, Any] = dict(cfg.evaluation.thresholds)
+    if cfg.effective_provider() == "none":
+        # No vectors by choice: hybrid *is* BM25, so only BM25's floors can be judged.
+        thresholds.pop("hybrid", None)
+    return thresholds
+
+
+def _open(
+    cfg: BrainConfig, store_dir: Path, fixture: Path | None
+) -> tuple[StateLayout | None, StoreView, Fixture, EvalInputs] | str:
+    """The store, its cache layout, the fixture and the inputs an evaluation of them is
+    recorded under; or why there can be none."""
+    from brain_pipeline.corpus.store import STORE_FILENAME
+    from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
+    from brain_pipeline.evaluation import eval_record
+    from brain_pipeline.evaluation.fixture.model import FixtureError, parse_fixture
 
     store_file = store_dir / STORE_FILENAME
     if not store_file.exists():
@@ -335,81 +375,17 @@ def _measure(
     except FixtureError as exc:
         return f"fixture unusable: {exc}"
     view = open_store_view(store_file, layout)
-    embeddings_file = store_dir / EMBEDDINGS_FILENAME
-    thresholds = _applied_thresholds(cfg)
-    inputs = _inputs(cfg, view.sha256, layout, embeddings_file, fixture_bytes)
-    key = inputs.key()
-    if reuse and layout is not None:
-        record = eval_record.lookup(judgement_memory(cfg), key)
-        if record is not None and isinstance(record.get("report"), dict):
-            try:
-                report = EvaluationReport.from_dict(record["report"])
-            except (KeyError, TypeError, ValueError):
-                pass  # a record from another version: evaluate again (and overwrite it)
-            else:
-                stored_inputs = record.get("inputs")
-                return _Measured(
-                    report,
-                    layout,
-                    key,
-                    dict(stored_inputs) if isinstance(stored_inputs, dict) else asdict(inputs),
-                    thresholds,
-                    record,
-                    keep=True,
-                )
-
-    embeddings = read_embeddings(embeddings_file, warn, mapped=True)
-    choice = choose_query_embedder(cfg, embeddings)
-    report = evaluate(
-        ViewSource(view, layout),
-        loaded,
-        embeddings=embeddings,
-        query_embedder=choice.embed,
-        query_model=choice.model,
-        progress=progress,
-    )
-    if report.stale_ids:
-        # Name the file each stale label's text was in (from the chunk history), so the
-        # verdict says where to look, not only which id.
-        report.stale_sources = _stale_sources(cfg, report.stale_ids)
-    if choice.note:
-        report.notes.append(f"hybrid runs without query vectors: {choice.note}")
-    if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in thresholds:
-        report.notes.append("hybrid thresholds not applied: embedding.provider is 'none'")
-    # A query that fell back because the provider failed (not by configuration) may
-    # answer differently next time: such a report is not kept for reuse.
-    transient = not choice.note and any(s.fallback_queries for s in report.retrievers)
-    return _Measured(report, layout, key, asdict(inputs), thresholds, None, keep=not transient)
-
-
-def _applied_thresholds(cfg: BrainConfig) -> dict[Any, Any]:
-    """The configured bounds that are judged (hybrid's are not without vectors)."""
-    thresholds: dict[Any, Any] = dict(cfg.evaluation.thresholds)
-    if cfg.effective_provider() == "none":
-        # No vectors by choice: hybrid *is* BM25, so only BM25's floors can be judged.
-        thresholds.pop("hybrid", None)
-    return thresholds
-
-
-def _inputs(
-    cfg: BrainConfig,
-    store_sha256: str,
-    layout: StateLayout | None,
-    embeddings_file: Path,
-    fixture_bytes: bytes,
-) -> EvalInputs:
-    from brain_pipeline.evaluation import eval_record
-
     provider = cfg.effective_provider()
-    return eval_record.EvalInputs(
-        store_sha256=store_sha256,
-        embeddings_sha256=eval_record.known_sha256(layout, embeddings_file),
+    inputs = eval_record.EvalInputs(
+        store_sha256=view.sha256,
+        embeddings_sha256=eval_record.known_sha256(layout, store_dir / EMBEDDINGS_FILENAME),
         fixture_sha256=sha256_hex(fixture_bytes),
         thresholds={n: _plain(b) for n, b in sorted(_applied_thresholds(cfg).items())},
         provider=provider,
         model=cfg.effective_model() or None,
         query_embedder=f"{provider}; gemini key set: {bool(cfg.gemini_api_key())}",
     )
+    return layout, view, loaded, inputs
 
 
 def evaluation_inputs(
@@ -418,21 +394,15 @@ def evaluation_inputs(
     """The inputs (and so `.key()`) an evaluation of `store_dir` would be recorded under.
 
     For a publish gate: `eval_record.lookup(memory, inputs.key())` is the outcome for
-    exactly the bytes about to be published. None when the store or fixture is missing.
-    Cheap when nothing changed: the store's sha256 comes from its sidecar index and the
-    embeddings' from the record's stat-keyed memo.
+    exactly the bytes about to be published. None when the store or fixture is missing
+    or unusable. Cheap when nothing changed: the store's sha256 comes from its sidecar
+    index and the embeddings' from the record's stat-keyed memo.
     """
-    from brain_pipeline.corpus.store import STORE_FILENAME
-    from brain_pipeline.corpus.store_reader import cache_layout, open_store_view
-
-    store_file = store_dir / STORE_FILENAME
     try:
-        fixture_bytes = Path(fixture or cfg.evaluation.fixture).read_bytes()
-        layout = cache_layout(store_dir, cfg.build_dir)
-        view = open_store_view(store_file, layout)
+        opened = _open(cfg, store_dir, fixture)
     except OSError:
         return None
-    return _inputs(cfg, view.sha256, layout, store_dir / EMBEDDINGS_FILENAME, fixture_bytes)
+    return None if isinstance(opened, str) else opened[3]
 
 
 def _plain(bounds: Any) -> Any:
@@ -452,11 +422,6 @@ def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
     except (HistoryError, OSError):
         return {}
     return {chunk: entry.source for chunk, entry in found.items()}
-
-
-def evaluate_build(cfg: BrainConfig, run_id: str | None = None) -> EvaluationOutcome:
-    """Evaluate the build directory's store and vectors (for the blocking check)."""
-    return evaluate_store_dir(cfg, cfg.build_dir, run_id=run_id)
 
 
 def judgement_memory(cfg: BrainConfig) -> Memory:

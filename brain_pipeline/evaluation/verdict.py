@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from brain_pipeline.evaluation.known_item_gate import KnownItemVerdict
+from brain_pipeline.evaluation.known_item_gate import ACCEPT_HINT, KnownItemVerdict
 
 if TYPE_CHECKING:
     from brain_pipeline.evaluation.compare import Comparison
@@ -38,7 +38,6 @@ _BOUNDS: tuple[tuple[str, str, str], ...] = (
     ("recall_at_10", "min_recall_at_10", "min"),
     ("misses", "max_misses", "max"),
 )
-ACCEPT_HINT = " (accept with `brain-pipeline eval --accept --note ...`)"
 
 
 @dataclass(frozen=True)

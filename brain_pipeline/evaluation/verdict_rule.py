@@ -72,35 +72,28 @@ class VerdictRule:
             return None
 
 
-def settings_digest(cfg: BrainConfig) -> str:
-    """Digest of every setting that can change a verdict (the whole `RULE_SECTIONS`)."""
-    return value_digest(
-        {name: getattr(cfg, name).model_dump(mode="json") for name in RULE_SECTIONS}
-    )
-
-
 def rule_of(
     cfg: BrainConfig,
     baseline_key: str | None,
     known_items_candidate: str | None,
     known_items_digest: str | None,
 ) -> VerdictRule:
-    """The rule of a verdict judged now with `cfg` against these baselines."""
+    """The rule of a verdict judged now with `cfg` against these baselines (its settings:
+    every one in `RULE_SECTIONS`, digested whole)."""
+    sections = {name: getattr(cfg, name).model_dump(mode="json") for name in RULE_SECTIONS}
     return VerdictRule(
-        settings_digest(cfg), baseline_key or None, known_items_candidate, known_items_digest
+        value_digest(sections), baseline_key or None, known_items_candidate, known_items_digest
     )
 
 
 def current_rule(cfg: BrainConfig, memory: Memory) -> VerdictRule:
     """The rule a verdict would be judged by now: today's settings, and the baselines
     the ledger of `memory` keeps (read as the evaluation reads them)."""
-    from brain_pipeline.evaluation.baseline import load_baseline
-    from brain_pipeline.evaluation.known_item_gate import KnownItemBaseline
-    from brain_pipeline.evaluation.known_item_state import load_baseline as load_known
+    from brain_pipeline.evaluation.baseline import load_baseline, load_known_items
 
     regression = load_baseline(memory).baseline
-    loaded = load_known(memory)
-    known = loaded if isinstance(loaded, KnownItemBaseline) else None
+    loaded = load_known_items(memory)
+    known = None if isinstance(loaded, str) else loaded
     return rule_of(
         cfg,
         regression.key if regression is not None else None,

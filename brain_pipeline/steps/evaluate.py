@@ -1,7 +1,7 @@
 """The `retrieval_eval` check's step: evaluate the build (or reuse the recorded report
 for identical inputs) and show its verdict, as plain values.
 
-`evaluation.service.evaluate_build` is the one code path, shared with `brain-pipeline
+`evaluation.service.evaluate_store_dir` is the one code path, shared with `brain-pipeline
 eval`, and `evaluation.verdict.EvaluationVerdict` the one judgement; this module only maps the
 verdict's severity onto the check's and lays out what the check shows.
 """
@@ -19,11 +19,11 @@ def evaluate_for_check(cfg: BrainConfig, run_id: str) -> CheckVerdict:
     """The blocking check's result, read off the verdict: PASS passes; WARN fails as a
     WARN (shown and named, not blocking); ERROR fails and blocks."""
     from brain_pipeline.config import memory_of
-    from brain_pipeline.evaluation.service import evaluate_build
+    from brain_pipeline.evaluation.service import evaluate_store_dir
     from brain_pipeline.steps.contract import fetch_build
 
     fetch_build(memory_of(cfg))
-    outcome = evaluate_build(cfg, run_id=run_id)
+    outcome = evaluate_store_dir(cfg, cfg.build_dir, run_id=run_id)
     verdict = outcome.verdict
     description = "; ".join(verdict.failures or verdict.warnings) or "passed"
     return CheckVerdict(
@@ -83,7 +83,7 @@ def _threshold_table(outcome: Any, values: dict[str, Any]) -> Table:
 
 
 def _per_query_table(outcome: Any) -> Table:
-    from brain_pipeline.evaluation.render import query_rows
+    from brain_pipeline.evaluation.reports import query_rows
 
     report = outcome.report
     names = [s.name for s in report.retrievers] if report is not None else []

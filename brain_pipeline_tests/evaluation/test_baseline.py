@@ -1,9 +1,12 @@
-"""evaluation.baseline: the evaluation the next build is compared with, on plain values.
+"""evaluation.baseline: what the next build is compared with, on plain values.
 
 Pins that a recorded baseline reads back whole (its report, how and when it became the
 baseline, on an injected clock), the publications list newest first with the verdict's
-severity, and that every way of having no baseline (none recorded, a damaged blob, an
-unreadable report) is one line saying why, never a crash.
+severity, that every way of having no baseline (none recorded, a damaged blob, an
+unreadable report, a known-item baseline of another shape) is one line saying why, never
+a crash, that the known items of the recorded evaluation become the known-item baseline
+(or clear it), and the comparison with the regression baseline: found, missing, or
+sharing nothing.
 """
 
 from __future__ import annotations
@@ -16,12 +19,19 @@ import pytest
 
 from brain_pipeline.evaluation import judgements
 from brain_pipeline.evaluation.baseline import (
+    NO_KNOWN_ITEMS,
+    candidate_key,
+    clear_known_items,
+    compare_with_baseline,
     load_baseline,
+    load_known_items,
     publications,
     record_baseline,
+    save_candidate,
     summary_of,
 )
 from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
+from brain_pipeline.evaluation.known_items import KnownItem
 from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
 from brain_pipeline_tests.evaluation.helpers import make_chunk, memory_at
 
@@ -131,3 +141,103 @@ def test_an_unreadable_report_is_no_baseline(tmp_path: Path, report: EvaluationR
     found = load_baseline(memory)
     assert found.baseline is None
     assert str(found.reason).startswith("no baseline: an unreadable report")
+
+
+# ---- the known-item baseline ---------------------------------------------------------
+
+ITEM = KnownItem("aws", "0123456789ab", "vpc peering", "aws/vpc.md", "VPC", "text", 1,
+                 ("0123456789ab",))
+
+
+def _published(memory: Any, candidate: str, **how: Any) -> dict[str, Any]:
+    """Record an evaluation whose known items were kept under `candidate`."""
+    record = {"key": "c" * 64, "known_items_candidate": candidate}
+    return record_baseline(memory, record, {}, **{"kind": "published", **how})
+
+
+def test_a_candidate_becomes_the_known_item_baseline_it_reads_back_as(tmp_path: Path) -> None:
+    memory = memory_at(tmp_path)
+    key = candidate_key("store", None)
+    save_candidate(memory, key, [ITEM], {"aws": 7}, [])
+    summary = _published(memory, key, kind="accepted", note="why",
+                         now=lambda: datetime(2026, 1, 2))
+    assert summary["known_items"] == (
+        "known items: 1 known items recorded as the baseline (accepted)"
+    )
+    baseline = load_known_items(memory)
+    assert not isinstance(baseline, str)
+    assert baseline.items == (ITEM,) and dict(baseline.area_chunks) == {"aws": 7}
+    assert baseline.describe == "known items of the store accepted 2026-01-02T00:00:00 (why)"
+    assert baseline.candidate == key
+
+
+def test_a_cleared_known_item_baseline_is_none_and_the_next_one_counts(tmp_path: Path) -> None:
+    memory = memory_at(tmp_path)
+    key = candidate_key("store", None)
+    save_candidate(memory, key, [ITEM], {"aws": 7}, [])
+    _published(memory, key)
+    assert "cleared" in clear_known_items(memory, "no known items")
+    assert load_known_items(memory) == NO_KNOWN_ITEMS
+    _published(memory, key)
+    assert not isinstance(load_known_items(memory), str)
+
+
+def test_a_record_without_known_items_clears_the_known_item_baseline(
+    tmp_path: Path, report: EvaluationReport
+) -> None:
+    """A rollback to a publication from before the known-item check: asking the next
+    build about another store's passages would blame it for the difference."""
+    memory = memory_at(tmp_path)
+    key = candidate_key("store", None)
+    save_candidate(memory, key, [ITEM], {"aws": 7}, [])
+    _published(memory, key)
+    summary = record_baseline(memory, record_of(report), {}, kind="published")
+    assert "predates the known-item check" in summary["known_items"]
+    assert load_known_items(memory) == NO_KNOWN_ITEMS
+
+
+def test_a_known_item_baseline_of_another_format_says_so_and_passes(tmp_path: Path) -> None:
+    memory = memory_at(tmp_path)
+    judgements.point(memory, judgements.KNOWN_ITEMS, {"format": 99})
+    assert load_known_items(memory) == (
+        "no known-item baseline: it is of another format: the check passes; "
+        "the next publication records one"
+    )
+    assert load_known_items(memory_at(tmp_path / "new")) == NO_KNOWN_ITEMS
+
+
+# ---- the comparison with the regression baseline -------------------------------------
+
+DECOYS = [
+    make_chunk(f"Security groups, stateful security groups, security groups again #{i}.")
+    for i in range(10)
+]
+
+
+def _baseline(memory: Any, report: EvaluationReport) -> None:
+    record = {"key": "k" * 64, "when": "2026-01-01T00:00:00+00:00", "report": report.to_dict()}
+    record_baseline(memory, record, {}, kind="published")
+
+
+def test_without_a_baseline_nothing_is_compared_and_the_status_says_why(tmp_path: Path) -> None:
+    found = compare_with_baseline(evaluate(CHUNKS, FIXTURE), memory_at(tmp_path))
+    assert found.comparison is None and found.baseline is None
+    assert found.status.startswith("no baseline: nothing has been published")
+
+
+def test_the_agent_retriever_is_compared_with_the_published_evaluation(tmp_path: Path) -> None:
+    memory = memory_at(tmp_path)
+    _baseline(memory, evaluate(CHUNKS, FIXTURE))
+    found = compare_with_baseline(evaluate([*CHUNKS, *DECOYS], FIXTURE), memory)
+    assert found.retriever == "hybrid" and found.comparison is not None
+    assert [c.query for c in found.comparison.new_misses("hybrid")] == ["stateful security groups"]
+    assert "1 queries compared" in found.status and "published" in found.status
+
+
+def test_a_baseline_sharing_no_query_is_no_baseline(tmp_path: Path) -> None:
+    memory = memory_at(tmp_path)
+    other = Fixture((LabelledQuery("routing tables", "aws", (CHUNKS[1].id,)),), "o.json")
+    _baseline(memory, evaluate(CHUNKS, other))
+    found = compare_with_baseline(evaluate(CHUNKS, FIXTURE), memory)
+    assert found.comparison is None and found.baseline is not None
+    assert "shares no query" in found.status

@@ -73,7 +73,7 @@ def test_unchanged_inputs_reuse_the_record_and_say_when(setup: Setup) -> None:
     for field in ("failures", "stale_ids", "flat_metrics", "markdown", "record_key"):
         assert getattr(second, field) == getattr(first, field)
     assert second.report.to_dict() == first.report.to_dict()
-    record = eval_record.latest(memory_at(setup.build))
+    record = eval_record.lookup(memory_at(setup.build), None)
     assert record is not None and record["key"] == first.record_key
 
 
@@ -113,7 +113,7 @@ def test_reuse_can_be_refused_and_a_missing_store_is_never_recorded(setup: Setup
     empty.mkdir()
     outcome = evaluate_store_dir(setup.config(), empty)
     assert outcome.failures and outcome.record_key is None
-    latest = eval_record.latest(memory_at(setup.build))
+    latest = eval_record.lookup(memory_at(setup.build), None)
     assert latest is not None and latest["key"] == forced.record_key
 
 

@@ -13,9 +13,17 @@ from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.evaluation import eval_record, judgements
+from brain_pipeline.evaluation.baseline import NO_KNOWN_ITEMS
 from brain_pipeline.evaluation.known_item_gate import KnownItemSettings
-from brain_pipeline.evaluation.known_item_run import KnownItemRun, run_known_items
-from brain_pipeline.evaluation.known_item_state import NO_BASELINE, directory
+from brain_pipeline.evaluation.known_item_run import (
+    KnownItemRun,
+    _query_code,
+    _VectorMemo,
+    directory,
+    load_queries,
+    run_known_items,
+    write_cache,
+)
 from brain_pipeline.evaluation.service import (
     EvaluationOutcome,
     accept_evaluation,
@@ -78,7 +86,7 @@ def test_no_labels_and_no_baseline_pass_and_say_both(build: Build) -> None:
     assert outcome.verdict.line() == (
         f"PASSED: no labelled queries in {build.cfg.evaluation.fixture}: the labelled "
         "thresholds are skipped; the known-item check is the gate; known items: "
-        + NO_BASELINE
+        + NO_KNOWN_ITEMS
     )
     assert decide(outcome.verdict, force=False, store_chunk_count=96).allowed
 
@@ -230,3 +238,31 @@ def test_a_fresh_worker_reuses_the_query_vectors_another_worker_paid_for(
         run = _hybrid_run(worker, chunks, embedder)
         assert run.embedded == (24 if name == "a" else 0)
     assert embedder.queries_embedded == 24
+
+
+def test_a_damaged_query_cache_is_a_cache_miss(tmp_path: Path) -> None:
+    layout = StateLayout.of(tmp_path)
+    write_cache(layout, "queries.json", {"version": _query_code(), "queries": {"a": "x y"}})
+    assert load_queries(layout) == {"a": "x y"}
+    write_cache(layout, "queries.json", {"version": "other code", "queries": {"a": "x y"}})
+    assert load_queries(layout) == {}  # made by other query code: not these queries
+    (directory(layout) / "queries.json").write_bytes(b"\x00\x01 not json")
+    assert load_queries(layout) == {}
+
+
+def test_query_vectors_are_shared_per_model_for_the_queries_still_asked(
+    tmp_path: Path,
+) -> None:
+    memory = memory_at(tmp_path)
+    embedder = WordHashEmbedder()
+    first = _VectorMemo(embedder.embed_query, "m1", memory)
+    first("a b"), first("old")
+    first.save({"a b"})
+    again = _VectorMemo(embedder.embed_query, "m1", memory)
+    again("a b")
+    assert again.embedded == 0  # kept, so not embedded again
+    again("old")
+    assert again.embedded == 1  # no longer asked when it was saved: not kept
+    other = _VectorMemo(embedder.embed_query, "m2", memory)
+    other("a b")
+    assert other.embedded == 1  # another model's vectors are not these

@@ -14,7 +14,7 @@ import pytest
 from brain_pipeline.config import Thresholds
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
-from brain_pipeline.evaluation.render import report_markdown, report_text
+from brain_pipeline.evaluation.reports import report_markdown, report_text
 from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
 from brain_pipeline.evaluation.verdict import judge
 from brain_pipeline.retrieval.vectors import EmbeddingStore, quantize

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.evaluation import known_item_state as state
+from brain_pipeline.evaluation.baseline import candidate_key, record_baseline, save_candidate
 from brain_pipeline.evaluation.known_items import KnownItem
 from brain_pipeline.evaluation.verdict_rule import VerdictRule, current_rule, holds
 from brain_pipeline_tests.evaluation.helpers import memory_at
@@ -23,9 +23,9 @@ def _cfg(tmp_path: Path, **evaluation: object) -> BrainConfig:
 
 
 def _known_baseline(layout: Any, store: str, chunks: int) -> str:
-    key = state.candidate_key(store, None)
-    state.save_candidate(layout, key, [ITEM], {"aws": chunks}, [])
-    state.record_baseline(layout, key, kind="published")
+    key = candidate_key(store, None)
+    save_candidate(layout, key, [ITEM], {"aws": chunks}, [])
+    record_baseline(layout, {"key": "r" * 64, "known_items_candidate": key}, {}, kind="published")
     return key
 
 

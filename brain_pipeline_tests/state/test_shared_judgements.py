@@ -18,9 +18,13 @@ import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
 from brain_pipeline.corpus.store import Chunk, serialize_store
-from brain_pipeline.evaluation import eval_record, known_item_state
-from brain_pipeline.evaluation.baseline import load_baseline, publications
-from brain_pipeline.evaluation.known_item_state import NO_BASELINE
+from brain_pipeline.evaluation import eval_record
+from brain_pipeline.evaluation.baseline import (
+    NO_KNOWN_ITEMS,
+    load_baseline,
+    load_known_items,
+    publications,
+)
 from brain_pipeline.evaluation.service import (
     evaluate_store_dir,
     judgement_memory,
@@ -98,13 +102,13 @@ def test_a_fresh_worker_judges_against_the_baselines_another_worker_published(
     assert not list(StateLayout.of(b.build_dir).state_dir.glob("*.json"))  # nothing local
     found = load_baseline(memory_b)
     assert found.baseline is not None and found.baseline.key == published
-    assert not isinstance(known_item_state.load_baseline(memory_b), str)
+    assert not isinstance(load_known_items(memory_b), str)
     rows, _ = publications(memory_b)
     assert [r["evaluation_key"] for r in rows] == [published]
 
     store(b, [c for c in chunks if c.area != "beta"])
     outcome = evaluate_store_dir(b, b.build_dir)
-    assert NO_BASELINE not in outcome.verdict.line()
+    assert NO_KNOWN_ITEMS not in outcome.verdict.line()
     assert "no baseline yet" not in outcome.verdict.line()
     assert outcome.verdict.severity == "ERROR"
     assert outcome.verdict.failures[0].startswith("known items: area beta disappeared")
@@ -150,7 +154,7 @@ def test_an_upgraded_build_directory_keeps_its_baselines_and_history(tmp_path: P
     found = load_baseline(memory)
     assert found.baseline is not None
     assert found.baseline.key == old["baseline"]["record"]["key"]
-    known = known_item_state.load_baseline(memory)
+    known = load_known_items(memory)
     assert not isinstance(known, str) and known.candidate == old_known["candidate"]
     rows, _ = publications(memory)
     assert [r["evaluation_key"] for r in rows] == [
@@ -170,7 +174,7 @@ def test_an_upgraded_build_directory_keeps_its_baselines_and_history(tmp_path: P
 
     # The first new evaluation judges against the imported baselines.
     outcome = evaluate_store_dir(cfg, cfg.build_dir)
-    assert NO_BASELINE not in outcome.verdict.line()
+    assert NO_KNOWN_ITEMS not in outcome.verdict.line()
     assert outcome.known_item_run is not None
     assert outcome.known_item_run.baseline_candidate == old_known["candidate"]
 

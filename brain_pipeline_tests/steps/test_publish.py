@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 from brain_pipeline.corpus.store import STORE_FILENAME
-from brain_pipeline.evaluation.service import evaluate_build, judgement_memory
+from brain_pipeline.evaluation.service import evaluate_store_dir, judgement_memory
 from brain_pipeline.evaluation.verdict import EvaluationVerdict
 from brain_pipeline.publishing.local import storage_dirs
 from brain_pipeline.steps.contract import StepFailure
@@ -33,7 +33,7 @@ def _evaluated(project: Project, log: StepLog, *, miss: bool = False, **sections
     project = configure(project, **sections)
     build(project, log)
     write_fixture(project, miss=miss)
-    evaluate_build(project.cfg, run_id="eval-run")
+    evaluate_store_dir(project.cfg, project.cfg.build_dir, run_id="eval-run")
     return project
 
 
@@ -101,7 +101,7 @@ def test_the_stored_verdict_decides_even_when_the_thresholds_disagree(
     assert not _live_store(project).exists()
 
     write_fixture(project, miss=True)  # now the bound fails: 1 miss > 0
-    assert evaluate_build(project.cfg).verdict.severity == "ERROR"
+    assert evaluate_store_dir(project.cfg, project.cfg.build_dir).verdict.severity == "ERROR"
     plant_verdict(project, EvaluationVerdict(severity="PASS"))
     result = publish_to_agent(project.cfg, project.layout, force=False, run_id="p", log=log)
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
@@ -135,7 +135,7 @@ def test_an_empty_store_is_never_published_even_forced_on_a_passing_verdict(
     for path in (project.root / "corpus").rglob("*.md"):
         path.unlink()
     build(project, log)  # the store now holds 0 chunks
-    evaluate_build(project.cfg)
+    evaluate_store_dir(project.cfg, project.cfg.build_dir)
     plant_verdict(project, EvaluationVerdict(severity="PASS"))
 
     for force in (False, True):
@@ -180,7 +180,7 @@ def test_a_store_over_the_agents_limit_is_refused_though_the_evaluation_passed(
     project: Project, log: StepLog
 ) -> None:
     project = _evaluated(project, log, publish=TOO_SMALL)
-    assert evaluate_build(project.cfg).verdict.severity == "PASS"
+    assert evaluate_store_dir(project.cfg, project.cfg.build_dir).verdict.severity == "PASS"
 
     for publish in (publish_to_agent, _publish_s3_unconfigured):
         with pytest.raises(StepFailure) as refused:
@@ -215,7 +215,7 @@ def test_a_store_its_blocking_check_never_judged_is_refused(
     chunk_corpus(project.cfg, project.layout, observe(project.cfg), run_id="r2", log=log)
     assemble_knowledge_store(project.cfg, project.layout, run_id="r2", log=log)
     write_fixture(project)
-    evaluate_build(project.cfg, run_id="eval-2")
+    evaluate_store_dir(project.cfg, project.cfg.build_dir, run_id="eval-2")
 
     never_judged = r"fits_agent_string_limit has not run on this data \(run `brain-pipeline mat"
     with pytest.raises(StepFailure, match=never_judged):

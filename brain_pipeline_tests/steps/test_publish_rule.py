@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.evaluation.service import evaluate_build
+from brain_pipeline.evaluation.service import evaluate_store_dir
 from brain_pipeline.publishing.local import storage_dirs
 from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.publish import publish_to_agent
@@ -135,7 +135,7 @@ def _evaluated(project: Project, log: StepLog) -> Project:
     project = configure(project)
     build(project, log)
     write_fixture(project)
-    outcome = evaluate_build(project.cfg, run_id="eval-run")
+    outcome = evaluate_store_dir(project.cfg, project.cfg.build_dir, run_id="eval-run")
     assert outcome.verdict.severity == "PASS", outcome.verdict.failures
     return project
 
@@ -194,7 +194,8 @@ def test_a_verdict_judged_against_another_baseline_is_refused_until_judged_again
     a_store = project.layout.store_file.read_bytes()
     extra = project.write("aws/extra.md", f"# Extra\n\nAnother subnet note. {TEXT}\n")
     build(project, log)  # B, judged against no baseline
-    assert evaluate_build(project.cfg, run_id="b").verdict.severity == "PASS"
+    again = evaluate_store_dir(project.cfg, project.cfg.build_dir, run_id="b")
+    assert again.verdict.severity == "PASS"
     extra.unlink()
     build(project, log)  # A again: its verdict (no baseline) still holds
     assert project.layout.store_file.read_bytes() == a_store
@@ -209,7 +210,7 @@ def test_a_verdict_judged_against_another_baseline_is_refused_until_judged_again
         publish_to_agent(project.cfg, project.layout, force=False, run_id="pb", log=log)
     assert _snapshot(project.cfg.publish_root()) == live
 
-    rejudged = evaluate_build(project.cfg, run_id="b2")
+    rejudged = evaluate_store_dir(project.cfg, project.cfg.build_dir, run_id="b2")
     assert rejudged.reused  # measured once: only the judgement was made again
     assert rejudged.verdict.severity == "PASS"
     result = publish_to_agent(project.cfg, project.layout, force=False, run_id="pb", log=log)

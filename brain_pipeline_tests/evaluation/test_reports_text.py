@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from brain_pipeline.evaluation.fixture.model import Fixture, LabelledQuery
-from brain_pipeline.evaluation.render import (
+from brain_pipeline.evaluation.reports import (
     fallback_notes,
     query_rows,
     report_markdown,
