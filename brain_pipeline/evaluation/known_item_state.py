@@ -43,7 +43,6 @@ from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.damage import healed
 from brain_pipeline.utils.digest import value_digest
 
-_FORMAT = 1
 NO_BASELINE = (
     "no known-item baseline yet (nothing published since the known-item check began): "
     "the check passes; the next publication records one"
@@ -112,7 +111,6 @@ def save_candidate(
     notes: Sequence[str],
 ) -> None:
     data = {
-        "format": _FORMAT,
         "items": [item.to_dict() for item in items],
         "area_chunks": dict(area_chunks),
         "notes": list(notes),
@@ -121,8 +119,11 @@ def save_candidate(
 
 
 def _parse(data: Any) -> tuple[list[KnownItem], dict[str, int]]:
-    if not isinstance(data, dict) or data.get("format") != _FORMAT:
-        raise ValueError("not a known-item file of this format")
+    """A stored candidate's or baseline's items and chunks per area; KeyError, TypeError or
+    ValueError for a shape this code does not read, checked by the fields themselves (no
+    format number to bump; the `"format": 1` of an older release's file is ignored)."""
+    if not isinstance(data, dict):
+        raise ValueError("not a known-item file")
     items = [KnownItem.from_dict(i) for i in data["items"]]
     chunks = {str(a): int(n) for a, n in dict(data["area_chunks"]).items()}
     return items, chunks

@@ -57,6 +57,21 @@ def test_a_baseline_of_another_format_says_so_and_passes(tmp_path: Path) -> None
     assert state.load_baseline(memory_at(tmp_path / "new")) == state.NO_BASELINE
 
 
+def test_a_baseline_an_older_release_wrote_still_counts(tmp_path: Path) -> None:
+    """No format number is kept: the fields are the shape, so a baseline written with
+    the `"format": 1` of the release before is read as it is (history kept on upgrade)."""
+    memory = memory_at(tmp_path)
+    key = state.candidate_key("store", None)
+    state.save_candidate(memory, key, [ITEM], {"aws": 7}, [])
+    state.record_baseline(memory, key, kind="published")
+    data = judgements.pointed(memory, judgements.KNOWN_ITEMS)
+    assert data is not None and "format" not in data
+    older = judgements.put_json(memory, {**data, "format": 1})
+    judgements.move(memory, judgements.KNOWN_ITEMS, older)
+    baseline = state.load_baseline(memory)
+    assert not isinstance(baseline, str) and baseline.items == (ITEM,)
+
+
 def test_query_vectors_are_kept_per_model_for_the_queries_still_asked(tmp_path: Path) -> None:
     layout = StateLayout.of(tmp_path)
     state.save_query_vectors(layout, "m1", {"a b": [0.5, 1.0], "old": [1.0, 0.0]}, {"a b"})
