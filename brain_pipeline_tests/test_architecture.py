@@ -271,3 +271,63 @@ class C(dg.AutomationCondition):
     }
     # Public look-alikes are not flagged.
     assert non_public_dagster_uses("x = event.event_type\ny = dg.DagsterInstance.get()\n") == []
+
+
+#: The format numbers that stay numbers: they describe bytes another program (the
+#: Node.js agent, an older or newer pipeline sharing the publish root) reads in the
+#: publish root, the contract of the store-compatibility reference, not the code that
+#: wrote them. Every other version keys a cache or a verdict on the code: a digest of the
+#: code (`state.code_digest`), or a check of the shape itself, never bumped by hand.
+AGENT_CONTRACT_FORMATS = {
+    "publishing/manifest.py": {"MANIFEST_FORMAT"},  # manifest.json beside the artifacts
+    "publishing/commit.py": {"INTENT_FORMAT"},  # .brain-publish/intent.json, its recovery
+}
+_VERSION_NAME = re.compile(r"_?([A-Z0-9]+_)*(VERSION|FORMAT|SCHEMA)")
+
+
+def hand_kept_versions(source: str) -> list[str]:
+    """Module-level names like `*_VERSION`, `*_FORMAT` or `SCHEMA` given a literal number
+    or a one-word string (`"3"`, `"store-1"`, `f"v{N}.2"`); DDL text is not a version."""
+
+    def literal(value: ast.expr) -> bool:
+        if isinstance(value, ast.JoinedStr):
+            return True
+        if not isinstance(value, ast.Constant) or isinstance(value.value, bool):
+            return False
+        text = value.value
+        return isinstance(text, int) or (isinstance(text, str) and not text.split()[1:])
+
+    found: list[str] = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        found.extend(n for n in names if _VERSION_NAME.fullmatch(n) and literal(value))
+    return found
+
+
+def test_no_version_number_is_kept_by_hand() -> None:
+    """A number bumped by hand is one forgotten bump away from serving a stale cache."""
+    found = {
+        path.relative_to(PACKAGE).as_posix(): set(hand_kept_versions(path.read_text("utf-8")))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+    assert {module: names for module, names in found.items() if names} == AGENT_CONTRACT_FORMATS
+
+
+def test_the_version_scan_finds_each_kind_of_hand_kept_number() -> None:
+    """The check above must be able to fail."""
+    source = (
+        'CHUNKING_VERSION = "3"\nSTORE_INDEX_VERSION = 2\nSCHEMA = 2\n_FORMAT: int = 1\n'
+        'INDEX_LAYOUT_VERSION = f"v{SCHEMA}.2"\nSTORE_CODE_VERSION = "store-1"\n'
+        '_SCHEMA = """\nCREATE TABLE t (x);\n"""\nDATA_VERSION_TAG = "dagster/data_version"\n'
+        'REASON_CONVERSION = "no"\nCODE_VERSION = code_version("x")\nFLAG_FORMAT = True\n'
+    )
+    assert hand_kept_versions(source) == [
+        "CHUNKING_VERSION", "STORE_INDEX_VERSION", "SCHEMA", "_FORMAT",
+        "INDEX_LAYOUT_VERSION", "STORE_CODE_VERSION",
+    ]

@@ -1,7 +1,7 @@
 """Per-file chunk cache: a file is chunked again only when its bytes or the rules changed.
 
 Chunking every file on every run cost as much as the first run. The cache holds, per
-(sha256, kind, source, chunking version), what chunking that file produced: the
+(sha256, kind, source, chunking code), what chunking that file produced: the
 updated manifest fields (a roadmap can be reported or skipped), the chunk ids, and each
 chunk's store fragment — the exact bytes `serialize_store` writes for it, from `{` to
 `}` — so assembling the store is a de-duplication and a join, with no JSON work.
@@ -16,6 +16,7 @@ no-change run reads only the small metadata rows and never touches the fragments
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from array import array
@@ -40,15 +41,9 @@ from brain_pipeline.corpus.file_chunks import (
 )
 from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.corpus.store import Chunk, serialize_store
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.damage import check_sqlite, healed
-
-#: Bump on ANY change to what chunking produces for given bytes (paragraph split, trim,
-#: headings, roadmap rules, junk limits' defaults, fragment serialisation). Part of every
-#: cache key, so a bump re-chunks everything; the lead folds it into the asset
-#: code_version so Dagster shows the chunks as stale too.
-CHUNKING_VERSION = "3"  # 2: deep roadmaps and files over the output bound refused; 3: depth
-# alone refuses nothing (what JavaScript cannot convert stops or refuses the file)
 
 CACHE_FILENAME = "cache.sqlite"
 #: What `serialize_store` writes between two chunks' fragments.
@@ -270,9 +265,19 @@ class ChunkingReport:
     kept_unreadable: list[str] = field(default_factory=list)
 
 
+@functools.cache
+def chunking_code(root: Path | None = None) -> str:
+    """The digest of the code that decides what chunking yields for given bytes: this
+    module (fragment serialisation) and all it imports (paragraph split, trim, headings,
+    roadmap rules, junk limits' defaults). Part of every cache key, so an edit to any of
+    it re-chunks each file once: a stale row is never served, and nothing is bumped by
+    hand. Computed once per process. `root`: another copy of the package (tests)."""
+    return code_digest(__name__, root=root)[:16]
+
+
 def cache_version(variant: str = "") -> str:
-    """The version column: CHUNKING_VERSION, plus a digest of chunking-shaping settings."""
-    return f"{CHUNKING_VERSION}:{variant}" if variant else CHUNKING_VERSION
+    """The version column: `chunking_code()`, plus the chunking-shaping settings."""
+    return f"{chunking_code()}:{variant}" if variant else chunking_code()
 
 
 def corpus_file(snapshot: CorpusSnapshot, entry: ManifestEntry) -> CorpusFile:
@@ -456,8 +461,8 @@ def gc_chunk_cache(
     """Drop every cache row the live snapshot does not use; return how many were dropped.
 
     Keeps the rows a chunking of `live_snapshot` would use (including the last cached
-    version of a file that is unreadable now); everything else, other chunking versions
-    included, goes. Freed pages are returned to the filesystem by VACUUM.
+    version of a file that is unreadable now); everything else, rows of other chunking
+    code included, goes. Freed pages are returned to the filesystem by VACUUM.
     """
     version = cache_version(variant)
     with open_cache(layout) as db:

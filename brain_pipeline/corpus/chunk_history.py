@@ -35,6 +35,7 @@ mid-write rolls back.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import sqlite3
@@ -60,7 +61,6 @@ from brain_pipeline.utils.digest import sha256_parts
 
 HISTORY_FILENAME = "chunks.sqlite"
 LIVE_FILENAME = "live-ids.npz"
-_SCHEMA_VERSION = 2
 _ZLIB_LEVEL = 6
 _DECODE_BATCH = 32_768
 """Appearing chunks are decoded and written this many at a time (bounds the memory of
@@ -96,6 +96,8 @@ UPDATE seen SET live = 1
     WHERE last_seen = (SELECT recorded_at FROM stores ORDER BY seq DESC LIMIT 1);
 """
 """Schema 1 marked a live id by last_seen == the latest store's time."""
+_ADDED_SINCE_1 = {"seen": "live", "stores": "live_digest"}
+"""The columns `_UPGRADE_FROM_1` adds: a file without just these is of schema 1."""
 
 
 class HistoryError(RuntimeError):
@@ -193,14 +195,8 @@ def _connect(path: Path) -> sqlite3.Connection:
             conn.execute("PRAGMA journal_mode=DELETE")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA temp_store=MEMORY")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, _SCHEMA_VERSION):
-                raise HistoryError(
-                    f"{path}: chunk history schema {version} is newer than this code "
-                    f"({_SCHEMA_VERSION}); upgrade brain-pipeline"
-                )
-            if version != _SCHEMA_VERSION:
-                _create_or_upgrade(conn)
+            if _columns(conn) != _schema_columns():
+                _create_or_upgrade(conn, path)
         except BaseException:
             conn.close()
             raise
@@ -215,20 +211,49 @@ def _connect(path: Path) -> sqlite3.Connection:
         ) from exc
 
 
-def _create_or_upgrade(conn: sqlite3.Connection) -> None:
-    """Create the schema or upgrade schema 1 in place, in one transaction.
+def _columns(conn: sqlite3.Connection) -> dict[str, list[str]]:
+    """Each table's columns, as the file has them (none: the table does not exist)."""
+    return {
+        table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        for table in ("texts", "seen", "stores")
+    }
 
-    The version is read again inside the write lock: two processes opening a fresh file
+
+@functools.cache
+def _schema_columns() -> dict[str, list[str]]:
+    """The columns `_SCHEMA` creates, computed from its text: the layout is checked
+    against the DDL itself, so there is no schema number to bump by hand."""
+    with closing(sqlite3.connect(":memory:")) as conn:
+        conn.executescript(_SCHEMA)
+        return _columns(conn)
+
+
+def _create_or_upgrade(conn: sqlite3.Connection, path: Path) -> None:
+    """Create the schema or upgrade schema 1 in place, in one transaction; a layout of
+    neither (a newer release's) is refused.
+
+    The columns are read again inside the write lock: two processes opening a fresh file
     at once must not both run the script.
     """
     conn.execute("BEGIN IMMEDIATE")
     try:
-        current = conn.execute("PRAGMA user_version").fetchone()[0]
-        if current != _SCHEMA_VERSION:
-            script = _SCHEMA if current == 0 else _UPGRADE_FROM_1
+        current, wanted = _columns(conn), _schema_columns()
+        schema_1 = {
+            table: [column for column in columns if column != _ADDED_SINCE_1.get(table)]
+            for table, columns in wanted.items()
+        }
+        if current != wanted:
+            if not any(current.values()):
+                script = _SCHEMA
+            elif current == schema_1:
+                script = _UPGRADE_FROM_1
+            else:
+                raise HistoryError(
+                    f"{path}: chunk history tables {current} are not this code's (a newer "
+                    "release wrote them?); upgrade brain-pipeline"
+                )
             for statement in filter(str.strip, script.split(";")):
                 conn.execute(statement)
-            conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

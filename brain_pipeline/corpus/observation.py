@@ -16,6 +16,8 @@ observation can name it by its data version.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import time
@@ -33,6 +35,7 @@ from brain_pipeline.corpus.discovery import (
     walk_corpus,
 )
 from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_write_bytes, write_if_changed
 from brain_pipeline.utils.damage import healed
@@ -43,11 +46,6 @@ from brain_pipeline.utils.file_signature import FileSignature
 #: that hashed it. 2 s covers the coarsest common granularity (FAT's 2 s; ext4/xfs/btrfs
 #: are ns, HFS+ and many network filesystems 1 s).
 MTIME_WINDOW_NS = 2_000_000_000
-
-INDEX_FORMAT = 2
-"""2: rows carry the file's whole `FileSignature` (1 kept size and mtime only); an index
-of format 1 is ignored, which costs one full hashing pass after the upgrade."""
-SNAPSHOT_FORMAT = 1
 
 Clock = Callable[[], int]
 
@@ -90,7 +88,6 @@ class CorpusSnapshot:
         """The stored form: entries as positional rows, about half the size of objects."""
         rows = [_entry_row(e) for e in self.entries]
         body = {
-            "format": SNAPSHOT_FORMAT,
             "digest": self.digest,
             "root": self.root,
             "areas": self.areas,
@@ -102,9 +99,15 @@ class CorpusSnapshot:
 
     @classmethod
     def from_json(cls, data: bytes) -> CorpusSnapshot:
+        """The stored form read back; ValueError when its rows are not `ManifestEntry`'s
+        fields (checked against the class itself: no format number to bump). A snapshot
+        written with a `"format": 1` key reads the same."""
         body = json.loads(data.decode("utf-8", "surrogateescape"))
-        if not isinstance(body, dict) or body.get("format") != SNAPSHOT_FORMAT:
-            raise ValueError(f"unsupported snapshot format {body.get('format')!r}")
+        width = len(dataclasses.fields(ManifestEntry))
+        if not isinstance(body, dict) or any(
+            not isinstance(row, list) or len(row) != width for row in body.get("entries", ())
+        ):
+            raise ValueError("not a corpus snapshot of this code's entry layout")
         entries = [ManifestEntry(*row) for row in body["entries"]]
         return cls(str(body["digest"]), str(body["root"]), list(body["areas"]), entries)
 
@@ -124,8 +127,17 @@ def snapshot_digest(entries: Iterable[ManifestEntry]) -> str:
 IndexRow = list[Any]
 
 
+@functools.cache
+def index_code(root: Path | None = None) -> str:
+    """The index's format: the digest of the code that writes and trusts its rows (this
+    module and what it imports, `utils.file_signature` among them). An index of other
+    code is ignored, which costs one full hashing pass, never a trusted stale row.
+    `root`: another copy of the package (tests)."""
+    return code_digest(__name__, root=root)[:16]
+
+
 def _load_index(path: Path) -> dict[str, IndexRow]:
-    """The previous index, or empty when missing, unreadable or of another format.
+    """The previous index, or empty when missing, unreadable or of other code.
 
     The index is only an optimisation: losing it costs one full hashing pass.
     """
@@ -136,7 +148,7 @@ def _load_index(path: Path) -> dict[str, IndexRow]:
         except FileNotFoundError:
             return {}
         body = json.loads(raw.decode("utf-8", "surrogateescape"))
-        if not isinstance(body, dict) or body.get("format") != INDEX_FORMAT:
+        if not isinstance(body, dict) or body.get("format") != index_code():
             return {}
         files = body.get("files")
         if not isinstance(files, dict):
@@ -147,7 +159,7 @@ def _load_index(path: Path) -> dict[str, IndexRow]:
 
 
 def _save_index(path: Path, files: dict[str, IndexRow], written_ns: int) -> None:
-    body = {"format": INDEX_FORMAT, "written_ns": written_ns, "files": files}
+    body = {"format": index_code(), "written_ns": written_ns, "files": files}
     data = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
     atomic_write_bytes(path, data.encode("utf-8", "surrogateescape"))
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import json
 import mmap
 import os
@@ -35,13 +36,13 @@ from brain_pipeline.corpus.id_lookup import ID_WIDTH
 from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_from_row, parse_store
 from brain_pipeline.corpus.store_scan import (
-    STORE_INDEX_VERSION,
     StoreFormatError,
     StoreIndex,
     reuse_blocks,
     scan_store,
     with_blocks,
 )
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_writer
 from brain_pipeline.utils.damage import healed
@@ -50,6 +51,15 @@ from brain_pipeline.utils.file_signature import FileSignature, mtime_ns
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _KEEP_SIDECARS = 4
+
+
+@functools.cache
+def sidecar_code(root: Path | None = None) -> str:
+    """Names the sidecars: the digest of the code that scans, writes and reads them (this
+    module, `corpus.store_scan` and what they import). A sidecar of other code is never
+    read: the store is scanned once more and the old sidecar pruned. `root`: another copy
+    of the package (tests)."""
+    return code_digest(__name__, root=root)[:12]
 
 
 def _fragment_row(fragment: bytes) -> Chunk:
@@ -156,7 +166,7 @@ class StoreView:
     def _sidecar_path(self) -> Path | None:
         if self._layout is None:
             return None
-        name = f"v{STORE_INDEX_VERSION}-{self._stat.key()}.npz"
+        name = f"v{sidecar_code()}-{self._stat.key()}.npz"
         return self._layout.store_index_dir / name
 
     def _reuse_previous(self, data: npt.NDArray[np.uint8]) -> StoreIndex | None:
@@ -165,7 +175,7 @@ class StoreView:
         if own is None or not self._stat.size or not own.parent.is_dir():
             return None
         others = sorted(
-            (p for p in own.parent.glob(f"v{STORE_INDEX_VERSION}-*.npz") if p != own),
+            (p for p in own.parent.glob(f"v{sidecar_code()}-*.npz") if p != own),
             key=mtime_ns,
             reverse=True,
         )

@@ -29,9 +29,6 @@ import numpy.typing as npt
 from brain_pipeline.corpus.id_lookup import ID_WIDTH
 from brain_pipeline.utils.digest import block_sha1
 
-STORE_INDEX_VERSION = 2
-"""Bump when the sidecar's contents or the scan change; older sidecars are then ignored."""
-
 BLOCK_ROWS = 8_192
 """Chunks per block of the sidecar's block digests (about 3.5 MB of a typical store)."""
 

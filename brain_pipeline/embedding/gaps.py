@@ -30,7 +30,6 @@ from brain_pipeline.state.blobs import BlobError
 from brain_pipeline.state.memory import Memory
 
 GapKind = Literal["refused", "too_long", "invalid", "truncated"]
-SCHEMA = 2
 LENGTH_KINDS = ("too_long", "truncated")
 
 
@@ -76,18 +75,21 @@ POINTER = "embedding-gaps"
 
 
 def _decode(data: bytes) -> dict[str, Gap]:
-    """Gaps of a JSON document (schema 1 or 2); an unreadable one remembers nothing (its
-    texts are simply sent again)."""
+    """Gaps of a JSON document; an unreadable one remembers nothing (its texts are simply
+    sent again). A row is checked against `Gap`'s own fields (no schema number to bump):
+    one that does not fit is skipped. A schema-1 file (marked so by the release that
+    wrote it) is converted; a later `"schema": 2` mark is ignored."""
     try:
         document = json.loads(data.decode("ascii"))
     except ValueError:
         return {}
-    if not isinstance(document, dict) or document.get("schema") not in (1, SCHEMA):
+    if not isinstance(document, dict):
         return {}
+    schema_1 = document.get("schema") == 1
     gaps: dict[str, Gap] = {}
     for item in document.get("gaps") or []:
         try:
-            gap = _from_schema_1(item) if document["schema"] == 1 else Gap(**item)
+            gap = _from_schema_1(item) if schema_1 else Gap(**item)
         except (TypeError, AttributeError):
             continue
         gaps[gap.chunk_id] = gap
@@ -96,7 +98,7 @@ def _decode(data: bytes) -> dict[str, Gap]:
 
 def _encode(gaps: Iterable[Gap]) -> bytes:
     items: list[dict[str, Any]] = [asdict(g) for g in sorted(gaps, key=lambda g: g.chunk_id)]
-    return json.dumps({"schema": SCHEMA, "gaps": items}, ensure_ascii=True,
+    return json.dumps({"gaps": items}, ensure_ascii=True,
                       indent=1).encode("ascii")
 
 

@@ -30,6 +30,7 @@ as absent. No Dagster.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -51,7 +52,6 @@ from brain_pipeline.evaluation.known_item_gate import (
     with_ranks,
 )
 from brain_pipeline.evaluation.known_items import KnownItem, sample_area
-from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION
 from brain_pipeline.retrieval.hybrid import QueryEmbedder, Retriever
 from brain_pipeline.retrieval.vectors import EmbeddingStore
 from brain_pipeline.retrieval.view_source import ViewSource
@@ -86,6 +86,14 @@ def _mode(embeddings: EmbeddingStore | None, embedder: QueryEmbedder | None, mod
     return "hybrid" if mode == "hybrid" and embeddings is not None and embedder else "lexical"
 
 
+@functools.cache
+def _answering_code() -> str:
+    """The digest of the code that answers an area's known-item queries (this module and
+    what it imports: the search, BM25, the fusion): part of the per-area cache key, so an
+    edit searches again rather than serving answers of other code."""
+    return code_digest(__name__)[:16]
+
+
 def _area_key(
     source: ViewSource, area: str, mode: str, embeddings: EmbeddingStore | None,
     rows: dict[str, int], model: str | None,
@@ -93,7 +101,7 @@ def _area_key(
     parts: dict[str, Any] = {
         "ids": source.view.area_digest(area),
         "mode": mode,
-        "retrieval": RETRIEVAL_VERSION,
+        "code": _answering_code(),
     }
     if mode == "hybrid" and embeddings is not None:
         picked = [rows[i] for i in source.area_ids(area) if i in rows]

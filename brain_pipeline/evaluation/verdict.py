@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from brain_pipeline.evaluation.runner import EvaluationReport
 
 Severity = Literal["PASS", "WARN", "ERROR"]
-VERDICT_FORMAT = 1
-"""Bump when the stored shape changes; `from_dict` refuses another format."""
 HEADLINE_CHARS = 280
 """A headline is one line a notification can carry whole."""
 
@@ -188,13 +186,13 @@ class EvaluationVerdict:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": VERDICT_FORMAT, **asdict(self)}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EvaluationVerdict:
-        """The inverse of `to_dict`; ValueError for another format or a bad severity."""
-        if data.get("format") != VERDICT_FORMAT:
-            raise ValueError(f"verdict format {data.get('format')!r}, expected {VERDICT_FORMAT}")
+        """The inverse of `to_dict`; ValueError for a bad severity, KeyError or TypeError
+        for a stored shape this code does not read: checked by the fields themselves, so
+        there is no format number to bump (an older record's `"format": 1` is ignored)."""
         severity = data["severity"]
         if severity not in ("PASS", "WARN", "ERROR"):
             raise ValueError(f"unknown severity {severity!r}")

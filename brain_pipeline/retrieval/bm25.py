@@ -35,8 +35,6 @@ from brain_pipeline.utils.atomic import atomic_directory
 
 K1 = 1.2
 B = 0.75
-RETRIEVAL_VERSION = 1
-"""Bump whenever tokenising or index layout changes: cached indexes are keyed by it."""
 _BLOCK = 1 << 20
 """Postings per step when assembling (bounds the temporaries of ~11M postings)."""
 _WEIGH_ALL_UP_TO = 1 << 21

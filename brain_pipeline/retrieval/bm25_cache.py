@@ -1,7 +1,7 @@
 """BM25 indexes cached in the build directory, assembled from per-chunk token counts.
 
 Two kinds of files here, under `layout.bm25_dir` (the third, the per-chunk token counts
-`tokens-v<RETRIEVAL_VERSION>/`, is `retrieval.token_cache`'s):
+`tokens-<code>/`, is `retrieval.token_cache`'s):
 
 * `area-<layout>-<digest>/`: one area version, keyed by the area's chunk digest
   (sha256 over its ids in store order) and the index layout: which sets of postings
@@ -19,6 +19,7 @@ chunks, and the weights come from the same arithmetic.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 import threading
@@ -32,8 +33,9 @@ import numpy.typing as npt
 
 from brain_pipeline.corpus.id_lookup import id_keys, lookup_sorted
 from brain_pipeline.corpus.store_reader import StoreView
-from brain_pipeline.retrieval.bm25 import RETRIEVAL_VERSION, BM25Index, BM25Postings
-from brain_pipeline.retrieval.token_cache import Int64s, TokenCache
+from brain_pipeline.retrieval.bm25 import BM25Index, BM25Postings
+from brain_pipeline.retrieval.token_cache import Int64s, TokenCache, tokens_code
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.atomic import atomic_directory
 from brain_pipeline.utils.damage import healed, is_set_aside, set_aside
@@ -41,10 +43,6 @@ from brain_pipeline.utils.digest import ids_digest
 from brain_pipeline.utils.file_signature import mtime_ns
 
 _KEEP_EXTRA_AREAS = 8  # area indexes kept beyond the current store's (older versions)
-INDEX_LAYOUT = f"v{RETRIEVAL_VERSION}.2"
-"""Names area and postings directories: the tokeniser's version and the on-disk layout
-(.2: term counts and layers; .1 held precomputed weights). Token segments depend on the
-tokeniser only, so a layout change does not tokenise anything again."""
 _REUSE_AT_LEAST = 0.75
 """An edited area is served from its earlier postings while they hold this share of it."""
 _MAX_LAYERS = 5
@@ -53,6 +51,16 @@ _ORPHAN_GRACE_S = 3600
 """Postings no area refers to are deleted only when older than this: another process
 may have written them a moment ago and not yet its area's layers."""
 _REBUILT = "rebuilt (a cache miss)"
+
+
+@functools.cache
+def index_layout(root: Path | None = None) -> str:
+    """Names area and postings directories: the digest of the code that writes and reads
+    them (this module and what it imports: the on-disk layout, BM25's arithmetic, the
+    tokeniser). An edit to it builds each area's index once more, never reading a stale
+    one; token counts are keyed by their own code (`tokens_code`), so a layout change
+    tokenises nothing again. `root`: another copy of the package (tests)."""
+    return code_digest(__name__, root=root)[:12]
 
 
 class _ViewTexts:
@@ -115,14 +123,14 @@ class BM25Cache:
 
     def _tokens_dir(self) -> Path:
         assert self.layout is not None
-        return self.layout.bm25_dir / f"tokens-v{RETRIEVAL_VERSION}"
+        return self.layout.bm25_dir / f"tokens-{tokens_code()}"
 
     def area_dir(self, area: str) -> Path | None:
         """Where the area's index is cached (None without a layout)."""
         if self.layout is None:
             return None
         digest = self.view.area_digest(area)
-        return self.layout.bm25_dir / f"area-{INDEX_LAYOUT}-{digest[:40]}"
+        return self.layout.bm25_dir / f"area-{index_layout()}-{digest[:40]}"
 
     def index(self, area: str) -> BM25Index:
         """The area's index: from memory, from disk, assembled from counts, or built."""
@@ -216,7 +224,7 @@ class BM25Cache:
         candidates = sorted(
             (
                 p
-                for p in self.layout.bm25_dir.glob(f"area-{INDEX_LAYOUT}-*")
+                for p in self.layout.bm25_dir.glob(f"area-{index_layout()}-*")
                 if p != current and not is_set_aside(p)
             ),
             key=mtime_ns,
@@ -237,7 +245,7 @@ class BM25Cache:
     def _save_postings(self, postings: BM25Postings) -> str:
         """Write `postings` under their content-derived name; "" if that failed."""
         digest = ids_digest(postings.ids)
-        name = f"postings-{INDEX_LAYOUT}-{digest[:40]}"
+        name = f"postings-{index_layout()}-{digest[:40]}"
         directory = self._postings_dir(name)
         if not (directory / "terms.txt").is_file():
             try:
@@ -319,20 +327,21 @@ class BM25Cache:
             (tmp / "layers.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
 
     def _prune(self) -> None:
-        """Keep the current store's area versions and a few recent others, and the
-        postings those refer to."""
+        """Keep the current store's area versions and a few recent others, the postings
+        those refer to, and the token counts of this code (those of other code are
+        dropped once their grace has passed: another process may still use them)."""
         assert self.layout is not None
         bm25_dir = self.layout.bm25_dir
         current = {self.area_dir(a) for a in self.view.areas}
         others = sorted(
-            (p for p in bm25_dir.glob("area-v*") if p not in current and not is_set_aside(p)),
+            (p for p in bm25_dir.glob("area-*") if p not in current and not is_set_aside(p)),
             key=mtime_ns,
             reverse=True,
         )
         for stale in others[_KEEP_EXTRA_AREAS:]:
             shutil.rmtree(stale, ignore_errors=True)
         referenced: set[str] = set()
-        for area_dir in bm25_dir.glob("area-v*"):
+        for area_dir in bm25_dir.glob("area-*"):
             if is_set_aside(area_dir):
                 continue
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
@@ -344,6 +353,11 @@ class BM25Cache:
                 continue  # kept once for inspection (replaced by the next damaged copy)
             if postings.name not in referenced and mtime_ns(postings) < cutoff:
                 shutil.rmtree(postings, ignore_errors=True)
+        own = self._tokens_dir()
+        for tokens in bm25_dir.glob("tokens-*"):
+            other_code = tokens != own and not is_set_aside(tokens)
+            if other_code and mtime_ns(tokens) < cutoff:
+                shutil.rmtree(tokens, ignore_errors=True)
         for leftover in bm25_dir.glob(".*"):
             # Temporary directories of writes a killed process never renamed into place.
             if leftover.is_dir() and mtime_ns(leftover) < cutoff:

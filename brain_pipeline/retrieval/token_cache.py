@@ -1,6 +1,6 @@
 """Per-chunk BM25 term counts cached in the build directory, keyed by chunk id.
 
-`tokens-v<RETRIEVAL_VERSION>/seg-*.npz` (under `layout.bm25_dir`, see
+`tokens-<tokens_code()>/seg-*.npz` (under `layout.bm25_dir`, see
 `retrieval.bm25_cache`): ids hash content, so a chunk's counts never change; postings
 are assembled from them with a vectorised CSR build, and only chunks never seen before
 are tokenised. Segments are immutable (written atomically under a content-derived name,
@@ -11,6 +11,7 @@ store, once there are more than `_MAX_SEGMENTS`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import zipfile
 from collections.abc import Callable, Sequence
@@ -22,6 +23,7 @@ import numpy.typing as npt
 
 from brain_pipeline.corpus.id_lookup import IdLookup, lookup_sorted
 from brain_pipeline.retrieval.bm25 import BM25Postings, term_ids_of, terms_in_order
+from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.utils.atomic import atomic_write_bytes
 from brain_pipeline.utils.damage import healed, is_damage, set_aside
 from brain_pipeline.utils.digest import ids_digest
@@ -34,6 +36,15 @@ Int32s = npt.NDArray[np.int32]
 _UNREADABLE = (OSError, ValueError, KeyError, zipfile.BadZipFile)
 """What reading a damaged or vanished segment raises: its chunks are tokenised again."""
 _RETOKENISED = "its chunks are tokenised again"
+
+
+@functools.cache
+def tokens_code(root: Path | None = None) -> str:
+    """Names the folder of the counts: the digest of the code that makes them (this
+    module and what it imports: the tokeniser, the stemmer). An edit to it tokenises
+    every chunk once, into a new folder; stale counts are never read. `root`: another
+    copy of the package (tests)."""
+    return code_digest(__name__, root=root)[:12]
 
 
 class _Segment:

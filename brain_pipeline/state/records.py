@@ -203,13 +203,16 @@ def stamp_outputs(layout: StateLayout, files: Mapping[str, str]) -> dict[str, Fi
 
 
 STEP_CODE: dict[str, tuple[str, ...]] = {
+    "knowledge_chunks": ("brain_pipeline.corpus.chunk_cache",),
     "knowledge_store": ("brain_pipeline.corpus.assembly",),
     "published_local": ("brain_pipeline.publishing.local",),
 }
 """The modules whose code shapes an asset's outputs (`code_version`)."""
 
-_OLD_CODE_VERSIONS = {"store-1": "knowledge_store", "publish-1": "published_local"}
-"""Hand-bumped versions of pre-ledger records: current by their own rule when imported."""
+_OLD_CODE_VERSIONS = {"store-1": "knowledge_store", "publish-1": "published_local",
+                      "chunks-3": "knowledge_chunks"}
+"""The last hand-bumped versions of pre-ledger records (the chunks' followed by a digest
+of their settings): current by their own rule when imported."""
 
 
 def code_version(asset: str) -> str:
@@ -218,8 +221,11 @@ def code_version(asset: str) -> str:
 
 
 def _imported_code(old: str) -> str:
-    asset = _OLD_CODE_VERSIONS.get(old)
-    return code_version(asset) if asset else old
+    """A pre-ledger record's code version as today's: `chunks-3-<settings>` becomes
+    `code-<digest>-<settings>`, as `steps.ingest.chunks_code_version` writes it."""
+    head, dash, settings = old.rpartition("-") if old.startswith("chunks-") else (old, "", "")
+    asset = _OLD_CODE_VERSIONS.get(head)
+    return code_version(asset) + dash + settings if asset else old
 
 
 def _import_old_records(memory: Memory) -> None:

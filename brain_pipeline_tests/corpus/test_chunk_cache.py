@@ -11,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from brain_pipeline.corpus import chunk_cache
 from brain_pipeline.corpus.assembly import assemble_store
 from brain_pipeline.corpus.chunk_cache import (
     FRAGMENT_SEPARATOR,
     ID_SEPARATOR,
     CorpusChangedError,
+    cache_version,
     chunk_snapshot,
+    chunking_code,
     fragments_of,
     gc_chunk_cache,
 )
@@ -25,6 +28,7 @@ from brain_pipeline.corpus.file_chunks import EMPTY_CORPUS_WARNING, chunk_corpus
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus, snapshot_digest
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.code_copy import key_after_edit
 from brain_pipeline_tests.corpus import settled
 from brain_pipeline_tests.corpus.corpora import (
     SAME,
@@ -192,6 +196,34 @@ def test_another_chunking_variant_chunks_everything_again(
     snapshot, _, _ = rebuild(corpus, layout)
     assert chunk_snapshot(snapshot, layout, variant="limits-2").files_chunked == 1
     assert chunk_snapshot(snapshot, layout, variant="limits-2").files_chunked == 0
+
+
+def test_other_chunking_code_chunks_everything_again(
+    corpus: Path, layout: StateLayout, write: Writer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache key is the digest of the chunking code: rows of other code are never
+    served (an upgrade's rows keyed by the old hand-bumped "3" simply miss once)."""
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    snapshot, _, _ = rebuild(corpus, layout)
+    assert cache_version() == chunking_code() and cache_version("v") == f"{chunking_code()}:v"
+    monkeypatch.setattr(chunk_cache, "chunking_code", lambda: "3")
+    assert chunk_snapshot(snapshot, layout).files_chunked == 1
+    assert chunk_snapshot(snapshot, layout).files_chunked == 0
+
+
+@pytest.mark.parametrize(
+    ("edited", "changes"),
+    [("corpus/chunking.py", True), ("corpus/jscompat.py", True), ("corpus/chunk_cache.py", True),
+     ("retrieval/bm25.py", False), ("state/ledger.py", False)],
+)
+def test_the_chunking_key_follows_the_code_that_chunks(
+    edited: str, changes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit to the chunker's code changes the key (no constant to forget); an edit
+    elsewhere leaves the cache alone."""
+    real, before, after = key_after_edit(chunking_code, edited, tmp_path, monkeypatch)
+    assert real == before
+    assert (after != before) is changes
 
 
 def test_a_copied_build_directory_keeps_working(

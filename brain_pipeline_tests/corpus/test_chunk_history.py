@@ -255,6 +255,21 @@ def test_a_schema_1_history_is_upgraded_in_place(layout: StateLayout) -> None:
     assert after[c.id].last_seen == new
 
 
+def test_the_layout_is_checked_against_the_schema_text(layout: StateLayout) -> None:
+    """No schema number: a new history gets the tables `_SCHEMA` creates, a file whose
+    tables have columns this code does not know (a newer release's) is refused."""
+    a, _, _ = _store()
+    chunk_history.record_store(layout, [a], T0)
+    path = chunk_history.history_file(layout)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        assert chunk_history._columns(conn) == chunk_history._schema_columns()
+        assert "live" in chunk_history._columns(conn)["seen"]
+        conn.execute("ALTER TABLE seen ADD COLUMN tomorrow TEXT")
+        conn.commit()
+    with pytest.raises(chunk_history.HistoryError, match="upgrade brain-pipeline"):
+        chunk_history.lookup_many(layout, [a.id])
+
+
 def test_a_full_disk_loses_no_recorded_store(tmp_path: Path) -> None:
     """A store that cannot be recorded (disk full) leaves the history as it was, and
     the next record, once there is room, diffs against the last store that made it."""

@@ -12,6 +12,7 @@ from brain_pipeline.corpus.discovery import CorpusNotFoundError
 from brain_pipeline.corpus.observation import (
     CorpusSnapshot,
     SnapshotNotFoundError,
+    index_code,
     load_snapshot,
     observe_corpus,
     prune_snapshots,
@@ -19,6 +20,7 @@ from brain_pipeline.corpus.observation import (
 )
 from brain_pipeline.publishing.manifest import corpus_digest
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.code_copy import key_after_edit
 from brain_pipeline_tests.corpus import settled
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus
 from brain_pipeline_tests.corpus.manifests import discover
@@ -140,6 +142,34 @@ def test_an_unreadable_index_costs_one_full_hash(
     assert again.digest == first.digest
 
 
+def test_an_index_of_other_code_costs_one_full_hash(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    """The index is keyed by the digest of the code that trusts its rows: one written
+    by other code (an upgrade's `"format": 2`, hand-bumped then) is not trusted."""
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    first = observe_corpus(corpus, layout, clock=now)
+    body = json.loads(layout.files_index.read_bytes())
+    assert body["format"] == index_code()
+    layout.files_index.write_text(json.dumps({**body, "format": 2}))
+    again = observe_corpus(corpus, layout, clock=now)
+    assert again.rehashed == ("a/one.md",) and again.digest == first.digest
+    assert observe_corpus(corpus, layout, clock=now).rehashed == ()
+
+
+@pytest.mark.parametrize(
+    ("edited", "changes"),
+    [("corpus/observation.py", True), ("utils/file_signature.py", True),
+     ("retrieval/bm25.py", False)],
+)
+def test_the_index_key_follows_the_code_that_trusts_it(
+    edited: str, changes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, before, after = key_after_edit(index_code, edited, tmp_path, monkeypatch)
+    assert real == before
+    assert (after != before) is changes
+
+
 def test_snapshots_are_stored_by_digest_and_pruned(
     corpus: Path, layout: StateLayout, write: Writer
 ) -> None:
@@ -179,3 +209,18 @@ def test_a_missing_corpus_is_refused_before_anything_is_written(
     with pytest.raises(CorpusNotFoundError, match="missing"):
         observe_corpus(tmp_path / "missing", layout, clock=now)
     assert not layout.state_dir.exists()
+
+
+def test_a_snapshot_is_checked_against_the_entry_layout(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    """No format number: a snapshot an older release wrote (with `"format": 1`) reads
+    the same; rows that are not `ManifestEntry`'s fields are refused."""
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    snapshot = observe_corpus(corpus, layout, clock=now)
+    body = json.loads(snapshot.to_json())
+    assert "format" not in body
+    assert CorpusSnapshot.from_json(json.dumps({**body, "format": 1}).encode()) == snapshot
+    wider = {**body, "entries": [[*row, "tomorrow"] for row in body["entries"]]}
+    with pytest.raises(ValueError, match="entry layout"):
+        CorpusSnapshot.from_json(json.dumps(wider).encode())

@@ -11,10 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from brain_pipeline.corpus import store_reader
 from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, parse_store, serialize_store
-from brain_pipeline.corpus.store_reader import StoreView, open_store_view
+from brain_pipeline.corpus.store_reader import StoreView, open_store_view, sidecar_code
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.code_copy import key_after_edit
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus, build_random_corpus
 from brain_pipeline_tests.corpus.views import clear_views
 
@@ -156,6 +158,38 @@ def test_a_damaged_sidecar_is_rebuilt(tmp_path: Path) -> None:
             sidecar.write_bytes(garbage)
         clear_views()
         assert open_store_view(layout.store_file, layout).all_chunks() == parse_store(data)
+
+
+def test_a_sidecar_of_other_code_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sidecars are named by the digest of the code that scans and reads them: one of
+    other code (an upgrade's `v2-*`, hand-bumped then) is ignored, the store scanned anew."""
+    build_edge_corpus(tmp_path / "corpus", tmp_path / "outside")
+    data = serialize_store(ingest_corpus(tmp_path / "corpus").chunks)
+    layout = _store_dir(tmp_path, data)
+    clear_views()
+    open_store_view(layout.store_file, layout)
+    (own,) = layout.store_index_dir.glob("*.npz")
+    assert own.name.startswith(f"v{sidecar_code()}-")
+    monkeypatch.setattr(store_reader, "sidecar_code", lambda: "2")
+    clear_views()
+    _check_view(open_store_view(layout.store_file, layout), data)
+    names = sorted(p.name for p in layout.store_index_dir.glob("*.npz"))
+    assert names == sorted([own.name, own.name.replace(f"v{sidecar_code()}-", "v2-")])
+
+
+@pytest.mark.parametrize(
+    ("edited", "changes"),
+    [("corpus/store_scan.py", True), ("corpus/store_reader.py", True),
+     ("corpus/chunking.py", False)],
+)
+def test_the_sidecar_name_follows_the_code_that_scans(
+    edited: str, changes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real, before, after = key_after_edit(sidecar_code, edited, tmp_path, monkeypatch)
+    assert real == before
+    assert (after != before) is changes
 
 
 def test_id_keys_sort_like_the_ids_and_refuse_other_ids() -> None:

@@ -46,7 +46,7 @@ STATE_FILES = [
     "state/index/area-*/layers.json",
     "state/index/postings-*/ids.npy",
     "state/index/postings-*/terms.txt",
-    "state/index/tokens-v1/*.npz",
+    "state/index/tokens-*/*.npz",
     "state/index/legacy-*/*.npz",
 ]
 MODES = ["truncate", "garbage", "delete"]
@@ -62,7 +62,7 @@ READ_BY_AN_EDIT = {
     "state/index/area-*/layers.json",
     "state/index/postings-*/ids.npy",
     "state/index/postings-*/terms.txt",
-    "state/index/tokens-v1/*.npz",
+    "state/index/tokens-*/*.npz",
     "state/index/legacy-*/*.npz",
 }
 """Caches routed through the damage helper that the run after a one-file edit reads: the
@@ -197,7 +197,7 @@ def test_the_damage_warning_reaches_the_run_log(good: Good, tmp_path: Path) -> N
     """The WARN is in the run's own event log (what the UI shows), logged by the step
     that found the damage, not only on the process's stderr."""
     project = _copy_project(good.root, tmp_path)
-    target = sorted(project.build.glob("state/index/tokens-v1/*.npz"))[0]
+    target = sorted(project.build.glob("state/index/tokens-*/*.npz"))[0]
     _damage(target, "garbage")
     edit_corpus(project)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,18 @@ def test_a_schema_1_length_decision_stays_marked_through_forgetting(memory: Memo
     assert read_gaps(memory)["dddddddddddd"].applies_to("m", 8, "truncate")
     assert forget_refusals(memory) == 1
     assert read_gaps(memory) == {"cccccccccccc": note}
+
+
+def test_a_schema_2_file_reads_by_the_gap_fields_and_a_row_that_does_not_fit_is_skipped(
+    memory: Memory,
+) -> None:
+    """No schema number is written or bumped: a file of the release before the ledger
+    (`"schema": 2`) reads as it is, and a row of fields `Gap` does not have is skipped
+    (its text is sent again), the others kept."""
+    kept = Gap("eeeeeeeeeeee", "refused", "400", "m", 8, "truncate", "a/b.md")
+    path = memory.layout.embedding_gaps
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [asdict(kept), {"chunk_id": "ffffffffffff", "kind": "refused", "tomorrow": 1}]
+    path.write_text(json.dumps({"schema": 2, "gaps": rows}), encoding="ascii")
+    assert read_gaps(memory) == {kept.chunk_id: kept}
+    assert b"schema" not in memory.blobs.get_bytes(gaps_version(memory))

@@ -132,8 +132,13 @@ def test_the_verdict_survives_the_record_unchanged() -> None:
     )
     stored = json.loads(json.dumps(verdict.to_dict()))
     assert EvaluationVerdict.from_dict(stored) == verdict
-    with pytest.raises(ValueError, match="format"):
-        EvaluationVerdict.from_dict({**stored, "format": 0})
+    assert "format" not in stored  # nothing to bump: the fields are the shape
+    assert EvaluationVerdict.from_dict({**stored, "format": 1}) == verdict  # an older record
+    with pytest.raises(KeyError):
+        EvaluationVerdict.from_dict({k: v for k, v in stored.items() if k != "failures"})
+    with pytest.raises(TypeError):
+        rows = [{**row, "tomorrow": 1} for row in stored["thresholds"]]
+        EvaluationVerdict.from_dict({**stored, "thresholds": rows})
     with pytest.raises(ValueError, match="severity"):
         EvaluationVerdict.from_dict({**stored, "severity": "FINE"})
 

@@ -9,13 +9,16 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.retrieval import bm25_cache as cache_module
 from brain_pipeline.retrieval.bm25 import BM25Index
-from brain_pipeline.retrieval.bm25_cache import BM25Cache, bm25_cache
+from brain_pipeline.retrieval.bm25_cache import BM25Cache, bm25_cache, index_layout
+from brain_pipeline.retrieval.token_cache import tokens_code
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.code_copy import key_after_edit
 from brain_pipeline_tests.corpus.views import clear_views
 from brain_pipeline_tests.retrieval.random_store import (
     assert_ranks_like_a_fresh_build,
@@ -207,3 +210,35 @@ def test_pruning_drops_orphans_and_torn_writes_only_once_they_are_old(
     assert directory is not None
     for layer in _layers(layout, directory):  # what the area refers to is kept
         assert str(layer["postings"]) in left
+
+
+def test_token_counts_of_other_code_go_once_they_are_old(layout: StateLayout) -> None:
+    """An upgrade's `tokens-v1` (or counts of code edited since) is dropped after the
+    grace period; the counts of the running code, and recent ones, are kept."""
+    chunks = random_chunks(random.Random(12), 60)
+    write_store(layout, chunks)
+    bm25_dir = layout.bm25_dir
+    old, recent = bm25_dir / "tokens-v1", bm25_dir / "tokens-0123456789ab"
+    for folder in (old, recent):
+        folder.mkdir(parents=True)
+        (folder / "seg-x.npz").write_bytes(b"counts")
+    hours_ago = time.time() - 2 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    BM25Cache(open_store_view(layout.store_file, layout), layout).index("a")
+    left = {p.name for p in bm25_dir.iterdir()}
+    assert old.name not in left and {recent.name, f"tokens-{tokens_code()}"} <= left
+
+
+@pytest.mark.parametrize(
+    ("edited", "changes"),
+    [("retrieval/bm25.py", True), ("retrieval/text.py", True),
+     ("retrieval/bm25_cache.py", True), ("corpus/chunking.py", False)],
+)
+def test_the_index_layout_follows_the_code_that_writes_and_reads_it(
+    edited: str, changes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Area and postings folders are named by the digest of the index code: an edit to
+    BM25 or the tokeniser builds them again (nothing to bump), another edit does not."""
+    real, before, after = key_after_edit(index_layout, edited, tmp_path, monkeypatch)
+    assert real == before
+    assert (after != before) is changes

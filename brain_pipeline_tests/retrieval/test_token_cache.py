@@ -15,8 +15,9 @@ from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.retrieval import token_cache
 from brain_pipeline.retrieval.bm25 import BM25Index
 from brain_pipeline.retrieval.bm25_cache import BM25Cache
-from brain_pipeline.retrieval.token_cache import TokenCache
+from brain_pipeline.retrieval.token_cache import TokenCache, tokens_code
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline_tests.code_copy import key_after_edit
 from brain_pipeline_tests.corpus.views import clear_views
 from brain_pipeline_tests.retrieval.random_store import (
     assert_ranks_like_a_fresh_build,
@@ -133,7 +134,7 @@ def test_segments_are_merged_and_dead_chunks_dropped(
             assert_ranks_like_a_fresh_build(
                 cache.index(area), [c for c in chunks if c.area == area]
             )
-    segments = list((layout.bm25_dir / "tokens-v1").glob("seg-*.npz"))
+    segments = list((layout.bm25_dir / f"tokens-{tokens_code()}").glob("seg-*.npz"))
     assert 1 <= len(segments) <= 3
 
 
@@ -159,9 +160,9 @@ def test_a_segment_damaged_after_its_ids_were_read_is_tokenised_again(
     write_store(layout, chunks)
     view = open_store_view(layout.store_file, layout)
     BM25Cache(view, layout).index("a")
-    tokens = TokenCache(layout.bm25_dir / "tokens-v1")
+    tokens = TokenCache(layout.bm25_dir / f"tokens-{tokens_code()}")
     tokens._load()  # ids only
-    for segment in (layout.bm25_dir / "tokens-v1").glob("seg-*.npz"):
+    for segment in (layout.bm25_dir / f"tokens-{tokens_code()}").glob("seg-*.npz"):
         segment.write_bytes(b"PK\x03\x04 torn")  # replaced under us after the ids were read
     rows = view.rows_of_area("a")
     area = [c for c in chunks if c.area == "a"]
@@ -170,3 +171,18 @@ def test_a_segment_damaged_after_its_ids_were_read_is_tokenised_again(
     )
     assert_ranks_like_a_fresh_build(BM25Index([postings]), area)
     assert tokens.tokenised == len(area)
+
+
+@pytest.mark.parametrize(
+    ("edited", "changes"),
+    [("retrieval/text.py", True), ("retrieval/token_cache.py", True),
+     ("retrieval/bm25_cache.py", False)],
+)
+def test_the_counts_are_keyed_by_the_code_that_counts(
+    edited: str, changes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit to the tokeniser counts every chunk again (a new folder); one to the index
+    layout alone tokenises nothing again."""
+    real, before, after = key_after_edit(tokens_code, edited, tmp_path, monkeypatch)
+    assert real == before
+    assert (after != before) is changes

@@ -166,6 +166,11 @@ def test_old_records_are_imported_once_with_their_outputs_as_blobs(tmp_path: Pat
     assert store.code_version == code_version("knowledge_store")
     assert store.facts == old["knowledge_store"]["facts"]
     assert read_record(memory, "published_local") is not None
+    chunks = read_record(memory, "knowledge_chunks")  # "chunks-3-<settings>": today's code
+    settings = old["knowledge_chunks"]["code_version"].removeprefix("chunks-3-")
+    assert chunks is not None
+    assert chunks.code_version == f"{code_version('knowledge_chunks')}-{settings}"
+    assert chunks.data_version == old["knowledge_chunks"]["data_version"]
     assert not (layout.state_dir / "assets").exists()
     assert memory.blobs.has(store.data_version)
     assert memory.blobs.has(old["embeddings"]["data_version"])
