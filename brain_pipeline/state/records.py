@@ -21,10 +21,10 @@ import json
 import shutil
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
@@ -197,9 +197,38 @@ def _write(memory: Memory, record: AssetRecord, *, put: bool, current: bool = Tr
         )
 
 
-def stamp_outputs(layout: StateLayout, files: Mapping[str, str]) -> dict[str, FileStamp]:
-    """FileStamps for build-dir-relative names -> their known sha256."""
-    return {name: FileStamp.of(layout.build_dir / name, sha) for name, sha in files.items()}
+F = TypeVar("F")
+
+
+def facts_of(kind: type[F], record: AssetRecord) -> F:
+    """`record`'s facts as `kind`, a frozen dataclass whose every field has a default:
+    facts it does not declare are left out, the ones a record lacks take the default."""
+    names = {f.name for f in fields(kind)}  # type: ignore[arg-type]
+    return kind(**{name: value for name, value in record.facts.items() if name in names})
+
+
+@dataclass(frozen=True)
+class StoreFacts:
+    """What `knowledge_store`'s record tells the steps after it (the publish gate, the
+    health checks, the up-to-date record, clean-up): the store's sha256, the corpus
+    snapshot it was assembled from, and its counts. The ledger keeps them as the record's
+    plain facts, under the names records written before the ledger used too."""
+
+    store_sha256: str = ""
+    corpus_digest: str | None = None
+    """The corpus identity: the digest of the snapshot the store was assembled from."""
+    chunks: int = 0
+    chunks_per_area: dict[str, int] = field(default_factory=dict)
+    utf16_units: int = 0
+    store_bytes: int = 0
+    duplicates_collapsed: int = 0
+    preview: list[list[str]] = field(default_factory=list)
+
+
+def store_facts(where: Memory | StateLayout) -> StoreFacts | None:
+    """The current store's facts, or None when no store was assembled yet."""
+    record = read_record(where, "knowledge_store")
+    return None if record is None else facts_of(StoreFacts, record)
 
 
 STEP_CODE: dict[str, tuple[str, ...]] = {
