@@ -189,6 +189,19 @@ def facts_of(kind: type[F], record: AssetRecord) -> F:
 
 
 @dataclass(frozen=True)
+class ChunksFacts:
+    """What `knowledge_chunks`' record tells the checks after it: the files that need a
+    look (`corpus_problems`) and the areas that yielded nothing, with what they hold
+    (`no_empty_area`, evaluated in the store's step)."""
+
+    occurrences: int = 0
+    problems: list[list[str]] = field(default_factory=list)
+    """The first `steps.ingest.PROBLEM_ROWS_KEPT` of them: file, reason, detail."""
+    problem_count: int = 0
+    empty_areas: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class StoreFacts:
     """What `knowledge_store`'s record tells the steps after it (the publish gate, the
     health checks, the up-to-date record, clean-up): the store's sha256, the corpus

@@ -17,7 +17,14 @@ from typing import Any
 from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.corpus.agent_limits import size_verdict, string_limit
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.records import AssetRecord, StoreFacts, read_record, store_facts
+from brain_pipeline.state.records import (
+    AssetRecord,
+    ChunksFacts,
+    StoreFacts,
+    facts_of,
+    read_record,
+    store_facts,
+)
 from brain_pipeline.steps.report import CheckVerdict, Table
 from brain_pipeline.utils.digest import value_digest
 
@@ -36,12 +43,16 @@ def _missing(asset: str) -> CheckVerdict:
     return _warn(f"{asset} has no record in the build directory yet")
 
 
-def corpus_problems(cfg: BrainConfig) -> CheckVerdict:
+def _chunks(cfg: BrainConfig) -> ChunksFacts | None:
     record = _record(cfg, "knowledge_chunks")
-    if record is None:
+    return None if record is None else facts_of(ChunksFacts, record)
+
+
+def corpus_problems(cfg: BrainConfig) -> CheckVerdict:
+    chunks = _chunks(cfg)
+    if chunks is None:
         return _missing("knowledge_chunks")
-    rows: list[list[Any]] = list(record.facts.get("problems") or [])
-    count = int(record.facts.get("problem_count", len(rows)))
+    count, rows = chunks.problem_count, list(chunks.problems)
     return CheckVerdict(
         count == 0,
         "WARN",
@@ -62,10 +73,10 @@ def no_empty_area(cfg: BrainConfig) -> CheckVerdict:
     if store is None:
         return _missing("knowledge_store")
     per_area = dict(store.chunks_per_area)
-    chunks = _record(cfg, "knowledge_chunks")
+    chunks = _chunks(cfg)
     # An area with no ingestible file never reaches the store's per-area counts: the
     # chunk record names it, with what it holds, so it cannot vanish silently.
-    holdings: dict[str, str] = dict((chunks.facts.get("empty_areas") if chunks else None) or {})
+    holdings = dict(chunks.empty_areas) if chunks else {}
     for area in holdings:
         per_area.setdefault(area, 0)
     empty = sorted(area for area, count in per_area.items() if not count)

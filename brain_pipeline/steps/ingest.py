@@ -19,7 +19,13 @@ from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
 from brain_pipeline.corpus.file_chunks import ingest_file
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
 from brain_pipeline.state.memory import Memory
-from brain_pipeline.state.records import StoreFacts, code_version, digest_of, facts_of
+from brain_pipeline.state.records import (
+    ChunksFacts,
+    StoreFacts,
+    code_version,
+    digest_of,
+    facts_of,
+)
 from brain_pipeline.steps.contract import StepLog, current_record, record_step, upstream_record
 from brain_pipeline.steps.report import StepResult, Table
 from brain_pipeline.utils.digest import file_sha256_or
@@ -95,13 +101,11 @@ def chunk_corpus(
         data_version=data_version,
         code_version=code_version,
         inputs={"corpus": snapshot.digest},
-        facts={
-            "occurrences": report.occurrences,
-            "problems": problem_rows[:PROBLEM_ROWS_KEPT],
-            "problem_count": len(problem_rows),
-            # Areas that yielded nothing, with what they hold (no_empty_area says it).
-            "empty_areas": empty_areas,
-        },
+        facts=asdict(
+            ChunksFacts(
+                report.occurrences, problem_rows[:PROBLEM_ROWS_KEPT], len(problem_rows), empty_areas
+            )
+        ),
         run_id=run_id,
     )
     prune_old_snapshots(memory.layout, [snapshot.digest])
