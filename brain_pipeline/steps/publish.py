@@ -257,9 +257,10 @@ def _record_publication(
     report: Any,
     run_id: str,
     artifacts: BuildArtifacts,
-) -> None:
+) -> dict[str, Any]:
     """Stamp every live file (absolute paths), so an unchanged re-run can skip by stat;
-    keep the verdict the publication went out on and the gate's decision, for `status`."""
+    keep the verdict the publication went out on and the gate's decision, for `status`.
+    Returns the facts kept, which the step also shows."""
     stamps = {
         str(target.directory / f.filename): FileStamp.of(target.directory / f.filename, f.sha256)
         for target in report.targets
@@ -287,6 +288,7 @@ def _record_publication(
         outputs=stamps,
         run_id=run_id,
     )
+    return facts
 
 
 def publish_to_agent(
@@ -367,22 +369,16 @@ def publish_to_agent(
         log=log,
         forced=artifacts.decision.forced_record(),
     )
-    _record_publication(cfg, inputs, version, report, run_id, artifacts)
+    facts = _record_publication(cfg, inputs, version, report, run_id, artifacts)
     _record_baseline(cfg, evaluation, log)
+    # What was recorded (a forced publication says so where the catalog shows it, with
+    # the person's reason), the verdict in words rather than as recorded.
     metadata: dict[str, Any] = {
+        **facts,
         "status": "updated" if report.changed else "unchanged",
-        "publish_root": str(cfg.publish_root()),
-        "embeddings_published": report.embeddings_published,
         "embeddings_note": report.embeddings_note or "",
-        "chunk_count": report.manifest.chunk_count,
         "dagster/row_count": report.manifest.chunk_count,
-        "store_sha256": report.manifest.store.sha256,
-        "corpus_digest": report.manifest.corpus_digest,
         "verdict": artifacts.verdict.headline() if artifacts.verdict else "none recorded",
-        "decision": artifacts.decision.reason,
-        # A forced publication says so where the catalog shows it, with the person's reason.
-        "forced": artifacts.decision.forced,
-        "force_reason": artifacts.decision.force_reason,
         "force_overrode": artifacts.decision.overrode,
     }
     # The run whose check passed these bytes, and the run that made the manifest now live
