@@ -123,7 +123,6 @@ def workspace_for(cfg: BrainConfig) -> Path:
             }
         ]
     }
-
     target = cfg.layout.state_dir / "workspace.yaml"
     text = "# Written by `brain-pipeline ui` for a configuration outside the project.\n"
     write_if_changed(target, (text + yaml.safe_dump(document, sort_keys=False)).encode())

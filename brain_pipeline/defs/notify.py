@@ -295,7 +295,6 @@ def _redeliver(
 def alerts_ledger(cfg: BrainConfig) -> Any:
     """The ledger the delivery records live in, the earlier versions' records of the
     build directory read into it once (`run_alerts.import_earlier`)."""
-
     ledger = memory_of(cfg).ledger
     import_earlier(ledger, cfg.layout.state_dir)
     return ledger
