@@ -25,6 +25,7 @@ from brain_pipeline.state.records import (
     read_record,
     store_facts,
 )
+from brain_pipeline.steps.ingest import PER_AREA_COLUMNS, PROBLEM_COLUMNS
 from brain_pipeline.steps.report import CheckVerdict, Table
 from brain_pipeline.utils.digest import value_digest
 
@@ -59,7 +60,7 @@ def corpus_problems(cfg: BrainConfig) -> CheckVerdict:
         "no problem files" if not count else f"{count} file(s) need a look",
         {
             "problem_files": count,
-            "files": Table([("file", "string"), ("reason", "string"), ("detail", "string")], rows),
+            "files": Table(PROBLEM_COLUMNS, rows),
         },
     )
 
@@ -92,9 +93,7 @@ def no_empty_area(cfg: BrainConfig) -> CheckVerdict:
         ),
         {
             "empty_areas": len(empty),
-            "areas": Table(
-                [("area", "string"), ("chunks", "int")], [[a, n] for a, n in per_area.items()]
-            ),
+            "areas": Table(PER_AREA_COLUMNS, [[a, n] for a, n in per_area.items()]),
         },
     )
 

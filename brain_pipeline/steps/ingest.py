@@ -32,6 +32,11 @@ from brain_pipeline.utils.digest import file_sha256_or
 
 STORE_CODE_VERSION = code_version("knowledge_store")
 PROBLEM_ROWS_KEPT = 500
+PROBLEM_COLUMNS = [("file", "string"), ("reason", "string"), ("detail", "string")]
+"""The problem files' table, on `knowledge_chunks` and on its `corpus_problems` check."""
+PER_AREA_COLUMNS = [("area", "string"), ("chunks", "int")]
+"""Chunks per area, on `knowledge_store` and on its `no_empty_area` check."""
+PREVIEW_COLUMNS = [(name, "string") for name in ("id", "area", "source", "heading", "content")]
 
 
 def observe(cfg: BrainConfig) -> CorpusSnapshot:
@@ -124,9 +129,7 @@ def chunk_corpus(
                 [("area", "string"), ("occurrences", "int")],
                 [[area, per_area.get(area, 0)] for area in snapshot.areas],
             ),
-            "problems": Table(
-                [("file", "string"), ("reason", "string"), ("detail", "string")], problem_rows
-            ),
+            "problems": Table(PROBLEM_COLUMNS, problem_rows),
         },
     )
 
@@ -235,20 +238,9 @@ def assemble_knowledge_store(cfg: BrainConfig, *, run_id: str, log: StepLog) -> 
         "store_bytes": facts.store_bytes,
         "store_sha256": facts.store_sha256,
         "corpus_digest": digest,
-        "chunks_per_area": Table(
-            [("area", "string"), ("chunks", "int")], [[a, n] for a, n in per_area.items()]
-        ),
+        "chunks_per_area": Table(PER_AREA_COLUMNS, [[a, n] for a, n in per_area.items()]),
     }
     for area, count in per_area.items():
         metadata[f"chunks.{area}"] = count
-    metadata["preview"] = Table(
-        [
-            ("id", "string"),
-            ("area", "string"),
-            ("source", "string"),
-            ("heading", "string"),
-            ("content", "string"),
-        ],
-        list(facts.preview),
-    )
+    metadata["preview"] = Table(PREVIEW_COLUMNS, list(facts.preview))
     return StepResult(facts.store_sha256, metadata)
