@@ -58,7 +58,6 @@ CHILD_PUBLISH = """
 import sys, time
 from pathlib import Path
 from brain_pipeline.config import BrainConfig, PublishSettings
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.publish import publish_to_agent
 
 class Log:
@@ -67,9 +66,8 @@ class Log:
 
 build, root = Path(sys.argv[1]), Path(sys.argv[2])
 cfg = BrainConfig(build_dir=build, publish=PublishSettings(root=root))
-layout = StateLayout.of(build)
 t0 = time.perf_counter()
-result = publish_to_agent(cfg, layout, force=True, run_id="bench", log=Log())
+result = publish_to_agent(cfg, force=True, run_id="bench", log=Log())
 wall = time.perf_counter() - t0
 src = root / "src" / "storage"
 for name in ("knowledge-store.json", "embeddings.bin"):

@@ -510,15 +510,21 @@ class BrainConfig(_Section):
         """Where published artifacts go; defaults to <build_dir>/agent when unset."""
         return self.publish.root if self.publish.root is not None else self.build_dir / "agent"
 
+    @property
+    def layout(self) -> StateLayout:
+        """The build directory's paths: the one place they are derived from the settings
+        (steps take them from `memory_of(cfg).layout`, which is this)."""
+        return StateLayout.of(self.build_dir)
+
     def ledger_url(self) -> str:
         """`state.ledger`, else the SQLite file in the build directory's state folder."""
         from brain_pipeline.state.ledger import sqlite_url
 
-        return self.state.ledger or sqlite_url(StateLayout.of(self.build_dir).ledger)
+        return self.state.ledger or sqlite_url(self.layout.ledger)
 
     def blobs_url(self) -> str:
         """`state.blobs`, else the blob folder in the build directory's state folder."""
-        return self.state.blobs or str(StateLayout.of(self.build_dir).blobs_dir)
+        return self.state.blobs or str(self.layout.blobs_dir)
 
     def instance_home(self) -> Path:
         """The Dagster instance folder shared by the CLI and `dagster dev`."""
@@ -751,7 +757,7 @@ def memory_of(cfg: BrainConfig) -> Memory:
 
     from brain_pipeline.state.memory import Memory, remember_memory
 
-    layout = StateLayout.of(cfg.build_dir)
+    layout = cfg.layout
     where = (cfg.ledger_url(), cfg.blobs_url(), str(layout.build_dir))
     key = (*where, os.getpid(), threading.get_ident())
     memory = _MEMORIES.get(key)

@@ -228,7 +228,6 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     from brain_pipeline.evaluation.fixture.model import load_fixture_if_any
     from brain_pipeline.evaluation.store_search import open_store
     from brain_pipeline.publishing.local import live_store_file
-    from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.steps.refresh_store import BUILT, UPDATED, refresh_build_store
 
     cfg = load_config()
@@ -251,7 +250,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     fallbacks = [published, *(Path(p) for p in getattr(args, "old_store", []) or [])]
     return _Inputs(
         cfg=cfg,
-        layout=StateLayout.of(cfg.build_dir),
+        layout=cfg.layout,
         chunks=opened.view.all_chunks(),
         fixture=fixture,
         fixture_path=fixture_path,

@@ -123,9 +123,7 @@ def workspace_for(cfg: BrainConfig) -> Path:
             }
         ]
     }
-    from brain_pipeline.state.layout import StateLayout
-
-    target = StateLayout.of(cfg.build_dir).state_dir / "workspace.yaml"
+    target = cfg.layout.state_dir / "workspace.yaml"
     text = "# Written by `brain-pipeline ui` for a configuration outside the project.\n"
     write_if_changed(target, (text + yaml.safe_dump(document, sort_keys=False)).encode())
     return target

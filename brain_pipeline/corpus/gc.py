@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.records import read_record
+from brain_pipeline.state.records import read_record, store_facts
 
 
 @dataclass
@@ -64,9 +64,9 @@ def live_snapshot_digests(layout: StateLayout, extra: Iterable[str | None] = ())
     chunks = read_record(layout, "knowledge_chunks")
     if chunks is not None:
         keep.add(str(chunks.inputs.get("corpus")))
-    store = read_record(layout, "knowledge_store")
-    if store is not None and store.facts.get("corpus_digest"):
-        keep.add(str(store.facts["corpus_digest"]))
+    store = store_facts(layout)
+    if store is not None and store.corpus_digest:
+        keep.add(store.corpus_digest)
     return keep
 
 

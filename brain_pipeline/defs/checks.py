@@ -11,7 +11,7 @@ from brain_pipeline.config import BrainConfig
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import evaluation_condition
-from brain_pipeline.lib.steps import EVAL_FIXTURE, check_result, claim_build_dir
+from brain_pipeline.lib.steps import EVAL_FIXTURE, check_result, start_step
 from brain_pipeline.steps.evaluate import evaluate_for_check
 
 CHECK_NAME = "retrieval_eval"
@@ -41,8 +41,7 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
     def retrieval_eval(
         context: dg.AssetCheckExecutionContext, settings: BrainSettings
     ) -> dg.AssetCheckResult:
-        cfg = settings.load()
-        claim_build_dir(context.instance, cfg)
+        cfg = start_step(context.instance, settings)
         verdict = evaluate_for_check(cfg, context.run.run_id)
         for warning in verdict.warnings:
             context.log.warning(f"retrieval_eval: {warning}")

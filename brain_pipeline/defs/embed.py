@@ -43,11 +43,10 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         settings: BrainSettings,
         embedding_client: EmbeddingClient,
     ) -> dg.MaterializeResult:
-        cfg, layout = start_step(context.instance, settings, context.run)
+        cfg = start_step(context.instance, settings, context.run)
         with step_failures():
             result = embed_store(
                 cfg,
-                layout,
                 make_embedder=embedding_client.embedder,
                 run_id=context.run.run_id,
                 log=context.log,

@@ -19,7 +19,6 @@ from brain_pipeline.lib.dagster_private import observation
 from brain_pipeline.lib.steps import (
     CORPUS,
     EVAL_FIXTURE,
-    claim_build_dir,
     latest_corpus_observation,
     materialize_result,
     preflight_run,
@@ -55,9 +54,7 @@ from brain_pipeline.steps.trigger import with_trigger
     name="corpus",
 )
 def corpus(context: dg.AssetExecutionContext, settings: BrainSettings) -> dg.ObserveResult:
-    cfg = settings.load()
-    preflight_run(context.run, cfg)  # the run's first step: refuse before any work
-    claim_build_dir(context.instance, cfg)
+    cfg = start_step(context.instance, settings, context.run)  # refuse before any work
     snapshot = observe(cfg)
     return dg.ObserveResult(
         data_version=dg.DataVersion(snapshot.digest),
@@ -97,12 +94,11 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Co
     observation of `corpus`, so the lineage names the corpus version that was read.
     """
     from brain_pipeline.corpus.observation import SnapshotNotFoundError, load_snapshot
-    from brain_pipeline.state.layout import StateLayout
 
     known, observed_by = latest_corpus_observation(context.instance)
     if known is not None and observed_by == context.run.run_id:  # this run's own step
         with contextlib.suppress(SnapshotNotFoundError):  # gone or damaged: observe again
-            return load_snapshot(StateLayout.of(cfg.build_dir), known)
+            return load_snapshot(cfg.layout, known)
     snapshot = observe(cfg)
     if known != snapshot.digest:
         # An observation of another asset: no ObserveResult can be returned from this step.
@@ -137,12 +133,12 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
     def knowledge_chunks(
         context: dg.AssetExecutionContext, settings: BrainSettings
     ) -> dg.MaterializeResult:
-        cfg, layout = start_step(context.instance, settings, context.run)
+        cfg = start_step(context.instance, settings, context.run)
         # Why this run exists (sensor, fired conditions, schedule or a person): steps.trigger.
         triggered_by = run_trigger(context.instance, context.run.tags, context.asset_key)
         snapshot = _snapshot_for_run(context, cfg)
         with step_failures():
-            result = chunk_corpus(cfg, layout, snapshot, run_id=context.run.run_id, log=context.log)
+            result = chunk_corpus(cfg, snapshot, run_id=context.run.run_id, log=context.log)
         return materialize_result(
             with_trigger(result, triggered_by),
             step_check_results("knowledge_chunks", cfg, context.log),
@@ -172,11 +168,9 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
     def knowledge_store(
         context: dg.AssetExecutionContext, settings: BrainSettings
     ) -> dg.MaterializeResult:
-        cfg, layout = start_step(context.instance, settings, context.run)
+        cfg = start_step(context.instance, settings, context.run)
         with step_failures():
-            result = assemble_knowledge_store(
-                cfg, layout, run_id=context.run.run_id, log=context.log
-            )
+            result = assemble_knowledge_store(cfg, run_id=context.run.run_id, log=context.log)
         return materialize_result(
             result, step_check_results("knowledge_store", cfg, context.log, context.run.run_id)
         )

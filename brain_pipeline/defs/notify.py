@@ -295,10 +295,8 @@ def _redeliver(
 def alerts_ledger(cfg: BrainConfig) -> Any:
     """The ledger the delivery records live in, the earlier versions' records of the
     build directory read into it once (`run_alerts.import_earlier`)."""
-    from brain_pipeline.state.layout import StateLayout
-
     ledger = memory_of(cfg).ledger
-    import_earlier(ledger, StateLayout.of(cfg.build_dir).state_dir)
+    import_earlier(ledger, cfg.layout.state_dir)
     return ledger
 
 

@@ -93,11 +93,10 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
                 config.reason,
                 lambda cfg, log: step_check_results("published_local", cfg, log),
             )
-        cfg, layout = start_step(context.instance, settings, context.run)
+        cfg = start_step(context.instance, settings, context.run)
         with step_failures():
             publication = publish_to_agent(
                 cfg,
-                layout,
                 force=config.force,
                 run_id=context.run.run_id,
                 log=context.log,
@@ -140,11 +139,10 @@ def published_s3(
         if uploaded is not None:
             yield uploaded
         return
-    cfg, layout = start_step(context.instance, settings, context.run)
+    cfg = start_step(context.instance, settings, context.run)
     with step_failures():
         publication = publish_to_s3(
             cfg,
-            layout,
             force=config.force,
             run_id=context.run.run_id,
             log=context.log,

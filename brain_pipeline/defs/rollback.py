@@ -57,11 +57,11 @@ def restore(
     """`published_local` in a rollback run: make publication `to` live again everywhere
     and return it as this asset's materialisation, with the checks `checks(cfg, log)`
     evaluates on it. A refusal fails the step with `refused` metadata, nothing changed."""
-    cfg, layout = start_step(context.instance, settings)  # a rollback reads no corpus
+    cfg = start_step(context.instance, settings)  # a rollback reads no corpus
     try:
         result = rollback(
             cfg,
-            layout,
+            cfg.layout,
             to=to,
             run_id=context.run.run_id,
             trigger=f"{ROLLBACK_JOB} ({describe_trigger(context.run.tags, ())})",
@@ -90,7 +90,7 @@ def restored_upload(
     from brain_pipeline.publishing.publication_log import read_history
     from brain_pipeline.steps.publish import publish_version
 
-    cfg, _ = start_step(context.instance, settings)  # a rollback reads no corpus
+    cfg = start_step(context.instance, settings)  # a rollback reads no corpus
     live = read_history(memory_of(cfg)).live()
     manifest = live_manifest(cfg.publish_root())
     if live is None or not live.s3 or live.run_id != context.run.run_id or manifest is None:
@@ -127,7 +127,7 @@ rollback_job = dg.define_asset_job(
     out=dg.Out(str, description="What was released, in one sentence."),
 )
 def release_hold_op(context: dg.OpExecutionContext, settings: BrainSettings) -> str:
-    cfg, _ = start_step(context.instance, settings)
+    cfg = start_step(context.instance, settings)
     try:
         released = release_hold(cfg)
     except StepFailure as exc:

@@ -16,7 +16,6 @@ from brain_pipeline.lib.dagster_private import (
     read_instance_value,
     write_instance_value,
 )
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.report import CheckVerdict, Markdown, RunLink, StepResult, Table
 from brain_pipeline.utils.damage import log as _damage_log
@@ -35,10 +34,6 @@ PUBLISH_ASSETS = frozenset({"published_local", "published_s3"})
 
 class BuildDirMismatch(dg.Failure):
     """The instance serves another ledger: mixing them would mix two projects' lineage."""
-
-
-def layout_for(cfg: BrainConfig) -> StateLayout:
-    return StateLayout.of(cfg.build_dir)
 
 
 def ledger_identity(cfg: BrainConfig) -> str:
@@ -77,15 +72,15 @@ def claim_build_dir(instance: dg.DagsterInstance, cfg: BrainConfig) -> None:
 
 def start_step(
     instance: dg.DagsterInstance, settings: Any, run: dg.DagsterRun | None = None
-) -> tuple[BrainConfig, StateLayout]:
+) -> BrainConfig:
     """What every step does first: take the run's configuration (read once when the run
-    started, defs/resources.py), check the run's inputs (`run` given) and claim its build
-    directory."""
+    started, defs/resources.py), check the run's inputs (`run` given) and claim its
+    ledger. The steps take their paths from it (`memory_of(cfg).layout`)."""
     cfg: BrainConfig = settings.load()
     if run is not None:
         preflight_run(run, cfg)
     claim_build_dir(instance, cfg)
-    return cfg, layout_for(cfg)
+    return cfg
 
 
 def run_asset_names(run: dg.DagsterRun | None) -> list[str] | None:

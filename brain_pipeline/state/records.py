@@ -21,16 +21,15 @@ import json
 import shutil
 import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.ledger import Ledger
+from brain_pipeline.state.ledger import Ledger, StepKey, StepResult
 from brain_pipeline.state.memory import Memory, memory_for_layout
-from brain_pipeline.utils.digest import canonical_json, file_sha256, value_digest
+from brain_pipeline.utils.digest import file_sha256, value_digest
 from brain_pipeline.utils.file_signature import FileSignature
 
 POINTER = "record:"
@@ -124,46 +123,43 @@ def read_record(where: Memory | StateLayout, asset: str) -> AssetRecord | None:
     """The asset's current record, or None when it never ran (here or on any worker
     sharing the ledger)."""
     ledger = _memory(where).ledger
-    rows = ledger.query(
-        "SELECT s.code, s.outputs, s.facts, s.run_id, s.recorded_at FROM pointers p "
-        "JOIN step_results s ON s.step = ? AND p.value = s.inputs || ' ' || s.code "
-        "WHERE p.name = ?",
-        (asset, POINTER + asset),
-    )
-    if not rows:
+    current = ledger.pointer(POINTER + asset)
+    inputs, _, code = (current or "").partition(" ")
+    row = ledger.step_result(StepKey(asset, inputs, code, "")) if current else None
+    if row is None:
         return None
-    code, outputs, facts, run_id, recorded_at = rows[0]
-    body = json.loads(facts)
+    body = dict(row.facts)
     stamps = body.get("stamps") or {}
     return AssetRecord(
         asset=asset,
         data_version=str(body["data_version"]),
-        code_version=str(code),
+        code_version=code,
         inputs=dict(body.get("inputs") or {}),
         outputs={
             name: FileStamp(sha, *stamps.get(name, (-1, -1, -1, None)))
-            for name, sha in json.loads(outputs).items()
+            for name, sha in row.outputs.items()
         },
         facts=dict(body.get("facts") or {}),
-        run_id=run_id,
-        written_at=str(recorded_at),
+        run_id=row.run_id,
+        written_at=row.recorded_at,
     )
 
 
 def write_record(where: Memory | StateLayout, record: AssetRecord) -> None:
-    """Keep `record` as the asset's current one; its build-directory outputs go to the
+    """Keep `record` as the asset's current record; its build-directory outputs go to the
     blobs first, so the row never names a blob that is not there."""
     _write(_memory(where), record, put=True)
 
 
 def _write(memory: Memory, record: AssetRecord, *, put: bool, current: bool = True) -> None:
-    """Keep `record`'s row; `current`: and make it the asset's current record (a restamp
-    leaves the pointer alone, so it never moves it back from a newer record)."""
+    """Keep `record`'s row (`Ledger.record_step`); `current`: then point the asset at it
+    (a restamp leaves the pointer alone, so it never moves it back from a newer record).
+    A writer stopped between the two leaves a row nothing points at: harmless."""
     if put:
         for name, stamp in record.outputs.items():
             if not Path(name).is_absolute() and not memory.blobs.has(stamp.sha256):
                 memory.blobs.put_file(memory.layout.build_dir / name)
-    inputs = value_digest(record.inputs)
+    key = StepKey(record.asset, value_digest(record.inputs), record.code_version, "")
     body = {
         "data_version": record.data_version,
         "inputs": record.inputs,
@@ -173,33 +169,60 @@ def _write(memory: Memory, record: AssetRecord, *, put: bool, current: bool = Tr
         },
     }
     outputs = {name: stamp.sha256 for name, stamp in record.outputs.items()}
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    ledger = memory.ledger
-    with ledger.transaction(write=True) as cursor:
-        cursor.execute(
-            ledger.sql(
-                "INSERT INTO step_results VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (step, inputs, code, settings) DO UPDATE SET outputs = "
-                "excluded.outputs, facts = excluded.facts, run_id = excluded.run_id, "
-                "recorded_at = excluded.recorded_at"
-            ),
-            (record.asset, inputs, record.code_version, "", canonical_json(outputs).decode(),
-             canonical_json(body).decode(), record.run_id, now),
-        )  # fmt: skip
-        if not current:
-            return
-        cursor.execute(
-            ledger.sql(
-                "INSERT INTO pointers VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
-                "value = excluded.value, updated_at = excluded.updated_at"
-            ),
-            (POINTER + record.asset, f"{inputs} {record.code_version}", now),
+    row = memory.ledger.record_step(StepResult(key, outputs, body, record.run_id))
+    if current:
+        memory.ledger.execute(
+            "INSERT INTO pointers VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+            "value = excluded.value, updated_at = excluded.updated_at",
+            (POINTER + record.asset, f"{key.inputs} {key.code}", row.recorded_at),
         )
 
 
-def stamp_outputs(layout: StateLayout, files: Mapping[str, str]) -> dict[str, FileStamp]:
-    """FileStamps for build-dir-relative names -> their known sha256."""
-    return {name: FileStamp.of(layout.build_dir / name, sha) for name, sha in files.items()}
+F = TypeVar("F")
+
+
+def facts_of(kind: type[F], record: AssetRecord) -> F:
+    """`record`'s facts as `kind`, a frozen dataclass whose every field has a default:
+    facts it does not declare are left out, the ones a record lacks take the default."""
+    names = {f.name for f in fields(kind)}  # type: ignore[arg-type]
+    return kind(**{name: value for name, value in record.facts.items() if name in names})
+
+
+@dataclass(frozen=True)
+class ChunksFacts:
+    """What `knowledge_chunks`' record tells the checks after it: the files that need a
+    look (`corpus_problems`) and the areas that yielded nothing, with what they hold
+    (`no_empty_area`, evaluated in the store's step)."""
+
+    occurrences: int = 0
+    problems: list[list[str]] = field(default_factory=list)
+    """The first `steps.ingest.PROBLEM_ROWS_KEPT` of them: file, reason, detail."""
+    problem_count: int = 0
+    empty_areas: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class StoreFacts:
+    """What `knowledge_store`'s record tells the steps after it (the publish gate, the
+    health checks, the up-to-date record, clean-up): the store's sha256, the corpus
+    snapshot it was assembled from, and its counts. The ledger keeps them as the record's
+    plain facts, under the names records written before the ledger used too."""
+
+    store_sha256: str = ""
+    corpus_digest: str | None = None
+    """The corpus identity: the digest of the snapshot the store was assembled from."""
+    chunks: int = 0
+    chunks_per_area: dict[str, int] = field(default_factory=dict)
+    utf16_units: int = 0
+    store_bytes: int = 0
+    duplicates_collapsed: int = 0
+    preview: list[list[str]] = field(default_factory=list)
+
+
+def store_facts(where: Memory | StateLayout) -> StoreFacts | None:
+    """The current store's facts, or None when no store was assembled yet."""
+    record = read_record(where, "knowledge_store")
+    return None if record is None else facts_of(StoreFacts, record)
 
 
 STEP_CODE: dict[str, tuple[str, ...]] = {

@@ -1,19 +1,22 @@
-"""The step contract: a refusal people can read, a log, and the build records a step
-reads its inputs from.
+"""The step contract: a refusal people can read, a log, and the ritual every building
+step follows with the records of the ledger (`state.records`).
 
-Every step records what it made in the build directory (`state.records`); a step reads
-its upstream's record, and before recording its own checks that the upstream did not
-move underneath it (another writer). A `StepFailure`'s message is written for people:
-the Dagster layer shows it as the step's failure description, the CLI as its one line.
+The ritual, one code path for every step: read the upstream's record
+(`upstream_record`), reuse this asset's record when running again would reproduce it
+(`current_record`), else build and keep what was built (`record_step`), which first
+checks that the upstream did not move underneath the step (another writer). A
+`StepFailure`'s message is written for people: the Dagster layer shows it as the step's
+failure description, the CLI as its one line.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.memory import Memory
-from brain_pipeline.state.records import AssetRecord, read_record
+from brain_pipeline.state.records import AssetRecord, FileStamp, read_record, write_record
 
 
 class StepFailure(RuntimeError):
@@ -61,6 +64,52 @@ def recheck_input(where: Memory | StateLayout, asset: str, expected: str) -> Non
             f"{asset} changed in {_folder(where)} while this step was reading it "
             "(another run wrote it); nothing was recorded, run again"
         )
+
+
+def current_record(
+    memory: Memory, asset: str, code_version: str, inputs: Mapping[str, Any]
+) -> AssetRecord | None:
+    """`asset`'s record when running its step again would reproduce it (same code, same
+    inputs, its outputs intact or fetched from the blobs); None: the step builds."""
+    record = read_record(memory, asset)
+    if record is not None and record.is_current_for(memory, code_version, inputs):
+        return record
+    return None
+
+
+def record_step(
+    memory: Memory,
+    asset: str,
+    *,
+    data_version: str,
+    code_version: str,
+    inputs: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    run_id: str,
+    outputs: Mapping[str, str | FileStamp] | None = None,
+    upstream: AssetRecord | None = None,
+) -> AssetRecord:
+    """Keep what a step built as `asset`'s current record, its last act. `upstream`, the
+    record the step read, must still be current (else nothing is kept: another run wrote
+    it meanwhile). `outputs` name build-directory files by their sha256 (stamped here) or
+    any file by a stamp already taken."""
+    if upstream is not None:
+        recheck_input(memory, upstream.asset, upstream.data_version)
+    build_dir = memory.layout.build_dir
+    record = AssetRecord(
+        asset=asset,
+        data_version=data_version,
+        code_version=code_version,
+        inputs=dict(inputs),
+        outputs={
+            name: stamp if isinstance(stamp, FileStamp) else FileStamp.of(build_dir / name, stamp)
+            for name, stamp in (outputs or {}).items()
+        },
+        facts=dict(facts),
+        run_id=run_id,
+    )
+    write_record(memory, record)
+    return record
 
 
 BUILD_ASSETS = ("knowledge_store", "embeddings")

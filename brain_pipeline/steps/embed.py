@@ -13,15 +13,15 @@ from typing import Any
 
 from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.state.code_digest import code_digest
-from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.records import (
-    AssetRecord,
-    digest_of,
-    read_record,
-    stamp_outputs,
-    write_record,
+from brain_pipeline.state.memory import Memory
+from brain_pipeline.state.records import digest_of
+from brain_pipeline.steps.contract import (
+    StepFailure,
+    StepLog,
+    current_record,
+    record_step,
+    upstream_record,
 )
-from brain_pipeline.steps.contract import StepFailure, StepLog, recheck_input, upstream_record
 from brain_pipeline.steps.report import StepResult
 from brain_pipeline.utils.digest import file_sha256
 
@@ -52,7 +52,7 @@ def embeddings_code_version(cfg: BrainConfig) -> str:
 
 
 def _build(
-    cfg: BrainConfig, layout: StateLayout, embedder: Any, log: StepLog
+    cfg: BrainConfig, memory: Memory, embedder: Any, log: StepLog
 ) -> tuple[dict[str, Any], bool]:
     """Bring embeddings.bin up to date; (facts, whether any vector exists)."""
     from brain_pipeline.corpus.store_reader import open_store_view
@@ -63,6 +63,7 @@ def _build(
     )
     from brain_pipeline.embedding.progress import step_progress
 
+    layout = memory.layout
     out = layout.embeddings_file
     view = open_store_view(layout.store_file, layout)
     if embedder is None:
@@ -81,7 +82,7 @@ def _build(
     try:
         report = build_embeddings(
             view.all_chunks(), out, embedder, progress=progress, log=log.info,
-            too_long=cfg.embedding.too_long, memory=memory_of(cfg),
+            too_long=cfg.embedding.too_long, memory=memory,
         )
     except EmbeddingBuildInterrupted as exc:
         # The packs keep every finished batch; the next run (any worker's) resumes.
@@ -115,47 +116,36 @@ def _plotted(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def embed_store(
-    cfg: BrainConfig,
-    layout: StateLayout,
-    *,
-    make_embedder: MakeEmbedder,
-    run_id: str,
-    log: StepLog,
+    cfg: BrainConfig, *, make_embedder: MakeEmbedder, run_id: str, log: StepLog
 ) -> StepResult:
     """embeddings.bin for the store (or the record saying it is current)."""
     memory = memory_of(cfg)
     store = upstream_record(memory, "knowledge_store", "embeddings")
     inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}
     code_version = embeddings_code_version(cfg)
-    previous = read_record(memory, "embeddings")
-    gaps_digest = _gaps_digest(cfg)
-    if (
-        previous is not None
-        and previous.is_current_for(memory, code_version, inputs)
-        and previous.facts.get("gaps_digest", "") == gaps_digest
-    ):
+    previous = current_record(memory, "embeddings", code_version, inputs)
+    if previous is not None and previous.facts.get("gaps_digest", "") == _gaps_digest(cfg):
         keep = ("provider", "model", "dimension", "chunks", "coverage", "missing",
                 "refused", "truncated", "gaps_digest")
         facts = {k: previous.facts[k] for k in keep if k in previous.facts}
         facts.update(status="unchanged", embedded=0, reused=facts.get("chunks", 0))
         data_version = previous.data_version
     else:
-        facts, exists = _build(cfg, layout, make_embedder(cfg), log)
+        facts, exists = _build(cfg, memory, make_embedder(cfg), log)
         facts["gaps_digest"] = _gaps_digest(cfg)
-        sha = file_sha256(layout.embeddings_file) if exists else None
+        vectors = memory.layout.embeddings_file
+        sha = file_sha256(vectors) if exists else None
         data_version = sha or f"absent-{store.data_version[:16]}"
-        recheck_input(memory, "knowledge_store", store.data_version)
-        write_record(
+        record_step(
             memory,
-            AssetRecord(
-                asset="embeddings",
-                data_version=data_version,
-                code_version=code_version,
-                inputs=inputs,
-                outputs=stamp_outputs(layout, {layout.embeddings_file.name: sha}) if sha else {},
-                facts=facts,
-                run_id=run_id,
-            ),
+            "embeddings",
+            data_version=data_version,
+            code_version=code_version,
+            inputs=inputs,
+            facts=facts,
+            outputs={vectors.name: sha} if sha else {},
+            run_id=run_id,
+            upstream=store,
         )
         facts = dict(facts, status="built")
     metadata = _plotted(facts)

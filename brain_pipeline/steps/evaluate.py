@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from brain_pipeline.config import BrainConfig
-from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.steps.report import CheckVerdict, Markdown, Table
 
 
 def evaluate_for_check(cfg: BrainConfig, run_id: str) -> CheckVerdict:
     """The blocking check's result, read off the verdict: PASS passes; WARN fails as a
     WARN (shown and named, not blocking); ERROR fails and blocks."""
-    from brain_pipeline.config import memory_of
     from brain_pipeline.evaluation.service import evaluate_store_dir
     from brain_pipeline.steps.contract import fetch_build
 
@@ -45,7 +43,7 @@ def _repair_proposal(cfg: BrainConfig) -> dict[str, Any]:
     from brain_pipeline.evaluation.fixture.repair_render import proposal_metadata, proposal_rows
     from brain_pipeline.publishing.local import live_store_file
 
-    layout = StateLayout.of(cfg.build_dir)
+    layout = cfg.layout
     proposal = propose_for_build(
         layout,
         open_store_view(layout.store_file, layout).all_chunks(),

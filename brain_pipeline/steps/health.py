@@ -14,10 +14,18 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from brain_pipeline.config import BrainConfig
+from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.corpus.agent_limits import size_verdict, string_limit
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.records import AssetRecord, read_record
+from brain_pipeline.state.records import (
+    AssetRecord,
+    ChunksFacts,
+    StoreFacts,
+    facts_of,
+    read_record,
+    store_facts,
+)
+from brain_pipeline.steps.ingest import PER_AREA_COLUMNS, PROBLEM_COLUMNS
 from brain_pipeline.steps.report import CheckVerdict, Table
 from brain_pipeline.utils.digest import value_digest
 
@@ -25,8 +33,6 @@ FRESHNESS_MARGIN = timedelta(hours=2)
 
 
 def _record(cfg: BrainConfig, asset: str) -> AssetRecord | None:
-    from brain_pipeline.config import memory_of
-
     return read_record(memory_of(cfg), asset)
 
 
@@ -38,32 +44,40 @@ def _missing(asset: str) -> CheckVerdict:
     return _warn(f"{asset} has no record in the build directory yet")
 
 
-def corpus_problems(cfg: BrainConfig) -> CheckVerdict:
+def _chunks(cfg: BrainConfig) -> ChunksFacts | None:
     record = _record(cfg, "knowledge_chunks")
-    if record is None:
+    return None if record is None else facts_of(ChunksFacts, record)
+
+
+def corpus_problems(cfg: BrainConfig) -> CheckVerdict:
+    chunks = _chunks(cfg)
+    if chunks is None:
         return _missing("knowledge_chunks")
-    rows: list[list[Any]] = list(record.facts.get("problems") or [])
-    count = int(record.facts.get("problem_count", len(rows)))
+    count, rows = chunks.problem_count, list(chunks.problems)
     return CheckVerdict(
         count == 0,
         "WARN",
         "no problem files" if not count else f"{count} file(s) need a look",
         {
             "problem_files": count,
-            "files": Table([("file", "string"), ("reason", "string"), ("detail", "string")], rows),
+            "files": Table(PROBLEM_COLUMNS, rows),
         },
     )
 
 
+def _store(cfg: BrainConfig) -> StoreFacts | None:
+    return store_facts(memory_of(cfg))
+
+
 def no_empty_area(cfg: BrainConfig) -> CheckVerdict:
-    record = _record(cfg, "knowledge_store")
-    if record is None:
+    store = _store(cfg)
+    if store is None:
         return _missing("knowledge_store")
-    per_area: dict[str, int] = dict(record.facts.get("chunks_per_area") or {})
-    chunks = _record(cfg, "knowledge_chunks")
+    per_area = dict(store.chunks_per_area)
+    chunks = _chunks(cfg)
     # An area with no ingestible file never reaches the store's per-area counts: the
     # chunk record names it, with what it holds, so it cannot vanish silently.
-    holdings: dict[str, str] = dict((chunks.facts.get("empty_areas") if chunks else None) or {})
+    holdings = dict(chunks.empty_areas) if chunks else {}
     for area in holdings:
         per_area.setdefault(area, 0)
     empty = sorted(area for area, count in per_area.items() if not count)
@@ -79,18 +93,16 @@ def no_empty_area(cfg: BrainConfig) -> CheckVerdict:
         ),
         {
             "empty_areas": len(empty),
-            "areas": Table(
-                [("area", "string"), ("chunks", "int")], [[a, n] for a, n in per_area.items()]
-            ),
+            "areas": Table(PER_AREA_COLUMNS, [[a, n] for a, n in per_area.items()]),
         },
     )
 
 
 def fits_agent_string_limit(cfg: BrainConfig) -> CheckVerdict:
-    record = _record(cfg, "knowledge_store")
-    if record is None:
+    store = _store(cfg)
+    if store is None:
         return _missing("knowledge_store")
-    return string_limit_verdict(cfg, int(record.facts.get("utf16_units", 0)))
+    return string_limit_verdict(cfg, int(store.utf16_units))
 
 
 def string_limit_verdict(cfg: BrainConfig, units: int) -> CheckVerdict:
@@ -142,8 +154,7 @@ def record_blocking_verdict(
     passed. Without a store record nothing was judged and nothing is kept. `measured` is
     False for the failure of a check that raised: `force` may override that one."""
     record = _record(cfg, "knowledge_store")
-    layout = StateLayout.of(cfg.build_dir)
-    stamp = record.outputs.get(layout.store_file.name) if record is not None else None
+    stamp = record.outputs.get(cfg.layout.store_file.name) if record is not None else None
     if stamp is None:
         return
     severity = "PASS" if verdict.passed else verdict.severity
@@ -249,16 +260,15 @@ def embedding_gap_rows(cfg: BrainConfig) -> list[list[str]]:
     reason. Remembered gaps (refused, skipped, invalid answers, truncated) come from the
     build state; other chunks lacking a vector (provider `none`, a partial build) are
     found by comparing the store with embeddings.bin."""
-    from brain_pipeline.config import memory_of
     from brain_pipeline.embedding.gaps import read_gaps
 
-    layout = StateLayout.of(cfg.build_dir)
-    gaps = read_gaps(memory_of(cfg))
+    memory = memory_of(cfg)
+    gaps = read_gaps(memory)
     rows = [[g.source, g.heading, g.chunk_id, g.describe()] for g in gaps.values()]
     record = _record(cfg, "embeddings")
     missing = int(record.facts.get("missing", 0)) if record else 0
     if missing > sum(1 for g in gaps.values() if not g.has_vector):
-        rows += _unexplained_missing(layout, set(gaps))
+        rows += _unexplained_missing(memory.layout, set(gaps))
     return sorted(rows)
 
 

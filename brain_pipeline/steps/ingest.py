@@ -1,15 +1,16 @@
 """The ingest steps: observe the corpus, chunk the observed snapshot, assemble the store.
 
 Nothing proportional to the corpus passes through Dagster: each step reads its upstream's
-record in the build directory (`state.records`) and writes its own; chunks come from the
+record in the ledger and writes its own (`steps.contract`'s ritual); chunks come from the
 per-file chunk cache, the store is assembled from it and rewritten only when its bytes
-change.
+change. The store's record hands on `StoreFacts`: the corpus identity and its counts.
 """
 
 from __future__ import annotations
 
 import functools
 from collections import Counter
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,28 +18,31 @@ from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
 from brain_pipeline.corpus.file_chunks import ingest_file
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
-from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import Memory
 from brain_pipeline.state.records import (
-    AssetRecord,
+    ChunksFacts,
+    StoreFacts,
     code_version,
     digest_of,
+    facts_of,
     read_record,
-    stamp_outputs,
-    write_record,
 )
-from brain_pipeline.steps.contract import StepLog, recheck_input, upstream_record
+from brain_pipeline.steps.contract import StepLog, current_record, record_step, upstream_record
 from brain_pipeline.steps.report import StepResult, Table
 from brain_pipeline.utils.digest import file_sha256_or
 
 STORE_CODE_VERSION = code_version("knowledge_store")
 PROBLEM_ROWS_KEPT = 500
+PROBLEM_COLUMNS = [("file", "string"), ("reason", "string"), ("detail", "string")]
+"""The problem files' table, on `knowledge_chunks` and on its `corpus_problems` check."""
+PER_AREA_COLUMNS = [("area", "string"), ("chunks", "int")]
+"""Chunks per area, on `knowledge_store` and on its `no_empty_area` check."""
+PREVIEW_COLUMNS = [(name, "string") for name in ("id", "area", "source", "heading", "content")]
 
 
 def observe(cfg: BrainConfig) -> CorpusSnapshot:
     """A fresh observation of the configured corpus (the file index makes it cheap)."""
-    return observe_corpus(
-        cfg.corpus_root(), StateLayout.of(cfg.build_dir), limits=cfg.ingest_limits()
-    )
+    return observe_corpus(cfg.corpus_root(), cfg.layout, limits=cfg.ingest_limits())
 
 
 def fixture_version(cfg: BrainConfig) -> str:
@@ -71,22 +75,22 @@ def chunks_code_version(cfg: BrainConfig) -> str:
 
 
 def chunk_corpus(
-    cfg: BrainConfig, layout: StateLayout, snapshot: CorpusSnapshot, *, run_id: str, log: StepLog
+    cfg: BrainConfig, snapshot: CorpusSnapshot, *, run_id: str, log: StepLog
 ) -> StepResult:
     """Chunk `snapshot` through the per-file cache and record what came of it."""
     from brain_pipeline.corpus.chunk_cache import chunk_snapshot
     from brain_pipeline.corpus.gc import prune_old_snapshots
 
+    memory = memory_of(cfg)
     code = chunks_code_version(cfg)
     inputs = {"corpus": snapshot.digest}
     limits = cfg.ingest_limits()
     report = chunk_snapshot(
         snapshot,
-        layout,
+        memory.layout,
         variant=limits.cache_variant,
         chunker=functools.partial(ingest_file, limits=limits),
     )
-    memory = memory_of(cfg)
     previous = read_record(memory, "knowledge_chunks")
     # The same corpus under the same code keeps its data version: a record read in from a
     # build directory made before the code digests (its hand-bumped version taken as
@@ -104,24 +108,20 @@ def chunk_corpus(
         for area in snapshot.areas
         if not per_area.get(area)
     }
-    write_record(
+    record_step(
         memory,
-        AssetRecord(
-            asset="knowledge_chunks",
-            data_version=data_version,
-            code_version=code,
-            inputs=inputs,
-            facts={
-                "occurrences": report.occurrences,
-                "problems": problem_rows[:PROBLEM_ROWS_KEPT],
-                "problem_count": len(problem_rows),
-                # Areas that yielded nothing, with what they hold (no_empty_area says it).
-                "empty_areas": empty_areas,
-            },
-            run_id=run_id,
+        "knowledge_chunks",
+        data_version=data_version,
+        code_version=code,
+        inputs=inputs,
+        facts=asdict(
+            ChunksFacts(
+                report.occurrences, problem_rows[:PROBLEM_ROWS_KEPT], len(problem_rows), empty_areas
+            )
         ),
+        run_id=run_id,
     )
-    prune_old_snapshots(layout, [snapshot.digest])
+    prune_old_snapshots(memory.layout, [snapshot.digest])
     for source, reason in report.problems:
         log.warning(f"{source}: {reason}")
     return StepResult(
@@ -137,21 +137,19 @@ def chunk_corpus(
                 [("area", "string"), ("occurrences", "int")],
                 [[area, per_area.get(area, 0)] for area in snapshot.areas],
             ),
-            "problems": Table(
-                [("file", "string"), ("reason", "string"), ("detail", "string")], problem_rows
-            ),
+            "problems": Table(PROBLEM_COLUMNS, problem_rows),
         },
     )
 
 
-def stored_snapshot(cfg: BrainConfig, layout: StateLayout, digest: str) -> CorpusSnapshot:
+def stored_snapshot(cfg: BrainConfig, digest: str) -> CorpusSnapshot:
     """The snapshot stored under `digest`; observed again when it is missing or was set
     aside as damaged, provided the corpus still has that digest (else the error says to
     observe the corpus)."""
     from brain_pipeline.corpus.observation import SnapshotNotFoundError, load_snapshot
 
     try:
-        return load_snapshot(layout, digest)
+        return load_snapshot(cfg.layout, digest)
     except SnapshotNotFoundError:
         again = observe(cfg)
         if again.digest != digest:
@@ -159,7 +157,7 @@ def stored_snapshot(cfg: BrainConfig, layout: StateLayout, digest: str) -> Corpu
         return again
 
 
-def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
+def _assemble(cfg: BrainConfig, memory: Memory, digest: str) -> Any:
     """Assemble the store from the chunk cache. The cache is this disk's: a step process
     in an empty folder, or a fresh worker, finds it without the files `knowledge_chunks`
     chunked elsewhere, so the missing files are chunked here (the same per-file ingest)
@@ -167,7 +165,8 @@ def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
     from brain_pipeline.corpus.assembly import assemble_store
     from brain_pipeline.corpus.chunk_cache import ChunkCacheMissError, chunk_snapshot
 
-    snapshot = stored_snapshot(cfg, layout, digest)
+    layout = memory.layout
+    snapshot = stored_snapshot(cfg, digest)
     variant = cfg.ingest_limits().cache_variant
     try:
         return assemble_store(snapshot, layout, layout.store_file, variant=variant)
@@ -176,99 +175,80 @@ def _assemble(cfg: BrainConfig, layout: StateLayout, digest: str) -> Any:
         return assemble_store(snapshot, layout, layout.store_file, variant=variant)
 
 
-def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> None:
+def _remember_chunks(cfg: BrainConfig, memory: Memory, store_sha256: str) -> None:
     """Add the store's chunks to the history (seeded first from the live published store,
     which still holds the texts an edit replaced), so a stale label can be explained."""
     from brain_pipeline.corpus.chunk_history import remember_store
     from brain_pipeline.publishing.local import live_store_file
 
     remember_store(
-        layout,
-        layout.store_file,
+        memory.layout,
+        memory.layout.store_file,
         datetime.now(UTC),
         seed_store=live_store_file(cfg.publish_root()),
         sha256=store_sha256,
     )
 
 
-def _store_facts(report: Any, digest: str) -> dict[str, Any]:
-    return {
-        "store_sha256": report.sha256,
-        "store_bytes": report.size,
-        "chunks": report.chunks,
-        "duplicates_collapsed": report.duplicates_collapsed,
-        "chunks_per_area": dict(report.chunks_per_area),
-        "corpus_digest": digest,
-        "utf16_units": report.utf16_units,
-        "preview": [
-            [
-                row["id"],
-                row["area"],
-                row["source"],
-                str(row.get("heading", "")),
-                str(row["content"])[:80],
-            ]
+def _store_facts(report: Any, digest: str) -> StoreFacts:
+    return StoreFacts(
+        store_sha256=report.sha256,
+        corpus_digest=digest,
+        chunks=report.chunks,
+        chunks_per_area=dict(report.chunks_per_area),
+        utf16_units=report.utf16_units,
+        store_bytes=report.size,
+        duplicates_collapsed=report.duplicates_collapsed,
+        preview=[
+            [row["id"], row["area"], row["source"], str(row.get("heading", "")),
+             str(row["content"])[:80]]
             for row in report.preview
         ],
-    }
+    )
 
 
-def assemble_knowledge_store(
-    cfg: BrainConfig, layout: StateLayout, *, run_id: str, log: StepLog
-) -> StepResult:
+def assemble_knowledge_store(cfg: BrainConfig, *, run_id: str, log: StepLog) -> StepResult:
     """knowledge-store.json from the chunk cache (or the record saying it is current)."""
     memory = memory_of(cfg)
+    layout = memory.layout
     chunks = upstream_record(memory, "knowledge_chunks", "knowledge_store")
     digest = str(chunks.inputs["corpus"])
     inputs = {"knowledge_chunks": chunks.data_version}
-    previous = read_record(memory, "knowledge_store")
-    if previous is not None and previous.is_current_for(memory, STORE_CODE_VERSION, inputs):
-        facts = previous.facts
+    previous = current_record(memory, "knowledge_store", STORE_CODE_VERSION, inputs)
+    if previous is not None:
+        facts = facts_of(StoreFacts, previous)
         status = "unchanged"
     else:
-        report = _assemble(cfg, layout, digest)
+        report = _assemble(cfg, memory, digest)
         facts = _store_facts(report, digest)
         status = "written" if report.written else "unchanged"
-        _remember_chunks(cfg, layout, report.sha256)
-        recheck_input(memory, "knowledge_chunks", chunks.data_version)
-        write_record(
+        _remember_chunks(cfg, memory, report.sha256)
+        record_step(
             memory,
-            AssetRecord(
-                asset="knowledge_store",
-                data_version=report.sha256,
-                code_version=STORE_CODE_VERSION,
-                inputs=inputs,
-                outputs=stamp_outputs(layout, {layout.store_file.name: report.sha256}),
-                facts=facts,
-                run_id=run_id,
-            ),
+            "knowledge_store",
+            data_version=report.sha256,
+            code_version=STORE_CODE_VERSION,
+            inputs=inputs,
+            facts=asdict(facts),
+            outputs={layout.store_file.name: report.sha256},
+            run_id=run_id,
+            upstream=chunks,
         )
-    if not facts["chunks"]:
+    if not facts.chunks:
         log.warning("the knowledge store is empty: the corpus produced no chunks")
-    per_area: dict[str, int] = facts["chunks_per_area"]
+    per_area = facts.chunks_per_area
     metadata: dict[str, Any] = {
         "path": str(layout.store_file),
         "status": status,
-        "chunks": facts["chunks"],
-        "dagster/row_count": facts["chunks"],
-        "duplicates_collapsed": facts["duplicates_collapsed"],
-        "store_bytes": facts["store_bytes"],
-        "store_sha256": facts["store_sha256"],
+        "chunks": facts.chunks,
+        "dagster/row_count": facts.chunks,
+        "duplicates_collapsed": facts.duplicates_collapsed,
+        "store_bytes": facts.store_bytes,
+        "store_sha256": facts.store_sha256,
         "corpus_digest": digest,
-        "chunks_per_area": Table(
-            [("area", "string"), ("chunks", "int")], [[a, n] for a, n in per_area.items()]
-        ),
+        "chunks_per_area": Table(PER_AREA_COLUMNS, [[a, n] for a, n in per_area.items()]),
     }
     for area, count in per_area.items():
         metadata[f"chunks.{area}"] = count
-    metadata["preview"] = Table(
-        [
-            ("id", "string"),
-            ("area", "string"),
-            ("source", "string"),
-            ("heading", "string"),
-            ("content", "string"),
-        ],
-        list(facts.get("preview") or []),
-    )
-    return StepResult(str(facts["store_sha256"]), metadata)
+    metadata["preview"] = Table(PREVIEW_COLUMNS, list(facts.preview))
+    return StepResult(facts.store_sha256, metadata)

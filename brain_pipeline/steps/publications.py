@@ -21,7 +21,7 @@ from typing import Any
 from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.memory import Memory
-from brain_pipeline.state.records import read_record
+from brain_pipeline.state.records import store_facts
 from brain_pipeline.steps.contract import StepFailure, StepLog
 from brain_pipeline.steps.report import StepResult, Table
 from brain_pipeline.utils.digest import sha256_hex
@@ -34,11 +34,11 @@ def build_identity(
     from brain_pipeline.evaluation.service import evaluation_inputs
 
     inputs = evaluation_inputs(cfg, layout.build_dir)
-    store_record = read_record(memory_of(cfg), "knowledge_store")
-    digest = store_record.facts.get("corpus_digest") if store_record else None
+    store = store_facts(memory_of(cfg))
+    digest = (store.corpus_digest or None) if store else None
     if inputs is None:
-        return None, str(digest) if digest else None, None
-    return inputs.store_sha256, str(digest) if digest else None, inputs.fixture_sha256
+        return None, digest, None
+    return inputs.store_sha256, digest, inputs.fixture_sha256
 
 
 def held_by_rollback(

@@ -20,15 +20,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from brain_pipeline.config import BrainConfig, memory_of
-from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.records import (
-    AssetRecord,
-    FileStamp,
-    code_version,
-    read_record,
-    write_record,
+from brain_pipeline.state.records import FileStamp, code_version, read_record, store_facts
+from brain_pipeline.steps.contract import (
+    StepFailure,
+    StepLog,
+    current_record,
+    fetch_build,
+    record_step,
 )
-from brain_pipeline.steps.contract import StepFailure, StepLog, fetch_build
 from brain_pipeline.steps.evaluate import known_item_figures
 from brain_pipeline.steps.publications import (
     held_by_rollback,
@@ -83,15 +82,14 @@ def recover(cfg: BrainConfig, log: StepLog) -> None:
         log.warning(report.summary())
 
 
-def evaluation_of_build(
-    cfg: BrainConfig, layout: StateLayout
-) -> tuple[str | None, dict[str, Any] | None]:
+def evaluation_of_build(cfg: BrainConfig) -> tuple[str | None, dict[str, Any] | None]:
     """(key, record) of the evaluation of exactly the build's inputs; record None if none,
     or if its verdict was made under another rule (settings, baselines: see
     `evaluation.verdict_rule`)."""
     from brain_pipeline.evaluation.service import evaluation_inputs, judgement_memory
     from brain_pipeline.evaluation.verdict_rule import lookup_judged
 
+    layout = cfg.layout
     if not layout.store_file.exists():
         raise StepFailure(
             f"nothing to publish: {layout.store_file} does not exist (materialise knowledge_store)"
@@ -103,7 +101,7 @@ def evaluation_of_build(
     return key, lookup_judged(cfg, judgement_memory(cfg), key)
 
 
-def blocking_checks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -> list[CheckOutcome]:
+def blocking_checks(cfg: BrainConfig, store_sha256: str) -> list[CheckOutcome]:
     """Each blocking check's recorded verdict on the store with `store_sha256` (but the
     evaluation's, which `evaluation_of_build` finds): severity None where it has none."""
     from brain_pipeline.evaluation.service import judgement_memory
@@ -142,7 +140,6 @@ def refuse_unfit_force(cfg: BrainConfig, force: bool, reason: str) -> None:
 
 def gate(
     cfg: BrainConfig,
-    layout: StateLayout,
     force: bool,
     record: dict[str, Any] | None,
     log: StepLog,
@@ -157,13 +154,14 @@ def gate(
     from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.source import ArtifactSource
 
+    layout = cfg.layout
     view = open_store_view(layout.store_file, layout)
     verdict = stored_verdict(record)
     decision = decide(
         verdict,
         force=force,
         store_chunk_count=len(view),
-        checks=blocking_checks(cfg, layout, view.sha256),
+        checks=blocking_checks(cfg, view.sha256),
         reason=reason,
         allow_force=cfg.publish.allow_force,
     )
@@ -182,15 +180,14 @@ def gate(
         for k, v in dict((record or {}).get("figures") or {}).items()
         if isinstance(v, int | float) and not isinstance(v, bool)
     }
-    store_record = read_record(memory_of(cfg), "knowledge_store")
-    digest = store_record.facts.get("corpus_digest") if store_record else None
+    facts = store_facts(memory_of(cfg))
     return BuildArtifacts(
         store,
         embeddings,
         counts,
         figures,
         (record or {}).get("run_id"),
-        str(digest) if digest else None,
+        (facts.corpus_digest or None) if facts else None,
         verdict,
         decision,
     )
@@ -225,7 +222,7 @@ def publish_version(manifest: Any) -> str:
     return f"{manifest.store.sha256[:16]}-{embeddings[:16]}"
 
 
-def _publish_inputs(cfg: BrainConfig, layout: StateLayout, key: str | None) -> dict[str, Any]:
+def _publish_inputs(cfg: BrainConfig, key: str | None) -> dict[str, Any]:
     """What a local publication is made from: the evaluated build and where it goes."""
     from brain_pipeline.publishing.local import storage_dirs
 
@@ -255,15 +252,15 @@ def _record_baseline(cfg: BrainConfig, evaluation: dict[str, Any] | None, log: S
 
 def _record_publication(
     cfg: BrainConfig,
-    layout: StateLayout,
     inputs: dict[str, Any],
     version: str,
     report: Any,
     run_id: str,
     artifacts: BuildArtifacts,
-) -> None:
+) -> dict[str, Any]:
     """Stamp every live file (absolute paths), so an unchanged re-run can skip by stat;
-    keep the verdict the publication went out on and the gate's decision, for `status`."""
+    keep the verdict the publication went out on and the gate's decision, for `status`.
+    Returns the facts kept, which the step also shows."""
     stamps = {
         str(target.directory / f.filename): FileStamp.of(target.directory / f.filename, f.sha256)
         for target in report.targets
@@ -281,23 +278,21 @@ def _record_publication(
         "forced": artifacts.decision.forced,
         "force_reason": artifacts.decision.force_reason,
     }
-    write_record(
+    record_step(
         memory_of(cfg),
-        AssetRecord(
-            asset="published_local",
-            data_version=version,
-            code_version=PUBLISH_CODE_VERSION,
-            inputs=inputs,
-            outputs=stamps,
-            facts=facts,
-            run_id=run_id,
-        ),
+        "published_local",
+        data_version=version,
+        code_version=PUBLISH_CODE_VERSION,
+        inputs=inputs,
+        facts=facts,
+        outputs=stamps,
+        run_id=run_id,
     )
+    return facts
 
 
 def publish_to_agent(
     cfg: BrainConfig,
-    layout: StateLayout,
     *,
     force: bool,
     run_id: str,
@@ -316,23 +311,23 @@ def publish_to_agent(
     from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.local import publish_local
 
+    memory = memory_of(cfg)
     refuse_unfit_force(cfg, force, reason)
-    fetch_build(memory_of(cfg))
+    fetch_build(memory)
     recover(cfg, log)
-    held = held_by_rollback(cfg, layout, force=force, log=log)
+    held = held_by_rollback(cfg, memory.layout, force=force, log=log)
     if held is not None:
         return held
-    key, evaluation = evaluation_of_build(cfg, layout)
-    inputs = _publish_inputs(cfg, layout, key)
-    previous = read_record(memory_of(cfg), "published_local")
+    key, evaluation = evaluation_of_build(cfg)
+    inputs = _publish_inputs(cfg, key)
+    previous = current_record(memory, "published_local", PUBLISH_CODE_VERSION, inputs)
     if (
         previous is not None
-        and previous.is_current_for(memory_of(cfg), PUBLISH_CODE_VERSION, inputs)
         and decide(
             stored_verdict(evaluation),
             force=False,
             store_chunk_count=int(previous.facts.get("chunk_count") or 0),
-            checks=blocking_checks(cfg, layout, str(previous.facts.get("store_sha256"))),
+            checks=blocking_checks(cfg, str(previous.facts.get("store_sha256"))),
         ).allowed
     ):
         # The same evaluated bytes are live and untouched (every live file's stat is the
@@ -350,7 +345,7 @@ def publish_to_agent(
         if current is not None:  # this build's known items, asked of the live bytes
             shown.update(known_item_figures(current.known_items))
         return StepResult(previous.data_version, {**shown, "status": "unchanged"})
-    artifacts = gate(cfg, layout, force, evaluation, log, reason)
+    artifacts = gate(cfg, force, evaluation, log, reason)
     try:
         report = publish_local(
             artifacts.store,
@@ -374,22 +369,16 @@ def publish_to_agent(
         log=log,
         forced=artifacts.decision.forced_record(),
     )
-    _record_publication(cfg, layout, inputs, version, report, run_id, artifacts)
+    facts = _record_publication(cfg, inputs, version, report, run_id, artifacts)
     _record_baseline(cfg, evaluation, log)
+    # What was recorded (a forced publication says so where the catalog shows it, with
+    # the person's reason), the verdict in words rather than as recorded.
     metadata: dict[str, Any] = {
+        **facts,
         "status": "updated" if report.changed else "unchanged",
-        "publish_root": str(cfg.publish_root()),
-        "embeddings_published": report.embeddings_published,
         "embeddings_note": report.embeddings_note or "",
-        "chunk_count": report.manifest.chunk_count,
         "dagster/row_count": report.manifest.chunk_count,
-        "store_sha256": report.manifest.store.sha256,
-        "corpus_digest": report.manifest.corpus_digest,
         "verdict": artifacts.verdict.headline() if artifacts.verdict else "none recorded",
-        "decision": artifacts.decision.reason,
-        # A forced publication says so where the catalog shows it, with the person's reason.
-        "forced": artifacts.decision.forced,
-        "force_reason": artifacts.decision.force_reason,
         "force_overrode": artifacts.decision.overrode,
     }
     # The run whose check passed these bytes, and the run that made the manifest now live
@@ -414,7 +403,6 @@ Upload = Callable[
 
 def publish_to_s3(
     cfg: BrainConfig,
-    layout: StateLayout,
     *,
     force: bool,
     run_id: str,
@@ -434,10 +422,10 @@ def publish_to_s3(
             "nothing is materialised"
         )
         return None
-    if held_by_rollback(cfg, layout, force=force, log=log) is not None:
+    if held_by_rollback(cfg, cfg.layout, force=force, log=log) is not None:
         return None
-    _, evaluation = evaluation_of_build(cfg, layout)
-    artifacts = gate(cfg, layout, force, evaluation, log, reason)
+    _, evaluation = evaluation_of_build(cfg)
+    artifacts = gate(cfg, force, evaluation, log, reason)
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(artifacts, run_id)
     try:
         report = upload(

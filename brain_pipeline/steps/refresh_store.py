@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brain_pipeline.config import BrainConfig, CorpusNotFoundError
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.steps.contract import StepFailure
 
 BUILT = "built"
@@ -72,7 +71,7 @@ def refresh_build_store(cfg: BrainConfig) -> StoreRefresh:
     from brain_pipeline.state.run_lease import run_lease
     from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
 
-    layout = StateLayout.of(cfg.build_dir)
+    layout = cfg.layout
     existed = layout.store_file.is_file()
     try:
         cfg.corpus_root()  # where the corpus is, or why there is none
@@ -94,8 +93,8 @@ def refresh_build_store(cfg: BrainConfig) -> StoreRefresh:
             holder=make_holder("brain-pipeline fixture"),
         ):
             snapshot = observe(cfg)
-            chunk_corpus(cfg, layout, snapshot, run_id=RUN_ID, log=_QUIET)
-            result = assemble_knowledge_store(cfg, layout, run_id=RUN_ID, log=_QUIET)
+            chunk_corpus(cfg, snapshot, run_id=RUN_ID, log=_QUIET)
+            result = assemble_knowledge_store(cfg, run_id=RUN_ID, log=_QUIET)
     except LockBusyError as exc:
         if existed:
             return StoreRefresh(

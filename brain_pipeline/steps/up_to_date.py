@@ -52,7 +52,7 @@ from brain_pipeline.corpus.discovery import STATUS_SKIPPED
 from brain_pipeline.corpus.observation import CorpusSnapshot, load_snapshot, observe_corpus
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.ledger import Ledger
-from brain_pipeline.state.records import read_record
+from brain_pipeline.state.records import read_record, store_facts
 from brain_pipeline.utils.digest import file_sha256_or, value_digest
 from brain_pipeline.utils.file_signature import FileSignature
 
@@ -341,7 +341,7 @@ def run_started(
     if pending is not None and pending.get("run_id") == run_id:
         return
     forget(ledger)
-    inputs = current_inputs(cfg, StateLayout.of(cfg.build_dir), run_id)
+    inputs = current_inputs(cfg, cfg.layout, run_id)
     _write_json(ledger, PENDING, {"run_id": run_id, "inputs": inputs})
 
 
@@ -355,7 +355,7 @@ def outcome_body(
     when the publication cannot be verified, or when S3 publishing is configured (only
     a run checks the bucket), there is no record and the next run runs in full.
     """
-    layout = StateLayout.of(cfg.build_dir)
+    layout = cfg.layout
     if cfg.publish.s3.bucket:
         return "S3 publishing is configured (only a run checks the bucket)"
     inputs = current_inputs(cfg, layout, run_id)
@@ -367,8 +367,8 @@ def outcome_body(
         return str(exc)
     # The corpus as the run observed it (the snapshot its store was built from), not as
     # it is now: a file edited during the run then differs at the next check, which runs.
-    store = read_record(memory_of(cfg), "knowledge_store")
-    digest = store.facts.get("corpus_digest") if store is not None else None
+    store = store_facts(memory_of(cfg))
+    digest = store.corpus_digest if store is not None else None
     try:
         snapshot = load_snapshot(layout, str(digest))
     except (OSError, ValueError):
@@ -512,7 +512,7 @@ def _changed_file(recorded: Mapping[str, Any]) -> str | None:
 
 def check(cfg: BrainConfig) -> UpToDate:
     """Whether a full run could change anything now (cheapest comparisons first)."""
-    layout = StateLayout.of(cfg.build_dir)
+    layout = cfg.layout
     body = _read_json(memory_of(cfg).ledger, RECORD)
     if body is None:
         return UpToDate(False, "no successful full run is recorded for this build directory")

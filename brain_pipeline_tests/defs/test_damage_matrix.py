@@ -225,7 +225,7 @@ def test_a_damaged_snapshot_of_the_current_corpus_is_observed_again(
     cfg = load_config(project.config_path)
 
     with caplog.at_level(logging.WARNING, logger="brain_pipeline.damage"):
-        again = stored_snapshot(cfg, StateLayout.of(cfg.build_dir), snapshot.stem)
+        again = stored_snapshot(cfg, snapshot.stem)
 
     assert again.digest == snapshot.stem
     assert load_snapshot(StateLayout.of(cfg.build_dir), snapshot.stem) == again  # stored anew

@@ -150,7 +150,7 @@ def test_a_hash_the_writing_asset_stamped_is_not_computed_again(tmp_path: Path) 
     from there while the file is untouched, and hashes the file once it changed."""
     import hashlib
 
-    from brain_pipeline.state.records import AssetRecord, stamp_outputs, write_record
+    from brain_pipeline.state.records import AssetRecord, FileStamp, write_record
 
     layout = StateLayout.of(tmp_path)
     vectors = layout.embeddings_file
@@ -161,7 +161,7 @@ def test_a_hash_the_writing_asset_stamped_is_not_computed_again(tmp_path: Path) 
         data_version="v",
         code_version="c",
         inputs={},
-        outputs=stamp_outputs(layout, {vectors.name: stamped}),
+        outputs={vectors.name: FileStamp.of(vectors, stamped)},
     )
     write_record(layout, record)
     assert eval_record.known_sha256(layout, vectors) == stamped

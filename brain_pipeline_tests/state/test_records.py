@@ -19,10 +19,10 @@ from brain_pipeline.state.ledger import Ledger
 from brain_pipeline.state.memory import Memory
 from brain_pipeline.state.records import (
     AssetRecord,
+    FileStamp,
     code_version,
     digest_of,
     read_record,
-    stamp_outputs,
     write_record,
 )
 from brain_pipeline.utils.digest import file_sha256, sha256_hex, value_digest
@@ -38,7 +38,7 @@ def _record(layout: StateLayout, sha: str = "s" * 64) -> AssetRecord:
         data_version=sha,
         code_version="store-1",
         inputs={"knowledge_chunks": "v1"},
-        outputs=stamp_outputs(layout, {layout.store_file.name: sha}),
+        outputs={layout.store_file.name: FileStamp.of(layout.store_file, sha)},
         facts={"chunks": 0},
         run_id="run-1",
     )
@@ -99,7 +99,7 @@ def test_a_worker_without_the_output_fetches_it_from_the_blobs(
         a,
         AssetRecord(
             "knowledge_store", sha, "c", {"x": 1},
-            outputs=stamp_outputs(a.layout, {a.layout.store_file.name: sha}),
+            outputs={a.layout.store_file.name: FileStamp.of(a.layout.store_file, sha)},
         ),
     )  # fmt: skip
     b = Memory(Ledger(ledger_url), blobs, StateLayout.of(tmp_path / "b"))

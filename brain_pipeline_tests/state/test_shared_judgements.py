@@ -132,12 +132,12 @@ def test_a_failed_evaluation_on_one_worker_refuses_a_publish_only_launch_on_anot
     layout_b = StateLayout.of(b.build_dir)
     shutil.copyfile(layout_a.store_file, layout_b.store_file)  # the same bytes on B
     clear_views()
-    key, record = evaluation_of_build(b, layout_b)
+    key, record = evaluation_of_build(b)
     assert key == failed.record_key
     verdict = stored_verdict(record)
     assert verdict is not None and verdict.severity == "ERROR"
     with pytest.raises(StepFailure) as refused:
-        gate(b, layout_b, False, record, StepLog())
+        gate(b, False, record, StepLog())
     assert "retrieval_eval failed on this data" in str(refused.value)
     assert "fits_agent_string_limit" not in str(refused.value)  # A's verdict counts on B
 

@@ -49,11 +49,11 @@ def configure(project: Project, **sections: Any) -> Project:
 def build(project: Project, log: StepLog) -> None:
     """Observe, chunk, assemble (and judge the store's size, as the store's step does)
     and (not) embed: the build directory the steps read."""
-    chunk_corpus(project.cfg, project.layout, observe(project.cfg), run_id="r", log=log)
-    assemble_knowledge_store(project.cfg, project.layout, run_id="r", log=log)
+    chunk_corpus(project.cfg, observe(project.cfg), run_id="r", log=log)
+    assemble_knowledge_store(project.cfg, run_id="r", log=log)
     judged = fits_agent_string_limit(project.cfg)
     record_blocking_verdict(project.cfg, "fits_agent_string_limit", judged, "r")
-    embed_store(project.cfg, project.layout, make_embedder=lambda _cfg: None, run_id="r", log=log)
+    embed_store(project.cfg, make_embedder=lambda _cfg: None, run_id="r", log=log)
 
 
 def chunk_ids(project: Project) -> dict[str, str]:

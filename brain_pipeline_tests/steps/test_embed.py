@@ -38,8 +38,8 @@ class ToyEmbedder:
 
 
 def _ingest(project: Project, log: StepLog) -> None:
-    chunk_corpus(project.cfg, project.layout, observe(project.cfg), run_id="r", log=log)
-    assemble_knowledge_store(project.cfg, project.layout, run_id="r", log=log)
+    chunk_corpus(project.cfg, observe(project.cfg), run_id="r", log=log)
+    assemble_knowledge_store(project.cfg, run_id="r", log=log)
 
 
 def test_every_chunk_gets_a_vector_and_a_rerun_embeds_nothing(
@@ -48,7 +48,7 @@ def test_every_chunk_gets_a_vector_and_a_rerun_embeds_nothing(
     _ingest(project, log)
     embedder = ToyEmbedder()
     built = embed_store(
-        project.cfg, project.layout, make_embedder=lambda _cfg: embedder, run_id="r", log=log
+        project.cfg, make_embedder=lambda _cfg: embedder, run_id="r", log=log
     )
     assert len(embedder.texts) == 2
     stored = read_embeddings(project.layout.embeddings_file)
@@ -61,7 +61,7 @@ def test_every_chunk_gets_a_vector_and_a_rerun_embeds_nothing(
 
     again = ToyEmbedder()
     kept = embed_store(
-        project.cfg, project.layout, make_embedder=lambda _cfg: again, run_id="r2", log=log
+        project.cfg, make_embedder=lambda _cfg: again, run_id="r2", log=log
     )
     assert again.texts == [] and kept.data_version == built.data_version
     assert kept.metadata["status"] == "unchanged"
@@ -70,7 +70,7 @@ def test_every_chunk_gets_a_vector_and_a_rerun_embeds_nothing(
 def test_provider_none_embeds_nothing_and_says_so(project: Project, log: StepLog) -> None:
     _ingest(project, log)
     result = embed_store(
-        project.cfg, project.layout, make_embedder=lambda _cfg: None, run_id="r", log=log
+        project.cfg, make_embedder=lambda _cfg: None, run_id="r", log=log
     )
     assert not project.layout.embeddings_file.exists()
     assert result.data_version.startswith("absent-")
@@ -83,5 +83,5 @@ def test_embedding_before_the_store_names_the_step_to_run(
 ) -> None:
     with pytest.raises(StepFailure, match="embeddings needs knowledge_store"):
         embed_store(
-            project.cfg, project.layout, make_embedder=lambda _cfg: None, run_id="r", log=log
+            project.cfg, make_embedder=lambda _cfg: None, run_id="r", log=log
         )

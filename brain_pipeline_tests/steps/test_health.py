@@ -20,8 +20,8 @@ NOW = datetime(2026, 1, 2, tzinfo=UTC)
 
 def _ingest(project: Project) -> None:
     log = StepLog()
-    chunk_corpus(project.cfg, project.layout, observe(project.cfg), run_id="r", log=log)
-    assemble_knowledge_store(project.cfg, project.layout, run_id="r", log=log)
+    chunk_corpus(project.cfg, observe(project.cfg), run_id="r", log=log)
+    assemble_knowledge_store(project.cfg, run_id="r", log=log)
 
 
 def test_before_any_run_each_check_says_which_record_is_missing(project: Project) -> None:

@@ -22,8 +22,8 @@ from brain_pipeline_tests.steps.conftest import Project, StepLog
 
 def _build(project: Project, log: StepLog, run_id: str = "run-1") -> dict[str, object]:
     snapshot = observe(project.cfg)
-    chunk_corpus(project.cfg, project.layout, snapshot, run_id=run_id, log=log)
-    return assemble_knowledge_store(project.cfg, project.layout, run_id=run_id, log=log).metadata
+    chunk_corpus(project.cfg, snapshot, run_id=run_id, log=log)
+    return assemble_knowledge_store(project.cfg, run_id=run_id, log=log).metadata
 
 
 def test_the_steps_build_the_store_the_one_shot_ingest_builds(
@@ -59,14 +59,14 @@ def test_an_edit_reaches_the_store(project: Project, log: StepLog) -> None:
 
 def test_assembling_before_chunking_names_the_step_to_run(project: Project, log: StepLog) -> None:
     with pytest.raises(StepFailure, match=r"knowledge_chunks.*materialise it first"):
-        assemble_knowledge_store(project.cfg, project.layout, run_id="r", log=log)
+        assemble_knowledge_store(project.cfg, run_id="r", log=log)
     assert not project.layout.store_file.exists()
 
 
 def test_problem_files_are_logged_and_counted(project: Project, log: StepLog) -> None:
     project.write("aws/picture.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
     snapshot = observe(project.cfg)
-    shown = chunk_corpus(project.cfg, project.layout, snapshot, run_id="r", log=log).metadata
+    shown = chunk_corpus(project.cfg, snapshot, run_id="r", log=log).metadata
     assert shown["problem_files"] == 1
     assert len(log.warnings) == 1 and log.warnings[0].startswith("aws/picture.md: ")
     facts = snapshot_facts(snapshot, str(project.cfg.build_dir))
