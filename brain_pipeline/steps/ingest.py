@@ -175,7 +175,7 @@ def _remember_chunks(cfg: BrainConfig, layout: StateLayout, store_sha256: str) -
     from brain_pipeline.publishing.local import live_store_file
 
     remember_store(
-        layout,
+        memory_of(cfg),
         layout.store_file,
         datetime.now(UTC),
         seed_store=live_store_file(cfg.publish_root()),

@@ -41,7 +41,6 @@ STATE_FILES = [
     "state/chunks/cache.sqlite",
     "state/chunks/assembled.json",
     "state/store/*.npz",
-    "state/history/chunks.sqlite",
     "state/history/live-ids.npz",
     "state/index/area-*/layers.json",
     "state/index/postings-*/ids.npy",
