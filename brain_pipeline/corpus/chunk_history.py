@@ -45,7 +45,7 @@ import json
 import sqlite3
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,7 +61,7 @@ from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.ledger import Ledger, LedgerError
 from brain_pipeline.state.memory import Memory, memory_for_layout
 from brain_pipeline.utils.atomic import atomic_write_bytes
-from brain_pipeline.utils.damage import check_sqlite, set_aside
+from brain_pipeline.utils.damage import check_sqlite, is_damage, set_aside
 from brain_pipeline.utils.digest import sha256_parts
 
 HISTORY_FILENAME = "chunks.sqlite"
@@ -184,17 +184,6 @@ def _ready(where: Memory | StateLayout) -> tuple[Ledger, StateLayout]:
     return memory.ledger, memory.layout
 
 
-class _OldFileDamaged(Exception):
-    """The pre-ledger history file cannot be read (the ledger's own errors stay apart)."""
-
-
-def _old_rows(conn: sqlite3.Connection, statement: str) -> Iterator[tuple[Any, ...]]:
-    try:
-        yield from conn.execute(statement)
-    except sqlite3.DatabaseError as exc:
-        raise _OldFileDamaged(f"{type(exc).__name__}: {exc}") from exc
-
-
 def _import_old_file(ledger: Ledger, path: Path) -> None:
     """Read the pre-ledger history file at `path` into the ledger in one transaction, then
     remove it; a damaged one is set aside (one WARN line) and nothing is read.
@@ -205,46 +194,43 @@ def _import_old_file(ledger: Ledger, path: Path) -> None:
     A file without the live flag (its first layout) marked a live id by `last_seen`
     equal to the latest store's time.
     """
-    old = sqlite3.connect(path, isolation_level=None)
     try:
-        try:
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as old:
             check_sqlite(old, path)
             columns = {row[1] for row in old.execute("PRAGMA table_info(seen)")}
-        except sqlite3.DatabaseError as exc:
-            raise _OldFileDamaged(f"{type(exc).__name__}: {exc}") from exc
-        live = (
-            "live"
-            if "live" in columns
-            else ("last_seen = (SELECT recorded_at FROM stores ORDER BY seq DESC LIMIT 1)")
-        )
-        with ledger.transaction() as cursor:
-            _lock(ledger, cursor)
-            cursor.execute("SELECT 1 FROM chunk_stores LIMIT 1")
-            if cursor.fetchone() is not None:
-                live = "0"
-            else:
-                digest = "live_digest" if "live_digest" in columns else "NULL"
-                cursor.executemany(
-                    ledger.sql("INSERT INTO chunk_stores (recorded_at, chunks, new, "
-                               "live_digest) VALUES (?, ?, ?, ?)"),
-                    _old_rows(old, f"SELECT recorded_at, chunks, new, {digest} FROM stores "
-                                   "ORDER BY seq"),
-                )  # fmt: skip
-            cursor.executemany(
-                ledger.sql("INSERT INTO chunk_texts VALUES (?, ?) ON CONFLICT (id) DO NOTHING"),
-                _old_rows(old, "SELECT id, text FROM texts"),
-            )
-            cursor.executemany(
-                ledger.sql("INSERT INTO chunk_seen VALUES (?, ?, ?, ?, ?, ?, ?) "
-                           "ON CONFLICT (id) DO NOTHING"),
-                _old_rows(old, "SELECT id, area, source, heading, first_seen, last_seen, "
-                               f"{live} FROM seen"),
+            if "id" not in columns:
+                raise sqlite3.DatabaseError("no chunk history in it")
+            live = "live" if "live" in columns else (
+                "last_seen = (SELECT recorded_at FROM stores ORDER BY seq DESC LIMIT 1)"
             )  # fmt: skip
-    except _OldFileDamaged as exc:
-        old.close()
+            with ledger.transaction() as cursor:
+                _lock(ledger, cursor)
+                cursor.execute("SELECT 1 FROM chunk_stores LIMIT 1")
+                if cursor.fetchone() is not None:
+                    live = "0"
+                else:
+                    digest = "live_digest" if "live_digest" in columns else "NULL"
+                    cursor.executemany(
+                        ledger.sql("INSERT INTO chunk_stores (recorded_at, chunks, new, "
+                                   "live_digest) VALUES (?, ?, ?, ?)"),
+                        old.execute(f"SELECT recorded_at, chunks, new, {digest} FROM stores "
+                                    "ORDER BY seq"),
+                    )  # fmt: skip
+                cursor.executemany(
+                    ledger.sql("INSERT INTO chunk_texts VALUES (?, ?) ON CONFLICT (id) DO NOTHING"),
+                    old.execute("SELECT id, text FROM texts"),
+                )
+                cursor.executemany(
+                    ledger.sql("INSERT INTO chunk_seen VALUES (?, ?, ?, ?, ?, ?, ?) "
+                               "ON CONFLICT (id) DO NOTHING"),
+                    old.execute("SELECT id, area, source, heading, first_seen, last_seen, "
+                                f"{live} FROM seen"),
+                )  # fmt: skip
+    except Exception as exc:
+        if not is_damage(exc):
+            raise
         set_aside(path, what="chunk history", consequence=HISTORY_RESEEDED, cause=exc)
         return
-    old.close()
     for companion in (path.with_name(path.name + "-journal"), path):
         companion.unlink(missing_ok=True)
 

@@ -36,9 +36,7 @@ PROBLEM_ROWS_KEPT = 500
 
 def observe(cfg: BrainConfig) -> CorpusSnapshot:
     """A fresh observation of the configured corpus (the file index makes it cheap)."""
-    return observe_corpus(
-        cfg.corpus_root(), StateLayout.of(cfg.build_dir), limits=cfg.ingest_limits()
-    )
+    return observe_corpus(cfg.corpus_root(), memory_of(cfg), limits=cfg.ingest_limits())
 
 
 def fixture_version(cfg: BrainConfig) -> str:
@@ -143,7 +141,7 @@ def stored_snapshot(cfg: BrainConfig, layout: StateLayout, digest: str) -> Corpu
     from brain_pipeline.corpus.observation import SnapshotNotFoundError, load_snapshot
 
     try:
-        return load_snapshot(layout, digest)
+        return load_snapshot(memory_of(cfg), digest)
     except SnapshotNotFoundError:
         again = observe(cfg)
         if again.digest != digest:
