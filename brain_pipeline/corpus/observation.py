@@ -146,8 +146,10 @@ def _ready(where: Where) -> Memory:
 
 def _import_old_files(memory: Memory) -> None:
     """Read the pre-ledger index (`files.json`) and snapshots (`snapshots/<digest>.json`)
-    in, then remove them. Rows the ledger has win; a damaged old index only costs one
-    hashing pass, and a damaged snapshot is found (and dropped) when it is loaded."""
+    in, then remove them. An old index row replaces the ledger's for its file (each is a
+    hash taken of it; the signature decides whether it is trusted), a snapshot the ledger
+    has stays; a damaged old index only costs one hashing pass, and a damaged snapshot is
+    found (and dropped) when it is loaded."""
     layout = memory.layout
     try:
         files = json.loads(layout.files_index.read_bytes().decode("utf-8", "surrogateescape"))
