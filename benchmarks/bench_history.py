@@ -3,13 +3,13 @@
 Usage: python benchmarks/bench_history.py [--chunks 200000] [--changed 1000] [--repeat 5]
 
 Synthetic chunks (about 370 characters each, 40 per file, 4 areas) go through
-`record_store` three times into a fresh build directory: the first store (every id
-new), the same store again (nothing new: the steady state of a re-run), and a store
-where `--changed` chunks were edited (new ids). Prints seconds per call, the history
-file's size, and the time of one `lookup`. The sequence is repeated `--repeat` times
-(default 5) into a fresh build directory; each figure is the median [min-max] over the
-repeats (benchmarks/_figures.py), with a reference unit timed between them to state the
-machine's speed.
+`record_store` three times into a fresh build directory (its default ledger): the
+first store (every id new), the same store again (nothing new: the steady state of a
+re-run), and a store where `--changed` chunks were edited (new ids). Prints seconds per
+call, the history's compressed text bytes, and the time of one `lookup`. The sequence
+is repeated `--repeat` times (default 5) into a fresh build directory; each figure is
+the median [min-max] over the repeats (benchmarks/_figures.py), with a reference unit
+timed between them to state the machine's speed.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def main() -> int:
             lookups.append((time.perf_counter() - start) * 1000)
             assert entry is not None
         session.note_reference()
-    print(f"history file: {size / 1e6:.1f} MB for {ids} ids")
+    print(f"history texts: {size / 1e6:.1f} MB compressed for {ids} ids")
     print("summary, median [min-max] over the repeats:")
     for label, values in seconds.items():
         print(f"  {label:<24} {Figure.of(values).text('{:.2f}', 's')}")

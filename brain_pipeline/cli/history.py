@@ -8,9 +8,10 @@ import sys
 HELP = "explain a chunk id from the chunk history (text, provenance, when live)"
 DESCRIPTION = """\
 Print what chunk ID was: its area, source file, heading and text, when it was first
-written to a store and when it was last live, from the chunk history kept in the build
-directory (state/history/). Exit 0 when found, 1 when the history does not know the id,
-2 when the configuration is unusable.
+written to a store and when it was last live, from the chunk history kept in the ledger
+(state.ledger: every worker sharing it sees the same history; with --build-dir, that
+directory's own ledger). Exit 0 when found, 1 when the history does not know the id, 2
+when the configuration or the ledger is unusable.
 """
 
 
@@ -26,22 +27,27 @@ def run(args: argparse.Namespace) -> int:
 
     from brain_pipeline.corpus.chunk_history import HistoryError, lookup, stats
     from brain_pipeline.corpus.jscompat import json_stringify
+    from brain_pipeline.state.blobs import BlobError
     from brain_pipeline.state.layout import StateLayout
+    from brain_pipeline.state.ledger import LedgerError
+    from brain_pipeline.state.memory import Memory
 
+    where: Memory | StateLayout
     try:
         if args.build_dir:
             build_dir = Path(args.build_dir)
+            where = StateLayout.of(build_dir)
         else:
-            from brain_pipeline.config import load_config
+            from brain_pipeline.config import load_config, memory_of
 
-            build_dir = load_config().build_dir
-        layout = StateLayout.of(build_dir)
-        entry = lookup(layout, args.id.strip().lower())
-    except (ValueError, HistoryError) as exc:
+            cfg = load_config()
+            build_dir, where = cfg.build_dir, memory_of(cfg)
+        entry = lookup(where, args.id.strip().lower())
+    except (ValueError, HistoryError, LedgerError, BlobError) as exc:
         print(f"brain-pipeline history: {exc}", file=sys.stderr)
         return 2
     if entry is None:
-        known = stats(layout)
+        known = stats(where)
         print(
             f"brain-pipeline history: {args.id} is not in the chunk history of {build_dir} "
             f"({known['ids']} ids from {known['stores']} recorded store(s))",

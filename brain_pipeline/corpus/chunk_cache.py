@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from brain_pipeline.corpus.discovery import (
     REASON_UNREADABLE,
@@ -39,11 +39,13 @@ from brain_pipeline.corpus.file_chunks import (
     describe_entry,
     ingest_file,
 )
-from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.utils.damage import check_sqlite, healed
+
+if TYPE_CHECKING:  # only its type: the snapshot's storage is no part of the chunking key
+    from brain_pipeline.corpus.observation import CorpusSnapshot
 
 CACHE_FILENAME = "cache.sqlite"
 #: What `serialize_store` writes between two chunks' fragments.

@@ -2,13 +2,15 @@
 
 Chunk ids are content hashes. When a labelled paragraph is edited its id disappears from
 the store, and without a record of what the id *was* nobody can tell which new passage
-replaced it. This module keeps, in `StateLayout.history_dir`, one SQLite file:
+replaced it. This module keeps, in the ledger (`state.ledger`, this area's own tables),
 
-    texts(id PRIMARY KEY, text BLOB)            zlib-compressed content, written once
-    seen(id PRIMARY KEY, area, source, heading, first_seen, last_seen, live)
-    stores(seq, recorded_at, chunks, new, live_digest)   one row per recorded store
+    chunk_texts(id PRIMARY KEY, text)          zlib-compressed content, written once
+    chunk_seen(id PRIMARY KEY, area, source, heading, first_seen, last_seen, live)
+    chunk_stores(seq, recorded_at, chunks, new, live_digest)   one row per recorded store
 
-and `live-ids.npz`, the sorted ids (with their areas) of the latest recorded store.
+so every worker sharing the ledger (PostgreSQL on several machines) explains the same
+ids, and in the build directory `live-ids.npz`, the sorted ids (with their areas) of the
+latest recorded store: a local cache a fresh worker starts without.
 
 Content-addressed and append-only: a text row is inserted the first time its id is
 seen and never rewritten (the id *is* the hash of the text).
@@ -17,32 +19,33 @@ Recording a store writes only what changed since the previous one. The new store
 are compared with `live-ids.npz` (numpy, sorted arrays): ids that appeared are decoded
 and upserted with their provenance, ids that vanished get `live = 0` and `last_seen` =
 the previous store's time, ids that moved to another area get their area. A live id's
-`last_seen` is the latest store's time, so it needs no write. Schema 1 rewrote
-`last_seen` of every live row per store: 6 s at 1.1M chunks for a one-file edit.
+`last_seen` is the latest store's time, so it needs no write (rewriting `last_seen` of
+every live row per store cost 6 s at 1.1M chunks for a one-file edit).
 
 `live-ids.npz` is written after the commit and trusted only when its digest equals the
-one the latest `stores` row recorded; otherwise (a crash between the two, a deleted
-file, a database written by schema 1) the live set is read from `seen` instead.
+one the latest `chunk_stores` row recorded; otherwise (a crash between the two, a
+deleted file, another worker recorded the latest store) the live set is read from
+`chunk_seen` instead.
 
 What is not tracked: the source and heading of an id that stays live while its file is
 renamed (they are those of when the id last appeared); following them would mean
 decoding every chunk of every store.
 
-SQLite rather than JSON lines: the lookups are indexed at a million rows, and a crash
-mid-write rolls back.
+Upgrade: a build directory made before the ledger kept this history in its own SQLite
+file (`state/history/chunks.sqlite`, with or without the live flag). The first use reads
+it into the ledger (`_import_old_file`) and removes it; into a ledger that already holds
+another worker's stores, its texts and provenance are added as no longer live.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import io
 import json
 import sqlite3
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import closing, contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,53 +58,35 @@ from brain_pipeline.corpus.id_lookup import id_keys, lookup_sorted
 from brain_pipeline.corpus.jscompat import json_stringify, parse_json
 from brain_pipeline.corpus.store import NO_HEADING, heading_text
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.ledger import Ledger, LedgerError
+from brain_pipeline.state.memory import Memory, memory_for_layout
 from brain_pipeline.utils.atomic import atomic_write_bytes
-from brain_pipeline.utils.damage import check_sqlite, healed
+from brain_pipeline.utils.damage import check_sqlite, is_damage, set_aside
 from brain_pipeline.utils.digest import sha256_parts
 
 HISTORY_FILENAME = "chunks.sqlite"
+"""The pre-ledger history file, read into the ledger once (`_import_old_file`)."""
 LIVE_FILENAME = "live-ids.npz"
 _ZLIB_LEVEL = 6
 _DECODE_BATCH = 32_768
 """Appearing chunks are decoded and written this many at a time (bounds the memory of
 recording a first store of a million chunks)."""
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS texts (
-    id TEXT PRIMARY KEY,
-    text BLOB NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS seen (
-    id TEXT PRIMARY KEY,
-    area TEXT NOT NULL,
-    source TEXT NOT NULL,
-    heading TEXT,
-    first_seen TEXT NOT NULL,
-    last_seen TEXT NOT NULL,
-    live INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS stores (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    recorded_at TEXT NOT NULL,
-    chunks INTEGER NOT NULL,
-    new INTEGER NOT NULL,
-    live_digest TEXT
-);
+AREA = "chunk_history"
+DDL = """
+CREATE TABLE IF NOT EXISTS chunk_texts (id TEXT PRIMARY KEY, text BYTEA NOT NULL);
+CREATE TABLE IF NOT EXISTS chunk_seen (
+  id TEXT PRIMARY KEY, area TEXT NOT NULL, source TEXT NOT NULL, heading TEXT,
+  first_seen TEXT NOT NULL, last_seen TEXT NOT NULL, live INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS chunk_stores (
+  seq {serial}, recorded_at TEXT NOT NULL, chunks INTEGER NOT NULL, new INTEGER NOT NULL,
+  live_digest TEXT)
 """
-
-_UPGRADE_FROM_1 = """
-ALTER TABLE seen ADD COLUMN live INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE stores ADD COLUMN live_digest TEXT;
-UPDATE seen SET live = 1
-    WHERE last_seen = (SELECT recorded_at FROM stores ORDER BY seq DESC LIMIT 1);
-"""
-"""Schema 1 marked a live id by last_seen == the latest store's time."""
-_ADDED_SINCE_1 = {"seen": "live", "stores": "live_digest"}
-"""The columns `_UPGRADE_FROM_1` adds: a file without just these is of schema 1."""
+"""BYTEA is PostgreSQL's binary type; SQLite stores bytes under any declared type."""
 
 
 class HistoryError(RuntimeError):
-    """The history file cannot be used (newer schema, not a SQLite file, corrupt)."""
+    """The ledger holding the history cannot be opened (the cause says why)."""
 
 
 class ChunkLike(Protocol):
@@ -168,6 +153,7 @@ class RecordOutcome:
 
 
 def history_file(layout: StateLayout) -> Path:
+    """The pre-ledger history file of `layout` (gone once read into the ledger)."""
     return layout.history_dir / HISTORY_FILENAME
 
 
@@ -185,103 +171,75 @@ HISTORY_RESEEDED = (
 )
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
-
-    def connect() -> sqlite3.Connection:
-        conn = sqlite3.connect(path, isolation_level=None)
-        try:
-            check_sqlite(conn, path)
-            conn.execute("PRAGMA journal_mode=DELETE")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA temp_store=MEMORY")
-            if _columns(conn) != _schema_columns():
-                _create_or_upgrade(conn, path)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
-
+def _ready(where: Memory | StateLayout) -> tuple[Ledger, StateLayout]:
+    """The ledger with this area's tables, the old history file of the build directory
+    read in (once: it is removed after), and the build directory for the sidecar."""
     try:
-        return healed(path, connect, what="chunk history", consequence=HISTORY_RESEEDED)
-    except sqlite3.DatabaseError as exc:
-        raise HistoryError(
-            f"{path}: unreadable chunk history ({exc}); run `mv {path} {path}.damaged` "
-            "and run again: a new history is seeded from the live published store"
-        ) from exc
+        memory = where if isinstance(where, Memory) else memory_for_layout(where)
+        memory.ledger.ensure_tables(AREA, DDL)
+    except LedgerError as exc:
+        raise HistoryError(str(exc)) from None
+    if history_file(memory.layout).is_file():
+        _import_old_file(memory.ledger, history_file(memory.layout))
+    return memory.ledger, memory.layout
 
 
-def _columns(conn: sqlite3.Connection) -> dict[str, list[str]]:
-    """Each table's columns, as the file has them (none: the table does not exist)."""
-    return {
-        table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
-        for table in ("texts", "seen", "stores")
-    }
+def _import_old_file(ledger: Ledger, path: Path) -> None:
+    """Read the pre-ledger history file at `path` into the ledger in one transaction, then
+    remove it; a damaged one is set aside (one WARN line) and nothing is read.
 
-
-@functools.cache
-def _schema_columns() -> dict[str, list[str]]:
-    """The columns `_SCHEMA` creates, computed from its text: the layout is checked
-    against the DDL itself, so there is no schema number to bump by hand."""
-    with closing(sqlite3.connect(":memory:")) as conn:
-        conn.executescript(_SCHEMA)
-        return _columns(conn)
-
-
-def _create_or_upgrade(conn: sqlite3.Connection, path: Path) -> None:
-    """Create the schema or upgrade schema 1 in place, in one transaction; a layout of
-    neither (a newer release's) is refused.
-
-    The columns are read again inside the write lock: two processes opening a fresh file
-    at once must not both run the script.
+    Into an empty ledger everything comes over (stores, live flags, so the sidecar's
+    digest still matches). A ledger holding another worker's stores keeps its own live
+    set: the file's texts and provenance are added as no longer live, ids it knows win.
+    A file without the live flag (its first layout) marked a live id by `last_seen`
+    equal to the latest store's time.
     """
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        current, wanted = _columns(conn), _schema_columns()
-        schema_1 = {
-            table: [column for column in columns if column != _ADDED_SINCE_1.get(table)]
-            for table, columns in wanted.items()
-        }
-        if current != wanted:
-            if not any(current.values()):
-                script = _SCHEMA
-            elif current == schema_1:
-                script = _UPGRADE_FROM_1
-            else:
-                raise HistoryError(
-                    f"{path}: chunk history tables {current} are not this code's (a newer "
-                    "release wrote them?); upgrade brain-pipeline"
+        with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as old:
+            check_sqlite(old, path)
+            columns = {row[1] for row in old.execute("PRAGMA table_info(seen)")}
+            if "id" not in columns:
+                raise sqlite3.DatabaseError("no chunk history in it")
+            live = "live" if "live" in columns else (
+                "last_seen = (SELECT recorded_at FROM stores ORDER BY seq DESC LIMIT 1)"
+            )  # fmt: skip
+            with ledger.transaction() as cursor:
+                _lock(ledger, cursor)
+                cursor.execute("SELECT 1 FROM chunk_stores LIMIT 1")
+                if cursor.fetchone() is not None:
+                    live = "0"
+                else:
+                    digest = "live_digest" if "live_digest" in columns else "NULL"
+                    cursor.executemany(
+                        ledger.sql("INSERT INTO chunk_stores (recorded_at, chunks, new, "
+                                   "live_digest) VALUES (?, ?, ?, ?)"),
+                        old.execute(f"SELECT recorded_at, chunks, new, {digest} FROM stores "
+                                    "ORDER BY seq"),
+                    )  # fmt: skip
+                cursor.executemany(
+                    ledger.sql("INSERT INTO chunk_texts VALUES (?, ?) ON CONFLICT (id) DO NOTHING"),
+                    old.execute("SELECT id, text FROM texts"),
                 )
-            for statement in filter(str.strip, script.split(";")):
-                conn.execute(statement)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+                cursor.executemany(
+                    ledger.sql("INSERT INTO chunk_seen VALUES (?, ?, ?, ?, ?, ?, ?) "
+                               "ON CONFLICT (id) DO NOTHING"),
+                    old.execute("SELECT id, area, source, heading, first_seen, last_seen, "
+                                f"{live} FROM seen"),
+                )  # fmt: skip
+    except Exception as exc:
+        if not is_damage(exc):
+            raise
+        set_aside(path, what="chunk history", consequence=HISTORY_RESEEDED, cause=exc)
+        return
+    for companion in (path.with_name(path.name + "-journal"), path):
+        companion.unlink(missing_ok=True)
 
 
-@contextmanager
-def _open(layout: StateLayout) -> Iterator[sqlite3.Connection]:
-    with closing(_connect(history_file(layout))) as conn:
-        yield conn
-
-
-@contextmanager
-def _recording(conn: sqlite3.Connection) -> Iterator[None]:
-    """One write transaction for a recorded store.
-
-    SQLite may already have rolled back when something failed (a full disk does): a
-    second ROLLBACK would raise and hide the real cause, so it is issued only if needed.
-    """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+def _lock(ledger: Ledger, cursor: Any) -> None:
+    """Serialise writers of the history until the transaction ends: SQLite's writer
+    holds the file already; on PostgreSQL a transaction-scoped advisory lock."""
+    if ledger.backend == "postgresql":
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('brain-pipeline:chunk-history'))")
 
 
 @dataclass(frozen=True)
@@ -312,12 +270,14 @@ class _LiveSet:
     def digest(self) -> str:
         """Names this live set in the history database (the sidecar is trusted only when
         it digests as recorded): its id dtype, ids, area codes and area names."""
-        return sha256_parts((
-            str(self.ids.dtype).encode("ascii") + b"\0",
-            self.ids.tobytes(),
-            self.areas.astype("<i4").tobytes(),
-            "\n".join(self.names).encode("utf-8"),
-        ))
+        return sha256_parts(
+            (
+                str(self.ids.dtype).encode("ascii") + b"\0",
+                self.ids.tobytes(),
+                self.areas.astype("<i4").tobytes(),
+                "\n".join(self.names).encode("utf-8"),
+            )
+        )
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
@@ -385,14 +345,13 @@ def _live_file(layout: StateLayout) -> Path:
     return layout.history_dir / LIVE_FILENAME
 
 
-def _previous(conn: sqlite3.Connection, layout: StateLayout) -> tuple[_LiveSet, str | None]:
+def _previous(cursor: Any, layout: StateLayout) -> tuple[_LiveSet, str | None]:
     """The latest recorded store's live set and time (empty and None before the first).
 
     The sidecar is trusted only when its digest is the one that store recorded.
     """
-    row = conn.execute(
-        "SELECT recorded_at, live_digest FROM stores ORDER BY seq DESC LIMIT 1"
-    ).fetchone()
+    cursor.execute("SELECT recorded_at, live_digest FROM chunk_stores ORDER BY seq DESC LIMIT 1")
+    row = cursor.fetchone()
     if row is None:
         return _LiveSet.empty(), None
     stamp, digest = row
@@ -401,16 +360,16 @@ def _previous(conn: sqlite3.Connection, layout: StateLayout) -> tuple[_LiveSet, 
         try:
             live = _LiveSet.read(path)
         except (OSError, ValueError, KeyError, zipfile.BadZipFile, UnicodeDecodeError):
-            pass  # damaged: read the live set from the database below
+            pass  # damaged: read the live set from the ledger below
         else:
             if live.digest() == digest:
                 return live, str(stamp)
-    rows = conn.execute("SELECT id, area FROM seen WHERE live = 1").fetchall()
-    return _LiveSet.from_rows(rows), str(stamp)
+    cursor.execute("SELECT id, area FROM chunk_seen WHERE live = 1")
+    return _LiveSet.from_rows(cursor.fetchall()), str(stamp)
 
 
 def _record(
-    layout: StateLayout,
+    where: Memory | StateLayout,
     live: _LiveSet,
     first: npt.NDArray[np.intp],
     chunks_at: Callable[[list[int]], Sequence[ChunkLike]],
@@ -423,45 +382,46 @@ def _record(
     """
     stamp = _timestamp(when)
     digest = live.digest()
+    ledger, layout = _ready(where)
+    sql = ledger.sql
     new = 0
-    with _open(layout) as conn, _recording(conn):
-        previous, previous_stamp = _previous(conn, layout)
+    with ledger.transaction() as cursor:
+        _lock(ledger, cursor)
+        previous, previous_stamp = _previous(cursor, layout)
         changes = _changes(previous, live)
         cache: dict[Any, str | None] = {}
         for start in range(0, len(changes.appeared), _DECODE_BATCH):
             rows = changes.appeared[start : start + _DECODE_BATCH]
             positions = np.sort(first[rows])
             fresh = chunks_at(positions.tolist())
-            inserted = conn.executemany(
-                "INSERT OR IGNORE INTO texts VALUES (?, ?)",
+            cursor.executemany(
+                sql("INSERT INTO chunk_texts VALUES (?, ?) ON CONFLICT (id) DO NOTHING"),
                 ((c.id, zlib.compress(c.content.encode("utf-8", "surrogatepass"), _ZLIB_LEVEL))
                  for c in fresh),
-            )
-            new += max(inserted.rowcount, 0)
+            )  # fmt: skip
+            new += max(cursor.rowcount, 0)
             # An id that comes back takes the provenance it has now.
-            conn.executemany(
-                "INSERT INTO seen (id, area, source, heading, first_seen, last_seen, live) "
-                "VALUES (?, ?, ?, ?, ?, ?, 1) ON CONFLICT(id) DO UPDATE SET "
-                "area = excluded.area, source = excluded.source, heading = excluded.heading, "
-                "last_seen = excluded.last_seen, live = 1",
-                (
-                    (c.id, c.area, c.source, _encode_heading(c.heading, cache), stamp, stamp)
-                    for c in fresh
-                ),
-            )
-        conn.executemany(
-            "UPDATE seen SET live = 0, last_seen = ? WHERE id = ?",
+            cursor.executemany(
+                sql("INSERT INTO chunk_seen VALUES (?, ?, ?, ?, ?, ?, 1) ON CONFLICT (id) DO "
+                    "UPDATE SET area = excluded.area, source = excluded.source, heading = "
+                    "excluded.heading, last_seen = excluded.last_seen, live = 1"),
+                ((c.id, c.area, c.source, _encode_heading(c.heading, cache), stamp, stamp)
+                 for c in fresh),
+            )  # fmt: skip
+        cursor.executemany(
+            sql("UPDATE chunk_seen SET live = 0, last_seen = ? WHERE id = ?"),
             ((previous_stamp, key) for key in previous.id_list(changes.vanished)),
         )
-        conn.executemany(
-            "UPDATE seen SET area = ? WHERE id = ?",
+        cursor.executemany(
+            sql("UPDATE chunk_seen SET area = ? WHERE id = ?"),
             zip(live.area_names(changes.moved).tolist(), live.id_list(changes.moved), strict=True),
         )
-        conn.execute(
-            "INSERT INTO stores (recorded_at, chunks, new, live_digest) VALUES (?, ?, ?, ?)",
+        cursor.execute(
+            sql("INSERT INTO chunk_stores (recorded_at, chunks, new, live_digest) "
+                "VALUES (?, ?, ?, ?)"),
             (stamp, len(live.ids), new, digest),
-        )
-    with contextlib.suppress(OSError):  # without it the next record reads `seen` instead
+        )  # fmt: skip
+    with contextlib.suppress(OSError):  # without it the next record reads `chunk_seen`
         atomic_write_bytes(_live_file(layout), live.to_bytes())
     return RecordOutcome(chunks=len(live.ids), new=new, recorded_at=stamp)
 
@@ -503,7 +463,9 @@ def _decode_heading(raw: str | None) -> Any:
         return parse_json(raw)
 
 
-def record_store(layout: StateLayout, chunks: Iterable[ChunkLike], when: datetime) -> RecordOutcome:
+def record_store(
+    where: Memory | StateLayout, chunks: Iterable[ChunkLike], when: datetime
+) -> RecordOutcome:
     """Record that the store made of `chunks` was written at `when`.
 
     Only chunks whose id the previous recorded store did not hold are read for their
@@ -515,18 +477,16 @@ def record_store(layout: StateLayout, chunks: Iterable[ChunkLike], when: datetim
     codes = np.array([names.setdefault(c.area, len(names)) for c in stored], dtype=np.int32)
     ids = np.array([c.id.encode("utf-8") for c in stored]) if stored else np.zeros(0, "S1")
     live, first = _LiveSet.of_store(ids, codes, list(names))
-    return _record(layout, live, first, lambda positions: [stored[p] for p in positions], when)
+    return _record(where, live, first, lambda positions: [stored[p] for p in positions], when)
 
 
-def is_empty(layout: StateLayout) -> bool:
+def is_empty(where: Memory | StateLayout) -> bool:
     """True when no store has been recorded (the cue to `seed_from_store`)."""
-    if not history_file(layout).exists():
-        return True
-    with _open(layout) as conn:
-        return conn.execute("SELECT 1 FROM stores LIMIT 1").fetchone() is None
+    ledger, _ = _ready(where)
+    return not ledger.query("SELECT 1 FROM chunk_stores LIMIT 1")
 
 
-def record_store_view(layout: StateLayout, view: Any, when: datetime) -> RecordOutcome:
+def record_store_view(where: Memory | StateLayout, view: Any, when: datetime) -> RecordOutcome:
     """`record_store` for a store read through a `StoreView`, decoding only new chunks.
 
     Re-recording a store of a million chunks after a one-file edit must not decode a
@@ -534,11 +494,11 @@ def record_store_view(layout: StateLayout, view: Any, when: datetime) -> RecordO
     appeared since the previous recorded store are decoded.
     """
     live, first = _LiveSet.of_store(view.id_array, view.area_codes, list(view.area_names))
-    return _record(layout, live, first, view.chunks_at, when)
+    return _record(where, live, first, view.chunks_at, when)
 
 
 def seed_from_store(
-    layout: StateLayout, store_file: Path | str, when: datetime | None = None
+    where: Memory | StateLayout, store_file: Path | str, when: datetime | None = None
 ) -> RecordOutcome | None:
     """Record a store file (on a fresh clone: the live published store) into the history.
 
@@ -553,11 +513,11 @@ def seed_from_store(
         return None
     stamp = when or datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
     # No layout: a published store's sidecar must not be written into the build's cache.
-    return record_store_view(layout, open_store_view(path), stamp)
+    return record_store_view(where, open_store_view(path), stamp)
 
 
 def remember_store(
-    layout: StateLayout,
+    where: Memory | StateLayout,
     store_file: Path | str,
     when: datetime,
     *,
@@ -573,21 +533,17 @@ def remember_store(
     """
     from brain_pipeline.corpus.store_reader import open_store_view
 
-    if seed_store is not None and is_empty(layout):
-        seed_from_store(layout, seed_store)
+    if seed_store is not None and is_empty(where):
+        seed_from_store(where, seed_store)
+    layout = where.layout if isinstance(where, Memory) else where
     view = open_store_view(store_file, layout, sha256=sha256)
-    return record_store_view(layout, view, when)
+    return record_store_view(where, view, when)
 
 
 _LOOKUP = (
     "SELECT s.id, t.text, s.area, s.source, s.heading, s.first_seen, s.last_seen, s.live "
-    "FROM seen s JOIN texts t ON t.id = s.id WHERE s.id = ?"
+    "FROM chunk_seen s JOIN chunk_texts t ON t.id = s.id WHERE s.id = ?"
 )
-
-
-def _latest(conn: sqlite3.Connection) -> str | None:
-    row = conn.execute("SELECT recorded_at FROM stores ORDER BY seq DESC LIMIT 1").fetchone()
-    return None if row is None else str(row[0])
 
 
 def _entry(row: tuple[Any, ...], latest: str | None) -> HistoryEntry:
@@ -607,32 +563,34 @@ def _entry(row: tuple[Any, ...], latest: str | None) -> HistoryEntry:
     )
 
 
-def lookup(layout: StateLayout, chunk_id: str) -> HistoryEntry | None:
+def lookup(where: Memory | StateLayout, chunk_id: str) -> HistoryEntry | None:
     """What `chunk_id` was, or None when no recorded store ever held it."""
-    return lookup_many(layout, [chunk_id]).get(chunk_id)
+    return lookup_many(where, [chunk_id]).get(chunk_id)
 
 
-def lookup_many(layout: StateLayout, chunk_ids: Iterable[str]) -> dict[str, HistoryEntry]:
-    """`lookup` for several ids in one connection; unknown ids are absent from the result."""
+def lookup_many(where: Memory | StateLayout, chunk_ids: Iterable[str]) -> dict[str, HistoryEntry]:
+    """`lookup` for several ids in one transaction; unknown ids are absent from the result."""
     wanted = list(dict.fromkeys(chunk_ids))
-    if not wanted or not history_file(layout).exists():
+    if not wanted:
         return {}
+    ledger, _ = _ready(where)
     found: dict[str, HistoryEntry] = {}
-    with _open(layout) as conn:
-        latest = _latest(conn)
+    with ledger.transaction(write=False) as cursor:
+        cursor.execute("SELECT recorded_at FROM chunk_stores ORDER BY seq DESC LIMIT 1")
+        latest = cursor.fetchone()
+        statement = ledger.sql(_LOOKUP)
         for key in wanted:
-            row = conn.execute(_LOOKUP, (key,)).fetchone()
+            cursor.execute(statement, (key,))
+            row = cursor.fetchone()
             if row is not None:
-                found[key] = _entry(row, latest)
+                found[key] = _entry(row, None if latest is None else str(latest[0]))
     return found
 
 
-def stats(layout: StateLayout) -> dict[str, Any]:
-    """Size figures: ids known, stores recorded, file bytes (for logs and benchmarks)."""
-    path = history_file(layout)
-    if not path.exists():
-        return {"ids": 0, "stores": 0, "bytes": 0}
-    with _open(layout) as conn:
-        ids = conn.execute("SELECT count(*) FROM seen").fetchone()[0]
-        stores = conn.execute("SELECT count(*) FROM stores").fetchone()[0]
-    return {"ids": int(ids), "stores": int(stores), "bytes": path.stat().st_size}
+def stats(where: Memory | StateLayout) -> dict[str, Any]:
+    """Size figures: ids known, stores recorded, compressed text bytes (logs, benchmarks)."""
+    ledger, _ = _ready(where)
+    ((ids,),) = ledger.query("SELECT count(*) FROM chunk_seen")
+    ((stores,),) = ledger.query("SELECT count(*) FROM chunk_stores")
+    ((size,),) = ledger.query("SELECT coalesce(sum(length(text)), 0) FROM chunk_texts")
+    return {"ids": int(ids), "stores": int(stores), "bytes": int(size)}

@@ -3,10 +3,10 @@
 (The blobs, shared by every worker, are collected by reachability over the ledger:
 `steps.publications.collect_blobs`, which `brain-pipeline gc` runs after these.)
 
-Everything under `state/` is a cache keyed by content (snapshots by corpus digest, chunk
-cache rows by file hash, indexes by chunk digest), so each corpus edit adds entries and
-nothing would ever leave. What is *live* is named by the records: the snapshot the
-chunks were made from, the one the published store was built from, and the latest
+What is collected here is keyed by content (snapshots in the ledger and blobs by corpus
+digest, chunk cache rows by file hash, indexes by chunk digest), so each corpus edit adds
+entries and nothing would ever leave. What is *live* is named by the records: the snapshot
+the chunks were made from, the one the published store was built from, and the latest
 observation. The chunk history is not a cache (it explains old fixture labels) and is
 never collected. The retrieval caches bound themselves as they write (the newest store
 sidecars and area indexes are kept, token segments are merged without dead ids).
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import memory_for_layout
 from brain_pipeline.state.records import read_record, store_facts
 
 
@@ -90,6 +91,8 @@ def collect(
     if chunks is not None:
         live = load_snapshot(layout, str(chunks.inputs["corpus"]))
         report.chunk_rows = gc_chunk_cache(layout, live, variant=variant)
+    ledger = memory_for_layout(layout).ledger
+    if ledger.backend == "sqlite":  # the rows deleted sit in its write-ahead log until then
+        ledger.query("PRAGMA wal_checkpoint(TRUNCATE)")
     report.bytes_after = tree_bytes(layout.state_dir)
     return report
-

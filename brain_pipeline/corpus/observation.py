@@ -1,9 +1,9 @@
 """Observe the corpus incrementally: a file-state index, and content-addressed snapshots.
 
 Hashing every file on every run is what made a no-change re-ingest cost as much as a
-full one. The index in the build directory remembers, per corpus-relative source, the
-file's signature and sha256 last seen, so an observation re-reads only files changed
-by the one rule of `utils.file_signature`. An mtime says nothing about edits made within
+full one. The index remembers, per corpus-relative source, the file's signature and
+sha256 last seen, so an observation re-reads only files changed by the one rule of
+`utils.file_signature`. An mtime says nothing about edits made within
 the same filesystem tick as the hash was taken, so a file whose mtime lies within
 `MTIME_WINDOW_NS` of the moment its hash was taken is re-hashed until a later
 observation sees it as settled.
@@ -12,14 +12,22 @@ An observation yields a `CorpusSnapshot`: the manifest of the walk (same order, 
 skipped entries as the ingest's walk and screening) plus the corpus digest. It is stored
 by digest, so chunking reads exactly the files the observation saw, and a Dagster
 observation can name it by its data version.
+
+Both live in the ledger (`state.ledger`, this area's tables) and the blobs: the index as
+one row per file (`corpus_files`, written only for files hashed again or gone), each
+snapshot as a blob named by `corpus_snapshots` (corpus digest -> blob). A worker sharing
+them (a step process in an empty folder, a fresh worker on the same corpus mount) reads
+the snapshot another observed and trusts the hashes whose signature still matches. A
+build directory from before the ledger (`state/files.json`, `state/snapshots/`) is read
+in by the first use (`_import_old_files`) and its files removed.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
-import os
+import logging
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -35,10 +43,9 @@ from brain_pipeline.corpus.discovery import (
     walk_corpus,
 )
 from brain_pipeline.corpus.junk import DEFAULT_LIMITS, IngestLimits
-from brain_pipeline.state.code_digest import code_digest
+from brain_pipeline.state.blobs import BlobError
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_write_bytes, write_if_changed
-from brain_pipeline.utils.damage import healed
+from brain_pipeline.state.memory import Memory, memory_for_layout
 from brain_pipeline.utils.digest import sha256_hex, sha256_parts
 from brain_pipeline.utils.file_signature import FileSignature
 
@@ -47,19 +54,27 @@ from brain_pipeline.utils.file_signature import FileSignature
 #: are ns, HFS+ and many network filesystems 1 s).
 MTIME_WINDOW_NS = 2_000_000_000
 
+AREA = "corpus_observation"
+DDL = """
+CREATE TABLE IF NOT EXISTS corpus_files (source TEXT PRIMARY KEY, row TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS corpus_snapshots (digest TEXT PRIMARY KEY, blob TEXT NOT NULL)
+"""
+"""`source` is the path as JSON text (ASCII: a file name's undecodable bytes survive),
+`row` the index row's JSON."""
+
+log = logging.getLogger("brain_pipeline.damage")
 Clock = Callable[[], int]
+Where = Memory | StateLayout
 
 
 class SnapshotNotFoundError(FileNotFoundError):
-    """No snapshot is stored for a digest (pruned, or observed in another build dir)."""
+    """No snapshot is stored for a digest (pruned, damaged, or never observed here)."""
 
-    def __init__(self, layout: StateLayout, digest: str) -> None:
-        path = snapshot_path(layout, digest)
+    def __init__(self, digest: str) -> None:
         super().__init__(
-            f"no corpus snapshot {digest} in {layout.snapshots_dir}: observe the corpus again "
-            f"(it may have been pruned, or observed with another build directory)"
+            f"no corpus snapshot {digest} in the ledger: observe the corpus again (it may "
+            "have been pruned, or observed with another ledger)"
         )
-        self.path = path
         self.digest = digest
 
 
@@ -121,47 +136,72 @@ def snapshot_digest(entries: Iterable[ManifestEntry]) -> str:
     return files_digest({e.source: e for e in entries if e.sha256 is not None})
 
 
-# --- the file-state index ---------------------------------------------------------------
+# --- the file-state index and the ledger --------------------------------------------------
 
 # One index row: [FileSignature.as_list(), sha256, kind, hashed_at_ns]
 IndexRow = list[Any]
 
 
-@functools.cache
-def index_code(root: Path | None = None) -> str:
-    """The index's format: the digest of the code that writes and trusts its rows (this
-    module and what it imports, `utils.file_signature` among them). An index of other
-    code is ignored, which costs one full hashing pass, never a trusted stale row.
-    `root`: another copy of the package (tests)."""
-    return code_digest(__name__, root=root)[:16]
+def _ready(where: Where) -> Memory:
+    """The memory with this area's tables, the build directory's old files read in."""
+    memory = where if isinstance(where, Memory) else memory_for_layout(where)
+    memory.ledger.ensure_tables(AREA, DDL)
+    layout = memory.layout
+    if layout.files_index.is_file() or layout.snapshots_dir.is_dir():
+        _import_old_files(memory)
+    return memory
 
 
-def _load_index(path: Path) -> dict[str, IndexRow]:
-    """The previous index, or empty when missing, unreadable or of other code.
+def _import_old_files(memory: Memory) -> None:
+    """Read the pre-ledger index (`files.json`) and snapshots (`snapshots/<digest>.json`)
+    in, then remove them. An old index row replaces the ledger's for its file (each is a
+    hash taken of it; the signature decides whether it is trusted), a snapshot the ledger
+    has stays; a damaged old index only costs one hashing pass, and a damaged snapshot is
+    found (and dropped) when it is loaded."""
+    layout = memory.layout
+    try:
+        files = json.loads(layout.files_index.read_bytes().decode("utf-8", "surrogateescape"))
+        rows = dict(files["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        rows = {}
+    statement = memory.ledger.sql(
+        "INSERT INTO corpus_snapshots VALUES (?, ?) ON CONFLICT (digest) DO NOTHING"
+    )
+    with memory.ledger.transaction() as cursor:
+        _write_index(memory, cursor, rows, ())
+        for path in sorted(layout.snapshots_dir.glob("*.json")):
+            cursor.execute(statement, (path.stem, memory.blobs.put_bytes(path.read_bytes())))
+    layout.files_index.unlink(missing_ok=True)
+    shutil.rmtree(layout.snapshots_dir, ignore_errors=True)
 
-    The index is only an optimisation: losing it costs one full hashing pass.
-    """
 
-    def load() -> dict[str, IndexRow]:
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        body = json.loads(raw.decode("utf-8", "surrogateescape"))
-        if not isinstance(body, dict) or body.get("format") != index_code():
-            return {}
-        files = body.get("files")
-        if not isinstance(files, dict):
-            raise ValueError("no file table")
-        return files
-
-    return healed(path, load, what="corpus file index", consequence="every file is hashed again")
+def _load_index(memory: Memory) -> dict[str, IndexRow]:
+    """source -> index row, as the ledger holds it; a row of another form (an index of
+    the first layout kept size and mtime only) is left out: its file is hashed again."""
+    rows = memory.ledger.query("SELECT source, row FROM corpus_files")
+    return {json.loads(source): row for source, text in rows if (row := _index_row(text))}
 
 
-def _save_index(path: Path, files: dict[str, IndexRow], written_ns: int) -> None:
-    body = {"format": index_code(), "written_ns": written_ns, "files": files}
-    data = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
-    atomic_write_bytes(path, data.encode("utf-8", "surrogateescape"))
+def _index_row(text: str) -> IndexRow | None:
+    try:
+        row = json.loads(text)
+    except ValueError:
+        return None
+    return row if isinstance(row, list) and len(row) == 4 and isinstance(row[3], int) else None
+
+
+def _write_index(
+    memory: Memory, cursor: Any, changed: Mapping[str, IndexRow], gone: Iterable[str]
+) -> None:
+    sql = memory.ledger.sql
+    cursor.executemany(
+        sql("INSERT INTO corpus_files VALUES (?, ?) ON CONFLICT (source) DO UPDATE SET "
+            "row = excluded.row"),
+        ((json.dumps(source), json.dumps(row)) for source, row in changed.items()),
+    )  # fmt: skip
+    cursor.executemany(
+        sql("DELETE FROM corpus_files WHERE source = ?"), ((json.dumps(k),) for k in gone)
+    )
 
 
 def _settled(row: IndexRow, found: CorpusFile, window_ns: int) -> bool:
@@ -218,7 +258,7 @@ class _Observer:
 
 def observe_corpus(
     root: Path,
-    layout: StateLayout,
+    where: Where | None,
     *,
     clock: Clock = time.time_ns,
     window_ns: int = MTIME_WINDOW_NS,
@@ -232,20 +272,27 @@ def observe_corpus(
     hashed (it must be on the same time base as file mtimes; tests inject it).
     Raises CorpusNotFoundError when `root` is not a directory. `record=False` reads the
     index but writes nothing (no index, no snapshot): `status` stays read-only and still
-    hashes only what changed.
+    hashes only what changed; it opens no ledger a build directory does not have yet.
+    `where=None`: no index at all (every file hashed), nothing recorded.
     """
     started_ns = clock()
-    previous = _load_index(layout.files_index)
     walk = walk_corpus(root)
+    memory = None  # a read-only look at a build directory without a ledger opens none
+    if where is not None and (record or isinstance(where, Memory) or where.ledger.exists()):
+        memory = _ready(where)
+    previous = _load_index(memory) if memory is not None else {}
     observer = _Observer(previous, started_ns, window_ns, limits=limits)
     entries = list(observer.entries(walk))
-    if record and (observer.rehashed or observer.current.keys() != previous.keys()):
-        _save_index(layout.files_index, observer.current, started_ns)
     snapshot = CorpusSnapshot(
         snapshot_digest(entries), str(root), list(walk.areas), entries, tuple(observer.rehashed)
     )
-    if record:
-        save_snapshot(layout, snapshot)
+    if record and memory is not None:
+        changed = {source: observer.current[source] for source in observer.rehashed}
+        gone = previous.keys() - observer.current.keys()
+        if changed or gone:
+            with memory.ledger.transaction() as cursor:
+                _write_index(memory, cursor, changed, gone)
+        save_snapshot(memory, snapshot)
     return snapshot
 
 
@@ -280,93 +327,102 @@ def files_digest(files: Mapping[str, Any]) -> str:
     return sha256_parts(lines())
 
 
-def corpus_digest(
-    corpus_root: Path, build_dir: Path | None = None, limits: Any = None
-) -> str:
+def corpus_digest(corpus_root: Path, build_dir: Path | None = None, limits: Any = None) -> str:
     """The corpus digest as the pipeline's observation computes it, read-only.
 
     One code path with the `corpus` asset (same walk, same junk rules, so a corpus with
     an oversized file is not "changed" for status alone), trusting the build directory's
     file index for files whose size and mtime are settled, and writing nothing.
     """
-    layout = StateLayout.of(build_dir if build_dir is not None else corpus_root / ".no-build-dir")
-    return observe_corpus(
-        corpus_root, layout, limits=limits or DEFAULT_LIMITS, record=False
-    ).digest
+    layout = StateLayout.of(build_dir) if build_dir is not None else None
+    return observe_corpus(corpus_root, layout, limits=limits or DEFAULT_LIMITS, record=False).digest
 
 
-def snapshot_path(layout: StateLayout, digest: str) -> Path:
-    return layout.snapshots_dir / f"{digest}.json"
+#: The snapshot this process stored or read last, by the blob holding it: the chunking
+#: step of an in-process run reads what the observation step just wrote, and parsing it
+#: again cost seconds at 70,000 files. A blob is named by its bytes, so the entry is
+#: right for as long as the ledger names that blob; one entry, so memory stays bounded.
+_last_stored: dict[str, CorpusSnapshot] = {}
 
 
-#: The snapshot this process stored last, with the signature of the file it is in: the
-#: chunking step of an in-process run reads what the observation step just wrote, and
-#: parsing it again cost seconds at 70,000 files. Trusted only while the file is that
-#: file (utils.file_signature's one rule); one entry, so memory stays bounded.
-_last_stored: dict[Path, tuple[FileSignature, CorpusSnapshot]] = {}
+def _remember(blob: str, snapshot: CorpusSnapshot) -> None:
+    _last_stored.clear()
+    _last_stored[blob] = replace(snapshot, rehashed=())
 
 
-def save_snapshot(layout: StateLayout, snapshot: CorpusSnapshot) -> bool:
-    """Store the snapshot under its digest; True when the file was (re)written.
+def _stored_blob(memory: Memory, digest: str) -> str | None:
+    rows = memory.ledger.query("SELECT blob FROM corpus_snapshots WHERE digest = ?", (digest,))
+    return str(rows[0][0]) if rows else None
+
+
+def save_snapshot(where: Where, snapshot: CorpusSnapshot) -> bool:
+    """Store the snapshot under its digest; True when a new or other blob is named.
 
     Same digest means same hashed files, but skipped entries (a new ignored file, an
-    unreadable one) or the root spelling can differ, so an existing file is replaced
-    when its bytes differ: the stored snapshot is always the latest observation's.
+    unreadable one) or the root spelling can differ, so the stored snapshot is replaced
+    when its bytes differ: it is always the latest observation's.
     """
-    path = snapshot_path(layout, snapshot.digest)
-    written = write_if_changed(path, snapshot.to_json())
-    signature = FileSignature.of(path)
-    _last_stored.clear()
-    if signature is not None:
-        _last_stored[path] = (signature, replace(snapshot, rehashed=()))
-    return written
+    memory = _ready(where)
+    data = snapshot.to_json()
+    blob = sha256_hex(data)
+    _remember(blob, snapshot)
+    stored = _stored_blob(memory, snapshot.digest)
+    if stored == blob:
+        return False
+    memory.blobs.put_bytes(data)
+    memory.ledger.execute(
+        "INSERT INTO corpus_snapshots VALUES (?, ?) ON CONFLICT (digest) "
+        "DO UPDATE SET blob = excluded.blob",
+        (snapshot.digest, blob),
+    )
+    if stored is not None:
+        memory.blobs.delete(stored)  # it held this digest, so no other row names it
+    return True
 
 
-def load_snapshot(layout: StateLayout, digest: str) -> CorpusSnapshot:
+def load_snapshot(where: Where, digest: str) -> CorpusSnapshot:
     """The snapshot an observation stored under `digest` (SnapshotNotFoundError if none).
 
-    A damaged snapshot is set aside (named in one WARN line) and then missing: the
-    caller observes the corpus again, which stores it anew while the corpus still has
-    that digest.
+    A damaged or lost snapshot is dropped from the ledger (named in one WARN line) and
+    then missing: the caller observes the corpus again, which stores it anew while the
+    corpus still has that digest.
     """
-    path = snapshot_path(layout, digest)
-    remembered = _last_stored.get(path)
-    if remembered is not None and remembered[0].still_matches(path):
-        return remembered[1]
-
-    def load() -> CorpusSnapshot:
-        snapshot = CorpusSnapshot.from_json(path.read_bytes())
+    memory = _ready(where)
+    blob = _stored_blob(memory, digest)
+    if blob is None:
+        raise SnapshotNotFoundError(digest)
+    remembered = _last_stored.get(blob)
+    if remembered is not None:
+        return remembered
+    try:
+        snapshot = CorpusSnapshot.from_json(memory.blobs.get_bytes(blob))
         if snapshot.digest != digest:
             raise ValueError(f"holds the snapshot {snapshot.digest}")
-        return snapshot
-
-    try:
-        return healed(
-            path, load, what="corpus snapshot", consequence="the corpus is observed again"
+    except (BlobError, ValueError, KeyError, TypeError) as exc:
+        log.warning(
+            f"damaged corpus snapshot {digest} (blob {blob}: {type(exc).__name__}: {exc}): "
+            "dropped; the corpus is observed again"
         )
-    except FileNotFoundError:
-        raise SnapshotNotFoundError(layout, digest) from None
+        memory.ledger.execute(
+            "DELETE FROM corpus_snapshots WHERE digest = ? AND blob = ?", (digest, blob)
+        )
+        memory.blobs.delete(blob)  # else storing the same bytes again would keep these
+        raise SnapshotNotFoundError(digest) from None
+    _remember(blob, snapshot)
+    return snapshot
 
 
-def prune_snapshots(layout: StateLayout, keep: set[str]) -> list[str]:
-    """Delete stored snapshots whose digest is not in `keep`; return the digests removed.
+def prune_snapshots(where: Where, keep: set[str]) -> list[str]:
+    """Drop stored snapshots whose digest is not in `keep`; return the digests removed.
 
     Snapshots are a few MB each at 70k files; one per corpus change would grow without
     bound, so the caller keeps the ones still named by live records (latest observation,
-    published store) and drops the rest.
+    published store) and drops the rest, with their blobs.
     """
-    removed: list[str] = []
-    try:
-        names = os.listdir(layout.snapshots_dir)
-    except FileNotFoundError:
-        return removed
-    for name in names:
-        digest, dot, ext = name.partition(".")
-        if ext != "json" or not dot or digest in keep:
-            continue
-        try:
-            os.unlink(layout.snapshots_dir / name)
-        except FileNotFoundError:
-            continue
-        removed.append(digest)
-    return sorted(removed)
+    memory = _ready(where)
+    rows = memory.ledger.query("SELECT digest, blob FROM corpus_snapshots")
+    removed = sorted((digest, blob) for digest, blob in rows if digest not in keep)
+    for digest, blob in removed:
+        memory.ledger.execute("DELETE FROM corpus_snapshots WHERE digest = ?", (digest,))
+        memory.blobs.delete(blob)
+    return [digest for digest, _ in removed]

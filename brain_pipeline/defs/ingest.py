@@ -93,12 +93,13 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Co
     A fresh observation that differs from the last one Dagster knows is recorded as an
     observation of `corpus`, so the lineage names the corpus version that was read.
     """
+    from brain_pipeline.config import memory_of
     from brain_pipeline.corpus.observation import SnapshotNotFoundError, load_snapshot
 
     known, observed_by = latest_corpus_observation(context.instance)
     if known is not None and observed_by == context.run.run_id:  # this run's own step
         with contextlib.suppress(SnapshotNotFoundError):  # gone or damaged: observe again
-            return load_snapshot(cfg.layout, known)
+            return load_snapshot(memory_of(cfg), known)
     snapshot = observe(cfg)
     if known != snapshot.digest:
         # An observation of another asset: no ObserveResult can be returned from this step.

@@ -414,10 +414,11 @@ def _plain(bounds: Any) -> Any:
 
 def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
     """id -> the source file the chunk history last saw it in (unknown ids left out)."""
+    from brain_pipeline.config import memory_of
     from brain_pipeline.corpus.chunk_history import HistoryError, lookup_many
 
     try:
-        found = lookup_many(cfg.layout, ids)
+        found = lookup_many(memory_of(cfg), ids)
     except (HistoryError, OSError):
         return {}
     return {chunk: entry.source for chunk, entry in found.items()}

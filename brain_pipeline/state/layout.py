@@ -4,12 +4,13 @@
 <build dir>/
   knowledge-store.json  embeddings.bin     the artifacts (the agent's contract)
   state/
-    files.*            corpus file index: path -> size, mtime_ns, sha256 (re-hash on change)
-    snapshots/         one corpus snapshot per digest (what an observation saw)
+    files.json, snapshots/  before the ledger: the corpus file index and snapshots (read
+                       into the ledger and blobs once: corpus.observation)
     chunks/            per-file chunk cache keyed by file sha256 + chunking version
     store/             sidecar index of knowledge-store.json (offsets, ids, areas)
     index/             BM25 postings, area versions (masks over postings), token counts
-    history/           every chunk id ever written to a store (fixture repair)
+    history/           live-ids.npz, the latest store's live ids (a cache of the chunk
+                       history, which is in the ledger); before it, chunks.sqlite (read in once)
     assets/            (before the ledger) one record per asset: read into the ledger once
     embedding-gaps.json before the ledger: refused, skipped or truncated chunks (read in once)
     eval-digests.json  stat-keyed memo of the files an evaluation hashes (a local cache;

@@ -42,7 +42,7 @@ PREVIEW_COLUMNS = [(name, "string") for name in ("id", "area", "source", "headin
 
 def observe(cfg: BrainConfig) -> CorpusSnapshot:
     """A fresh observation of the configured corpus (the file index makes it cheap)."""
-    return observe_corpus(cfg.corpus_root(), cfg.layout, limits=cfg.ingest_limits())
+    return observe_corpus(cfg.corpus_root(), memory_of(cfg), limits=cfg.ingest_limits())
 
 
 def fixture_version(cfg: BrainConfig) -> str:
@@ -149,7 +149,7 @@ def stored_snapshot(cfg: BrainConfig, digest: str) -> CorpusSnapshot:
     from brain_pipeline.corpus.observation import SnapshotNotFoundError, load_snapshot
 
     try:
-        return load_snapshot(cfg.layout, digest)
+        return load_snapshot(memory_of(cfg), digest)
     except SnapshotNotFoundError:
         again = observe(cfg)
         if again.digest != digest:
@@ -182,7 +182,7 @@ def _remember_chunks(cfg: BrainConfig, memory: Memory, store_sha256: str) -> Non
     from brain_pipeline.publishing.local import live_store_file
 
     remember_store(
-        memory.layout,
+        memory,
         memory.layout.store_file,
         datetime.now(UTC),
         seed_store=live_store_file(cfg.publish_root()),

@@ -196,7 +196,9 @@ def current_inputs(cfg: BrainConfig, layout: StateLayout, salt: str) -> dict[str
 
 def observed_corpus(cfg: BrainConfig, layout: StateLayout) -> str:
     """The corpus identity as the `corpus` observation would see it, writing nothing."""
-    snapshot = observe_corpus(cfg.corpus_root(), layout, limits=cfg.ingest_limits(), record=False)
+    snapshot = observe_corpus(
+        cfg.corpus_root(), memory_of(cfg), limits=cfg.ingest_limits(), record=False
+    )
     return corpus_identity(snapshot)
 
 
@@ -370,7 +372,7 @@ def outcome_body(
     store = store_facts(memory_of(cfg))
     digest = store.corpus_digest if store is not None else None
     try:
-        snapshot = load_snapshot(layout, str(digest))
+        snapshot = load_snapshot(memory_of(cfg), str(digest))
     except (OSError, ValueError):
         return "the corpus snapshot of the run cannot be read"
     corpus = corpus_identity(snapshot)

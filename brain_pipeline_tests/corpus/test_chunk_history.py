@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ from brain_pipeline.corpus import chunk_history
 from brain_pipeline.corpus.store import NO_HEADING, Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.evaluation.helpers import make_chunk
+from brain_pipeline_tests.state.conftest import postgres_server, postgres_url  # noqa: F401
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -211,9 +213,11 @@ def test_a_lost_or_stale_live_set_file_changes_nothing(tmp_path: Path, damage: s
         assert _all_entries(damaged, ids) == _all_entries(intact, ids)
 
 
-def test_a_schema_1_history_is_upgraded_in_place(layout: StateLayout) -> None:
-    """Schema 1 (as written by the first release) had no live flag: an id was live when
-    its last_seen was the latest store's time."""
+def test_a_history_file_without_the_live_flag_is_read_into_the_ledger(
+    layout: StateLayout,
+) -> None:
+    """The history file of the first release had no live flag: an id was live when its
+    last_seen was the latest store's time. Read into the ledger, the file goes."""
     import sqlite3
     import zlib
 
@@ -245,6 +249,7 @@ def test_a_schema_1_history_is_upgraded_in_place(layout: StateLayout) -> None:
     conn.close()
 
     entries = chunk_history.lookup_many(layout, [a.id, b.id, c.id])
+    assert not path.exists()
     assert [entries[k].live_in_latest for k in (a.id, b.id, c.id)] == [True, False, True]
     assert entries[b.id].last_seen == old and entries[a.id].last_seen == new
     # The next store is diffed against the upgraded live flags: c vanishes, b returns.
@@ -253,21 +258,6 @@ def test_a_schema_1_history_is_upgraded_in_place(layout: StateLayout) -> None:
     after = chunk_history.lookup_many(layout, [a.id, b.id, c.id])
     assert after[b.id].live_in_latest and not after[c.id].live_in_latest
     assert after[c.id].last_seen == new
-
-
-def test_the_layout_is_checked_against_the_schema_text(layout: StateLayout) -> None:
-    """No schema number: a new history gets the tables `_SCHEMA` creates, a file whose
-    tables have columns this code does not know (a newer release's) is refused."""
-    a, _, _ = _store()
-    chunk_history.record_store(layout, [a], T0)
-    path = chunk_history.history_file(layout)
-    with contextlib.closing(sqlite3.connect(path)) as conn:
-        assert chunk_history._columns(conn) == chunk_history._schema_columns()
-        assert "live" in chunk_history._columns(conn)["seen"]
-        conn.execute("ALTER TABLE seen ADD COLUMN tomorrow TEXT")
-        conn.commit()
-    with pytest.raises(chunk_history.HistoryError, match="upgrade brain-pipeline"):
-        chunk_history.lookup_many(layout, [a.id])
 
 
 def test_a_full_disk_loses_no_recorded_store(tmp_path: Path) -> None:
@@ -297,3 +287,121 @@ def test_a_full_disk_loses_no_recorded_store(tmp_path: Path) -> None:
         filler.unlink()
         chunk_history.record_store(layout, stores[3], T0 + timedelta(days=3))
         assert _all_entries(layout, ids) == _all_entries(reference, ids)
+
+
+def test_a_history_file_of_the_live_flag_layout_keeps_its_sidecar_valid(
+    tmp_path: Path,
+) -> None:
+    """A pre-ledger build directory (its own history file with the live flag and the
+    live-set sidecar) is read in once: every entry as before, the sidecar still trusted
+    (its digest was copied with the stores), and the next record diffs against it."""
+    import shutil
+
+    stores = _four_stores()
+    ids = sorted({c.id for store in stores for c in store})
+    reference = StateLayout.of(tmp_path / "reference")
+    for day in range(3):
+        chunk_history.record_store(reference, stores[day], T0 + timedelta(days=day))
+    before = _all_entries(reference, ids)
+    old = StateLayout.of(tmp_path / "old")
+    old.history_dir.mkdir(parents=True)
+    _write_old_file(reference, chunk_history.history_file(old))
+    shutil.copy(reference.history_dir / chunk_history.LIVE_FILENAME, old.history_dir)
+
+    assert _all_entries(old, ids) == before
+    assert not chunk_history.history_file(old).exists()
+    assert chunk_history.stats(old)["stores"] == 3
+    (old.history_dir / chunk_history.LIVE_FILENAME).write_bytes(b"stale")  # read `seen` now
+    chunk_history.record_store(reference, stores[3], T0 + timedelta(days=3))
+    chunk_history.record_store(old, stores[3], T0 + timedelta(days=3))
+    assert _all_entries(old, ids) == _all_entries(reference, ids)
+
+
+def _write_old_file(source: StateLayout, path: Path) -> None:
+    """The history file the code before the ledger wrote (schema 2), from `source`'s rows."""
+    from brain_pipeline.state.ledger import Ledger, sqlite_url
+
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        "CREATE TABLE texts (id TEXT PRIMARY KEY, text BLOB NOT NULL) WITHOUT ROWID;"
+        "CREATE TABLE seen (id TEXT PRIMARY KEY, area TEXT NOT NULL, source TEXT NOT NULL,"
+        " heading TEXT, first_seen TEXT NOT NULL, last_seen TEXT NOT NULL,"
+        " live INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+        "CREATE TABLE stores (seq INTEGER PRIMARY KEY AUTOINCREMENT, recorded_at TEXT"
+        " NOT NULL, chunks INTEGER NOT NULL, new INTEGER NOT NULL, live_digest TEXT);"
+        "PRAGMA user_version=2;"
+    )
+    with Ledger(sqlite_url(source.ledger)) as ledger:
+        for table, old in (("chunk_texts", "texts"), ("chunk_seen", "seen")):
+            rows = ledger.query(f"SELECT * FROM {table}")
+            marks = ", ".join("?" * len(rows[0]))
+            conn.executemany(f"INSERT INTO {old} VALUES ({marks})", rows)
+        conn.executemany(
+            "INSERT INTO stores (recorded_at, chunks, new, live_digest) VALUES (?, ?, ?, ?)",
+            ledger.query("SELECT recorded_at, chunks, new, live_digest FROM chunk_stores "
+                         "ORDER BY seq"),
+        )  # fmt: skip
+    conn.commit()
+    conn.close()
+
+
+def test_a_history_file_read_into_a_ledger_that_has_stores_adds_what_it_knew(
+    tmp_path: Path,
+) -> None:
+    """Another worker recorded stores in the shared ledger first: the old file's texts
+    and provenance are added (no longer live), the ledger's own live set is kept."""
+    a, b, c = _store()
+    old_history = StateLayout.of(tmp_path / "old")
+    chunk_history.record_store(old_history, [a, b], T0)
+    shared = StateLayout.of(tmp_path / "shared")
+    chunk_history.record_store(shared, [a, c], T0 + timedelta(days=1))
+    shared.history_dir.mkdir(parents=True, exist_ok=True)
+    _write_old_file(old_history, chunk_history.history_file(shared))
+
+    entries = chunk_history.lookup_many(shared, [a.id, b.id, c.id])
+    assert entries[b.id].text == b.content and not entries[b.id].live_in_latest
+    assert entries[a.id].live_in_latest and entries[c.id].live_in_latest
+    assert entries[a.id].first_seen == "2026-03-02T12:00:00Z"  # the ledger's row wins
+    assert chunk_history.stats(shared)["stores"] == 1
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def shared_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh ledger's URL outside every build directory, on each engine."""
+    from brain_pipeline.state.ledger import sqlite_url
+
+    if request.param == "sqlite":
+        return sqlite_url(tmp_path / "shared" / "ledger.sqlite")
+    server = request.getfixturevalue("postgres_server")
+    return postgres_url(server, server.create_database(f"history_{next(_databases)}"))
+
+
+_databases = itertools.count()
+
+
+def test_two_build_directories_sharing_a_ledger_share_the_history(
+    shared_ledger: str, tmp_path: Path
+) -> None:
+    """Worker B, with an empty build directory, explains what worker A recorded, and the
+    store B records next is diffed against A's (no sidecar of its own), on both engines."""
+    from brain_pipeline.state.blobs import LocalBlobs
+    from brain_pipeline.state.ledger import Ledger
+    from brain_pipeline.state.memory import Memory
+
+    def worker(name: str) -> Memory:
+        layout = StateLayout.of(tmp_path / name)
+        return Memory(Ledger(shared_ledger), LocalBlobs(tmp_path / "blobs"), layout)
+
+    stores = _four_stores()
+    ids = sorted({c.id for store in stores for c in store})
+    reference = StateLayout.of(tmp_path / "reference")
+    a, b = worker("a"), worker("b")
+    for day, store in enumerate(stores):
+        expected = chunk_history.record_store(reference, store, T0 + timedelta(days=day))
+        recorder = a if day % 2 == 0 else b
+        assert chunk_history.record_store(recorder, store, T0 + timedelta(days=day)) == expected
+        assert {k: e.to_dict() for k, e in chunk_history.lookup_many(b, ids).items()} == (
+            _all_entries(reference, ids)
+        )
+    assert chunk_history.stats(a) == chunk_history.stats(b)
+    assert chunk_history.stats(a)["stores"] == 4

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,19 +14,20 @@ from brain_pipeline.corpus.discovery import CorpusNotFoundError
 from brain_pipeline.corpus.observation import (
     CorpusSnapshot,
     SnapshotNotFoundError,
-    index_code,
     load_snapshot,
     observe_corpus,
     prune_snapshots,
-    snapshot_path,
 )
 from brain_pipeline.publishing.manifest import corpus_digest
+from brain_pipeline.state.blobs import LocalBlobs
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline_tests.code_copy import key_after_edit
+from brain_pipeline.state.ledger import Ledger
+from brain_pipeline.state.memory import Memory, memory_for_layout
 from brain_pipeline_tests.corpus import settled
 from brain_pipeline_tests.corpus.corpora import build_edge_corpus
 from brain_pipeline_tests.corpus.manifests import discover
 from brain_pipeline_tests.corpus.settled import NOW_NS, SETTLED_NS, Writer, put, settle
+from brain_pipeline_tests.state.conftest import postgres_server  # noqa: F401
 
 #: Files written with settled mtimes (see `settled`), overriding the corpus conftest's.
 write = settled.write
@@ -126,48 +129,26 @@ def test_deleted_files_leave_the_index(corpus: Path, layout: StateLayout, write:
     observe_corpus(corpus, layout, clock=now)
     gone.unlink()
     observe_corpus(corpus, layout, clock=now)
-    index = json.loads(layout.files_index.read_bytes())
-    assert sorted(index["files"]) == ["a/one.md"]
-    assert index["written_ns"] == NOW_NS
+    rows = memory_for_layout(layout).ledger.query("SELECT source, row FROM corpus_files")
+    assert [(json.loads(source), json.loads(row)[3]) for source, row in rows] == [
+        ("a/one.md", NOW_NS)
+    ]
 
 
-def test_an_unreadable_index_costs_one_full_hash(
+def test_an_unreadable_index_row_costs_hashing_its_file_again(
     corpus: Path, layout: StateLayout, write: Writer
 ) -> None:
     write("a/one.md", "The first file, long enough to be a chunk.")
+    write("a/two.md", "The second file, long enough to be a chunk.")
     first = observe_corpus(corpus, layout, clock=now)
-    layout.files_index.write_bytes(b"{not json")
+    memory = memory_for_layout(layout)
+    memory.ledger.execute(
+        "UPDATE corpus_files SET row = ? WHERE source = ?", ("{not json", '"a/one.md"')
+    )
     again = observe_corpus(corpus, layout, clock=now)
     assert again.rehashed == ("a/one.md",)
     assert again.digest == first.digest
-
-
-def test_an_index_of_other_code_costs_one_full_hash(
-    corpus: Path, layout: StateLayout, write: Writer
-) -> None:
-    """The index is keyed by the digest of the code that trusts its rows: one written
-    by other code (an upgrade's `"format": 2`, hand-bumped then) is not trusted."""
-    write("a/one.md", "The first file, long enough to be a chunk.")
-    first = observe_corpus(corpus, layout, clock=now)
-    body = json.loads(layout.files_index.read_bytes())
-    assert body["format"] == index_code()
-    layout.files_index.write_text(json.dumps({**body, "format": 2}))
-    again = observe_corpus(corpus, layout, clock=now)
-    assert again.rehashed == ("a/one.md",) and again.digest == first.digest
-    assert observe_corpus(corpus, layout, clock=now).rehashed == ()
-
-
-@pytest.mark.parametrize(
-    ("edited", "changes"),
-    [("corpus/observation.py", True), ("utils/file_signature.py", True),
-     ("retrieval/bm25.py", False)],
-)
-def test_the_index_key_follows_the_code_that_trusts_it(
-    edited: str, changes: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    real, before, after = key_after_edit(index_code, edited, tmp_path, monkeypatch)
-    assert real == before
-    assert (after != before) is changes
+    assert observe_corpus(corpus, layout, clock=now).rehashed == ()  # the row written anew
 
 
 def test_snapshots_are_stored_by_digest_and_pruned(
@@ -177,7 +158,7 @@ def test_snapshots_are_stored_by_digest_and_pruned(
     first = observe_corpus(corpus, layout, clock=now)
     write("a/one.md", "The first file, edited to something else entirely.")
     second = observe_corpus(corpus, layout, clock=now)
-    assert snapshot_path(layout, first.digest).exists()
+    assert load_snapshot(layout, first.digest) == first
     assert prune_snapshots(layout, {second.digest}) == [first.digest]
     assert load_snapshot(layout, second.digest) == second
     with pytest.raises(SnapshotNotFoundError, match=first.digest):
@@ -224,3 +205,91 @@ def test_a_snapshot_is_checked_against_the_entry_layout(
     wider = {**body, "entries": [[*row, "tomorrow"] for row in body["entries"]]}
     with pytest.raises(ValueError, match="entry layout"):
         CorpusSnapshot.from_json(json.dumps(wider).encode())
+
+
+def test_the_index_and_snapshots_of_a_build_directory_from_before_the_ledger_are_read_in(
+    corpus: Path, tmp_path: Path, write: Writer
+) -> None:
+    """`state/files.json` and `state/snapshots/` (as main wrote them before the ledger)
+    are read in by the first observation: nothing is hashed again, every snapshot loads,
+    and the old files are gone."""
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    write("b/two.md", "The second file, long enough to be a chunk.")
+    fresh = StateLayout.of(tmp_path / "fresh")
+    first = observe_corpus(corpus, fresh, clock=now)
+    write("b/two.md", "The second file, edited, and longer than it was.")
+    second = observe_corpus(corpus, fresh, clock=now)
+
+    old = StateLayout.of(tmp_path / "old")
+    old.snapshots_dir.mkdir(parents=True)
+    rows = memory_for_layout(fresh).ledger.query("SELECT source, row FROM corpus_files")
+    files = {json.loads(source): json.loads(row) for source, row in rows}
+    body = {"format": 2, "written_ns": NOW_NS, "files": files}
+    old.files_index.write_text(json.dumps(body), encoding="utf-8")
+    for snapshot in (first, second):
+        stored = json.loads(snapshot.to_json())
+        stored["format"] = 1
+        (old.snapshots_dir / f"{snapshot.digest}.json").write_text(json.dumps(stored))
+
+    assert load_snapshot(old, first.digest) == first
+    assert not old.files_index.exists() and not old.snapshots_dir.exists()
+    again = observe_corpus(corpus, old, clock=now)
+    assert again.rehashed == () and again.digest == second.digest
+
+
+def test_a_damaged_snapshot_is_dropped_and_named(
+    corpus: Path, layout: StateLayout, write: Writer, caplog: pytest.LogCaptureFixture
+) -> None:
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    observed = observe_corpus(corpus, layout, clock=now)
+    memory = memory_for_layout(layout)
+    (blob,) = memory.ledger.query("SELECT blob FROM corpus_snapshots")[0]
+    memory.blobs.delete(blob)
+    memory.ledger.execute("UPDATE corpus_snapshots SET blob = ?", (memory.blobs.put_bytes(b"{}"),))
+    with (
+        caplog.at_level("WARNING", logger="brain_pipeline.damage"),
+        pytest.raises(SnapshotNotFoundError),
+    ):
+        load_snapshot(layout, observed.digest)
+    (line,) = [r.getMessage() for r in caplog.records if r.name == "brain_pipeline.damage"]
+    assert observed.digest in line and "observed again" in line
+    assert observe_corpus(corpus, layout, clock=now).digest == observed.digest
+    assert load_snapshot(layout, observed.digest).entries == observed.entries
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def shared(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Memory]:
+    """Workers with their own build directories sharing one ledger and blob folder."""
+    from brain_pipeline.state.ledger import sqlite_url
+    from brain_pipeline_tests.state.conftest import postgres_url
+
+    if request.param == "sqlite":
+        url = sqlite_url(tmp_path / "shared" / "ledger.sqlite")
+    else:
+        server = request.getfixturevalue("postgres_server")
+        url = postgres_url(server, server.create_database(f"observed_{next(_databases)}"))
+
+    def worker(name: str) -> Memory:
+        layout = StateLayout.of(tmp_path / name)
+        return Memory(Ledger(url), LocalBlobs(tmp_path / "shared" / "blobs"), layout)
+
+    return worker
+
+
+_databases = itertools.count()
+
+
+def test_a_worker_sharing_the_ledger_reads_what_another_observed(
+    corpus: Path, write: Writer, shared: Callable[[str], Memory]
+) -> None:
+    """Worker B (an empty build directory) loads the snapshot worker A stored, and on
+    the same corpus mount trusts A's hashes: nothing is read again."""
+    write("a/one.md", "The first file, long enough to be a chunk.")
+    write("a/\udcff-odd-name.md", "A file name that is not UTF-8, long enough.")
+    a, b = shared("a"), shared("b")
+    observed = observe_corpus(corpus, a, clock=now)
+    assert load_snapshot(b, observed.digest) == observed
+    assert observe_corpus(corpus, b, clock=now).rehashed == ()
+    assert prune_snapshots(b, set()) == [observed.digest]
+    with pytest.raises(SnapshotNotFoundError):
+        load_snapshot(a, observed.digest)

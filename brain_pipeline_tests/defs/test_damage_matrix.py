@@ -36,12 +36,9 @@ from brain_pipeline_tests.defs.conftest import (
 # Glob patterns (relative to the build directory) naming every kind of state file.
 STATE_FILES = [
     "knowledge-store.json",
-    "state/files.json",
-    "state/snapshots/*.json",
     "state/chunks/cache.sqlite",
     "state/chunks/assembled.json",
     "state/store/*.npz",
-    "state/history/chunks.sqlite",
     "state/history/live-ids.npz",
     "state/index/area-*/layers.json",
     "state/index/postings-*/ids.npy",
@@ -157,10 +154,10 @@ def test_a_damaged_state_file_heals(
 
 
 def _unused(pattern: str) -> bool:
-    """State files a one-file edit run may not read at all (the sidecar and the snapshot
-    of the store and corpus the edit superseded, indexes of areas the check skips)."""
+    """State files a one-file edit run may not read at all (the sidecars of the store
+    the edit superseded, indexes of areas the check skips)."""
     return pattern.startswith(
-        ("state/index/", "state/snapshots/", "state/history/live", "state/store/")
+        ("state/index/", "state/history/live", "state/store/")
     )
 
 
@@ -217,18 +214,22 @@ def test_the_damage_warning_reaches_the_run_log(good: Good, tmp_path: Path) -> N
 def test_a_damaged_snapshot_of_the_current_corpus_is_observed_again(
     good: Good, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Assembly reads the snapshot its chunks were made from: damaged, it is set aside
-    and the unchanged corpus observed (and the snapshot stored) again."""
+    """Assembly reads the snapshot its chunks were made from: its blob damaged, it is
+    dropped (named in one WARN line) and the unchanged corpus observed (and the snapshot
+    stored) again."""
     project = _copy_project(good.root, tmp_path)
-    [snapshot] = sorted(project.build.glob("state/snapshots/*.json"))
-    damaged = _damage(snapshot, "truncate")
     cfg = load_config(project.config_path)
+    memory = load_memory(project)
+    [(digest, blob)] = memory.ledger.query("SELECT digest, blob FROM corpus_snapshots")
+    [path] = project.build.glob(f"state/blobs/sha256/*/{blob}")
+    _damage(path, "truncate")
 
     with caplog.at_level(logging.WARNING, logger="brain_pipeline.damage"):
-        again = stored_snapshot(cfg, snapshot.stem)
+        again = stored_snapshot(cfg, digest)
 
-    assert again.digest == snapshot.stem
-    assert load_snapshot(StateLayout.of(cfg.build_dir), snapshot.stem) == again  # stored anew
-    assert snapshot.with_name(snapshot.name + DAMAGED_SUFFIX).read_bytes() == damaged
+    assert again.digest == digest
+    assert load_snapshot(memory, digest) == again  # stored anew
+    [(stored,)] = memory.ledger.query("SELECT blob FROM corpus_snapshots")
+    assert memory.blobs.get_bytes(stored) == again.to_json()
     warnings = [r.getMessage() for r in caplog.records if r.name == "brain_pipeline.damage"]
-    assert len(warnings) == 1 and str(snapshot) in warnings[0], warnings
+    assert len(warnings) == 1 and digest in warnings[0], warnings

@@ -7,11 +7,16 @@ import subprocess
 import sys
 
 from brain_pipeline.state.layout import StateLayout
+from brain_pipeline.state.memory import memory_for_layout
 from brain_pipeline_tests.defs.conftest import Project
 
 
 def _snapshots(project: Project) -> set[str]:
-    return {p.stem for p in StateLayout.of(project.build).snapshots_dir.glob("*.json")}
+    """The snapshots the project's ledger keeps, and each one's blob is still there."""
+    memory = memory_for_layout(StateLayout.of(project.build))
+    rows = memory.ledger.query("SELECT digest, blob FROM corpus_snapshots")
+    assert all(memory.blobs.has(blob) for _, blob in rows)
+    return {digest for digest, _ in rows}
 
 
 def test_each_run_keeps_only_the_snapshots_still_named(tiny_project: Project) -> None:

@@ -261,3 +261,39 @@ def test_a_notification_is_claimed_once_for_every_worker(cluster: Cluster) -> No
             ok(cluster.worker(name).run(argv=tick))
         assert [body["event"] for body in hook.bodies] == ["blocked"]
         assert hook.bodies[0]["run_id"] == run_id
+
+
+def history(cluster: Cluster, worker: str, chunk_id: str) -> dict[str, object]:
+    """`brain-pipeline history ID --json` on `worker`: what its chunk history says."""
+    entry = json.loads(ok(cluster.worker(worker).run("history", chunk_id, "--json")).stdout)
+    assert isinstance(entry, dict)
+    return entry
+
+
+def test_a_fresh_worker_explains_the_chunk_ids_another_worker_recorded(cluster: Cluster) -> None:
+    """The chunk history is the ledger's: worker B, which never ran anything, explains an
+    id worker A's build wrote; after an edit built on B, a third worker explains both the
+    ids A's store held (first seen on A, no longer live when the edit replaced them) and
+    the new ones B's store added."""
+    a = cluster.worker("a")
+    ok(a.materialize())
+    first = {chunk.id: chunk for chunk in parse_store(cluster.live_store() or b"")}
+    some = sorted(first)[0]
+    seen = history(cluster, "b", some)
+    assert seen["text"] == first[some].content and seen["live_in_latest"] is True
+    assert (seen["area"], seen["source"]) == (first[some].area, first[some].source)
+
+    cluster.edit(EDIT)
+    ok(cluster.worker("b").materialize())
+    now = store_ids(cluster.live_store())
+    gone, new = sorted(set(first) - now), sorted(now - set(first))
+    assert new, "the edit made no new chunk"
+    added = history(cluster, "c", new[0])
+    assert added["live_in_latest"] is True and EDIT in str(added["text"])
+    assert str(added["first_seen"]) >= str(seen["first_seen"])
+    for key in gone:  # the chunk the appended paragraph replaced, if any
+        old = history(cluster, "c", key)
+        assert old["live_in_latest"] is False and old["text"] == first[key].content
+        assert old["first_seen"] == seen["first_seen"] == old["last_seen"]
+    kept = history(cluster, "c", sorted(now & set(first))[0])
+    assert kept["live_in_latest"] is True and kept["first_seen"] == seen["first_seen"]
