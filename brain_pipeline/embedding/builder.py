@@ -44,7 +44,6 @@ from brain_pipeline.embedding.protocol import (
     EmbeddingRejected,
     EmbeddingUnavailable,
     ReportsStats,
-    embed_with_progress,
 )
 from brain_pipeline.embedding.store_file import read_embeddings
 from brain_pipeline.embedding.validate import (
@@ -259,7 +258,7 @@ def _embed_isolating(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool
     texts = [text for _, text in batch]
     try:
         matrix = answer_matrix(
-            embed_with_progress(run.embedder, texts), len(batch), run.embedder.dimension
+            run.embedder.embed_documents(texts), len(batch), run.embedder.dimension
         )
     except EmbeddingInputRefused as exc:
         named = 0 if len(batch) == 1 else exc.index
