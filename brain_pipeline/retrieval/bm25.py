@@ -251,18 +251,6 @@ class BM25Index:
         index._weigh_all()
         return index
 
-    # -- persistence of a single, unmasked set of postings ---------------------------
-
-    def save(self, directory: Path) -> None:
-        """Write an index of one unmasked set of postings (see `BM25Postings.save`)."""
-        if len(self.parts) != 1 or self.live[0] is not None:
-            raise ValueError("only an index of one unmasked set of postings saves as one")
-        self.parts[0].save(directory)
-
-    @classmethod
-    def load(cls, directory: Path, *, mmap: bool = True) -> BM25Index:
-        return cls([BM25Postings.load(directory, mmap=mmap)])
-
     # -- queries ------------------------------------------------------------------------
 
     def __len__(self) -> int:
