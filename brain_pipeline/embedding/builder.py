@@ -52,10 +52,7 @@ from brain_pipeline.embedding.validate import (
     row_problems,
     zero_rows,
 )
-from brain_pipeline.retrieval.vectors import (
-    encode_embeddings,
-    quantize,
-)
+from brain_pipeline.retrieval.vectors import EmbeddingStore, encode_embeddings, quantize
 from brain_pipeline.state.blobs import LocalBlobs
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.ledger import Ledger, sqlite_url
@@ -170,9 +167,14 @@ def _previous_file(out_path: Path, report: EmbeddingReport, log: Log) -> dict[st
     if report.rebuilt_because:
         log(f"rebuilding all vectors: {report.rebuilt_because}")
         return {}
+    return _by_id(previous)
+
+
+def _by_id(store: EmbeddingStore) -> dict[str, Int8Row]:
+    """A file's vectors by chunk id (the first row of an id that repeats)."""
     vectors: dict[str, Int8Row] = {}
-    for row, chunk_id in enumerate(previous.ids):
-        vectors.setdefault(chunk_id, previous.vectors[row])
+    for row, chunk_id in enumerate(store.ids):
+        vectors.setdefault(chunk_id, store.vectors[row])
     return vectors
 
 
@@ -436,9 +438,7 @@ def build_embeddings(
         # Upgrade: the vectors of a readable file made before the ledger by the same model
         # at the same dimension are reused, and the finished file becomes the base.
         stored = {**_previous_file(out_path, report, say), **stored}
-    previous_ids = set(stored) - from_packs
     known, healed_ids = _without_zero_rows(stored)
-    resumed = from_packs
     report.healed = len(healed_ids & live_ids)
     if report.healed:
         warning = (f"{report.healed} stored zero vector(s) (an earlier bad answer) are "
@@ -461,7 +461,7 @@ def build_embeddings(
 
     report.pruned = sum(1 for chunk_id in known if chunk_id not in live_ids)
     report.reused = sum(1 for chunk_id in live_ids if chunk_id in known)
-    report.resumed = sum(1 for c in live_ids if c in resumed and c not in previous_ids)
+    report.resumed = len(live_ids & from_packs)
     todo = [c for c in live if c.id not in known and c.id not in refusals]
     say(
         f"embeddings: {len(live)} chunks, {report.reused} reused "
@@ -580,9 +580,7 @@ def prune_embedding_ids(
     if previous is None:
         return None
     report = EmbeddingReport(model=previous.model, dimension=previous.dim, chunks=len(live))
-    known: dict[str, Int8Row] = {}
-    for row, chunk_id in enumerate(previous.ids):
-        known.setdefault(chunk_id, previous.vectors[row])
+    known = _by_id(previous)
     live_ids = set(live)
     report.pruned = sum(1 for chunk_id in known if chunk_id not in live_ids)
     report.reused = sum(1 for chunk_id in live_ids if chunk_id in known)
