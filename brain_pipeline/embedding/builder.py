@@ -419,19 +419,19 @@ def build_embeddings(
     ones not sent again unless `retry_refused`. `memory`: the ledger and blobs the packs
     live in (default: the SQLite ledger and blob folder of `out_path`'s folder).
     """
+    if memory is None:
+        memory = local_memory(out_path)
+        with contextlib.closing(memory.ledger):
+            return build_embeddings(
+                chunks, out_path, embedder, progress=progress, log=log,
+                allow_partial=allow_partial, too_long=too_long,
+                retry_refused=retry_refused, memory=memory)
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
     live = _live_chunks(chunks)
     report = EmbeddingReport(model=embedder.name, dimension=embedder.dimension, chunks=len(live),
                              policy=too_long)
     live_ids = {c.id for c in live}
-
-    if memory is None:
-        with contextlib.closing(local_memory(out_path).ledger) as ledger:
-            return build_embeddings(
-                chunks, out_path, embedder, progress=progress, log=log,
-                allow_partial=allow_partial, too_long=too_long,
-                retry_refused=retry_refused, memory=local_memory(out_path, ledger))
     packs = VectorPacks(memory, embedder.name, embedder.dimension, log=say)
     stored, from_packs = packs.load()
     if not packs.has_base:
@@ -527,12 +527,11 @@ def build_embeddings(
     return report
 
 
-def local_memory(out_path: Path, ledger: Ledger | None = None) -> Memory:
+def local_memory(out_path: Path) -> Memory:
     """The default ledger and blobs of the build directory holding `out_path` (for a
     caller without a configuration: the BEIR evaluation, tests)."""
     layout = StateLayout.of(Path(out_path).parent)
-    return Memory(ledger or Ledger(sqlite_url(layout.ledger)), LocalBlobs(layout.blobs_dir),
-                  layout)
+    return Memory(Ledger(sqlite_url(layout.ledger)), LocalBlobs(layout.blobs_dir), layout)
 
 
 def _remember(
