@@ -40,7 +40,7 @@ def test_reports_the_first_every_interval_and_the_last() -> None:
         clock.now += 2.0
     # t=0 first; then the first call at least 5 s after the last report; 100 is the end.
     assert said == [(0, 100), (30, 100), (60, 100), (90, 100), (100, 100)]
-    progress(100, 100)  # the builder repeating the last sub-batch's figure
+    progress(100, 100)  # the same figure again
     assert said[-1:] == [(100, 100)] and len(said) == 5
 
 
