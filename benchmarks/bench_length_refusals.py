@@ -33,6 +33,7 @@ Usage: python benchmarks/bench_length_refusals.py [--synthetic-files 835]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -51,7 +52,7 @@ from bench_scale import generate_corpus  # noqa: E402
 
 from brain_pipeline.corpus.file_chunks import ingest_corpus  # noqa: E402
 from brain_pipeline.corpus.store import Chunk  # noqa: E402
-from brain_pipeline.embedding.builder import build_embeddings  # noqa: E402
+from brain_pipeline.embedding.builder import build_embeddings, local_memory  # noqa: E402
 from brain_pipeline.embedding.gaps import read_gaps  # noqa: E402
 from brain_pipeline.embedding.gemini import GeminiEmbedder  # noqa: E402
 from brain_pipeline.embedding.limits import (  # noqa: E402
@@ -145,11 +146,16 @@ def measure(chunks: list[Chunk], server: FakeGemini, work: Path, policy: TooLong
             dimension: int) -> None:
     server.reset()
     server.configure(api_key=KEY)
-    out, gaps = work / f"embeddings-{policy}.bin", work / f"gaps-{policy}.json"
+    # A build directory per policy: its own ledger, so neither reuses the other's vectors.
+    (work / policy).mkdir()
+    out = work / policy / "embeddings.bin"
     embedder = GeminiEmbedder(api_key=KEY, dimension=dimension, texts_per_minute=10_000_000)
+    memory = local_memory(out)
     started = time.monotonic()
-    report = build_embeddings(chunks, out, embedder, gaps_path=gaps, too_long=policy)
-    seconds = time.monotonic() - started
+    with contextlib.closing(memory.ledger):
+        report = build_embeddings(chunks, out, embedder, too_long=policy, memory=memory)
+        seconds = time.monotonic() - started
+        remembered = read_gaps(memory)
     stats = server.stats()
     minimum = math.ceil(len(chunks) / embedder.max_batch)
     store = read_embeddings(out, warn=print)
@@ -160,7 +166,6 @@ def measure(chunks: list[Chunk], server: FakeGemini, work: Path, policy: TooLong
         1 for chunk_id, row in row_of.items()
         if np.array_equal(store.vectors[row],
                           quantize(fake_vector(content[chunk_id], dimension)[None, :])[0]))
-    remembered = read_gaps(gaps)
     print(f"\ntoo_long: {policy}")
     print(f"  texts cut (truncated)            {report.truncated}")
     print(f"  texts without a vector           {report.refused} "

@@ -44,7 +44,6 @@ from brain_pipeline.embedding.protocol import (
     EmbeddingRejected,
     EmbeddingUnavailable,
     ReportsStats,
-    embed_with_progress,
 )
 from brain_pipeline.embedding.store_file import read_embeddings
 from brain_pipeline.embedding.validate import (
@@ -53,10 +52,7 @@ from brain_pipeline.embedding.validate import (
     row_problems,
     zero_rows,
 )
-from brain_pipeline.retrieval.vectors import (
-    encode_embeddings,
-    quantize,
-)
+from brain_pipeline.retrieval.vectors import EmbeddingStore, encode_embeddings, quantize
 from brain_pipeline.state.blobs import LocalBlobs
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.ledger import Ledger, sqlite_url
@@ -171,9 +167,14 @@ def _previous_file(out_path: Path, report: EmbeddingReport, log: Log) -> dict[st
     if report.rebuilt_because:
         log(f"rebuilding all vectors: {report.rebuilt_because}")
         return {}
+    return _by_id(previous)
+
+
+def _by_id(store: EmbeddingStore) -> dict[str, Int8Row]:
+    """A file's vectors by chunk id (the first row of an id that repeats)."""
     vectors: dict[str, Int8Row] = {}
-    for row, chunk_id in enumerate(previous.ids):
-        vectors.setdefault(chunk_id, previous.vectors[row])
+    for row, chunk_id in enumerate(store.ids):
+        vectors.setdefault(chunk_id, store.vectors[row])
     return vectors
 
 
@@ -259,7 +260,7 @@ def _embed_isolating(batch: list[tuple[Chunk, str]], run: _Run, *, retried: bool
     texts = [text for _, text in batch]
     try:
         matrix = answer_matrix(
-            embed_with_progress(run.embedder, texts), len(batch), run.embedder.dimension
+            run.embedder.embed_documents(texts), len(batch), run.embedder.dimension
         )
     except EmbeddingInputRefused as exc:
         named = 0 if len(batch) == 1 else exc.index
@@ -418,28 +419,26 @@ def build_embeddings(
     ones not sent again unless `retry_refused`. `memory`: the ledger and blobs the packs
     live in (default: the SQLite ledger and blob folder of `out_path`'s folder).
     """
+    if memory is None:
+        memory = local_memory(out_path)
+        with contextlib.closing(memory.ledger):
+            return build_embeddings(
+                chunks, out_path, embedder, progress=progress, log=log,
+                allow_partial=allow_partial, too_long=too_long,
+                retry_refused=retry_refused, memory=memory)
     say: Log = log or (lambda _message: None)
     out_path = Path(out_path)
     live = _live_chunks(chunks)
     report = EmbeddingReport(model=embedder.name, dimension=embedder.dimension, chunks=len(live),
                              policy=too_long)
     live_ids = {c.id for c in live}
-
-    if memory is None:
-        with contextlib.closing(local_memory(out_path).ledger) as ledger:
-            return build_embeddings(
-                chunks, out_path, embedder, progress=progress, log=log,
-                allow_partial=allow_partial, too_long=too_long,
-                retry_refused=retry_refused, memory=local_memory(out_path, ledger))
     packs = VectorPacks(memory, embedder.name, embedder.dimension, log=say)
     stored, from_packs = packs.load()
     if not packs.has_base:
         # Upgrade: the vectors of a readable file made before the ledger by the same model
         # at the same dimension are reused, and the finished file becomes the base.
         stored = {**_previous_file(out_path, report, say), **stored}
-    previous_ids = set(stored) - from_packs
     known, healed_ids = _without_zero_rows(stored)
-    resumed = from_packs
     report.healed = len(healed_ids & live_ids)
     if report.healed:
         warning = (f"{report.healed} stored zero vector(s) (an earlier bad answer) are "
@@ -462,7 +461,7 @@ def build_embeddings(
 
     report.pruned = sum(1 for chunk_id in known if chunk_id not in live_ids)
     report.reused = sum(1 for chunk_id in live_ids if chunk_id in known)
-    report.resumed = sum(1 for c in live_ids if c in resumed and c not in previous_ids)
+    report.resumed = len(live_ids & from_packs)
     todo = [c for c in live if c.id not in known and c.id not in refusals]
     say(
         f"embeddings: {len(live)} chunks, {report.reused} reused "
@@ -528,12 +527,11 @@ def build_embeddings(
     return report
 
 
-def local_memory(out_path: Path, ledger: Ledger | None = None) -> Memory:
+def local_memory(out_path: Path) -> Memory:
     """The default ledger and blobs of the build directory holding `out_path` (for a
     caller without a configuration: the BEIR evaluation, tests)."""
     layout = StateLayout.of(Path(out_path).parent)
-    return Memory(ledger or Ledger(sqlite_url(layout.ledger)), LocalBlobs(layout.blobs_dir),
-                  layout)
+    return Memory(Ledger(sqlite_url(layout.ledger)), LocalBlobs(layout.blobs_dir), layout)
 
 
 def _remember(
@@ -581,9 +579,7 @@ def prune_embedding_ids(
     if previous is None:
         return None
     report = EmbeddingReport(model=previous.model, dimension=previous.dim, chunks=len(live))
-    known: dict[str, Int8Row] = {}
-    for row, chunk_id in enumerate(previous.ids):
-        known.setdefault(chunk_id, previous.vectors[row])
+    known = _by_id(previous)
     live_ids = set(live)
     report.pruned = sum(1 for chunk_id in known if chunk_id not in live_ids)
     report.reused = sum(1 for chunk_id in live_ids if chunk_id in known)

@@ -28,7 +28,6 @@ from brain_pipeline.embedding.protocol import (
     FloatVector,
     LocalModelUnavailable,
     QueryCache,
-    RowsDone,
     unit_rows,
 )
 from brain_pipeline.utils.digest import sha256_hex
@@ -152,26 +151,13 @@ class LocalEmbedder:
         self._session = session
 
     def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
-        return self.embed_documents_reporting(texts, None)
-
-    def embed_documents_reporting(
-        self, texts: Sequence[str], rows_done: RowsDone | None
-    ) -> FloatMatrix:
-        """Embed `texts`, telling `rows_done` the running count after every sub-batch.
-
-        A sub-batch is at most `inference_batch` texts and `max_batch_tokens` tokens, a
-        fraction of a second of inference, so a time-based progress reporter above can
-        speak every few seconds however many texts the caller handed over at once.
-        """
+        """Embed `texts` in sub-batches of at most `inference_batch` texts and
+        `max_batch_tokens` tokens (see `_batches`)."""
         self._load()
         encodings = self._tokenizer.encode_batch(list(texts))
         out = np.zeros((len(encodings), self.dimension), dtype=np.float32)
-        finished = 0
         for rows in self._batches([len(e.ids) for e in encodings]):
             out[rows] = self._run([encodings[i] for i in rows])
-            finished += len(rows)
-            if rows_done is not None:
-                rows_done(finished)
         return out
 
     def _batches(self, lengths: list[int]) -> list[list[int]]:

@@ -1,7 +1,7 @@
 """Time-based progress for long embedding runs: a line every few seconds, not per batch.
 
-The builder reports after every checkpointed batch, so every figure it gives is held by
-the checkpoint (a person who presses Ctrl-C after reading "152/1425" finds 152 again).
+The builder reports after every packed batch, so every figure it gives is held by the
+vector packs (a person who presses Ctrl-C after reading "152/1425" finds 152 again).
 How often that happens depends on the provider and batch size (a 64-text batch of the
 local model takes a few seconds here, a Gemini request well under one), so the decision
 to print is made on the clock instead: the first report, then at most one every `every`
@@ -11,8 +11,8 @@ seconds, then the last. The clock is injectable so tests never wait.
 A terminal shows a progress bar instead of those lines: the command installs a
 `ProgressSink` for the run (`progress_sink_installed`), and `step_progress` hands it
 every figure the builder reports, unthrottled (the bar redraws on its own clock). The
-figures are the same checkpointed counts, so the bar never claims texts the checkpoint
-does not hold. The core stays free of any terminal library: the sink is a protocol.
+figures are the same packed counts, so the bar never claims texts the packs do not
+hold. The core stays free of any terminal library: the sink is a protocol.
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ class ThrottledProgress:
 
     The first call and the one that reaches `total` are always passed on; in between, a
     call is passed on when `every` seconds have gone by since the last one that was. A
-    repeat of the last reported figures is never passed on (the builder's own
-    end-of-batch report often repeats the provider's last sub-batch report).
+    repeat of the last reported figures is never passed on.
     """
 
     def __init__(
@@ -97,7 +96,7 @@ class ProgressSink(Protocol):
     """Receives every progress figure of a long step, e.g. a terminal's progress bar."""
 
     def update(self, task: str, done: int, total: int) -> None:
-        """`done` of `total` texts of `task` are held (checkpointed) now."""
+        """`done` of `total` texts of `task` are held (packed) now."""
         ...
 
 

@@ -26,7 +26,7 @@ class Embedder(Protocol):
 
     `name` is the model name written into embeddings.bin: vectors are only ever reused
     by a later build when both `name` and `dimension` match.
-    `max_batch` is how many texts the builder hands over per call (and so per checkpoint).
+    `max_batch` is how many texts the builder hands over per call (and so per vector pack).
     """
 
     name: str
@@ -51,39 +51,6 @@ class ReportsStats(Protocol):
     """Providers that talk to a service expose request, 429 and waiting figures."""
 
     stats: RetryStats
-
-
-RowsDone = Callable[[int], None]
-"""Told how many texts of the current `embed_documents` call are finished so far."""
-
-
-@runtime_checkable
-class ReportsRows(Protocol):
-    """Providers whose one call can take long report texts as they finish them.
-
-    The builder hands over `max_batch` texts per call (its checkpoint unit); the local
-    model needs tens of seconds for 256 texts on a small machine, so progress reported
-    only between calls would go quiet for that long.
-    """
-
-    def embed_documents_reporting(
-        self, texts: Sequence[str], rows_done: RowsDone | None
-    ) -> AnswerMatrix:
-        """`embed_documents`, calling `rows_done(finished so far)` after each sub-batch."""
-        ...
-
-
-def embed_with_progress(
-    embedder: Embedder, texts: Sequence[str], rows_done: RowsDone | None = None
-) -> AnswerMatrix:
-    """`embedder.embed_documents(texts)`, reporting finished texts where the provider can.
-
-    Providers without sub-batches (Gemini: one request per call) report nothing here;
-    the caller's own per-call progress covers them.
-    """
-    if rows_done is not None and isinstance(embedder, ReportsRows):
-        return embedder.embed_documents_reporting(texts, rows_done)
-    return embedder.embed_documents(texts)
 
 
 class EmbeddingError(RuntimeError):

@@ -1,6 +1,6 @@
 """What makes an embedding answer usable, checked for every provider's answer.
 
-A vector the agent cannot rank with must never reach the checkpoint or embeddings.bin:
+A vector the agent cannot rank with must never reach a vector pack or embeddings.bin:
 a zero row quantises to a zero row (cosine 0 with everything, so the chunk is invisible
 to semantic search), and a NaN or infinite component normalises to garbage or to zero.
 A short or over-long answer, or rows of the wrong dimension, say the answer is not for

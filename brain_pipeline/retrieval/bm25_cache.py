@@ -24,9 +24,10 @@ import json
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -51,6 +52,7 @@ _ORPHAN_GRACE_S = 3600
 """Postings no area refers to are deleted only when older than this: another process
 may have written them a moment ago and not yet its area's layers."""
 _REBUILT = "rebuilt (a cache miss)"
+_T = TypeVar("_T")
 
 
 @functools.cache
@@ -262,12 +264,7 @@ class BM25Cache:
         caller then builds the version again as on any miss.
         """
         try:
-            found = healed(
-                directory,
-                partial(_area_files, directory),
-                what="BM25 area index",
-                consequence=_REBUILT,
-            )
+            found = _read_whole(directory, _area_files, "BM25 area index")
         except OSError:
             return None  # not cached (or not readable now): a miss
         if found[0] != area:
@@ -291,20 +288,8 @@ class BM25Cache:
 
     def _load_postings(self, name: str) -> BM25Postings | None:
         """The postings `name` (memory-mapped); None when missing, set aside if damaged."""
-        directory = self._postings_dir(name)
-
-        def load() -> BM25Postings:
-            if not directory.is_dir():
-                raise FileNotFoundError(directory)
-            try:
-                return BM25Postings.load(directory)
-            except FileNotFoundError as missing:
-                # Written as one directory: a member missing is damage, not a miss.
-                gone = Path(str(missing.filename)).name
-                raise ValueError(f"incomplete: {gone} is missing") from missing
-
         try:
-            return healed(directory, load, what="BM25 postings", consequence=_REBUILT)
+            return _read_whole(self._postings_dir(name), BM25Postings.load, "BM25 postings")
         except OSError:
             return None
 
@@ -368,19 +353,29 @@ _AreaFiles = tuple[str, list[tuple[str, npt.NDArray[np.bool_] | None]]]
 """An area version as stored: its area, and per layer the postings' name and mask."""
 
 
-def _area_files(directory: Path) -> _AreaFiles:
-    """What an area directory holds; raises (ValueError, ...) when it is damaged.
+def _read_whole(directory: Path, read: Callable[[Path], _T], what: str) -> _T:
+    """`read(directory)` of a directory written as one unit (`atomic_directory`).
 
-    FileNotFoundError when there is no such directory (a miss). A directory without its
-    layers.json or a mask it names is damage: such directories are renamed into place
-    whole, so a part of one was torn or removed afterwards.
+    No such directory is a miss (FileNotFoundError). A member missing is damage: such
+    directories are renamed into place whole, so a part of one was torn or removed
+    afterwards; a damaged directory is set aside whole (see `healed`).
     """
-    if not directory.is_dir():
-        raise FileNotFoundError(directory)
-    try:
-        meta = json.loads((directory / "layers.json").read_text(encoding="utf-8"))
-    except FileNotFoundError as missing:
-        raise ValueError("incomplete: layers.json is missing") from missing
+
+    def whole() -> _T:
+        if not directory.is_dir():
+            raise FileNotFoundError(directory)
+        try:
+            return read(directory)
+        except FileNotFoundError as missing:
+            gone = Path(str(missing.filename)).name
+            raise ValueError(f"incomplete: {gone} is missing") from missing
+
+    return healed(directory, whole, what=what, consequence=_REBUILT)
+
+
+def _area_files(directory: Path) -> _AreaFiles:
+    """What an area directory holds; raises (ValueError, ...) when it is damaged."""
+    meta = json.loads((directory / "layers.json").read_text(encoding="utf-8"))
     if not isinstance(meta, dict) or not isinstance(meta.get("area"), str):
         raise ValueError("not an area index")
     entries: list[tuple[str, npt.NDArray[np.bool_] | None]] = []
@@ -390,10 +385,7 @@ def _area_files(directory: Path) -> _AreaFiles:
             raise ValueError("not an area index")
         live = None
         if live_name is not None:
-            try:
-                live = np.load(directory / live_name, allow_pickle=False)
-            except FileNotFoundError as missing:
-                raise ValueError(f"incomplete: {live_name} is missing") from missing
+            live = np.load(directory / live_name, allow_pickle=False)
             if live.dtype != np.bool_ or live.ndim != 1:
                 raise ValueError(f"{live_name} is not a mask")
         entries.append((name, live))

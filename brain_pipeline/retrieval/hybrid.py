@@ -243,26 +243,29 @@ class Retriever:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if mode == "lexical":
-            return SearchResult(self._lexical_hits(query, area, limit), "lexical")
+            return SearchResult(self._hits(area, self._bm25(query, area, limit)), "lexical")
         try:
             query_vector = self._query_vector(query)
         except _DenseUnavailable as reason:
-            return SearchResult(self._lexical_hits(query, area, limit), "lexical", str(reason))
+            lexical_hits = self._hits(area, self._bm25(query, area, limit))
+            return SearchResult(lexical_hits, "lexical", str(reason))
         if mode == "dense":
-            return SearchResult(self._dense_hits(query_vector, area, limit), "dense")
+            dense_hits = self._hits(area, self._dense_ranked(query_vector, area, limit))
+            return SearchResult(dense_hits, "dense")
         depth = POOL_FACTOR * limit
-        lexical = [chunk_id for chunk_id, _ in self._bm25_index(area).search(query, depth)]
+        lexical = [chunk_id for chunk_id, _ in self._bm25(query, area, depth)]
         dense = [chunk_id for chunk_id, _ in self._dense_ranked(query_vector, area, depth)]
         fused = reciprocal_rank_fusion([lexical, dense], RRF_K)[: max(limit, 0)]
-        hits = [Hit(self._source.chunk(area, cid), score) for cid, score in fused]
-        return SearchResult(hits, "hybrid")
+        return SearchResult(self._hits(area, fused), "hybrid")
 
-    def _lexical_hits(self, query: str, area: str, limit: int) -> list[Hit]:
-        hits = self._bm25_index(area).search(query, limit)
-        return [Hit(self._source.chunk(area, cid), score) for cid, score in hits]
+    def _bm25(self, query: str, area: str, limit: int) -> list[tuple[str, float]]:
+        return self._source.bm25(area).search(query, limit)
 
-    def _bm25_index(self, area: str) -> BM25Index:
-        return self._source.bm25(area)
+    def _hits(self, area: str, ranked: Sequence[tuple[str, float]]) -> list[Hit]:
+        """The chunks of a ranking of `area`'s ids, with their scores (the one place
+        where chunks are decoded: only the hits returned)."""
+        chunk = self._source.chunk
+        return [Hit(chunk(area, chunk_id), score) for chunk_id, score in ranked]
 
     def _vector_pool(self, area: str) -> _VectorPool:
         pool = self._vectors.get(area)
@@ -313,12 +316,6 @@ class Retriever:
         vector = quantize(raw)[0]
         self._query_vectors[key] = vector
         return vector
-
-    def _dense_hits(self, query_vector: npt.NDArray[np.int8], area: str, limit: int) -> list[Hit]:
-        """The `limit` nearest chunks by int8 cosine (any sign), ties by id ascending."""
-        chunk = self._source.chunk
-        ranked = self._dense_ranked(query_vector, area, limit)
-        return [Hit(chunk(area, chunk_id), score) for chunk_id, score in ranked]
 
     def _dense_ranked(
         self, query_vector: npt.NDArray[np.int8], area: str, limit: int

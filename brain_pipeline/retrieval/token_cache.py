@@ -17,6 +17,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +48,16 @@ def tokens_code(root: Path | None = None) -> str:
     return code_digest(__name__, root=root)[:12]
 
 
+class _Counts(NamedTuple):
+    """A segment's term counts: CSR by row (`indptr`), each entry a term of `vocabulary`
+    (its own numbering) and its count in that row's chunk."""
+
+    indptr: Int64s
+    terms: Int32s
+    counts: Int32s
+    vocabulary: list[str]
+
+
 class _Segment:
     """Term counts of a set of chunks: rows sorted by id, CSR by row, own term list.
 
@@ -56,67 +67,37 @@ class _Segment:
     """
 
     def __init__(
-        self,
-        ids: npt.NDArray[np.bytes_],
-        indptr: Int64s | None = None,
-        terms: npt.NDArray[np.int32] | None = None,
-        counts: npt.NDArray[np.int32] | None = None,
-        vocabulary: list[str] | None = None,
-        path: Path | None = None,
+        self, ids: npt.NDArray[np.bytes_], data: _Counts | None = None, path: Path | None = None
     ) -> None:
         self.ids = ids
-        self._indptr = indptr
-        self._terms = terms
-        self._counts = counts
-        self._vocabulary = vocabulary
+        self._data = data
         self._path = path
 
-    def _load(self) -> None:
-        assert self._path is not None, "an in-memory segment has all its arrays"
-        with np.load(self._path, allow_pickle=False) as saved:
-            blob = saved["vocabulary"].tobytes()
-            self._indptr = saved["indptr"]
-            self._terms = saved["terms"]
-            self._counts = saved["counts"]
-        self._vocabulary = blob.decode("ascii").split("\n") if blob else []
-
     @property
-    def indptr(self) -> Int64s:
-        if self._indptr is None:
-            self._load()
-        assert self._indptr is not None
-        return self._indptr
-
-    @property
-    def terms(self) -> npt.NDArray[np.int32]:
-        if self._terms is None:
-            self._load()
-        assert self._terms is not None
-        return self._terms
-
-    @property
-    def counts(self) -> npt.NDArray[np.int32]:
-        if self._counts is None:
-            self._load()
-        assert self._counts is not None
-        return self._counts
-
-    @property
-    def vocabulary(self) -> list[str]:
-        if self._vocabulary is None:
-            self._load()
-        assert self._vocabulary is not None
-        return self._vocabulary
+    def data(self) -> _Counts:
+        """The counts (read from the segment's file on first use)."""
+        if self._data is None:
+            assert self._path is not None, "an in-memory segment has all its arrays"
+            with np.load(self._path, allow_pickle=False) as saved:
+                blob = saved["vocabulary"].tobytes()
+                self._data = _Counts(
+                    saved["indptr"],
+                    saved["terms"],
+                    saved["counts"],
+                    blob.decode("ascii").split("\n") if blob else [],
+                )
+        return self._data
 
     def to_bytes(self) -> bytes:
         buffer = io.BytesIO()
-        blob = "\n".join(self.vocabulary).encode("ascii")
+        data = self.data
+        blob = "\n".join(data.vocabulary).encode("ascii")
         np.savez(
             buffer,
             ids=self.ids,
-            indptr=self.indptr,
-            terms=self.terms,
-            counts=self.counts,
+            indptr=data.indptr,
+            terms=data.terms,
+            counts=data.counts,
             vocabulary=np.frombuffer(blob, dtype=np.uint8),
         )
         return buffer.getvalue()
@@ -128,6 +109,24 @@ class _Segment:
             if not {"ids", "indptr", "terms", "counts", "vocabulary"} <= set(saved.files):
                 raise ValueError(f"{path.name}: not a token segment")
             return cls(saved["ids"], path=path)
+
+
+def _by_row(
+    ids: npt.NDArray[np.bytes_],
+    rows: npt.NDArray[np.integer[Any]],
+    terms: npt.NDArray[np.integer[Any]],
+    counts: npt.NDArray[np.integer[Any]],
+    vocabulary: list[str],
+) -> _Segment:
+    """The segment of `ids` (sorted) whose row `rows[i]` has `counts[i]` of `terms[i]`;
+    the entries may come in any order (a row's keep their order)."""
+    order = np.argsort(rows, kind="stable")
+    indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=len(ids)), out=indptr[1:])
+    return _Segment(
+        ids,
+        _Counts(indptr, terms[order].astype(np.int32), counts[order].astype(np.int32), vocabulary),
+    )
 
 
 def _tokenised(ids: npt.NDArray[np.bytes_], texts: Sequence[str]) -> _Segment:
@@ -142,18 +141,7 @@ def _tokenised(ids: npt.NDArray[np.bytes_], texts: Sequence[str]) -> _Segment:
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n)
     # Re-number documents in id order, keeping each document's entries together.
-    new_docs = rank[docs]
-    resort = np.argsort(new_docs, kind="stable")
-    per_doc = np.bincount(new_docs, minlength=n)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(per_doc, out=indptr[1:])
-    return _Segment(
-        ids[order],
-        indptr,
-        terms[resort].astype(np.int32),
-        counts[resort].astype(np.int32),
-        terms_in_order(vocabulary),
-    )
+    return _by_row(ids[order], rank[docs], terms, counts, terms_in_order(vocabulary))
 
 
 def _ranges(starts: Int64s, stops: Int64s) -> Int64s:
@@ -182,13 +170,14 @@ class _Gather:
 
     def add(self, segment: _Segment, docs: Int64s, rows: Int64s) -> None:
         """Document `docs[i]` has the counts of `segment` row `rows[i]`."""
-        starts, stops = segment.indptr[rows], segment.indptr[rows + 1]
+        data = segment.data
+        starts, stops = data.indptr[rows], data.indptr[rows + 1]
         positions = _ranges(starts, stops)
-        local = segment.terms[positions]
-        used = np.flatnonzero(np.bincount(local, minlength=len(segment.vocabulary)))
-        mapping = np.full(len(segment.vocabulary), -1, dtype=np.int32)
+        local = data.terms[positions]
+        words = data.vocabulary
+        used = np.flatnonzero(np.bincount(local, minlength=len(words)))
+        mapping = np.full(len(words), -1, dtype=np.int32)
         term_of = self._term_of
-        words = segment.vocabulary
         known = len(self.terms)
         used_list = used.tolist()
         mapped = [term_of.setdefault(words[t], len(term_of)) for t in used_list]
@@ -197,7 +186,7 @@ class _Gather:
         mapping[used] = mapped
         self.docs.append(np.repeat(docs.astype(np.int32), stops - starts))
         self.term_ids.append(mapping[local])
-        self.counts.append(segment.counts[positions].astype(np.int32, copy=False))
+        self.counts.append(data.counts[positions].astype(np.int32, copy=False))
 
     def rows(self) -> tuple[Int32s, Int32s, Int32s]:
         """Documents, terms and counts of the rows gathered, in the order added."""
@@ -298,7 +287,7 @@ class TokenCache:
         for s, segment in enumerate(segments):
             if np.any(seg_of == s):
                 try:
-                    segment.indptr  # noqa: B018 - read the counts now, while the file exists
+                    segment.data  # noqa: B018 - read the counts now, while the file exists
                 except _UNREADABLE as error:
                     # Merged away meanwhile, or its counts are damaged: tokenise those again.
                     seg_of[seg_of == s] = -1
@@ -350,18 +339,7 @@ class TokenCache:
             fresh = ~taken[docs]
             gather.add(segment, docs[fresh], rows[fresh].astype(np.int64))
             taken[docs[fresh]] = True
-        doc_of, term_of, counts = gather.rows()
-        order = np.lexsort((term_of, doc_of))
-        per_doc = np.bincount(doc_of, minlength=len(every))
-        indptr = np.zeros(len(every) + 1, dtype=np.int64)
-        np.cumsum(per_doc, out=indptr[1:])
-        merged = _Segment(
-            every,
-            indptr,
-            term_of[order].astype(np.int32),
-            counts[order].astype(np.int32),
-            list(gather.terms),
-        )
+        merged = _by_row(every, *gather.rows(), list(gather.terms))
         old = list(self._segments)
         written = self._write(merged)
         if written is None:

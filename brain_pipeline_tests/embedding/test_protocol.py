@@ -1,14 +1,11 @@
 """embedding.protocol: the helpers every provider shares, on plain values.
 
 Pins `unit_rows` (unit length in float32, zero rows stay zero), `QueryCache` (each query
-embedded once, vectors read-only, least recently used evicted first),
-`embed_with_progress` (reports rows only through providers that can, and only when
-asked), and the error family (one base class; a refused input names its text).
+embedded once, vectors read-only, least recently used evicted first), and the error
+family (one base class; a refused input names its text).
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -21,13 +18,8 @@ from brain_pipeline.embedding.protocol import (
     FloatVector,
     LocalModelUnavailable,
     QueryCache,
-    ReportsRows,
-    RowsDone,
-    embed_with_progress,
     unit_rows,
 )
-from brain_pipeline_tests.embedding.helpers import gemini
-from brain_pipeline_tests.peers.fake_gemini import FakeGemini
 
 
 def test_unit_rows_normalises_each_row_and_keeps_zero_rows_zero() -> None:
@@ -55,57 +47,6 @@ def test_the_query_cache_embeds_each_query_once_and_evicts_the_least_recent() ->
     cache.get_or_compute("a", compute)
     cache.get_or_compute("b", compute)
     assert computed == ["a", "b", "c", "b"]
-
-
-class _Plain:
-    """A provider that answers whole calls only."""
-
-    name, dimension, max_batch = "plain", 2, 10
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return np.ones((len(texts), 2))
-
-    def embed_query(self, text: str) -> FloatVector:
-        return np.ones(2, dtype=np.float32)
-
-
-class _Reporting(_Plain):
-    """A provider that reports rows as it finishes them (two at a time)."""
-
-    def __init__(self) -> None:
-        self.plain_calls = 0
-
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        self.plain_calls += 1
-        return super().embed_documents(texts)
-
-    def embed_documents_reporting(
-        self, texts: Sequence[str], rows_done: RowsDone | None
-    ) -> np.ndarray:
-        for done in range(2, len(texts) + 1, 2):
-            if rows_done is not None:
-                rows_done(done)
-        return np.zeros((len(texts), 2))
-
-
-def test_progress_is_reported_through_providers_that_can_and_only_when_asked() -> None:
-    reporting, counts = _Reporting(), list[int]()
-    assert isinstance(reporting, ReportsRows) and not isinstance(_Plain(), ReportsRows)
-    answer = embed_with_progress(reporting, ["t"] * 6, counts.append)
-    assert counts == [2, 4, 6] and answer.tolist() == [[0.0, 0.0]] * 6
-    assert reporting.plain_calls == 0
-    embed_with_progress(reporting, ["t"] * 6)  # nobody listening: the plain call
-    assert reporting.plain_calls == 1
-    assert embed_with_progress(_Plain(), ["t"], counts.append).tolist() == [[1.0, 1.0]]
-    assert counts == [2, 4, 6]
-
-
-def test_providers_without_sub_batches_are_called_plainly(gemini_server: FakeGemini) -> None:
-    embedder = gemini()
-    assert not isinstance(embedder, ReportsRows)
-    counts: list[int] = []
-    vectors = embed_with_progress(embedder, ["one", "two"], counts.append)
-    assert vectors.shape == (2, 16) and counts == []
 
 
 @pytest.mark.parametrize(
