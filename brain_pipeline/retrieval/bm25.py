@@ -5,8 +5,8 @@ Postings are column-compressed by term (like a CSC matrix without scipy): for te
 in each. Postings keep counts rather than weights, which is what lets an area's postings
 outlive an edit of the area (see `BM25Index`). Weights,
 idf(t) * tf*(k1+1) / (tf + k1*(1-b+b*dl/avgdl)) with the collection statistics of the
-live documents, are made per index version, which fixes those statistics, term by term
-on a term's first query (and then kept). A query
+live documents, are made per index version, which fixes those statistics: all at once
+by `BM25Index.build`, else term by term on a term's first query (and then kept). A query
 is one gather of its terms' weighed postings, one `np.bincount`, and a top-k that sorts
 only the rows tied with or above the k-th best score.
 
@@ -37,6 +37,10 @@ K1 = 1.2
 B = 0.75
 _BLOCK = 1 << 20
 """Postings per step when assembling (bounds the temporaries of ~11M postings)."""
+_WEIGH_ALL_UP_TO = 1 << 21
+"""`build` weighs every posting of an index up to this size (16 MB of weights; SciFact
+has 0.47M postings). Bigger ones weigh a term on its first query: an area of a quarter
+of a million chunks (~8-11M postings) would hold 64-90 MB more, mostly never asked."""
 _WEIGHED_POSTINGS = 1 << 22
 """Weighed postings an index keeps for the terms it was asked (~50 MB); then it forgets."""
 
@@ -112,23 +116,29 @@ class BM25Postings:
 
     def span(self, term: str) -> tuple[int, int] | None:
         """Where term's postings are, or None when it is not indexed."""
-        if self._spans is None and len(self._term_pos) < 16:
-            # A freshly loaded index serving a query or two: a C-level list scan per
-            # term is cheaper than a dict of every term; after a few, build the dict.
-            t = self._term_pos.get(term)
-            if t is None:
-                try:
-                    t = self.terms.index(term)
-                except ValueError:
-                    t = -1
-                self._term_pos[term] = t
-            if t < 0:
-                return None
-            return int(self.indptr[t]), int(self.indptr[t + 1])
+        if self._spans is None:
+            if len(self._term_pos) < 16:
+                # A freshly loaded index serving a query or two: a C-level list scan per
+                # term is cheaper than a dict of every term; after a few, build the dict.
+                t = self._term_pos.get(term)
+                if t is None:
+                    try:
+                        t = self.terms.index(term)
+                    except ValueError:
+                        t = -1
+                    self._term_pos[term] = t
+                if t < 0:
+                    return None
+                return int(self.indptr[t]), int(self.indptr[t + 1])
+            return self.span_table().get(term)
+        return self._spans.get(term)
+
+    def span_table(self) -> dict[str, tuple[int, int]]:
+        """Term -> where its postings are, for every term (made once)."""
         if self._spans is None:
             bounds = self.indptr.tolist()
             self._spans = {term: (bounds[t], bounds[t + 1]) for t, term in enumerate(self.terms)}
-        return self._spans.get(term)
+        return self._spans
 
     def save(self, directory: Path) -> None:
         """Write the postings as `.npy` files (plus terms.txt) into a new `directory`.
@@ -208,6 +218,8 @@ class BM25Index:
         self._id_rank: npt.NDArray[np.int64] | None = None
         self._decoded = 0
         self._norm: npt.NDArray[np.float64] | None = None
+        self._weights: npt.NDArray[np.float64] | None = None
+        """Every posting's weight, when `_weigh_all` made them (aligned with the docs)."""
         self._weighed_terms: dict[str, _Weighed | None] = {}
         self._weighed_count = 0
 
@@ -233,7 +245,9 @@ class BM25Index:
         postings = BM25Postings.from_postings(
             _id_bytes(ids), terms_in_order(vocabulary), post_terms, post_docs, tf
         )
-        return cls([postings], k1=k1, b=b)
+        index = cls([postings], k1=k1, b=b)
+        index._weigh_all()
+        return index
 
     # -- queries ------------------------------------------------------------------------
 
@@ -339,6 +353,33 @@ class BM25Index:
             self._norm = k1 * (1 - b + b * lengths / avgdl)
         return self._norm
 
+    def _weigh_all(self) -> None:
+        """Weigh every posting now (an index of one unmasked set of postings).
+
+        What `build` does for up to `_WEIGH_ALL_UP_TO` postings: the weights are then a
+        slice per query term, as the index of a peer that stores weights would have
+        them. A bigger index weighs term by term instead. Block by block, so the
+        temporaries stay small.
+        """
+        if len(self.parts) != 1 or self.live[0] is not None or self._total_length == 0:
+            return  # (no postings at all when every document is empty)
+        part = self.parts[0]
+        if len(part.docs) > _WEIGH_ALL_UP_TO:
+            return
+        df = np.diff(np.asarray(part.indptr)).astype(np.int64, copy=False)
+        idf = np.array([_idf(self._n_docs, d) for d in df.tolist()], dtype=np.float64)
+        term_of = np.repeat(np.arange(len(df), dtype=np.int32), df)
+        k1 = self.k1
+        norms = self._norms()
+        weights = np.empty(len(part.docs), dtype=np.float64)
+        for start in range(0, len(weights), _BLOCK):
+            block = slice(start, start + _BLOCK)
+            tf = np.asarray(part.tf[block]).astype(np.float64)
+            dl_part = norms[np.asarray(part.docs[block])]
+            weights[block] = idf[term_of[block]] * (tf * (k1 + 1)) / (tf + dl_part)
+        self._weights = weights
+        part.span_table()
+
     def _postings_of(
         self, term: str
     ) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.int32]]:
@@ -398,14 +439,28 @@ class BM25Index:
         """
         if self._n_docs == 0:
             return None
-        weighed = [w for t in dict.fromkeys(terms) if (w := self._weighed(t)) is not None]
-        if not weighed:
-            return None
-        if len(weighed) == 1:
-            every, weights = weighed[0]
+        every: npt.NDArray[np.integer[Any]]
+        if self._weights is not None:  # every posting weighed: a slice per term
+            table = self.parts[0].span_table()
+            spans = [span for t in dict.fromkeys(terms) if (span := table.get(t)) is not None]
+            if not spans:
+                return None
+            docs, all_weights = self.parts[0].docs, self._weights
+            if len(spans) == 1:
+                ((start, stop),) = spans
+                every, weights = docs[start:stop], all_weights[start:stop]
+            else:
+                every = np.concatenate([docs[start:stop] for start, stop in spans])
+                weights = np.concatenate([all_weights[start:stop] for start, stop in spans])
         else:
-            every = np.concatenate([docs for docs, _ in weighed])
-            weights = np.concatenate([w for _, w in weighed])
+            weighed = [w for t in dict.fromkeys(terms) if (w := self._weighed(t)) is not None]
+            if not weighed:
+                return None
+            if len(weighed) == 1:
+                every, weights = weighed[0]
+            else:
+                every = np.concatenate([docs for docs, _ in weighed])
+                weights = np.concatenate([w for _, w in weighed])
         # One gather-and-sum over all query terms' postings.
         summed = np.bincount(every, weights=weights, minlength=self._size)
         return summed.astype(np.float64, copy=False)

@@ -245,17 +245,19 @@ def test_ties_across_the_cut_and_within_it_follow_the_ids() -> None:
             assert_same_ranking(index.search(query, depth), reference.search(query, depth))
 
 
-@pytest.mark.parametrize("block", [7, 1 << 20])
-def test_built_indexes_assembled_in_blocks_rank_like_the_reference(
-    monkeypatch: pytest.MonkeyPatch, block: int
+@pytest.mark.parametrize(("weigh_all_up_to", "block"), [(1 << 21, 7), (10, 1 << 20)])
+def test_built_indexes_weigh_in_blocks_or_term_by_term_alike(
+    monkeypatch: pytest.MonkeyPatch, weigh_all_up_to: int, block: int
 ) -> None:
-    """Postings assembled in small blocks or in one, weighed term by term as queries ask:
-    bit-identical to the reference either way."""
+    """All weights made at build in small blocks, or (a big index) none until a term is
+    asked: bit-identical to the reference either way."""
+    monkeypatch.setattr(bm25_module, "_WEIGH_ALL_UP_TO", weigh_all_up_to)
     monkeypatch.setattr(bm25_module, "_BLOCK", block)
-    rng = random.Random(block)
+    rng = random.Random(weigh_all_up_to)
     texts = zipf_corpus(rng, 300, 500)
     ids = [f"{k:04d}" for k in range(len(texts))]
     index = BM25Index.build(ids, texts)
+    assert (index._weights is None) == (weigh_all_up_to == 10)
     reference = ReferenceBM25(ids, texts)
     for k in range(30):
         query = " ".join(rng.choices(texts[k].split() or ["w1"], k=5))
