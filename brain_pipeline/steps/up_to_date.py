@@ -136,19 +136,9 @@ class UpToDate:
 # --- the inputs ----------------------------------------------------------------------------
 
 
-def package_version() -> str:
-    """The installed distribution's version ('unknown' when run from a bare checkout)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("brain-pipeline")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def source_digest(root: Path = _SOURCE_ROOT) -> str:
-    """The signatures of every module of the package: an edit to the code is a change even
-    when no code version was bumped (a stat per file, nothing read)."""
+    """The signatures of every module of the package: any edit to the code (an upgrade
+    too) is a change, without a version kept by hand (a stat per file, nothing read)."""
     rows: list[tuple[str, list[int]]] = []
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -158,21 +148,6 @@ def source_digest(root: Path = _SOURCE_ROOT) -> str:
                 signature = FileSignature.of(path)
                 rows.append((os.path.relpath(path, root), signature.as_list() if signature else []))
     return value_digest(rows)
-
-
-def code_versions(cfg: BrainConfig) -> dict[str, str]:
-    """The package version and the code version of each asset that has one."""
-    from brain_pipeline.steps.embed import embeddings_code_version
-    from brain_pipeline.steps.ingest import STORE_CODE_VERSION, chunks_code_version
-    from brain_pipeline.steps.publish import PUBLISH_CODE_VERSION
-
-    return {
-        "package": package_version(),
-        "knowledge_chunks": chunks_code_version(cfg),
-        "knowledge_store": STORE_CODE_VERSION,
-        "embeddings": embeddings_code_version(cfg),
-        "published_local": PUBLISH_CODE_VERSION,
-    }
 
 
 def key_digest(key: str | None, salt: str) -> str | None:
@@ -198,7 +173,6 @@ def current_inputs(cfg: BrainConfig, salt: str) -> dict[str, Any]:
         "provider_label": cfg.provider_label(),
         "key": key_digest(cfg.gemini_api_key(), salt),
         "fixture": file_sha256_or(cfg.evaluation.fixture, "missing"),
-        "code": code_versions(cfg),
         "source": source_digest(),
     }
 
@@ -452,7 +426,6 @@ def _first_difference(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> st
         "provider_label": "the embedding provider changed",
         "key": "the embedding key changed",
         "fixture": "the evaluation fixture changed",
-        "code": "the code version changed",
         "source": "the code changed",
         "corpus": "the corpus changed",
     }
