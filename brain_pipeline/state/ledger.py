@@ -18,7 +18,6 @@ Rows (all digests are sha256 hex from `utils.digest`; JSON columns are canonical
 * `verdicts`: (check, data, rule) -> severity, description, overridable;
 * `publications`: append-only (id, when, digests, forced, reason, run id);
 * `pointers`: name -> value, changed only by compare-and-set;
-* `claims`: a topic claimed once (the first claimant wins), then marked delivered;
 * `lock_holders`: who holds the run lock (text to name them; the lock itself is the OS's
   or the server's, so a killed holder never leaves it taken).
 """
@@ -66,9 +65,6 @@ CREATE TABLE IF NOT EXISTS publications (
   forced INTEGER NOT NULL, reason TEXT NOT NULL, run_id TEXT);
 CREATE TABLE IF NOT EXISTS pointers (
   name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS claims (
-  topic TEXT PRIMARY KEY, claimant TEXT NOT NULL, claimed_at TEXT NOT NULL,
-  delivered_at TEXT);
 CREATE TABLE IF NOT EXISTS lock_holders (name TEXT PRIMARY KEY, holder TEXT NOT NULL);
 """
 
@@ -127,14 +123,6 @@ class Publication:
     forced: bool
     reason: str
     run_id: str | None
-
-
-@dataclass(frozen=True)
-class Claim:
-    topic: str
-    claimant: str
-    claimed_at: str
-    delivered_at: str | None
 
 
 # ---- URLs ---------------------------------------------------------------------------
@@ -463,32 +451,6 @@ class Ledger:
                 (value, _now(), name, expected),
             )
         return changed == 1
-
-    # -- notification claims ---------------------------------------------------------
-
-    def claim(self, topic: str, claimant: str) -> bool:
-        """True for exactly one claimant of `topic`, whoever asks and however many at once."""
-        return (
-            self.execute(
-                "INSERT INTO claims VALUES (?, ?, ?, NULL) ON CONFLICT (topic) DO NOTHING",
-                (topic, claimant, _now()),
-            )
-            == 1
-        )
-
-    def mark_delivered(self, topic: str) -> None:
-        self.execute(
-            "UPDATE claims SET delivered_at = ? WHERE topic = ? AND delivered_at IS NULL",
-            (_now(), topic),
-        )
-
-    def undelivered(self) -> list[Claim]:
-        """Claims whose delivery was never confirmed, oldest first (to retry or report)."""
-        rows = self.query(
-            "SELECT topic, claimant, claimed_at, delivered_at FROM claims "
-            "WHERE delivered_at IS NULL ORDER BY claimed_at, topic"
-        )
-        return [Claim(*row) for row in rows]
 
     # -- the run lock ----------------------------------------------------------------
 
