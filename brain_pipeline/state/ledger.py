@@ -18,6 +18,8 @@ Rows (all digests are sha256 hex from `utils.digest`; JSON columns are canonical
 * `verdicts`: (check, data, rule) -> severity, description, overridable;
 * `publications`: append-only (id, when, digests, forced, reason, run id);
 * `pointers`: name -> value, changed only by compare-and-set;
+* `claims`: a topic claimed once, the first INSERT winning (`evaluation.judgements` marks
+  its one-time import of the old files with it, in the import's own transaction);
 * `lock_holders`: who holds the run lock (text to name them; the lock itself is the OS's
   or the server's, so a killed holder never leaves it taken).
 """
@@ -65,6 +67,9 @@ CREATE TABLE IF NOT EXISTS publications (
   forced INTEGER NOT NULL, reason TEXT NOT NULL, run_id TEXT);
 CREATE TABLE IF NOT EXISTS pointers (
   name TEXT PRIMARY KEY, value TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (
+  topic TEXT PRIMARY KEY, claimant TEXT NOT NULL, claimed_at TEXT NOT NULL,
+  delivered_at TEXT);
 CREATE TABLE IF NOT EXISTS lock_holders (name TEXT PRIMARY KEY, holder TEXT NOT NULL);
 """
 
