@@ -49,9 +49,9 @@ from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
     RunDelivery,
     RunFacts,
+    alerts_ledger,
     build_message,
     classify,
-    import_earlier,
     known_secrets,
     pending_deliveries,
     previous_outcome,
@@ -218,7 +218,7 @@ def notify_finished_run(
         return None
     at = time.time() if now is None else now
     first = None
-    if read_delivery(alerts_ledger(cfg), run_id) is None:
+    if read_delivery(alerts_ledger(memory_of(cfg)), run_id) is None:
         first = first_delivery(instance, run, cfg, at)
         if first is None:
             return None
@@ -260,7 +260,7 @@ def _try(
     the lease goes, so a deliverer racing (another sensor tick, the command, another
     worker) sends nothing, and a channel that accepted the message is never sent it
     again. The account of the try, else None."""
-    ledger = alerts_ledger(cfg)
+    ledger = alerts_ledger(memory_of(cfg))
     with run_lease(ledger, run_id) as held:
         if not held:
             return None
@@ -281,16 +281,6 @@ def _try(
     return line
 
 
-def alerts_ledger(cfg: BrainConfig) -> Any:
-    """The ledger the delivery records live in, the earlier versions' records of the
-    build directory read into it once (`run_alerts.import_earlier`)."""
-    from brain_pipeline.state.layout import StateLayout
-
-    ledger = memory_of(cfg).ledger
-    import_earlier(ledger, StateLayout.of(cfg.build_dir).state_dir)
-    return ledger
-
-
 def redeliver_due(
     instance: dg.DagsterInstance,
     cfg: BrainConfig,
@@ -307,7 +297,7 @@ def redeliver_due(
     at = time.time() if now is None else now
     tried = [
         _try(instance, cfg, run_id, None, log, at=at, sleep=sleep)
-        for run_id in pending_deliveries(alerts_ledger(cfg))
+        for run_id in pending_deliveries(alerts_ledger(memory_of(cfg)))
     ]
     return [line for line in tried if line is not None]
 

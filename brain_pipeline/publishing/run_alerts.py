@@ -41,11 +41,14 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from brain_pipeline.publishing.deadline import Deadline
 from brain_pipeline.state.ledger import Ledger
+
+if TYPE_CHECKING:
+    from brain_pipeline.state.memory import Memory
 
 EventKind = Literal["blocked", "failed", "regression", "recovered", "forced"]
 Previous = Literal["blocked", "failed", "regression", "recovered", "forced", "good"]
@@ -439,6 +442,13 @@ def import_earlier(ledger: Ledger, state_dir: Path) -> None:
         if read_delivery(ledger, record.run_id) is None:
             write_delivery(ledger, record)
     ledger.set_pointer("imported notified/", "1", expected=None)
+
+
+def alerts_ledger(memory: Memory) -> Ledger:
+    """The ledger the delivery records live in, the earlier versions' records of the
+    build directory read into it once (`import_earlier`)."""
+    import_earlier(memory.ledger, memory.layout.state_dir)
+    return memory.ledger
 
 
 @dataclass(frozen=True)

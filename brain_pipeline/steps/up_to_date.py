@@ -357,7 +357,7 @@ def confirm(
         return refused
     if pending is None or not ours:
         return "another run started since this one"
-    layout = StateLayout.of(cfg.build_dir)
+    layout = memory_of(cfg).layout
     if cfg.publish.s3.bucket:
         return S3_CONFIGURED
     inputs = current_inputs(cfg, run_id)
@@ -445,7 +445,7 @@ def _changed_file(recorded: Mapping[str, Any]) -> str | None:
 
 def check(cfg: BrainConfig) -> UpToDate:
     """Whether a full run could change anything now (cheapest comparisons first)."""
-    layout = StateLayout.of(cfg.build_dir)
+    layout = memory_of(cfg).layout
     body = _read_json(memory_of(cfg).ledger, RECORD)
     if body is None:
         return UpToDate(False, "no successful full run is recorded for this build directory")
