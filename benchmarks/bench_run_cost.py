@@ -45,6 +45,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -209,6 +210,26 @@ def sample_corpus(base: Path) -> tuple[Path, Path, list[Path]]:
     return corpus, fixture, files
 
 
+def forget_confirmation(state: Path) -> None:
+    """Make the next skip ask the instance (`--consult`): drop when the instance last
+    confirmed the recorded run, as the code before the ledger kept it (a file) and as
+    the ledger keeps it (`seen_at` in the up_to_date record)."""
+    import sqlite3
+
+    (state / "instance-seen.json").unlink(missing_ok=True)
+    if (state / "ledger.sqlite").exists():
+        with contextlib.closing(sqlite3.connect(state / "ledger.sqlite")) as db, db:
+            rows = db.execute(
+                "SELECT name, body FROM up_to_date WHERE name = 'record'"
+            ).fetchall()
+            for name, body in rows:
+                record = json.loads(body)
+                record.pop("seen_at", None)
+                db.execute(
+                    "UPDATE up_to_date SET body = ? WHERE name = ?", (json.dumps(record), name)
+                )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=1200, help="synthetic corpus size")
@@ -290,9 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                     for folder in ("build", "agent"):
                         shutil.rmtree(base / name / folder, ignore_errors=True)
                 if args.consult:
-                    (base / name / "build" / "state" / "instance-seen.json").unlink(
-                        missing_ok=True
-                    )
+                    forget_confirmation(base / name / "build" / "state")
                 for part, value in measure(envs[name], base / name, argvs[name]).items():
                     samples[name].setdefault(part, []).append(value)
             session.note_reference()

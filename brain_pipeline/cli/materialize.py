@@ -136,14 +136,14 @@ def _nothing_to_do(cfg: BrainConfig, now: float | None = None) -> bool:
 
     Asked under the ledger's run lease, without waiting: a run in progress is a
     doubt, and a doubt means a run (which then waits for the lock as usual). Dagster is
-    imported only when the instance is due to be asked again (`steps.up_to_date.
-    consult_due`, at most once an hour): whether it still holds the recorded run. The
-    skip writes nothing there (no materialisation, no observation, no run).
+    imported only when the instance is due to be asked again (`UpToDate.consult_due`,
+    at most once an hour): whether it still holds the recorded run. The skip writes
+    nothing there (no materialisation, no observation, no run).
     """
     from brain_pipeline.config import memory_of
     from brain_pipeline.state.lock import LockBusyError, make_holder
     from brain_pipeline.state.run_lease import run_lease
-    from brain_pipeline.steps.up_to_date import check, consult_due
+    from brain_pipeline.steps.up_to_date import check
 
     now = time.time() if now is None else now
     ledger = memory_of(cfg).ledger
@@ -152,12 +152,10 @@ def _nothing_to_do(cfg: BrainConfig, now: float | None = None) -> bool:
             ledger, run_id=None, wait_seconds=0, holder=make_holder("brain-pipeline materialize")
         ):
             verdict = check(cfg)
-            if verdict.current and consult_due(
-                ledger, str(verdict.run_id), cfg.instance_home(), now
-            ):
-                from brain_pipeline.defs.up_to_date import skip_verdict
+            if verdict.current and verdict.consult_due(now):
+                from brain_pipeline.defs.up_to_date import consult_instance
 
-                verdict = skip_verdict(cfg, verdict, now)
+                verdict = consult_instance(cfg, verdict, now)
     except LockBusyError:
         return False
     if verdict.current:

@@ -208,12 +208,11 @@ def _undelivered_notifications(cfg: Any) -> list[dict[str, Any]]:
     """Run messages no endpoint accepted: given up (`failed`) or still being retried
     (`pending`), newest first, from the ledger's delivery records."""
     from brain_pipeline.config import memory_of
-    from brain_pipeline.publishing.run_alerts import import_earlier, undelivered
+    from brain_pipeline.publishing.run_alerts import alerts_ledger, undelivered
 
-    import_earlier(memory_of(cfg).ledger, cfg.layout.state_dir)
     return [
         {"run_id": r.run_id, "state": r.state, "tries": r.tries, "message": r.describe()}
-        for r in undelivered(memory_of(cfg).ledger)
+        for r in undelivered(alerts_ledger(memory_of(cfg)))
     ]
 
 

@@ -34,6 +34,7 @@ daemon catching up).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -46,12 +47,11 @@ from brain_pipeline.lib.code_location import location_config, location_config_pa
 from brain_pipeline.lib.dagster_private import event_data, note_in_run_log, run_events
 from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
-    Previous,
     RunDelivery,
     RunFacts,
+    alerts_ledger,
     build_message,
     classify,
-    import_earlier,
     known_secrets,
     pending_deliveries,
     previous_outcome,
@@ -65,8 +65,8 @@ from brain_pipeline.publishing.run_alerts import (
 from brain_pipeline.steps.trigger import describe_trigger
 from brain_pipeline.utils.markdown import md_undefanged
 
-LOOKBACK_RUNS = 25
-NEWER_RUNS = 25
+RUNS_AROUND = 25
+"""How many of the instance's finished runs before (or after) a run are read to judge it."""
 
 
 def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
@@ -167,44 +167,24 @@ def _text(value: Any) -> str | None:
     return str(getattr(value, "value", value)) or None
 
 
-def previous_event(
-    instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig
-) -> Previous | None:
-    """What the runs before this one reported (`publishing.run_alerts.previous_outcome` over
-    the last LOOKBACK_RUNS finished runs of ours, newest first). Read from the instance,
-    so the two sensors need no shared state and may tick in any order."""
-    record = instance.get_run_record_by_id(run.run_id)
-    if record is None:
-        return None
-    earlier = instance.get_run_records(
-        filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE],
-            created_before=record.create_timestamp,
-        ),
-        limit=LOOKBACK_RUNS,
-    )
-    return previous_outcome(
-        run_facts(instance, other.dagster_run)
-        for other in earlier
-        if other.dagster_run.run_id != run.run_id and _ours(other.dagster_run, cfg)
-    )
-
-
-def newer_runs(
-    instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig
+def _finished_runs(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig, *, after: bool
 ) -> Iterator[RunFacts]:
-    """The finished runs of ours created after `run` (up to NEWER_RUNS), read lazily."""
+    """The finished runs of ours created before `run` (newest first) or after it, up to
+    RUNS_AROUND of the instance's, read lazily: what `previous_outcome` and
+    `superseded_by` judge from, so the sensors need no shared state and may tick in any
+    order."""
     record = instance.get_run_record_by_id(run.run_id)
     if record is None:
         return
-    later = instance.get_run_records(
-        filters=dg.RunsFilter(
-            statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE],
-            created_after=record.create_timestamp,
-        ),
-        limit=NEWER_RUNS,
+    at = record.create_timestamp
+    filters = dg.RunsFilter(
+        statuses=[dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE],
+        created_after=at if after else None,
+        created_before=None if after else at,
     )
-    for other in later:
+    others = instance.get_run_records(filters=filters, limit=RUNS_AROUND)
+    for other in others:
         if other.dagster_run.run_id != run.run_id and _ours(other.dagster_run, cfg):
             yield run_facts(instance, other.dagster_run)
 
@@ -227,77 +207,78 @@ def notify_finished_run(
     One path for every run: the notification sensors call it at their tick, and
     `brain-pipeline materialize` right after its own run (and for each dead run it
     reaps), whether or not a daemon runs: a daemon that is stopping or stopped never
-    leaves a run unannounced. Whoever holds the run's lease
-    (`publishing.run_alerts.run_lease`) reads its delivery record, sends to the
-    channels that have not accepted it yet and records what happened before letting
-    go: the other deliverer, racing, sends nothing, and a message the endpoint did
-    not accept stays `pending` for `redeliver_due`. A RECOVERED that a newer blocked or
-    failed run has made stale is not sent.
+    leaves a run unannounced. A run already handled gets one more try of its pending
+    message if it is due (`_try`).
     """
-    settings = cfg.notify
     record = instance.get_run_record_by_id(run_id)
-    if record is None or not settings.configured:
+    if record is None or not cfg.notify.configured:
         return None
     run = record.dagster_run
     if not run.is_finished or not _ours(run, cfg):
         return None
-    ledger = alerts_ledger(cfg)
-    if read_delivery(ledger, run.run_id) is not None:
-        return _redeliver(instance, cfg, run.run_id, log, now=now, sleep=sleep)
+    at = time.time() if now is None else now
+    first = None
+    if read_delivery(alerts_ledger(memory_of(cfg)), run_id) is None:
+        first = first_delivery(instance, run, cfg, at)
+        if first is None:
+            return None
+    return _try(instance, cfg, run_id, first, log, at=at, sleep=sleep)
+
+
+def first_delivery(
+    instance: dg.DagsterInstance, run: dg.DagsterRun, cfg: BrainConfig, at: float
+) -> RunDelivery | None:
+    """The run's delivery record before its first try (None: nothing to report): its
+    message, `pending`; or `superseded`, a RECOVERED that a newer blocked or failed run
+    has made stale (a restarted daemon catching up), which is never sent."""
     facts = run_facts(instance, run)
-    previous = None if not facts.succeeded else previous_event(instance, run, cfg)
-    event = classify(facts, previous, run_link(settings.ui_base_url, run.run_id))
+    earlier = _finished_runs(instance, run, cfg, after=False)
+    previous = previous_outcome(earlier) if facts.succeeded else None
+    event = classify(facts, previous, run_link(cfg.notify.ui_base_url, run.run_id))
     if event is None:
         return None
-    at = time.time() if now is None else now
-    with run_lease(ledger, run.run_id) as held:
-        if not held or read_delivery(ledger, run.run_id) is not None:
-            return None  # another deliverer has it (it sends, or already did)
-        stale = superseded_by(event, newer_runs(instance, run, cfg))
-        if stale is not None:
-            write_delivery(ledger, RunDelivery(run.run_id, event.kind, "superseded", None, at))
-            line = (
-                f"run {run.run_id[:8]}: {event.kind} message not sent: a newer run "
-                f"({stale.run_id[:8]}) did not publish"
-            )
-            if log is not None:
-                log.info(line)
-            return line
-        message = build_message(event, known_secrets(settings, _environment()))
-        fresh = RunDelivery(run.run_id, event.kind, "pending", message, first_at=at, next_at=at)
-        done = try_delivery(fresh, settings, now=at, sleep=sleep)
-        write_delivery(ledger, done)
-    return _said(instance, done, log)
+    stale = superseded_by(event, _finished_runs(instance, run, cfg, after=True))
+    if stale is not None:
+        return RunDelivery(run.run_id, event.kind, "superseded", None, at, newer=stale.run_id)
+    message = build_message(event, known_secrets(cfg.notify, dict(os.environ)))
+    return RunDelivery(run.run_id, event.kind, "pending", message, first_at=at, next_at=at)
 
 
-def _redeliver(
+def _try(
     instance: dg.DagsterInstance,
     cfg: BrainConfig,
     run_id: str,
+    first: RunDelivery | None,
     log: Any,
     *,
-    now: float | None,
+    at: float,
     sleep: Callable[[float], None],
 ) -> str | None:
-    """One try of run `run_id`'s pending message, if it is due and nobody else holds
-    its lease; the account of it, else None."""
-    ledger = alerts_ledger(cfg)
-    at = time.time() if now is None else now
+    """One try at run `run_id`'s message, by whoever holds the run's lease
+    (`publishing.run_alerts.run_lease`): `first` when nobody has handled the run yet,
+    else its pending message when it is due; the outcome is recorded per channel before
+    the lease goes, so a deliverer racing (another sensor tick, the command, another
+    worker) sends nothing, and a channel that accepted the message is never sent it
+    again. The account of the try, else None."""
+    ledger = alerts_ledger(memory_of(cfg))
     with run_lease(ledger, run_id) as held:
-        record = read_delivery(ledger, run_id) if held else None
-        if record is None or not record.due(at):
+        if not held:
+            return None
+        record = read_delivery(ledger, run_id)
+        if record is None:
+            record = first  # nobody has handled the run yet
+        elif first is not None or not record.due(at):
+            return None  # handled since by another deliverer, or not due yet
+        if record is None:
             return None
         done = try_delivery(record, cfg.notify, now=at, sleep=sleep)
         write_delivery(ledger, done)
-    return _said(instance, done, log)
-
-
-def alerts_ledger(cfg: BrainConfig) -> Any:
-    """The ledger the delivery records live in, the earlier versions' records of the
-    build directory read into it once (`run_alerts.import_earlier`)."""
-    ledger = memory_of(cfg).ledger
-    import_earlier(ledger, cfg.layout.state_dir)
-    return ledger
+    line = done.describe()
+    if log is not None:
+        (log.warning if done.state in ("pending", "failed") else log.info)(line)
+    if done.state == "failed":  # given up: said in its run's own log too (the UI shows it)
+        note_in_run_log(instance, done.run_id, f"notification {line}")
+    return line
 
 
 def redeliver_due(
@@ -313,23 +294,12 @@ def redeliver_due(
     The accounts of what was tried."""
     if not cfg.notify.configured:
         return []
-    lines = []
-    for run_id in pending_deliveries(alerts_ledger(cfg)):
-        line = _redeliver(instance, cfg, run_id, log, now=now, sleep=sleep)
-        if line is not None:
-            lines.append(line)
-    return lines
-
-
-def _said(instance: dg.DagsterInstance, done: RunDelivery, log: Any) -> str:
-    """Log a try's account; a message given up is also written into its run's own log
-    (the run's page in the UI shows it), where whoever looks at the run will see it."""
-    line = done.describe()
-    if log is not None:
-        (log.info if done.state == "delivered" else log.warning)(line)
-    if done.state == "failed":
-        note_in_run_log(instance, done.run_id, f"notification {line}")
-    return line
+    at = time.time() if now is None else now
+    tried = [
+        _try(instance, cfg, run_id, None, log, at=at, sleep=sleep)
+        for run_id in pending_deliveries(alerts_ledger(memory_of(cfg)))
+    ]
+    return [line for line in tried if line is not None]
 
 
 def notify_for_run(
@@ -346,12 +316,6 @@ def notify_for_run(
     cfg = load_config(config_path)
     line = notify_finished_run(context.instance, run_id, cfg, context.log, now=clock())
     return dg.SkipReason(line or f"run {run_id[:8]}: nothing to report")
-
-
-def _environment() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
 
 
 def build_notification_sensors(

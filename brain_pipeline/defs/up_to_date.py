@@ -4,13 +4,14 @@
 
 - `confirm_finished_run`: a run of ours that Dagster says SUCCEEDED, and that selected
   every asset and every blocking check, has what it left (written as pending by its own
-  `BrainSettings` resource) made the record. The command calls it after its own run; the
+  `BrainSettings` resource) made the record; any other finished run only has its
+  pending row dropped. The command calls it after its own run; the
   `up_to_date_record` sensor (`keep_record`, every 30 s while the daemon runs) for
   every other run (the UI, a schedule, automation), so the next `materialize` skips
   after those too. The sensor also drops a record the instance no longer holds (a
   wipe from the UI or `dagster asset wipe`).
 - `consult_instance`: what the skip asks the instance, at most once per
-  `steps.up_to_date.CONSULT_AFTER_SECONDS`: does it hold the recorded run's
+  `steps.up_to_date.CONSULT_AFTER_SECONDS` (`UpToDate.consult_due`): does it hold the recorded run's
   materialisations (not after `dagster asset wipe`)? It only reads: a skip is not a run
   and writes no history (no materialisation, no observation), so automation never
   mistakes it for new data and the asset's history holds only what runs made. The
@@ -19,9 +20,6 @@
 """
 
 from __future__ import annotations
-
-import time
-from typing import Any
 
 import dagster as dg
 
@@ -52,16 +50,18 @@ def selection_names(run: dg.DagsterRun) -> tuple[list[str] | None, list[str] | N
 
 
 def confirm_finished_run(instance: dg.DagsterInstance, run_id: str, cfg: BrainConfig) -> str | None:
-    """Make run `run_id`'s pending outcome the record when Dagster says it SUCCEEDED and it
-    was a full run; None when recorded, else why not. Call under the ledger's run lease."""
+    """Settle run `run_id`'s pending outcome (`steps.up_to_date.confirm`): it becomes the
+    record when Dagster says the run SUCCEEDED as a full run; None when recorded, else
+    why not. Call under the ledger's run lease."""
     run = instance.get_run_by_id(run_id)
+    refused = None
     if run is None or not ours(run, cfg):
-        return "not a run of this build directory"
-    if run.status != dg.DagsterRunStatus.SUCCESS:
-        return f"the run ended {run.status.value}"
-    assets, checks = selection_names(run)
-    full = record.is_full_selection(assets, checks)
-    return record.confirm(cfg, run.run_id, cfg.instance_home(), full=full)
+        refused = "not a run of this build directory"
+    elif run.status != dg.DagsterRunStatus.SUCCESS:
+        refused = f"the run ended {run.status.value}"
+    elif not record.is_full_selection(*selection_names(run)):
+        refused = "the run did not select every asset and check"
+    return record.confirm(cfg, run_id, cfg.instance_home(), refused=refused)
 
 
 def _unseen(instance: dg.DagsterInstance, run_id: str) -> str | None:
@@ -75,22 +75,24 @@ def _unseen(instance: dg.DagsterInstance, run_id: str) -> str | None:
     return None
 
 
-def consult_instance(
-    instance: dg.DagsterInstance, cfg: BrainConfig, verdict: record.UpToDate, now: float
-) -> record.UpToDate:
-    """Ask the instance what only it knows (module docstring); the skip's final verdict."""
+def consult_instance(cfg: BrainConfig, verdict: record.UpToDate, now: float) -> record.UpToDate:
+    """The skip's final verdict, once `verdict.consult_due`: ask the instance the command
+    uses what only it knows (module docstring)."""
+    from brain_pipeline.lib.instance import ensure_instance_home, open_instance
+
     run_id = str(verdict.run_id)
-    why = _unseen(instance, run_id)
+    ensure_instance_home(cfg.instance_home())
+    with open_instance(cfg.build_dir, cli_run=True) as instance:
+        why = _unseen(instance, run_id)
     if why is not None:
         return record.UpToDate(False, why)
-    ledger = memory_of(cfg).ledger
-    record.mark_seen(ledger, run_id, record.instance_identity(cfg.instance_home()), now=now)
+    record.mark_seen(memory_of(cfg).ledger, run_id, now)
     return verdict
 
 
 def keep_record(instance: dg.DagsterInstance, cfg: BrainConfig) -> str | None:
-    """One tick of the `up_to_date_record` sensor: confirm the pending run once Dagster
-    says it succeeded, and drop a record the instance no longer holds (its assets were
+    """One tick of the `up_to_date_record` sensor: settle the pending run once Dagster
+    says it is over, and drop a record the instance no longer holds (its assets were
     wiped: the next command then runs). What it did, or None."""
     from brain_pipeline.lib.instance import run_is_over
     from brain_pipeline.state.lock import LockBusyError, make_holder
@@ -110,7 +112,6 @@ def keep_record(instance: dg.DagsterInstance, cfg: BrainConfig) -> str | None:
                 run = instance.get_run_by_id(pending)
                 if run is not None and run.is_finished:
                     why = confirm_finished_run(instance, pending, cfg)
-                    record.drop_pending(ledger, pending)
                     return f"run {pending[:8]}: " + (why or "recorded as up to date")
             recorded = record.recorded_run(ledger)
             if recorded is not None:
@@ -140,15 +141,6 @@ def build_record_sensor(config_path: str | None) -> dg.SensorDefinition:
         return dg.SkipReason(said or "nothing to record")
 
     return up_to_date_record
-
-
-def skip_verdict(cfg: BrainConfig, verdict: record.UpToDate, now: Any = None) -> record.UpToDate:
-    """The command's consult (when due): opens the instance the command uses."""
-    from brain_pipeline.lib.instance import ensure_instance_home, open_instance
-
-    ensure_instance_home(cfg.instance_home())
-    with open_instance(cfg.build_dir, cli_run=True) as instance:
-        return consult_instance(instance, cfg, verdict, now if now is not None else time.time())
 
 
 @dg.definitions

@@ -38,14 +38,17 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from email.message import EmailMessage
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from brain_pipeline.publishing.deadline import Deadline
 from brain_pipeline.state.ledger import Ledger
+
+if TYPE_CHECKING:
+    from brain_pipeline.state.memory import Memory
 
 EventKind = Literal["blocked", "failed", "regression", "recovered", "forced"]
 Previous = Literal["blocked", "failed", "regression", "recovered", "forced", "good"]
@@ -251,7 +254,6 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
 
 # -- each run's message, delivered once ---------------------------------------------------
 
-NOTIFIED_DIR = "notified"
 KEEP_CLAIMS = 500
 MAX_BACKOFF_SECONDS = 3600.0
 """The longest wait between two tries of one run's message (the backoff doubles up to it)."""
@@ -262,14 +264,27 @@ a RECOVERED a newer failure made stale, never sent."""
 
 
 @dataclass(frozen=True)
+class ChannelResult:
+    channel: str
+    """`webhook <host>` or `email <host>:<port>`: never a token or a password."""
+    ok: bool
+    attempts: int
+    detail: str
+
+    def describe(self) -> str:
+        said = f"{self.channel}: {'sent' if self.ok else 'NOT sent'} after {self.attempts}"
+        return said + " attempt(s)" + (f" ({self.detail})" if self.detail else "")
+
+
+@dataclass(frozen=True)
 class RunDelivery:
     """The delivery record of one run's message, a row of the ledger (`run_alerts`).
 
-    Written only under the run's lease (`run_lease`), atomically, before the lease is
-    released: the next deliverer to take the lease reads what the last one did, so a
-    channel that accepted the message is never sent it again, and one that did not is
-    tried again (the message itself is kept, already scrubbed of every secret, so the
-    retry sends the same text whoever makes it)."""
+    Written only under the run's lease (`run_lease`) before the lease is released: the
+    next deliverer to take the lease reads what the last one did, so a channel that
+    accepted the message is never sent it again, and one that did not is tried again
+    (the message itself is kept, already scrubbed of every secret, so the retry sends
+    the same text whoever makes it)."""
 
     run_id: str
     kind: str
@@ -280,6 +295,8 @@ class RunDelivery:
     next_at: float = 0.0
     channels: dict[str, ChannelResult] = field(default_factory=dict)
     """The last result per channel (`webhook <host>`, `email <host>:<port>`)."""
+    newer: str | None = None
+    """`superseded`: the newer run that did not publish."""
 
     def accepted(self) -> frozenset[str]:
         return frozenset(name for name, result in self.channels.items() if result.ok)
@@ -291,53 +308,33 @@ class RunDelivery:
         """One line for a tick, a log or `brain-pipeline status` (never a secret: channels
         are named by host and details were scrubbed when recorded)."""
         head = f"run {self.run_id[:8]}: {self.kind} message"
-        said = "; ".join(
-            f"{r.channel}: {'sent' if r.ok else 'NOT sent'} after {r.attempts} attempt(s)"
-            + (f" ({r.detail})" if r.detail else "")
-            for r in self.channels.values()
-        )
+        said = "; ".join(result.describe() for result in self.channels.values())
         if self.state == "superseded":
-            return f"{head} not sent: a newer run did not publish"
+            return f"{head} not sent: a newer run ({(self.newer or '?')[:8]}) did not publish"
         if self.state == "failed":
             return f"{head} NOT delivered, given up after {self.tries} tries: {said}"
         if self.state == "pending":
             return f"{head}: {said}; try {self.tries}, tried again later"
         return f"{head}: {said}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "kind": self.kind,
-            "state": self.state,
-            "message": None if self.message is None else {
-                "subject": self.message.subject,
-                "text": self.message.text,
-                "payload": self.message.payload,
-            },
-            "first_at": self.first_at,
-            "tries": self.tries,
-            "next_at": self.next_at,
-            "channels": {
-                name: {"ok": r.ok, "attempts": r.attempts, "detail": r.detail}
-                for name, r in self.channels.items()
-            },
-        }
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
-    def from_json(cls, body: Any) -> RunDelivery:
-        """The inverse of `to_json`; ValueError, KeyError or TypeError for a shape this
-        code does not read, checked by the fields themselves (no format number to bump;
-        the `"format": 1` of an earlier release's record is ignored)."""
+    def from_json(cls, text: str | bytes) -> RunDelivery:
+        """A record as `to_json` (and the earlier versions' `notified/<run>.json`) wrote it;
+        ValueError, KeyError or TypeError for a shape this code does not read, checked by
+        the fields themselves (no format number to bump; the `"format": 1` of an earlier
+        release's record is ignored)."""
+        body = json.loads(text)
         if not isinstance(body, dict):
             raise ValueError("not a delivery record")
-        message = body.get("message")
+        message = body["message"]
         return cls(
             run_id=str(body["run_id"]),
             kind=str(body["kind"]),
             state=body["state"],
-            message=None if message is None else Message(
-                str(message["subject"]), str(message["text"]), dict(message["payload"])
-            ),
+            message=None if message is None else Message(**message),
             first_at=float(body["first_at"]),
             tries=int(body["tries"]),
             next_at=float(body["next_at"]),
@@ -345,7 +342,18 @@ class RunDelivery:
                 name: ChannelResult(name, bool(r["ok"]), int(r["attempts"]), str(r["detail"]))
                 for name, r in dict(body.get("channels") or {}).items()
             },
+            newer=body.get("newer"),
         )
+
+    @classmethod
+    def parse(cls, run_id: str, text: str | bytes) -> RunDelivery:
+        """The stored record of run `run_id`; a damaged one counts as handled (`failed`, so
+        `status` names it): a second message is worse than a reported gap."""
+        try:
+            return cls.from_json(text)
+        except (ValueError, KeyError, TypeError):
+            damaged = ChannelResult("record", False, 0, "the delivery record is unreadable")
+            return cls(run_id, "unknown", "failed", None, 0.0, channels={"record": damaged})
 
 
 _DDL = """
@@ -398,17 +406,9 @@ def run_lease(
 
 
 def read_delivery(ledger: Ledger, run_id: str) -> RunDelivery | None:
-    """The run's delivery record; None when nobody has handled its message yet. A
-    damaged record counts as handled (`failed`, so `status` names it): a second message
-    is worse than a reported gap."""
+    """The run's delivery record; None when nobody has handled its message yet."""
     rows = _table(ledger).query("SELECT body FROM run_alerts WHERE run_id = ?", (run_id,))
-    if not rows or rows[0][0] is None:
-        return None
-    try:
-        return RunDelivery.from_json(json.loads(rows[0][0]))
-    except (ValueError, KeyError, TypeError):
-        damaged = ChannelResult("record", False, 0, "the delivery record is unreadable")
-        return RunDelivery(run_id, "unknown", "failed", None, 0.0, channels={"record": damaged})
+    return RunDelivery.parse(run_id, rows[0][0]) if rows and rows[0][0] is not None else None
 
 
 def write_delivery(ledger: Ledger, record: RunDelivery) -> None:
@@ -419,9 +419,8 @@ def write_delivery(ledger: Ledger, record: RunDelivery) -> None:
         "INSERT INTO run_alerts (run_id, state, first_at, body, updated_at) "
         "VALUES (?, ?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET state = excluded.state, "
         "first_at = excluded.first_at, body = excluded.body, updated_at = excluded.updated_at",
-        (record.run_id, record.state, record.first_at,
-         json.dumps(record.to_json(), sort_keys=True), time.time()),
-    )  # fmt: skip
+        (record.run_id, record.state, record.first_at, record.to_json(), time.time()),
+    )
     ledger.execute(
         "DELETE FROM run_alerts WHERE state IS NOT NULL AND state <> 'pending' AND run_id "
         "NOT IN (SELECT run_id FROM run_alerts ORDER BY updated_at DESC LIMIT ?)",
@@ -430,23 +429,28 @@ def write_delivery(ledger: Ledger, record: RunDelivery) -> None:
 
 
 def import_earlier(ledger: Ledger, state_dir: Path) -> None:
-    """Once per ledger: the delivery records of earlier versions, `<state>/notified/
-    <run>.json`, and their bare claim files `<run>` (handled: never sent again)."""
+    """Once per ledger, what earlier versions kept in `<state>/notified/`: their delivery
+    records `<run>.json` and their bare claim files `<run>` (handled: never sent again)."""
     if ledger.pointer("imported notified/") is not None:
         return
-    folder = state_dir / NOTIFIED_DIR
+    folder = state_dir / "notified"
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if path.suffix == ".lease":
-            continue
-        record = RunDelivery(path.name, "earlier", "delivered", None, 0.0)
         if path.suffix == ".json":
-            try:
-                record = RunDelivery.from_json(json.loads(path.read_bytes()))
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
+            record = RunDelivery.parse(path.stem, path.read_bytes())
+        elif path.suffix != ".lease":
+            record = RunDelivery(path.name, "earlier", "delivered", None, 0.0)
+        else:
+            continue
         if read_delivery(ledger, record.run_id) is None:
             write_delivery(ledger, record)
     ledger.set_pointer("imported notified/", "1", expected=None)
+
+
+def alerts_ledger(memory: Memory) -> Ledger:
+    """The ledger the delivery records live in, the earlier versions' records of the
+    build directory read into it once (`import_earlier`)."""
+    import_earlier(memory.ledger, memory.layout.state_dir)
+    return memory.ledger
 
 
 @dataclass(frozen=True)
@@ -491,10 +495,7 @@ def try_delivery(
         state = "failed"
     elif next_at - record.first_at > policy.give_up_after_seconds:
         next_at = record.first_at + policy.give_up_after_seconds  # one last try at the end
-    return RunDelivery(
-        record.run_id, record.kind, state, record.message, record.first_at, tries, next_at,
-        channels,
-    )
+    return replace(record, state=state, tries=tries, next_at=next_at, channels=channels)
 
 
 def pending_deliveries(ledger: Ledger) -> list[str]:
@@ -510,23 +511,13 @@ def undelivered(ledger: Ledger) -> list[RunDelivery]:
     """Messages not delivered: given up (`failed`) or still being retried (`pending`),
     newest first, for `brain-pipeline status`. Read-only."""
     rows = _table(ledger).query(
-        "SELECT run_id FROM run_alerts WHERE state IN ('failed', 'pending')"
+        "SELECT run_id, body FROM run_alerts WHERE state IN ('failed', 'pending')"
     )
-    found = [read_delivery(ledger, str(row[0])) for row in rows]
-    records = [r for r in found if r is not None]
+    records = [RunDelivery.parse(str(run_id), body) for run_id, body in rows]
     return sorted(records, key=lambda record: record.first_at, reverse=True)
 
 
 # -- delivery ----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ChannelResult:
-    channel: str
-    """`webhook <host>` or `email <host>:<port>`: never a token or a password."""
-    ok: bool
-    attempts: int
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -539,11 +530,7 @@ class Delivery:
 
     def describe(self) -> str:
         """One line per channel, for the sensor tick."""
-        return "; ".join(
-            f"{r.channel}: {'sent' if r.ok else 'NOT sent'} after {r.attempts} attempt(s)"
-            + (f" ({r.detail})" if r.detail else "")
-            for r in self.results
-        )
+        return "; ".join(r.describe() for r in self.results)
 
 
 Sleep = Callable[[float], None]
@@ -580,9 +567,7 @@ def post_webhook(url: str, message: Message, timeout: float) -> None:
         method="POST",
     )
     with Deadline(timeout) as deadline:
-        opener = urllib.request.build_opener(
-            _WatchedHTTPHandler(deadline), _WatchedHTTPSHandler(deadline)
-        )
+        opener = urllib.request.build_opener(_WatchedHandler(deadline))
         with opener.open(request, timeout=timeout) as response:
             if not 200 <= response.status < 300:
                 raise RuntimeError(f"HTTP {response.status}")
@@ -606,33 +591,29 @@ class _WatchedHTTPSConnection(http.client.HTTPSConnection, _WatchedHTTPConnectio
     pass
 
 
-def _watched(deadline: Deadline, http_class: type[_WatchedHTTPConnection]) -> Any:
-    """The connection factory urllib calls (`http_class(host, timeout=..., ...)`)."""
+class _WatchedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """urllib's handler of both schemes (so `build_opener` adds neither default one), on
+    connections `deadline` watches."""
 
-    def connection(host: str, **kwargs: Any) -> http.client.HTTPConnection:
-        conn = http_class(host, **kwargs)
-        conn.deadline = deadline
-        return conn
-
-    return connection
-
-
-class _WatchedHTTPHandler(urllib.request.HTTPHandler):
     def __init__(self, deadline: Deadline) -> None:
         super().__init__()
         self._deadline = deadline
+
+    def _connection(self, http_class: type[_WatchedHTTPConnection]) -> Any:
+        """The connection factory urllib calls (`http_class(host, timeout=..., ...)`)."""
+
+        def connection(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+            conn = http_class(host, **kwargs)
+            conn.deadline = self._deadline
+            return conn
+
+        return connection
 
     def http_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(_watched(self._deadline, _WatchedHTTPConnection), req)
-
-
-class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: Deadline) -> None:
-        super().__init__()
-        self._deadline = deadline
+        return self.do_open(self._connection(_WatchedHTTPConnection), req)
 
     def https_open(self, req: urllib.request.Request) -> Any:
-        return self.do_open(_watched(self._deadline, _WatchedHTTPSConnection), req)
+        return self.do_open(self._connection(_WatchedHTTPSConnection), req)
 
 
 class _WatchedSMTP(smtplib.SMTP):
@@ -693,27 +674,18 @@ def deliver(
     those named in `skip` (they accepted it at an earlier try)."""
     env = dict(os.environ) if env is None else env
     hidden = known_secrets(settings, env)
-    results: list[ChannelResult] = []
-    if settings.webhook_url and f"webhook {describe_url(settings.webhook_url)}" not in skip:
-        url = settings.webhook_url
-        results.append(
-            _with_retries(
-                f"webhook {describe_url(url)}",
-                settings.max_attempts,
-                sleep,
-                lambda: post_webhook(url, message, settings.timeout_seconds),
-                hidden,
-            )
+    channels: list[tuple[str, Callable[[], None]]] = []
+    url, email = settings.webhook_url, settings.email
+    if url:
+        post = lambda: post_webhook(url, message, settings.timeout_seconds)  # noqa: E731
+        channels.append((f"webhook {describe_url(url)}", post))
+    if email is not None:
+        mail = lambda: send_email(email, message, settings.timeout_seconds, env)  # noqa: E731
+        channels.append((f"email {email.host}:{email.port}", mail))
+    return Delivery(
+        tuple(
+            _with_retries(name, settings.max_attempts, sleep, send, hidden)
+            for name, send in channels
+            if name not in skip
         )
-    email = settings.email
-    if email is not None and f"email {email.host}:{email.port}" not in skip:
-        results.append(
-            _with_retries(
-                f"email {email.host}:{email.port}",
-                settings.max_attempts,
-                sleep,
-                lambda: send_email(email, message, settings.timeout_seconds, env),
-                hidden,
-            )
-        )
-    return Delivery(tuple(results))
+    )

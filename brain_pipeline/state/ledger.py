@@ -17,7 +17,8 @@ Rows (all digests are sha256 hex from `utils.digest`; JSON columns are canonical
 * `step_results`: (step, inputs, code, settings) -> outputs {name: blob digest}, facts;
 * `verdicts`: (check, data, rule) -> severity, description, overridable;
 * `pointers`: name -> value, changed only by compare-and-set;
-* `claims`: a topic claimed once (the first claimant wins), then marked delivered;
+* `claims`: a topic claimed once, the first INSERT winning (`evaluation.judgements` marks
+  its one-time import of the old files with it, in the import's own transaction);
 * `lock_holders`: who holds the run lock (text to name them; the lock itself is the OS's
   or the server's, so a killed holder never leaves it taken).
 """
@@ -115,12 +116,6 @@ class Verdict:
         return self.severity not in ("PASS", "WARN")
 
 
-@dataclass(frozen=True)
-class Claim:
-    topic: str
-    claimant: str
-    claimed_at: str
-    delivered_at: str | None
 
 
 # ---- URLs ---------------------------------------------------------------------------
@@ -418,32 +413,6 @@ class Ledger:
                 (value, _now(), name, expected),
             )
         return changed == 1
-
-    # -- notification claims ---------------------------------------------------------
-
-    def claim(self, topic: str, claimant: str) -> bool:
-        """True for exactly one claimant of `topic`, whoever asks and however many at once."""
-        return (
-            self.execute(
-                "INSERT INTO claims VALUES (?, ?, ?, NULL) ON CONFLICT (topic) DO NOTHING",
-                (topic, claimant, _now()),
-            )
-            == 1
-        )
-
-    def mark_delivered(self, topic: str) -> None:
-        self.execute(
-            "UPDATE claims SET delivered_at = ? WHERE topic = ? AND delivered_at IS NULL",
-            (_now(), topic),
-        )
-
-    def undelivered(self) -> list[Claim]:
-        """Claims whose delivery was never confirmed, oldest first (to retry or report)."""
-        rows = self.query(
-            "SELECT topic, claimant, claimed_at, delivered_at FROM claims "
-            "WHERE delivered_at IS NULL ORDER BY claimed_at, topic"
-        )
-        return [Claim(*row) for row in rows]
 
     # -- the run lock ----------------------------------------------------------------
 

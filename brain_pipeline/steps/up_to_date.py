@@ -15,9 +15,10 @@ the UI, a schedule, automation), once per run however many processes its steps t
    run's lease): the record is removed (until a run is proven, nothing is) and the
    inputs are taken as the run starts, as *pending*; every run does this, whatever it
    selects, so a failed or partial run always leaves a build that is not "up to date";
-2. `confirm`: only once Dagster says the run SUCCEEDED, and only for a full run (every
-   asset and every blocking check), what the run left becomes the record: by the
-   command after its own run, by the `up_to_date_record` sensor for the others.
+2. `confirm`, once Dagster says the run is over: the pending row goes, and only when the
+   run SUCCEEDED as a full run (every asset and every blocking check) what it left
+   becomes the record: by the command after its own run, by the `up_to_date_record`
+   sensor for the others.
 
 The ledger is shared by every worker on it: any worker's run forgets the record, and a
 record names the files of the build directory it rests on, so another worker (another
@@ -32,7 +33,7 @@ checked by a run) — each is a reason, and the first one found is reported.
 Nothing here imports Dagster, so the answer costs a corpus walk (settled files are not
 read again: the observation's file index) and a few hundred stats. What only the
 instance can say (its assets were wiped) is asked at most once per
-CONSULT_AFTER_SECONDS (`consult_due`, `defs.up_to_date.consult_instance`). The skip
+CONSULT_AFTER_SECONDS (`UpToDate.consult_due`, `defs.up_to_date.consult_instance`). The skip
 writes nothing to the instance: it is not a run, so it leaves no materialisation or
 observation that automation, or the asset's history, would read as new data.
 """
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -73,11 +75,12 @@ run: what the publication rests on. Non-blocking checks are advice (an automatio
 may leave the separately defined ones out). Pinned against the code location by
 brain_pipeline_tests/defs/test_up_to_date.py, so a new blocking check must be added here."""
 _SOURCE_ROOT = Path(__file__).resolve().parents[1]
+S3_CONFIGURED = "S3 publishing is configured (only a run checks the bucket)"
 
 
-RECORD, PENDING, SEEN = "record", "pending", "seen"
-"""The rows: the last successful full run's record; the run in progress (or the last
-run, until confirmed); when the instance last confirmed it holds the recorded run."""
+RECORD, PENDING = "record", "pending"
+"""The rows: the last successful full run's record (with when the instance last confirmed
+it holds that run, `seen_at`); the run in progress (or the last run, until settled)."""
 
 
 def _read_json(ledger: Ledger, name: str) -> dict[str, Any] | None:
@@ -90,19 +93,17 @@ def _read_json(ledger: Ledger, name: str) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-def _write_json(ledger: Ledger, name: str, body: Mapping[str, Any]) -> None:
+def _write_json(ledger: Ledger, name: str, body: Mapping[str, Any] | None) -> None:
+    """Write row `name`, or remove it (`body` None)."""
     ledger.ensure_tables("up_to_date", _DDL)
+    if body is None:
+        ledger.execute("DELETE FROM up_to_date WHERE name = ?", (name,))
+        return
     ledger.execute(
         "INSERT INTO up_to_date VALUES (?, ?) "
         "ON CONFLICT (name) DO UPDATE SET body = excluded.body",
         (name, json.dumps(body, sort_keys=True)),
     )
-
-
-def _delete(ledger: Ledger, *names: str) -> None:
-    ledger.ensure_tables("up_to_date", _DDL)
-    for name in names:
-        ledger.execute("DELETE FROM up_to_date WHERE name = ?", (name,))
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,14 @@ class UpToDate:
     run_id: str | None = None
     published_at: str | None = None
     finished_at: str | None = None
+    seen_at: float | None = None
+    """When the instance last confirmed it holds the run (None: never)."""
+
+    def consult_due(self, now: float) -> bool:
+        """Whether the skip must ask the instance first: it never confirmed this run, or
+        not within CONSULT_AFTER_SECONDS (a wipe since)."""
+        seen = self.seen_at
+        return seen is None or not 0 <= now - seen < CONSULT_AFTER_SECONDS
 
     def message(self) -> str:
         if self.current:
@@ -127,19 +136,9 @@ class UpToDate:
 # --- the inputs ----------------------------------------------------------------------------
 
 
-def package_version() -> str:
-    """The installed distribution's version ('unknown' when run from a bare checkout)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("brain-pipeline")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def source_digest(root: Path = _SOURCE_ROOT) -> str:
-    """The signatures of every module of the package: an edit to the code is a change even
-    when no code version was bumped (a stat per file, nothing read)."""
+    """The signatures of every module of the package: any edit to the code (an upgrade
+    too) is a change, without a version kept by hand (a stat per file, nothing read)."""
     rows: list[tuple[str, list[int]]] = []
     for folder, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -149,21 +148,6 @@ def source_digest(root: Path = _SOURCE_ROOT) -> str:
                 signature = FileSignature.of(path)
                 rows.append((os.path.relpath(path, root), signature.as_list() if signature else []))
     return value_digest(rows)
-
-
-def code_versions(cfg: BrainConfig) -> dict[str, str]:
-    """The package version and the code version of each asset that has one."""
-    from brain_pipeline.steps.embed import embeddings_code_version
-    from brain_pipeline.steps.ingest import STORE_CODE_VERSION, chunks_code_version
-    from brain_pipeline.steps.publish import PUBLISH_CODE_VERSION
-
-    return {
-        "package": package_version(),
-        "knowledge_chunks": chunks_code_version(cfg),
-        "knowledge_store": STORE_CODE_VERSION,
-        "embeddings": embeddings_code_version(cfg),
-        "published_local": PUBLISH_CODE_VERSION,
-    }
 
 
 def key_digest(key: str | None, salt: str) -> str | None:
@@ -181,7 +165,7 @@ def corpus_identity(snapshot: CorpusSnapshot) -> str:
     return value_digest([snapshot.digest, snapshot.root, snapshot.areas, skipped])
 
 
-def current_inputs(cfg: BrainConfig, layout: StateLayout, salt: str) -> dict[str, Any]:
+def current_inputs(cfg: BrainConfig, salt: str) -> dict[str, Any]:
     """Every input of a full run but the corpus (the costly one, read last)."""
     return {
         "config": value_digest(cfg.model_dump(mode="json")),
@@ -189,17 +173,8 @@ def current_inputs(cfg: BrainConfig, layout: StateLayout, salt: str) -> dict[str
         "provider_label": cfg.provider_label(),
         "key": key_digest(cfg.gemini_api_key(), salt),
         "fixture": file_sha256_or(cfg.evaluation.fixture, "missing"),
-        "code": code_versions(cfg),
         "source": source_digest(),
     }
-
-
-def observed_corpus(cfg: BrainConfig, layout: StateLayout) -> str:
-    """The corpus identity as the `corpus` observation would see it, writing nothing."""
-    snapshot = observe_corpus(
-        cfg.corpus_root(), memory_of(cfg), limits=cfg.ingest_limits(), record=False
-    )
-    return corpus_identity(snapshot)
 
 
 # --- the files a run's outcome lives in ------------------------------------------------------
@@ -299,7 +274,7 @@ def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any
 
 def forget(ledger: Ledger) -> None:
     """Remove the record: a run is starting, so until it succeeds nothing is proven."""
-    _delete(ledger, RECORD)
+    _write_json(ledger, RECORD, None)
 
 
 def instance_identity(home: Path | str) -> dict[str, Any]:
@@ -323,6 +298,15 @@ def touches_record(assets: Iterable[str] | None, checks: Iterable[str] | None) -
     return any(name.split(":", 1)[0] in FULL_RUN_ASSETS for name in checks or ())
 
 
+def is_full_selection(assets: Iterable[str] | None, checks: Iterable[str] | None) -> bool:
+    """Whether a run selected every asset of a full run and every blocking check: `assets`
+    are the run's asset names (None: all), `checks` its check names as `asset:check`
+    (None: Dagster runs every check of the selected assets)."""
+    if assets is not None and not set(FULL_RUN_ASSETS) <= set(assets):
+        return False
+    return checks is None or set(FULL_RUN_CHECKS) <= set(checks)
+
+
 def run_started(
     cfg: BrainConfig,
     run_id: str,
@@ -339,29 +323,45 @@ def run_started(
     if not touches_record(assets, checks):
         return
     ledger = memory_of(cfg).ledger
-    pending = _read_json(ledger, PENDING)
-    if pending is not None and pending.get("run_id") == run_id:
+    if pending_run(ledger) == run_id:
         return
     forget(ledger)
-    inputs = current_inputs(cfg, cfg.layout, run_id)
-    _write_json(ledger, PENDING, {"run_id": run_id, "inputs": inputs})
+    _write_json(ledger, PENDING, {"run_id": run_id, "inputs": current_inputs(cfg, run_id)})
 
 
-def outcome_body(
-    cfg: BrainConfig, run_id: str, inputs_at_start: Mapping[str, Any], *, clock: Any = None
-) -> dict[str, Any] | str:
-    """What a run left, as the record will hold it; a string saying why not instead.
+def confirm(
+    cfg: BrainConfig,
+    run_id: str,
+    instance_home: Path | str,
+    *,
+    refused: str | None = None,
+    now: float | None = None,
+) -> str | None:
+    """Run `run_id` is over (Dagster says so): settle its pending row. Unless `refused`
+    says why the run proves nothing (it did not succeed, or was not a full run), what
+    it left becomes the record; None when recorded, else why not. Call under the
+    ledger's run lease, before another run starts (that run's `run_started` replaces
+    the pending row: then nothing).
 
-    `inputs_at_start` is `current_inputs` taken as the run started: an input edited
-    while the run read it (the fixture, a module) is not what the run used, so then,
-    when the publication cannot be verified, or when S3 publishing is configured (only
-    a run checks the bucket), there is no record and the next run runs in full.
+    The inputs taken as the run started must still be the inputs: one edited while the
+    run read it (the fixture, a module) is not what the run used, so then, when the
+    publication cannot be verified, or when S3 publishing is configured (only a run
+    checks the bucket), there is no record and the next run runs in full.
     """
-    layout = cfg.layout
+    ledger = memory_of(cfg).ledger
+    pending = _read_json(ledger, PENDING)
+    ours = pending is not None and pending.get("run_id") == run_id
+    if ours:
+        _write_json(ledger, PENDING, None)
+    if refused is not None:
+        return refused
+    if pending is None or not ours:
+        return "another run started since this one"
+    layout = memory_of(cfg).layout
     if cfg.publish.s3.bucket:
-        return "S3 publishing is configured (only a run checks the bucket)"
-    inputs = current_inputs(cfg, layout, run_id)
-    if inputs != dict(inputs_at_start):
+        return S3_CONFIGURED
+    inputs = current_inputs(cfg, run_id)
+    if inputs != pending.get("inputs"):
         return "an input changed during the run"
     try:
         publication = verified_publication(cfg, layout)
@@ -375,69 +375,21 @@ def outcome_body(
         snapshot = load_snapshot(memory_of(cfg), str(digest))
     except (OSError, ValueError):
         return "the corpus snapshot of the run cannot be read"
-    corpus = corpus_identity(snapshot)
-    now = (clock or (lambda: datetime.now(UTC)))()
-    return {
-        "run_id": run_id,
-        "finished_at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "inputs": {**inputs, "corpus": corpus},
-        "build": _signatures(_outcome_files(layout)),
-        "publication": publication,
-    }
-
-
-def is_full_selection(assets: Iterable[str] | None, checks: Iterable[str] | None) -> bool:
-    """Whether a run selected every asset of a full run and every blocking check: `assets`
-    are the run's asset names (None: all), `checks` its check names as `asset:check`
-    (None: Dagster runs every check of the selected assets)."""
-    if assets is not None and not set(FULL_RUN_ASSETS) <= set(assets):
-        return False
-    return checks is None or set(FULL_RUN_CHECKS) <= set(checks)
-
-
-def confirm(
-    cfg: BrainConfig,
-    run_id: str,
-    instance_home: Path | str,
-    *,
-    full: bool,
-    now: float | None = None,
-    clock: Any = None,
-) -> str | None:
-    """The run `run_id` SUCCEEDED (Dagster says so): make what it left the record.
-    None when recorded, else why not. Call under the ledger's run lease, before another
-    run starts (that run's `run_started` replaces the pending row: then nothing)."""
-    ledger = memory_of(cfg).ledger
-    pending = _read_json(ledger, PENDING)
-    if pending is None or pending.get("run_id") != run_id:
-        return "another run started since this one"
-    if not full:
-        return "the run did not select every asset and check"
-    outcome = outcome_body(cfg, run_id, dict(pending.get("inputs") or {}), clock=clock)
-    if not isinstance(outcome, dict):
-        return outcome
-    identity = instance_identity(instance_home)
-    _write_json(ledger, RECORD, {**outcome, "instance": identity})
-    # The instance has just seen the run: no need to ask it for the next hour.
-    mark_seen(ledger, run_id, identity, now=now)
-    _delete(ledger, PENDING)
+    at = time.time() if now is None else now
+    _write_json(
+        ledger,
+        RECORD,
+        {
+            "run_id": run_id,
+            "finished_at": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "inputs": {**inputs, "corpus": corpus_identity(snapshot)},
+            "build": _signatures(_outcome_files(layout)),
+            "publication": publication,
+            "instance": instance_identity(instance_home),
+            "seen_at": at,  # the instance has just seen the run: not asked for an hour
+        },
+    )
     return None
-
-
-def record_successful_run(
-    cfg: BrainConfig,
-    run_id: str,
-    inputs_at_start: Mapping[str, Any],
-    instance_home: Path | str,
-    *,
-    clock: Any = None,
-) -> str | None:
-    """Both moves at once, for a successful full run whose inputs at start are
-    `inputs_at_start` (the tests' shortcut; runs go through `BrainSettings`)."""
-    ledger = memory_of(cfg).ledger
-    forget(ledger)
-    _write_json(ledger, PENDING, {"run_id": run_id, "inputs": dict(inputs_at_start)})
-    return confirm(cfg, run_id, instance_home, full=True, clock=clock)
 
 
 def _run_of(ledger: Ledger, name: str) -> str | None:
@@ -451,40 +403,20 @@ def pending_run(ledger: Ledger) -> str | None:
     return _run_of(ledger, PENDING)
 
 
-def drop_pending(ledger: Ledger, run_id: str) -> None:
-    """Forget run `run_id`'s pending outcome (it finished and was judged)."""
-    if pending_run(ledger) == run_id:
-        _delete(ledger, PENDING)
-
-
 def recorded_run(ledger: Ledger) -> str | None:
     """The run the record rests on (None: no readable record)."""
     return _run_of(ledger, RECORD)
 
 
-# --- what only the instance can say -----------------------------------------------------------
+def mark_seen(ledger: Ledger, run_id: str, now: float) -> None:
+    """The instance holds run `run_id`'s materialisations (asked at `now`): no need to ask
+    it again for CONSULT_AFTER_SECONDS."""
+    body = _read_json(ledger, RECORD)
+    if body is not None and body.get("run_id") == run_id:
+        _write_json(ledger, RECORD, {**body, "seen_at": now})
 
 
-def mark_seen(
-    ledger: Ledger, run_id: str, identity: Mapping[str, Any], *, now: float | None = None
-) -> None:
-    """The instance `identity` holds run `run_id`'s materialisations (asked at `now`)."""
-    import time
-
-    stamp = time.time() if now is None else now
-    _write_json(ledger, SEEN, {"run_id": run_id, "instance": dict(identity), "at": stamp})
-
-
-def consult_due(ledger: Ledger, run_id: str, home: Path | str, now: float) -> bool:
-    """Whether the skip must ask the instance first: it never confirmed this run, or not
-    within CONSULT_AFTER_SECONDS (a wipe since)."""
-    seen = _read_json(ledger, SEEN)
-    if seen is None or seen.get("run_id") != run_id:
-        return True
-    if seen.get("instance") != instance_identity(home):
-        return True
-    at = seen.get("at")
-    return not isinstance(at, (int, float)) or not 0 <= now - at < CONSULT_AFTER_SECONDS
+# --- the check --------------------------------------------------------------------------------
 
 
 def _first_difference(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> str | None:
@@ -494,7 +426,6 @@ def _first_difference(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> st
         "provider_label": "the embedding provider changed",
         "key": "the embedding key changed",
         "fixture": "the evaluation fixture changed",
-        "code": "the code version changed",
         "source": "the code changed",
         "corpus": "the corpus changed",
     }
@@ -514,13 +445,13 @@ def _changed_file(recorded: Mapping[str, Any]) -> str | None:
 
 def check(cfg: BrainConfig) -> UpToDate:
     """Whether a full run could change anything now (cheapest comparisons first)."""
-    layout = cfg.layout
+    layout = memory_of(cfg).layout
     body = _read_json(memory_of(cfg).ledger, RECORD)
     if body is None:
         return UpToDate(False, "no successful full run is recorded for this build directory")
     run_id = str(body.get("run_id"))
     if cfg.publish.s3.bucket:
-        return UpToDate(False, "S3 publishing is configured (only a run checks the bucket)")
+        return UpToDate(False, S3_CONFIGURED)
     if body.get("instance") != instance_identity(cfg.instance_home()):
         return UpToDate(
             False,
@@ -548,13 +479,22 @@ def check(cfg: BrainConfig) -> UpToDate:
             if directory == publication.get("intent_dir"):
                 return UpToDate(False, "a publication commit awaits recovery")
             return UpToDate(False, f"{directory} holds other files than were published")
-    difference = _first_difference(recorded_inputs, current_inputs(cfg, layout, run_id))
+    difference = _first_difference(recorded_inputs, current_inputs(cfg, run_id))
     if difference:
         return UpToDate(False, difference)
-    try:
-        corpus = observed_corpus(cfg, layout)
+    try:  # the corpus as the `corpus` observation would see it, writing nothing
+        limits = cfg.ingest_limits()
+        snapshot = observe_corpus(cfg.corpus_root(), memory_of(cfg), limits=limits, record=False)
     except (CorpusNotFoundError, OSError) as exc:
         return UpToDate(False, f"the corpus cannot be read: {exc}")
-    if corpus != recorded_inputs.get("corpus"):
+    if corpus_identity(snapshot) != recorded_inputs.get("corpus"):
         return UpToDate(False, "the corpus changed")
-    return UpToDate(True, "", run_id, publication.get("published_at"), body.get("finished_at"))
+    seen_at = body.get("seen_at")
+    return UpToDate(
+        True,
+        "",
+        run_id,
+        publication.get("published_at"),
+        body.get("finished_at"),
+        float(seen_at) if isinstance(seen_at, int | float) else None,
+    )

@@ -22,12 +22,9 @@ from brain_pipeline.cli.status import (
 )
 from brain_pipeline.corpus.observation import corpus_digest
 from brain_pipeline.publishing.local import publish_local
-from brain_pipeline.publishing.manifest import (
-    PublishManifest,
-    build_manifest,
-    sha256_hex,
-)
+from brain_pipeline.publishing.manifest import PublishManifest, build_manifest
 from brain_pipeline.publishing.s3 import publish_s3
+from brain_pipeline.utils.digest import sha256_hex
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.publishing import conftest as publishing
 from brain_pipeline_tests.publishing.conftest import AGENT_MODEL, SampleBuild, make_build
@@ -337,7 +334,7 @@ def test_s3_sends_the_configured_bucket_owner_with_every_request(
 ) -> None:
     """moto accepts any owner, so the requests the real client sends are watched (botocore's
     before-send on the client status makes; the factory itself is the real one)."""
-    from brain_pipeline.publishing import s3_inspect
+    from brain_pipeline.publishing import s3_client
     from brain_pipeline.publishing.s3_client import make_s3_client
 
     sent: list[tuple[str, object]] = []
@@ -351,11 +348,11 @@ def test_s3_sends_the_configured_bucket_owner_with_every_request(
         client.meta.events.register("before-send.s3", record)
         return client
 
-    monkeypatch.setattr(s3_inspect, "make_s3_client", watched)
     config = Path(os.environ["BRAIN_CONFIG"])
     config.write_text(config.read_text() + "    expected_bucket_owner: '123456789012'\n")
     publish_from(build, publish_root, corpus)
     _to_bucket(build, publish_root)
+    monkeypatch.setattr(s3_client, "make_s3_client", watched)  # the clients status makes
 
     code, _, _ = status(capsys, "--root", str(publish_root), "--corpus", str(corpus), "--s3")
 

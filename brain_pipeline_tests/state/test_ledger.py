@@ -4,7 +4,6 @@ are separate processes (spawned) or threads, each with its own connection."""
 from __future__ import annotations
 
 import multiprocessing
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +82,23 @@ def test_of_racing_compare_and_sets_exactly_one_wins(ledger_url: str) -> None:
         assert ledger.pointer("baseline") == f"by-{winners[0]}"
 
 
-def _claim_worker(url: str, topic: str, barrier: Any, results: Any, who: int) -> None:
+def _claim_worker(url: str, run_id: str, barrier: Any, results: Any, who: int) -> None:
+    """A deliverer of run `run_id`'s message (publishing.run_alerts): it wins when it holds
+    the run's lease and finds the message unhandled, and records it before letting go."""
+    from brain_pipeline.publishing.run_alerts import (
+        RunDelivery,
+        read_delivery,
+        run_lease,
+        write_delivery,
+    )
+
     with Ledger(url) as ledger:
         barrier.wait(timeout=60)
-        results.put((who, ledger.claim(topic, f"worker-{who}")))
+        with run_lease(ledger, run_id) as held:
+            won = held and read_delivery(ledger, run_id) is None
+            if won:
+                write_delivery(ledger, RunDelivery(run_id, f"by-{who}", "delivered", None, 0.0))
+        results.put((who, won))
 
 
 def _race(target: Any, url: str, arg: str, workers: int) -> list[int]:
@@ -106,37 +118,19 @@ def _race(target: Any, url: str, arg: str, workers: int) -> list[int]:
 
 
 def test_a_notification_is_claimed_once_under_a_race(ledger_url: str) -> None:
-    winners = _race(_claim_worker, ledger_url, "run-7:failed", workers=4)
+    from brain_pipeline.publishing.run_alerts import read_delivery
+
+    winners = _race(_claim_worker, ledger_url, "run-7", workers=4)
     assert len(winners) == 1
     with Ledger(ledger_url) as ledger:
-        [claim] = ledger.undelivered()
-        assert claim.topic == "run-7:failed" and claim.claimant == f"worker-{winners[0]}"
-        assert not ledger.claim("run-7:failed", "late")
-        ledger.mark_delivered("run-7:failed")
-        assert ledger.undelivered() == []
-
-
-def test_claims_from_threads_each_with_its_own_connection(ledger_url: str) -> None:
-    won: list[bool] = []
-    start = threading.Barrier(6)
-
-    def claim() -> None:
-        with Ledger(ledger_url) as ledger:
-            start.wait(timeout=60)
-            won.append(ledger.claim("run-8:recovered", threading.current_thread().name))
-
-    threads = [threading.Thread(target=claim) for _ in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert sorted(won) == [False] * 5 + [True]
+        record = read_delivery(ledger, "run-7")
+        assert record is not None and record.kind == f"by-{winners[0]}"
 
 
 def _open_worker(url: str, _: str, barrier: Any, results: Any, who: int) -> None:
     barrier.wait(timeout=60)
     with Ledger(url) as ledger:
-        ledger.claim(f"opened-{who}", "x")
+        ledger.set_pointer(f"opened-{who}", "x", expected=None)
     results.put((who, True))
 
 
@@ -144,7 +138,7 @@ def test_workers_creating_the_schema_at_once_all_succeed(ledger_url: str) -> Non
     # No one has opened this ledger yet: every worker finds no tables and creates them.
     assert _race(_open_worker, ledger_url, "", workers=4) == [0, 1, 2, 3]
     with Ledger(ledger_url) as ledger:
-        assert {c.topic for c in ledger.undelivered()} == {f"opened-{i}" for i in range(4)}
+        assert all(ledger.pointer(f"opened-{i}") == "x" for i in range(4))
 
 
 def _lock_worker(url: str, run_id: str, barrier: Any, results: Any, who: int) -> None:

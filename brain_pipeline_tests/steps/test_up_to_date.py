@@ -158,13 +158,10 @@ def test_a_key_change_triggers_a_run_and_the_key_is_never_recorded(
     assert built.verdict().reason == "the embedding key changed"
 
 
-def test_a_code_version_change_triggers_a_run(
-    built: Built, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from brain_pipeline.steps import ingest
-
-    monkeypatch.setattr(ingest, "STORE_CODE_VERSION", "store-999")
-    assert built.verdict().reason == "the code version changed"
+def test_a_code_change_triggers_a_run(built: Built, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What an edited module or an upgrade does to the package's signatures (the next test).
+    monkeypatch.setattr(up_to_date, "source_digest", lambda: "another package")
+    assert built.verdict().reason == "the code changed"
 
 
 def test_an_edited_module_changes_the_source_digest(tmp_path: Path) -> None:
@@ -240,11 +237,11 @@ def test_s3_publishing_always_runs(built: Built, monkeypatch: pytest.MonkeyPatch
 
 def test_an_input_edited_during_the_run_leaves_no_record(built: Built) -> None:
     cfg = load_config()
-    at_start = up_to_date.current_inputs(cfg, built.layout, "run-x")
+    up_to_date.run_started(cfg, "run-x")  # the inputs taken as the run starts
     body = json.loads(built.fixture.read_bytes())
     body["queries"][0]["query"] = "edited while the run read the old one"
     built.fixture.write_text(json.dumps(body), encoding="utf-8")
-    why = up_to_date.record_successful_run(cfg, "run-x", at_start, cfg.instance_home())
+    why = up_to_date.confirm(cfg, "run-x", cfg.instance_home())
     assert why == "an input changed during the run"
     assert built.record_text() is None
     assert not built.verdict().current
@@ -253,14 +250,26 @@ def test_an_input_edited_during_the_run_leaves_no_record(built: Built) -> None:
 def test_a_corpus_edited_during_the_run_is_a_change_at_the_next_check(built: Built) -> None:
     # The record holds the corpus the run observed, not the one on disk when it ends.
     cfg = load_config()
-    at_start = up_to_date.current_inputs(cfg, built.layout, "run-x")
+    up_to_date.run_started(cfg, "run-x")
     (built.corpus / "networks" / "notes.md").write_text("# Changed\n\nAfter it was read.")
-    assert up_to_date.record_successful_run(cfg, "run-x", at_start, cfg.instance_home()) is None
+    assert up_to_date.confirm(cfg, "run-x", cfg.instance_home()) is None
     assert built.verdict().reason == "the corpus changed"
 
 
 def test_a_verified_run_is_recorded_again(built: Built) -> None:
     cfg = load_config()
-    at_start = up_to_date.current_inputs(cfg, built.layout, "run-y")
-    assert up_to_date.record_successful_run(cfg, "run-y", at_start, cfg.instance_home()) is None
+    up_to_date.run_started(cfg, "run-y")
+    assert up_to_date.confirm(cfg, "run-y", cfg.instance_home()) is None
     assert built.verdict().run_id == "run-y"
+    assert up_to_date.pending_run(memory_of(cfg).ledger) is None  # settled
+
+
+def test_a_refused_run_only_settles_its_pending_row(built: Built) -> None:
+    """A finished run that proves nothing (it failed, or selected less than a full run)
+    leaves no record and no pending row for the sensor to settle again."""
+    cfg = load_config()
+    up_to_date.run_started(cfg, "run-z")
+    why = up_to_date.confirm(cfg, "run-z", cfg.instance_home(), refused="the run ended FAILURE")
+    assert why == "the run ended FAILURE"
+    assert up_to_date.pending_run(memory_of(cfg).ledger) is None
+    assert built.record_text() is None and not built.verdict().current
