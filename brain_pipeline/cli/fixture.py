@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brain_pipeline.cli import CommandError
+
 if TYPE_CHECKING:  # annotations only: the core is imported inside run()
     from brain_pipeline.config import BrainConfig
     from brain_pipeline.corpus.store import Chunk
@@ -40,7 +42,6 @@ from the chunk history in the build directory, then from the published store
 """
 
 EXIT_STALE = 1
-EXIT_UNUSABLE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -183,11 +184,6 @@ store's vectors; otherwise both lists are BM25's.""",
     return parser
 
 
-def _fail(message: str) -> int:
-    print(f"brain-pipeline fixture: {message}", file=sys.stderr)
-    return EXIT_UNUSABLE
-
-
 @dataclass
 class _Inputs:
     cfg: BrainConfig
@@ -197,10 +193,6 @@ class _Inputs:
     fixture_path: Path
     store_dir: Path
     fallback_stores: list[Path]
-
-
-class _NothingToCheck(ValueError):
-    """check/repair on a fixture with no query yet: the message says how to start one."""
 
 
 START_HINT = 'brain-pipeline fixture label "QUESTION" --area AREA'
@@ -236,7 +228,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     fixture = load_fixture_if_any(fixture_path)
     start = _start_message(fixture, fixture_path)
     if start and getattr(args, "_needs_labels", False):
-        raise _NothingToCheck(start)  # before building anything: one line, at once
+        raise ValueError(start)  # before building anything: one line, at once
     published = live_store_file(cfg.publish_root())
     if not args.store:
         refreshed = refresh_build_store(cfg)
@@ -261,15 +253,13 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
 
 
 def run(args: argparse.Namespace) -> int:
-    from brain_pipeline.config import ConfigError
-    from brain_pipeline.evaluation.fixture.model import FixtureError
     from brain_pipeline.steps.refresh_store import StoreRefreshError
 
     args = build_parser().parse_args(args.rest)
     try:
         inputs = _inputs(args)
-    except (ConfigError, FixtureError, StoreRefreshError, ValueError, OSError) as exc:
-        return _fail(str(exc))
+    except (StoreRefreshError, ValueError, OSError) as exc:
+        raise CommandError(exc) from None
     return int(args._action(args, inputs))
 
 
@@ -355,9 +345,9 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.evaluation.fixture.repair_write import write_repair
 
     if not 0.0 < args.min_similarity <= 1.0:
-        return _fail("--min-similarity must be in (0, 1]")
+        raise CommandError("--min-similarity must be in (0, 1]")
     if not 0.0 <= args.margin <= 1.0:
-        return _fail("--margin must be in [0, 1]")
+        raise CommandError("--margin must be in [0, 1]")
     proposal = propose_for_build(
         inputs.layout,
         inputs.chunks,
@@ -382,7 +372,7 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
     try:
         written = write_repair(inputs.fixture_path, proposal, today)
     except (FixtureEditError, OSError) as exc:
-        return _fail(f"nothing written: {exc}")
+        raise CommandError(f"nothing written: {exc}") from None
     if written.remaps or written.moves:
         print(
             f"\nwrote {inputs.fixture_path}: remapped {len(written.remaps)} id(s), moved "
@@ -419,7 +409,7 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
                 when=datetime.now(UTC).strftime("%Y-%m-%d"),
             )
         except (LabelError, FixtureEditError, OSError) as exc:
-            return _fail(f"nothing written: {exc}")
+            raise CommandError(f"nothing written: {exc}") from None
         kept = f"; previous version kept as {edited.backup}" if edited.backup else ""
         print(f"{inputs.fixture_path}: {edited.message}{kept}")
         if edited.created and inputs.fixture_path != inputs.cfg.evaluation.fixture:
@@ -449,7 +439,7 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
             limit=args.limit,
         )
     except LabelError as exc:
-        return _fail(str(exc))
+        raise CommandError(exc) from None
     print(found.to_json() if args.json else found.to_text())
     if not args.json:
         query = shlex.quote(args.query)
@@ -467,11 +457,11 @@ def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.evaluation.fixture.labeling import LabelError, find_by_text
 
     if args.limit < 1:
-        return _fail("--limit must be at least 1")
+        raise CommandError("--limit must be at least 1")
     try:
         found = find_by_text(inputs.chunks, args.text, args.area, args.limit)
     except LabelError as exc:
-        return _fail(str(exc))
+        raise CommandError(exc) from None
     if args.json:
         print(json.dumps([asdict(f) for f in found], indent=2, ensure_ascii=False))
         return 0 if found else 1
