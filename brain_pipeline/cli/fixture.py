@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # annotations only: the core is imported inside run()
     from brain_pipeline.config import BrainConfig
     from brain_pipeline.corpus.store import Chunk
     from brain_pipeline.evaluation.fixture.model import Fixture
+    from brain_pipeline.evaluation.store_search import OpenedStore
     from brain_pipeline.state.layout import StateLayout
 
 HELP = "start, check, repair and extend the labelled retrieval fixture"
@@ -191,7 +192,8 @@ class _Inputs:
     chunks: list[Chunk]
     fixture: Fixture
     fixture_path: Path
-    store_dir: Path
+    store: OpenedStore
+    """The store the chunks were read from, its vectors and their warnings with it."""
     fallback_stores: list[Path]
 
 
@@ -247,7 +249,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
         chunks=opened.view.all_chunks(),
         fixture=fixture,
         fixture_path=fixture_path,
-        store_dir=opened.directory,
+        store=opened,
         fallback_stores=fallbacks,
     )
 
@@ -337,8 +339,6 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
 
 
 def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
-    from datetime import UTC, datetime
-
     from brain_pipeline.evaluation.fixture.edit import FixtureEditError
     from brain_pipeline.evaluation.fixture.repair import propose_for_build
     from brain_pipeline.evaluation.fixture.repair_render import proposal_json, proposal_text
@@ -368,9 +368,8 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
             for step in proposal.next_steps():
                 print(f"  {step}")
         return EXIT_STALE
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
     try:
-        written = write_repair(inputs.fixture_path, proposal, today)
+        written = write_repair(inputs.fixture_path, proposal, _today())
     except (FixtureEditError, OSError) as exc:
         raise CommandError(f"nothing written: {exc}") from None
     if written.remaps or written.moves:
@@ -388,14 +387,18 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
     return EXIT_STALE if proposal.for_human else 0
 
 
-def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
+def _today() -> str:
+    """The date a fixture edit records in its "$comment" line (UTC, so every machine
+    writes the same day for the same moment)."""
     from datetime import UTC, datetime
 
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.embedding.factory import choose_query_embedder
-    from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation.fixture.edit import FixtureEditError
     from brain_pipeline.evaluation.fixture.labeling import LabelError, edit_labels, label_candidates
-    from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
     if args.add or args.remove:
         try:
@@ -406,7 +409,7 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
                 inputs.chunks,
                 add=args.add or (),
                 remove=args.remove or (),
-                when=datetime.now(UTC).strftime("%Y-%m-%d"),
+                when=_today(),
             )
         except (LabelError, FixtureEditError, OSError) as exc:
             raise CommandError(f"nothing written: {exc}") from None
@@ -419,11 +422,8 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
                 file=sys.stderr,
             )
         return 0
-    warnings: list[str] = []
-    embeddings = read_embeddings(
-        inputs.store_dir / EMBEDDINGS_FILENAME, warnings.append, mapped=True
-    )
-    for warning in warnings:
+    embeddings = inputs.store.embeddings
+    for warning in inputs.store.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     choice = choose_query_embedder(inputs.cfg, embeddings)
     try:
