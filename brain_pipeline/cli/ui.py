@@ -148,8 +148,7 @@ def run(args: argparse.Namespace) -> int:
     workspace = workspace_for(cfg)
     command = dev_command(workspace, args.host, args.port)
     if command is None:
-        print("brain-pipeline: neither `dg` nor `dagster` is installed", file=sys.stderr)
-        return 2
+        raise CommandError("neither `dg` nor `dagster` is installed: pip install dagster-dg-cli")
     if cfg.config_path is not None:
         # The code server re-reads the configuration: the same file, whatever its cwd.
         os.environ["BRAIN_CONFIG"] = str(cfg.config_path)
