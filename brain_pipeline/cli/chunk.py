@@ -82,14 +82,13 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.corpus.junk import DEFAULT_LIMITS
     from brain_pipeline.utils.atomic import write_if_changed
 
+    # With CORPUS_DIR the configuration (slower to import) is not needed.
+    cfg = configuration() if args.corpus is None else None
     try:
-        if args.corpus is not None:  # the configuration (slower to import) is not needed
+        if cfg is None:
             root, limits = Path(args.corpus), _limits(args, DEFAULT_LIMITS)
         else:
-            cfg = configuration()
             root, limits = cfg.corpus_root(), _limits(args, cfg.ingest_limits())
-    except CommandError:
-        raise
     except ValueError as exc:  # a limit that is not positive
         raise CommandError(exc) from None
     except Exception as exc:  # no corpus configured: say it plainly, no traceback
