@@ -1,4 +1,4 @@
-"""Shared start of the commands that use the Dagster instance (`materialize`, `ui`)."""
+"""Shared start of the commands that launch runs (`materialize`, `rollback`)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,6 @@ if TYPE_CHECKING:
     from dagster import DagsterInstance, Definitions
 
     from brain_pipeline.config import BrainConfig
-
-
-def configured_instance() -> BrainConfig:
-    """Load the configuration (a CommandError, exit 2, when it cannot be read: nothing
-    is created then) and point DAGSTER_HOME at the shared instance."""
-    from brain_pipeline.cli import configuration
-    from brain_pipeline.lib.instance import ensure_instance_home
-
-    cfg = configuration()
-    ensure_instance_home(cfg.instance_home())
-    return cfg
 
 
 def location_and_instance(cfg: BrainConfig) -> tuple[Definitions, DagsterInstance]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from brain_pipeline.cli import CommandError
+from brain_pipeline.cli import CommandError, configuration
 
 if TYPE_CHECKING:
     from brain_pipeline.config import BrainConfig
@@ -135,16 +135,16 @@ def workspace_for(cfg: BrainConfig) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from brain_pipeline.cli.instance_setup import configured_instance
+    from brain_pipeline.lib.instance import ensure_instance_home
 
-    cfg = configured_instance()
+    cfg = configuration()
     warning = exposure_warning(args.host, args.port)
     if warning is not None:
         print(f"brain-pipeline ui: {warning}", file=sys.stderr)
     problem = port_problem(args.host, args.port)
     if problem is not None:
         raise CommandError(problem)
-    home = cfg.instance_home()
+    home = ensure_instance_home(cfg.instance_home())
     workspace = workspace_for(cfg)
     command = dev_command(workspace, args.host, args.port)
     if command is None:
