@@ -4,6 +4,10 @@ Each sub-command lives in its own module `brain_pipeline.cli.<name>` exposing
 `HELP: str`, `add_arguments(parser)` and `run(args) -> int`. Those modules import only
 argparse at module level and pull in the core (and Dagster, for `materialize`) inside
 `run`, so `--help`, `chunk`, `search`, `eval` and `bench` start fast.
+
+A command that cannot go on raises `CommandError`: `main` prints it as the one line
+`brain-pipeline <command>: <what to do next>` and exits with its code, so no command
+formats its own failures.
 """
 
 from __future__ import annotations
@@ -12,6 +16,10 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from brain_pipeline.config import BrainConfig
 
 COMMANDS = (
     "materialize",
@@ -37,6 +45,29 @@ Typical use:
   brain-pipeline eval                     retrieval quality on the fixture
   brain-pipeline status                   what is live and whether it is stale
 """
+
+
+class CommandError(Exception):
+    """A command cannot go on: its message is one line saying what to do next, and
+    `main` prints it after the command's name and exits with `code` (2: unusable input
+    or configuration, unless the command's own table says otherwise)."""
+
+    def __init__(self, message: object, code: int = 2) -> None:
+        super().__init__(str(message))
+        self.code = code
+
+
+def configuration() -> BrainConfig:
+    """The configuration, or a CommandError carrying its one-line problem (exit 2).
+
+    Imported here, not at module level: `--help` must not pay for the config module.
+    """
+    from brain_pipeline.config import ConfigError, load_config
+
+    try:
+        return load_config()
+    except ConfigError as exc:
+        raise CommandError(exc) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args._module.run(args))
+    except CommandError as exc:
+        print(f"brain-pipeline {args.command}: {exc}", file=sys.stderr)
+        return exc.code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

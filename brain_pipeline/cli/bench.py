@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from brain_pipeline.cli import CommandError, configuration
+
 HELP = "benchmark retrieval on a BEIR-layout dataset (e.g. SciFact)"
 DESCRIPTION = """\
 Index a BEIR-layout collection (corpus.jsonl, queries.jsonl, qrels.tsv) with each
@@ -51,15 +53,13 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.evaluation.beir import BeirFormatError, load_beir, run_bench
     from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
     try:
         dataset = load_beir(args.dataset, args.split)
     except (BeirFormatError, OSError) as exc:
-        print(f"brain-pipeline bench: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(exc) from None
 
     embedder = None
     cache = None
@@ -69,17 +69,16 @@ def run(args: argparse.Namespace) -> int:
         from brain_pipeline.embedding.protocol import EmbeddingError
 
         embedding_errors = (EmbeddingError,)
+        cfg = configuration()
         try:
-            cfg = load_config()
             configured = cfg.effective_provider()
             # The benchmark needs vectors: "none" means the offline model here.
             cfg.embedding.provider = args.provider or (
                 configured if configured != "none" else "local"
             )
             embedder = embedder_for(cfg)
-        except (ConfigError, EmbeddingError, ValueError) as exc:
-            print(f"brain-pipeline bench: {exc}", file=sys.stderr)
-            return 2
+        except (EmbeddingError, ValueError) as exc:
+            raise CommandError(exc) from None
         cache = (
             Path(args.cache)
             if args.cache
@@ -94,7 +93,6 @@ def run(args: argparse.Namespace) -> int:
             dataset, args.mode, embedder=embedder, cache_path=cache, progress=_progress, log=log
         )
     except embedding_errors as exc:  # messages name the cause, never a key
-        print(f"brain-pipeline bench: {exc}", file=sys.stderr)
-        return 1
+        raise CommandError(exc, 1) from None
     print(json.dumps(result.to_dict(), indent=2) if args.json else result.to_text())
     return 0

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from brain_pipeline.cli import CommandError, configuration
+
 if TYPE_CHECKING:
     from brain_pipeline.corpus.junk import IngestLimits
 
@@ -80,29 +82,21 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.corpus.junk import DEFAULT_LIMITS
     from brain_pipeline.utils.atomic import write_if_changed
 
+    # With CORPUS_DIR the configuration (slower to import) is not needed.
+    cfg = configuration() if args.corpus is None else None
     try:
-        if args.corpus is not None:  # the configuration (slower to import) is not needed
+        if cfg is None:
             root, limits = Path(args.corpus), _limits(args, DEFAULT_LIMITS)
         else:
-            from brain_pipeline.config import ConfigError, load_config
-
-            try:
-                cfg = load_config()
-            except ConfigError as exc:
-                print(f"brain-pipeline chunk: {exc}", file=sys.stderr)
-                return 2
             root, limits = cfg.corpus_root(), _limits(args, cfg.ingest_limits())
     except ValueError as exc:  # a limit that is not positive
-        print(f"brain-pipeline chunk: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(exc) from None
     except Exception as exc:  # no corpus configured: say it plainly, no traceback
-        print(f"brain-pipeline chunk: no corpus: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(f"no corpus: {exc}") from None
     try:
         result = ingest_corpus(root, limits)
     except CorpusNotFoundError as exc:
-        print(f"brain-pipeline chunk: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(exc) from None
     output = Path(args.output)
     changed = write_if_changed(output, result.store_bytes())
     if not args.quiet:

@@ -10,10 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from brain_pipeline.cli import CommandError
+
 if TYPE_CHECKING:  # annotations only: the core is imported inside run()
     from brain_pipeline.config import BrainConfig
     from brain_pipeline.corpus.store import Chunk
     from brain_pipeline.evaluation.fixture.model import Fixture
+    from brain_pipeline.evaluation.store_search import OpenedStore
     from brain_pipeline.state.layout import StateLayout
 
 HELP = "start, check, repair and extend the labelled retrieval fixture"
@@ -40,7 +43,6 @@ from the chunk history in the build directory, then from the published store
 """
 
 EXIT_STALE = 1
-EXIT_UNUSABLE = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -183,11 +185,6 @@ store's vectors; otherwise both lists are BM25's.""",
     return parser
 
 
-def _fail(message: str) -> int:
-    print(f"brain-pipeline fixture: {message}", file=sys.stderr)
-    return EXIT_UNUSABLE
-
-
 @dataclass
 class _Inputs:
     cfg: BrainConfig
@@ -195,12 +192,9 @@ class _Inputs:
     chunks: list[Chunk]
     fixture: Fixture
     fixture_path: Path
-    store_dir: Path
+    store: OpenedStore
+    """The store the chunks were read from, its vectors and their warnings with it."""
     fallback_stores: list[Path]
-
-
-class _NothingToCheck(ValueError):
-    """check/repair on a fixture with no query yet: the message says how to start one."""
 
 
 START_HINT = 'brain-pipeline fixture label "QUESTION" --area AREA'
@@ -235,7 +229,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     fixture = load_fixture_if_any(fixture_path)
     start = _start_message(fixture, fixture_path)
     if start and getattr(args, "_needs_labels", False):
-        raise _NothingToCheck(start)  # before building anything: one line, at once
+        raise ValueError(start)  # before building anything: one line, at once
     published = live_store_file(cfg.publish_root())
     if not args.store:
         refreshed = refresh_build_store(cfg)
@@ -254,21 +248,19 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
         chunks=opened.view.all_chunks(),
         fixture=fixture,
         fixture_path=fixture_path,
-        store_dir=opened.directory,
+        store=opened,
         fallback_stores=fallbacks,
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    from brain_pipeline.config import ConfigError
-    from brain_pipeline.evaluation.fixture.model import FixtureError
     from brain_pipeline.steps.refresh_store import StoreRefreshError
 
     args = build_parser().parse_args(args.rest)
     try:
         inputs = _inputs(args)
-    except (ConfigError, FixtureError, StoreRefreshError, ValueError, OSError) as exc:
-        return _fail(str(exc))
+    except (StoreRefreshError, ValueError, OSError) as exc:
+        raise CommandError(exc) from None
     return int(args._action(args, inputs))
 
 
@@ -346,17 +338,15 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
 
 
 def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
-    from datetime import UTC, datetime
-
     from brain_pipeline.evaluation.fixture.edit import FixtureEditError
     from brain_pipeline.evaluation.fixture.repair import propose_for_build
     from brain_pipeline.evaluation.fixture.repair_render import proposal_json, proposal_text
     from brain_pipeline.evaluation.fixture.repair_write import write_repair
 
     if not 0.0 < args.min_similarity <= 1.0:
-        return _fail("--min-similarity must be in (0, 1]")
+        raise CommandError("--min-similarity must be in (0, 1]")
     if not 0.0 <= args.margin <= 1.0:
-        return _fail("--margin must be in [0, 1]")
+        raise CommandError("--margin must be in [0, 1]")
     proposal = propose_for_build(
         inputs.layout,
         inputs.chunks,
@@ -377,11 +367,10 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
             for step in proposal.next_steps():
                 print(f"  {step}")
         return EXIT_STALE
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
     try:
-        written = write_repair(inputs.fixture_path, proposal, today)
+        written = write_repair(inputs.fixture_path, proposal, _today())
     except (FixtureEditError, OSError) as exc:
-        return _fail(f"nothing written: {exc}")
+        raise CommandError(f"nothing written: {exc}") from None
     if written.remaps or written.moves:
         print(
             f"\nwrote {inputs.fixture_path}: remapped {len(written.remaps)} id(s), moved "
@@ -397,14 +386,18 @@ def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
     return EXIT_STALE if proposal.for_human else 0
 
 
-def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
+def _today() -> str:
+    """The date a fixture edit records in its "$comment" line (UTC, so every machine
+    writes the same day for the same moment)."""
     from datetime import UTC, datetime
 
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.embedding.factory import choose_query_embedder
-    from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation.fixture.edit import FixtureEditError
     from brain_pipeline.evaluation.fixture.labeling import LabelError, edit_labels, label_candidates
-    from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME
 
     if args.add or args.remove:
         try:
@@ -415,10 +408,10 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
                 inputs.chunks,
                 add=args.add or (),
                 remove=args.remove or (),
-                when=datetime.now(UTC).strftime("%Y-%m-%d"),
+                when=_today(),
             )
         except (LabelError, FixtureEditError, OSError) as exc:
-            return _fail(f"nothing written: {exc}")
+            raise CommandError(f"nothing written: {exc}") from None
         kept = f"; previous version kept as {edited.backup}" if edited.backup else ""
         print(f"{inputs.fixture_path}: {edited.message}{kept}")
         if edited.created and inputs.fixture_path != inputs.cfg.evaluation.fixture:
@@ -428,11 +421,8 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
                 file=sys.stderr,
             )
         return 0
-    warnings: list[str] = []
-    embeddings = read_embeddings(
-        inputs.store_dir / EMBEDDINGS_FILENAME, warnings.append, mapped=True
-    )
-    for warning in warnings:
+    embeddings = inputs.store.embeddings
+    for warning in inputs.store.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     choice = choose_query_embedder(inputs.cfg, embeddings)
     try:
@@ -448,7 +438,7 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
             limit=args.limit,
         )
     except LabelError as exc:
-        return _fail(str(exc))
+        raise CommandError(exc) from None
     print(found.to_json() if args.json else found.to_text())
     if not args.json:
         query = shlex.quote(args.query)
@@ -466,11 +456,11 @@ def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.evaluation.fixture.labeling import LabelError, find_by_text
 
     if args.limit < 1:
-        return _fail("--limit must be at least 1")
+        raise CommandError("--limit must be at least 1")
     try:
         found = find_by_text(inputs.chunks, args.text, args.area, args.limit)
     except LabelError as exc:
-        return _fail(str(exc))
+        raise CommandError(exc) from None
     if args.json:
         print(json.dumps([asdict(f) for f in found], indent=2, ensure_ascii=False))
         return 0 if found else 1

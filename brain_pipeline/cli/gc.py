@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
+
+from brain_pipeline.cli import CommandError, configuration
 
 HELP = "drop cache entries and blobs nothing kept reaches"
 DESCRIPTION = """\
@@ -27,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from brain_pipeline.config import ConfigError, load_config, memory_of
+    from brain_pipeline.config import memory_of
     from brain_pipeline.corpus.gc import collect, tree_bytes
     from brain_pipeline.publishing.local import inspect_publication
     from brain_pipeline.publishing.publication_log import HistoryError
@@ -36,11 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.state.run_lease import run_lease
     from brain_pipeline.steps.publications import collect_blobs
 
-    try:
-        cfg = load_config()
-    except ConfigError as exc:
-        print(f"brain-pipeline gc: {exc}", file=sys.stderr)
-        return 2
+    cfg = configuration()
     layout = StateLayout.of(Path(args.build_dir) if args.build_dir else cfg.build_dir)
     manifest = inspect_publication(cfg.publish_root()).manifest
     memory = memory_of(cfg.model_copy(update={"build_dir": layout.build_dir}))
@@ -59,10 +56,8 @@ def run(args: argparse.Namespace) -> int:
             report.blobs = collect_blobs(memory, cfg.publish.keep_generations)
             report.bytes_after = tree_bytes(layout.state_dir)
     except LockBusyError as exc:
-        print(f"brain-pipeline gc: {exc}", file=sys.stderr)
-        return 75
+        raise CommandError(exc, 75) from None
     except HistoryError as exc:  # never guess what is kept: no blob was deleted
-        print(f"brain-pipeline gc: blobs not collected: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(f"blobs not collected: {exc}") from None
     print(report.summary())
     return 0

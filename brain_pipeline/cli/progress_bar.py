@@ -81,12 +81,10 @@ class TerminalBar:
             RateColumn(),
             TimeLeftColumn(),
         )
-        if clock is None:
-            self.progress = Progress(*columns, console=console, auto_refresh=auto_refresh)
-        else:
-            self.progress = Progress(
-                *columns, console=console, auto_refresh=auto_refresh, get_time=clock
-            )
+        # rich reads the console's clock when get_time is None
+        self.progress = Progress(
+            *columns, console=console, auto_refresh=auto_refresh, get_time=clock
+        )
         self._tasks: dict[str, TaskID] = {}
 
     def update(self, task: str, done: int, total: int) -> None:

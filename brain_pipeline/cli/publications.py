@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
+
+from brain_pipeline.cli import CommandError, configuration
 
 HELP = "list the publications (and rollbacks) recorded in the ledger"
 DESCRIPTION = """\
@@ -25,20 +26,19 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from brain_pipeline.config import ConfigError, load_config, memory_of
+    from brain_pipeline.config import ConfigError, memory_of
     from brain_pipeline.publishing.publication_log import HistoryError, read_history
     from brain_pipeline.state.blobs import BlobError
     from brain_pipeline.state.ledger import LedgerError
 
+    cfg = configuration()
+    if args.build_dir:
+        cfg.build_dir = Path(args.build_dir)
+    build_dir = cfg.build_dir
     try:
-        cfg = load_config()
-        if args.build_dir:
-            cfg.build_dir = Path(args.build_dir)
-        build_dir = cfg.build_dir
         history = read_history(memory_of(cfg))
     except (ConfigError, HistoryError, LedgerError, BlobError) as exc:
-        print(f"brain-pipeline publications: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(exc) from None
     pubs = list(reversed(history.publications()))
     hold = history.hold()
     live = history.live()

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
+
+from brain_pipeline.cli import CommandError, configuration
 
 if TYPE_CHECKING:
     from brain_pipeline.config import BrainConfig
@@ -53,19 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import uuid
 
-    from brain_pipeline.config import ConfigError, load_config, memory_of
+    from brain_pipeline.config import memory_of
     from brain_pipeline.state.lock import LockBusyError, make_holder
     from brain_pipeline.state.run_lease import hold_run_locks
 
-    try:
-        cfg = load_config()
-    except ConfigError as exc:
-        print(f"brain-pipeline rollback: {exc}", file=sys.stderr)
-        return 2
+    cfg = configuration()
     refused = _force_refusal(args, cfg)
     if refused is not None:  # before any lock or run
-        print(f"brain-pipeline rollback: {refused}", file=sys.stderr)
-        return 2
+        raise CommandError(refused)
     run_id = str(uuid.uuid4())
     try:
         # Taken here first (the run's own `BrainSettings` re-enters them): a busy build
@@ -79,8 +75,7 @@ def run(args: argparse.Namespace) -> int:
         ):
             return _launch(cfg, args, run_id)
     except LockBusyError as exc:
-        print(f"brain-pipeline rollback: {exc}", file=sys.stderr)
-        return 75
+        raise CommandError(exc, 75) from None
 
 
 def _force_refusal(args: argparse.Namespace, cfg: BrainConfig) -> str | None:
@@ -118,8 +113,7 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace, run_id: str) -> int:
         build_dir=cfg.build_dir,
         trigger="brain-pipeline rollback",
     )
-    if outcome.success:
-        print(outcome.output)
-        return 0
-    print(f"brain-pipeline rollback: {outcome.error}", file=sys.stderr)
-    return 1 if outcome.refused else 3
+    if not outcome.success:
+        raise CommandError(outcome.error, 1 if outcome.refused else 3)
+    print(outcome.output)
+    return 0

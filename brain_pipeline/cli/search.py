@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from brain_pipeline.cli import CommandError, configuration
+
 if TYPE_CHECKING:  # annotations only: the core is imported inside run()
     from brain_pipeline.retrieval.hybrid import Retriever
 
@@ -40,7 +42,6 @@ def _note(message: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.evaluation.store_search import (
         BatchFormatError,
@@ -50,20 +51,16 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.retrieval.hybrid import Retriever
 
     if (args.query is None) == (args.queries is None):
-        print("brain-pipeline search: give either QUERY or --queries FILE", file=sys.stderr)
-        return 2
+        raise CommandError("give either QUERY or --queries FILE")
     if args.query is not None and not args.area:
-        print("brain-pipeline search: --area is required with a QUERY", file=sys.stderr)
-        return 2
+        raise CommandError("--area is required with a QUERY")
     if args.limit < 1:
-        print("brain-pipeline search: --limit must be at least 1", file=sys.stderr)
-        return 2
+        raise CommandError("--limit must be at least 1")
+    cfg = configuration()
     try:
-        cfg = load_config()
         opened = open_store(args.store or cfg.build_dir, build_dir=cfg.build_dir)
-    except (ConfigError, StoreNotFoundError, ValueError) as exc:
-        print(f"brain-pipeline search: {exc}", file=sys.stderr)
-        return 2
+    except (StoreNotFoundError, ValueError) as exc:
+        raise CommandError(exc) from None
     for warning in opened.warnings:
         print(f"warning: {warning}", file=sys.stderr)
 
@@ -82,8 +79,7 @@ def run(args: argparse.Namespace) -> int:
         if args.queries is not None:
             return _batch(retriever, args, mode)
     except (BatchFormatError, OSError) as exc:
-        print(f"brain-pipeline search: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(exc) from None
     return _single(retriever, args, mode)
 
 
@@ -94,8 +90,7 @@ def _single(retriever: Retriever, args: argparse.Namespace, mode: str) -> int:
 
     if args.area not in retriever.areas():
         known = ", ".join(retriever.areas()) or "(none: the store is empty)"
-        print(f"brain-pipeline search: no area {args.area!r}; areas: {known}", file=sys.stderr)
-        return 2
+        raise CommandError(f"no area {args.area!r}; areas: {known}")
     result = retriever.search(args.query, args.area, limit=args.limit, mode=mode)
     if result.fallback:
         _note(f"hybrid fell back to BM25: {result.fallback}")

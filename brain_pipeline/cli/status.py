@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from brain_pipeline.cli import CommandError, configuration
+
 HELP = "show what is published (from manifest.json) and whether it is stale"
 DESCRIPTION = """\
 Show what is live for the agent, read from <publish root>/src/storage/manifest.json:
@@ -81,10 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-class _ConfigProblem(Exception):
-    """The configuration is needed and cannot be read (exit 64)."""
-
-
 def _resolve_paths(args: argparse.Namespace) -> tuple[Path, Path | None, str | None, Any]:
     """Publish root, corpus root, a note, and the config (None when not needed)."""
     root: Path | None = args.root
@@ -92,13 +90,13 @@ def _resolve_paths(args: argparse.Namespace) -> tuple[Path, Path | None, str | N
     note: str | None = None
     cfg: Any = None
     if root is None or corpus is None or args.s3:
-        from brain_pipeline.config import ConfigError, CorpusNotFoundError, load_config
+        from brain_pipeline.config import CorpusNotFoundError
 
         try:
-            cfg = load_config()
-        except ConfigError as exc:
+            cfg = configuration()
+        except CommandError as exc:
             if root is None or args.s3:
-                raise _ConfigProblem(f"brain-pipeline status: {exc}") from None
+                raise  # needed: exit 64 (EXIT_CONFIG), said in the report
             return root, corpus, f"configuration unreadable: {exc}", None
         if root is None:
             root = cfg.publish_root()
@@ -147,8 +145,8 @@ def _report(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
 
     try:
         root, corpus_root, corpus_note, cfg = _resolve_paths(args)
-    except _ConfigProblem as exc:
-        return {"published": None, "message": str(exc)}, EXIT_CONFIG
+    except CommandError as exc:
+        return {"published": None, "message": f"brain-pipeline status: {exc}"}, EXIT_CONFIG
     publication = inspect_publication(root)
     pending = (
         {"commit": publication.pending.commit_id, "message": publication.pending.describe()}

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import yaml
 
+from brain_pipeline.cli import CommandError, configuration
+
 if TYPE_CHECKING:
     from brain_pipeline.config import BrainConfig
 
@@ -40,8 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-p", "--port", type=int, default=3000, help="port (default 3000)")
 
 
-def dev_command(workspace: Path, host: str, port: int, which: Which = shutil.which
-                ) -> list[str] | None:
+def dev_command(
+    workspace: Path, host: str, port: int, which: Which = shutil.which
+) -> list[str] | None:
     """The web UI's command line: `dg dev` when dg is installed, else `dagster dev`.
 
     Both read the same workspace.yaml, so the code location has the same name either way.
@@ -130,24 +133,20 @@ def workspace_for(cfg: BrainConfig) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from brain_pipeline.cli.instance_setup import configured_instance
+    from brain_pipeline.lib.instance import ensure_instance_home
 
-    cfg = configured_instance("ui")
-    if cfg is None:
-        return 2
+    cfg = configuration()
     warning = exposure_warning(args.host, args.port)
     if warning is not None:
         print(f"brain-pipeline ui: {warning}", file=sys.stderr)
     problem = port_problem(args.host, args.port)
     if problem is not None:
-        print(f"brain-pipeline ui: {problem}", file=sys.stderr)
-        return 2
-    home = cfg.instance_home()
+        raise CommandError(problem)
+    home = ensure_instance_home(cfg.instance_home())
     workspace = workspace_for(cfg)
     command = dev_command(workspace, args.host, args.port)
     if command is None:
-        print("brain-pipeline: neither `dg` nor `dagster` is installed", file=sys.stderr)
-        return 2
+        raise CommandError("neither `dg` nor `dagster` is installed: pip install dagster-dg-cli")
     if cfg.config_path is not None:
         # The code server re-reads the configuration: the same file, whatever its cwd.
         os.environ["BRAIN_CONFIG"] = str(cfg.config_path)

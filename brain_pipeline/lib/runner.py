@@ -332,6 +332,12 @@ def materialize_selection(
         echo = None  # Ctrl-C: the caller says what was saved, in one line
     if echo is not None:
         echo(summary.header(provider_label))
+
+    def say(line: str) -> None:
+        outcome.lines.append(line)
+        if echo is not None:
+            echo(line)
+
     # A check's own step succeeding says nothing its evaluation line did not: one line per
     # check. An asset's step that evaluates its checks too stored the asset even when a
     # blocking one failed (Dagster then fails the step): it is `ok`, the check line says
@@ -353,19 +359,14 @@ def materialize_selection(
             line = _describe(event, lexical=lexical, evaluation=evaluation)
         if line is None:
             continue
-        outcome.lines.append(line)
-        if echo is not None:
-            echo(line)
+        say(line)
         if line.startswith("  check") and "FAILED" in line:
             outcome.failed_checks.append(line.strip())
     finished = {e.step_key for e in result.all_events if e.step_key and e.is_step_event}
     for key in sorted(keys, key=lambda k: k.to_user_string()):
         step = key.to_python_identifier()
         if step not in finished:
-            line = summary.blocked_line(step)
-            outcome.lines.append(line)
-            if echo is not None:
-                echo(line)
+            say(summary.blocked_line(step))
     return outcome
 
 

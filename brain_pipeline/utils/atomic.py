@@ -18,9 +18,11 @@ import contextlib
 import os
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
+
+T = TypeVar("T")
 
 
 def _fsync_directory(directory: Path) -> None:
@@ -44,31 +46,25 @@ def _temporary_name(target: Path) -> Path:
     return target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
 
 
-def _create_file_beside(target: Path) -> tuple[int, Path]:
-    """A new empty file in `target`'s directory, open for writing, created exclusively
-    (never an existing file or a symlink) with mode 0o666 less the umask. What
-    `tempfile.mkstemp` does, but mkstemp always creates 0600, and a chmod afterwards
-    would override the umask instead of following it."""
+def _create_beside(target: Path, create: Callable[[Path], T]) -> tuple[T, Path]:
+    """`create(name)` on a new temporary name in `target`'s directory, which `create` must
+    make exclusively (a taken name raises FileExistsError and another is tried).
+
+    Files are made with mode 0o666 and directories 0o777, less the umask: what
+    `tempfile.mkstemp`/`mkdtemp` do, except that they always make 0600/0700, and a chmod
+    afterwards would override the umask instead of following it.
+    """
     for _ in range(_ATTEMPTS):
         tmp = _temporary_name(target)
         try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-            return os.open(tmp, flags, 0o666), tmp
+            return create(tmp), tmp
         except FileExistsError:
             continue
     raise FileExistsError(f"no free temporary name beside {target}")
 
 
-def _create_directory_beside(target: Path) -> Path:
-    """A new empty directory beside `target`, mode 0o777 less the umask (mkdtemp: 0700)."""
-    for _ in range(_ATTEMPTS):
-        tmp = _temporary_name(target)
-        try:
-            os.mkdir(tmp, 0o777)
-            return tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name beside {target}")
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+"""Created exclusively: never an existing file or a symlink, opened for writing."""
 
 
 @contextlib.contextmanager
@@ -82,7 +78,7 @@ def atomic_writer(path: Path | str) -> Iterator[BinaryIO]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _create_file_beside(target)
+    fd, tmp = _create_beside(target, lambda name: os.open(name, _NEW_FILE, 0o666))
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
@@ -108,7 +104,7 @@ def atomic_directory(path: Path | str, complete_when: str) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _create_directory_beside(target)
+    _, tmp = _create_beside(target, lambda name: os.mkdir(name, 0o777))
     try:
         yield tmp
         try:

@@ -15,7 +15,6 @@ the run's log, the CLI prints it.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -23,7 +22,7 @@ import sqlite3
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 log = logging.getLogger("brain_pipeline.damage")
 
@@ -94,20 +93,6 @@ def healed(
             raise
         set_aside(path, what=what, consequence=consequence, cause=error)
     return opener()
-
-
-def healed_json(path: Path, empty: Any, *, what: str, consequence: str) -> Any:
-    """The JSON document at `path`: `empty` when there is none, and, when its bytes are
-    damaged, `empty` after `set_aside` (the shape of what was read is the caller's to
-    check: a readable file of another format is not damage)."""
-
-    def load() -> Any:
-        try:
-            return json.loads(path.read_bytes())
-        except FileNotFoundError:
-            return empty
-
-    return healed(path, load, what=what, consequence=consequence)
 
 
 def set_aside_copy(path: Path) -> Path:

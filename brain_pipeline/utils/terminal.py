@@ -34,14 +34,6 @@ def _escape(error: UnicodeError) -> tuple[str, int]:
 codecs.register_error(ERRORS, _escape)
 
 
-def escape_unencodable(*streams: TextIO | Any) -> None:
-    """Make `streams` (sys.stdout, sys.stderr) write unencodable characters as escapes."""
-    for stream in streams:
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            reconfigure(errors=ERRORS)
-
-
 # --- control characters -------------------------------------------------------------------
 #
 # Corpus text reaches the terminal in `search`, `fixture show` and the run's log lines. A

@@ -1,4 +1,5 @@
-"""The shared start of `materialize` and `ui`: the configuration, then the instance folder."""
+"""The start of the commands that use the instance (`materialize`, `ui`): the configuration,
+then the instance folder it names."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from brain_pipeline.cli.instance_setup import configured_instance
+from brain_pipeline.cli import configuration, main
+from brain_pipeline.lib.instance import ensure_instance_home
 
 
 def _config(tmp_path: Path, extra: str = "") -> Path:
@@ -23,8 +25,9 @@ def test_a_usable_configuration_points_dagster_home_at_a_ready_instance(
     home = tmp_path / "instance"
     monkeypatch.setenv("BRAIN_CONFIG", str(_config(tmp_path, f"dagster_home: {home}\n")))
     monkeypatch.setenv("DAGSTER_HOME", "")  # unset for the config, restored after the test
-    cfg = configured_instance("materialize")
-    assert cfg is not None and cfg.build_dir == tmp_path / "build"
+    cfg = configuration()
+    assert cfg.build_dir == tmp_path / "build"
+    ensure_instance_home(cfg.instance_home())
     assert os.environ["DAGSTER_HOME"] == str(home.resolve())
     settings = yaml.safe_load((home / "dagster.yaml").read_text())
     assert settings["nux"] == {"enabled": False}  # a folder it created: our file in it
@@ -36,7 +39,7 @@ def test_dagster_home_from_the_environment_wins_over_the_configuration(
     chosen = tmp_path / "chosen"
     monkeypatch.setenv("BRAIN_CONFIG", str(_config(tmp_path, f"dagster_home: {tmp_path}/x\n")))
     monkeypatch.setenv("DAGSTER_HOME", str(chosen))
-    assert configured_instance("ui") is not None
+    ensure_instance_home(configuration().instance_home())
     assert (chosen / "dagster.yaml").is_file() and not (tmp_path / "x").exists()
 
 
@@ -45,7 +48,7 @@ def test_a_configuration_error_is_one_line_naming_the_command_and_creates_nothin
 ) -> None:
     monkeypatch.setenv("BRAIN_CONFIG", str(tmp_path / "missing.yaml"))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))
-    assert configured_instance("ui") is None
+    assert main(["ui"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("brain-pipeline ui: ") and err.count("\n") == 1
     assert "missing.yaml" in err

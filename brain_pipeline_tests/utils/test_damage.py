@@ -49,19 +49,3 @@ def test_a_system_error_leaves_the_file_where_it_is(tmp_path: Path) -> None:
         healed(path, opener, what="test cache")
     assert path.read_bytes() == b"good bytes"
     assert not (tmp_path / "cache.sqlite.damaged").exists()
-
-
-def test_a_json_state_file_is_read_missing_is_empty_and_damage_is_set_aside(
-    tmp_path: Path,
-) -> None:
-    from brain_pipeline.utils.damage import healed_json, set_aside_copy
-
-    path = tmp_path / "state.json"
-    empty = {"format": 1}
-    assert healed_json(path, empty, what="state", consequence="c") == empty
-    path.write_text('{"format": 1, "x": [1]}')
-    assert healed_json(path, empty, what="state", consequence="c") == {"format": 1, "x": [1]}
-    path.write_bytes(b'{"format": 1, "x": [1')  # torn
-    assert healed_json(path, empty, what="state", consequence="c") == empty
-    assert set_aside_copy(path).read_bytes() == b'{"format": 1, "x": [1'
-    assert not path.exists()

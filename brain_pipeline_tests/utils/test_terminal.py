@@ -1,4 +1,5 @@
-"""utils.terminal: what an output stream cannot encode is written as a JSON-style escape."""
+"""utils.terminal: what an output stream cannot encode, and control characters, are
+written as JSON-style escapes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import pytest
 
 from brain_pipeline.utils.terminal import (
     escape_controls,
-    escape_unencodable,
     printable,
     unescaped,
 )
@@ -23,14 +23,14 @@ def _stream(encoding: str) -> tuple[io.BytesIO, io.TextIOWrapper]:
 
 def test_a_lone_surrogate_is_written_as_its_escape_on_utf8() -> None:
     raw, stream = _stream("utf-8")
-    escape_unencodable(stream)
+    escape_controls(stream)
     stream.write("a\ud800b é")
     assert raw.getvalue().decode("utf-8") == "a\\ud800b é"
 
 
 def test_an_ascii_stream_escapes_astral_characters_as_two_utf16_units() -> None:
     raw, stream = _stream("ascii")
-    escape_unencodable(stream)
+    escape_controls(stream)
     stream.write("x\U0001f600é")
     assert raw.getvalue() == b"x\\ud83d\\ude00\\u00e9"
 
@@ -38,7 +38,7 @@ def test_an_ascii_stream_escapes_astral_characters_as_two_utf16_units() -> None:
 def test_json_written_through_it_decodes_to_the_same_string() -> None:
     text = "title \ud800 \U0001f600 caf\u00e9"
     raw, stream = _stream("ascii")
-    escape_unencodable(stream)
+    escape_controls(stream)
     stream.write(json.dumps({"t": text}, ensure_ascii=False))
     assert json.loads(raw.getvalue().decode("ascii"))["t"] == text
 
@@ -50,7 +50,7 @@ def test_without_it_the_stream_raises() -> None:
 
 
 def test_objects_without_reconfigure_are_left_alone() -> None:
-    escape_unencodable(object())  # a captured stream of a test runner, say
+    escape_controls(object())  # a captured stream of a test runner, say
 
 
 HOSTILE = "Title\x1b]0;owned\x07 then\x1b[2K\rforged line\x9b31m \x7f\ud800 tab\tnewline\n"
