@@ -273,18 +273,14 @@ def js_property_order(obj: dict[str, Any]) -> list[str]:
 
 
 def _primitive_json(value: Any) -> str:
+    """A JSON value that is not a container, as JSON.stringify writes it."""
     if isinstance(value, str):
         return quote(value)
-    if value is None:
+    if isinstance(value, float) and not math.isfinite(value):
         return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int | float):
-        number = float(value)
-        return number_to_string(number) if math.isfinite(number) else "null"
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
+    if isinstance(value, dict):
+        raise TypeError("not a primitive JSON value: dict")
+    return _scalar_to_string(value)
 
 
 def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
@@ -439,13 +435,31 @@ def _fail(message: str, pos: int) -> JSONSyntaxError:
     return JSONSyntaxError(f"{message} at position {pos}")
 
 
+def _scan_string(text: str, pos: int) -> tuple[str, int]:
+    """The string literal whose opening quote is at `pos`, and the position after it."""
+    try:
+        return cast("tuple[str, int]", _scanstring(text, pos + 1, True))
+    except ValueError as exc:
+        raise JSONSyntaxError(str(exc)) from None
+
+
+def _scan_scalar(text: str, pos: int) -> tuple[Any, int]:
+    """The string, number or literal at `pos` (JSON.parse's grammar), and the position after."""
+    if text.startswith('"', pos):
+        return _scan_string(text, pos)
+    match = _NUMBER.match(text, pos)
+    if match:
+        return float(match.group()), match.end()
+    for literal, value in _LITERALS:
+        if text.startswith(literal, pos):
+            return value, pos + len(literal)
+    raise _fail(f"unexpected character {text[pos]!r}", pos)
+
+
 def _read_key(text: str, pos: int) -> tuple[str, int]:
     """Read `"key"` then `:`; return the key and the position of the value."""
     if text.startswith('"', pos):
-        try:
-            key, pos = _scanstring(text, pos + 1, True)
-        except ValueError as exc:
-            raise JSONSyntaxError(str(exc)) from None
+        key, pos = _scan_string(text, pos)
         pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
         if text.startswith(":", pos):
             return key, _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
@@ -488,24 +502,8 @@ def parse_json_iterative(text: str, build_depth: int | None = None) -> Any:
             else:
                 stack.append([[], None])
                 continue
-        elif char == '"':
-            try:
-                value, pos = _scanstring(text, pos + 1, True)
-            except ValueError as exc:
-                raise JSONSyntaxError(str(exc)) from None
         else:
-            match = _NUMBER.match(text, pos)
-            if match:
-                value = float(match.group())
-                pos = match.end()
-            else:
-                for literal, literal_value in _LITERALS:
-                    if text.startswith(literal, pos):
-                        value = literal_value
-                        pos += len(literal)
-                        break
-                else:
-                    raise _fail(f"unexpected character {char!r}", pos)
+            value, pos = _scan_scalar(text, pos)
         # -- attach the finished value, closing containers as far as possible --
         while True:
             pos = ws(text, pos).end()  # type: ignore[union-attr]
@@ -573,22 +571,8 @@ def _skip_value(text: str, pos: int) -> int:
                 _, pos = _read_key(text, pos)
                 closers += b"}"
                 continue
-        elif char == '"':
-            try:
-                _, pos = _scanstring(text, pos + 1, True)
-            except ValueError as exc:
-                raise JSONSyntaxError(str(exc)) from None
         else:
-            match = _NUMBER.match(text, pos)
-            if match:
-                pos = match.end()
-            else:
-                for literal, _value in _LITERALS:
-                    if text.startswith(literal, pos):
-                        pos += len(literal)
-                        break
-                else:
-                    raise _fail(f"unexpected character {char!r}", pos)
+            _, pos = _scan_scalar(text, pos)
         # -- after a value: a comma, or close containers as far as they go --
         while True:
             pos = ws(text, pos).end()  # type: ignore[union-attr]
@@ -621,4 +605,3 @@ def _skip_value(text: str, pos: int) -> int:
                 del closers[-1]
                 continue
             raise _fail(f"expected ',' or '{closing}'", pos)
-
