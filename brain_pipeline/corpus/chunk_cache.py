@@ -129,8 +129,7 @@ def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
             raise
         return db
 
-    what = "chunk cache"
-    with closing(healed(path, connect, what=what, consequence=CACHE_REBUILT)) as db:
+    with closing(healed(path, connect, what="chunk cache", consequence=CACHE_REBUILT)) as db:
         yield db
 
 
@@ -181,7 +180,7 @@ def fragments_of(chunks: Sequence[Chunk]) -> tuple[str, array[int], bytes]:
     leading `[\\n  ` and the trailing `\\n]`, so one call yields the body. Fragment
     boundaries are found by the `\\n  },\\n  {` pattern: a raw newline never occurs inside
     a JSON string and nested heading values are indented deeper, so it only matches
-    between chunks; the count is checked and each chunk serialised alone otherwise.
+    between chunks (the assertion below holds the writer to that).
     """
     ids = ID_SEPARATOR.join(c.id for c in chunks)
     if not chunks:
@@ -193,15 +192,7 @@ def fragments_of(chunks: Sequence[Chunk]) -> tuple[str, array[int], bytes]:
         ends.append(at + 4)
         start = at + 4 + len(FRAGMENT_SEPARATOR)
     ends.append(len(body))
-    if len(ends) != len(chunks):
-        parts = [serialize_store([c])[4:-2] for c in chunks]
-        body = FRAGMENT_SEPARATOR.join(parts)
-        ends = array("q")
-        offset = 0
-        for part in parts:
-            offset += len(part)
-            ends.append(offset)
-            offset += len(FRAGMENT_SEPARATOR)
+    assert len(ends) == len(chunks), "a chunk boundary inside a chunk's fragment"
     return ids, ends, body
 
 
@@ -302,18 +293,6 @@ def _is_unreadable(entry: ManifestEntry) -> bool:
 Chunker = Callable[[CorpusFile], FileOutcome]
 
 
-@dataclass
-class _Tally:
-    """Running figures of one chunking pass."""
-
-    report: ChunkingReport
-    per_area: Counter[str] = field(default_factory=Counter)
-
-    def add(self, entry: ManifestEntry, cached: CachedFile) -> None:
-        self.report.occurrences += cached.chunks
-        self.per_area[entry.area] += cached.chunks
-
-
 def chunk_snapshot(
     snapshot: CorpusSnapshot,
     layout: StateLayout,
@@ -329,7 +308,12 @@ def chunk_snapshot(
     """
     version = cache_version(variant)
     report = ChunkingReport(snapshot.digest, [], list(snapshot.areas))
-    tally = _Tally(report)
+    per_area: Counter[str] = Counter()
+
+    def count(entry: ManifestEntry, cached: CachedFile) -> None:
+        report.occurrences += cached.chunks
+        per_area[entry.area] += cached.chunks
+
     with open_cache(layout) as db:
         pending = 0
         db.execute("BEGIN IMMEDIATE")
@@ -341,7 +325,7 @@ def chunk_snapshot(
                         report.files_seen += 1
                         if cached is not None:  # it did not change as we know
                             report.kept_unreadable.append(entry.source)
-                            tally.add(entry, cached)
+                            count(entry, cached)
                     continue
                 report.files_seen += 1
                 if cached is None:
@@ -358,7 +342,7 @@ def chunk_snapshot(
                 report.entries.append(
                     entry.with_outcome(cached.status, cached.reason, cached.detail, cached.problem)
                 )
-                tally.add(entry, cached)
+                count(entry, cached)
             db.execute("COMMIT")
         except BaseException:
             # SQLite may already have rolled back (a full disk does): a second ROLLBACK
@@ -366,15 +350,11 @@ def chunk_snapshot(
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-    _finish(report, tally)
-    return report
-
-
-def _finish(report: ChunkingReport, tally: _Tally) -> None:
-    """Problems, skip reasons and per-area figures, as `ChunkedCorpus.deduplicated` has."""
+    # Problems, skip reasons and per-area figures, as `ChunkedCorpus.deduplicated` has.
     report.problems, report.skipped_by_reason, report.occurrences_per_area = corpus_figures(
-        report.entries, report.areas, tally.per_area, set(report.kept_unreadable)
+        report.entries, report.areas, per_area, set(report.kept_unreadable)
     )
+    return report
 
 
 # --- garbage collection -------------------------------------------------------------------

@@ -246,12 +246,8 @@ def nesting_depth(value: Any) -> int:
         elif isinstance(item, list | dict):
             deepest = max(deepest, depth)
             children = item if isinstance(item, list) else item.values()
-            stack.extend((child, depth + 1) for child in children if _nests(child))
+            stack.extend((c, depth + 1) for c in children if isinstance(c, list | dict | Unbuilt))
     return deepest
-
-
-def _nests(value: Any) -> bool:
-    return isinstance(value, list | dict | Unbuilt)
 
 
 # --- JSON.stringify -----------------------------------------------------------------------

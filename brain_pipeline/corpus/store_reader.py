@@ -175,9 +175,7 @@ class StoreView:
 
     def _load_sidecar(self) -> StoreIndex | None:
         path = self._sidecar_path()
-        if path is None or not path.is_file():
-            return None
-        index = self._read_sidecar(path)
+        index = None if path is None else self._read_sidecar(path)
         if index is None:
             return None
         if len(index.starts) and int(index.stops[-1]) > self._stat.size:
@@ -355,12 +353,7 @@ class StoreView:
 
     def chunks_of_area(self, area: str) -> list[Chunk]:
         """The area's chunks in store order, decoding only the area's byte ranges."""
-        rows = self.rows_of_area(area)
-        if self._chunks is not None:
-            return [self._chunks[i] for i in rows.tolist()]
-        if len(rows) == 0:
-            return []
-        return self._decode_runs(rows.astype(np.int64))
+        return self.chunks_at(self.rows_of_area(area))
 
     def all_chunks(self) -> list[Chunk]:
         """Every chunk in store order (what `parse_store` returns)."""
