@@ -87,13 +87,12 @@ def ingest_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> Fil
         excess = _text_over_budget(chunks, len(data))
         if excess is not None:
             return FileOutcome(
-                _with_reason(entry, STATUS_SKIPPED, REASON_OUTPUT_TOO_LARGE, excess), []
+                entry.with_outcome(STATUS_SKIPPED, REASON_OUTPUT_TOO_LARGE, excess, True), []
             )
-        reason: str | None = None
-        detail = long_paragraphs(chunks, limits)
-        if detail is not None:
-            reason = REASON_LONG_PARAGRAPH
-        return FileOutcome(_with_reason(entry, entry.status, reason, detail), chunks)
+        long_detail = long_paragraphs(chunks, limits)
+        if long_detail is not None:
+            entry = entry.with_outcome(entry.status, REASON_LONG_PARAGRAPH, long_detail, True)
+        return FileOutcome(entry, chunks)
     outcome = chunk_roadmap(text, found.area, found.source, len(data))
     reason, detail, problem = outcome.reason, outcome.detail, outcome.problem
     long_detail = long_paragraphs(outcome.chunks, limits)
@@ -103,8 +102,10 @@ def ingest_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> Fil
         else:
             detail = f"{detail}; also {REASON_LONG_PARAGRAPH}: {long_detail}"
         problem = True
-    status = STATUS_SKIPPED if not outcome.chunks else entry.status
-    return FileOutcome(_with_reason(entry, status, reason, detail, problem), outcome.chunks)
+    if reason is not None:  # an entry without a reason to tell stays as read
+        status = STATUS_SKIPPED if not outcome.chunks else entry.status
+        entry = entry.with_outcome(status, reason, detail, problem)
+    return FileOutcome(entry, outcome.chunks)
 
 
 def _text_over_budget(chunks: list[Chunk], input_bytes: int) -> str | None:
@@ -128,17 +129,6 @@ def _text_over_budget(chunks: list[Chunk], input_bytes: int) -> str | None:
     if rough <= budget:
         return None
     return OUTPUT_BOUND.refusal(store_size(chunks), input_bytes)
-
-
-def _with_reason(
-    entry: ManifestEntry,
-    status: str,
-    reason: str | None,
-    detail: str | None,
-    problem: bool = True,
-) -> ManifestEntry:
-    """`entry` with a status and the reason worth telling (unchanged when there is none)."""
-    return entry if reason is None else entry.with_outcome(status, reason, detail, problem)
 
 
 def describe_entry(entry: ManifestEntry) -> str:

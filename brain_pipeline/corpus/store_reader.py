@@ -209,7 +209,7 @@ class StoreView:
         path = self._sidecar_path()
         if path is None:
             return
-        index.sha256 = self._known_sha256 or self._whole_file_sha256()
+        index.sha256 = self._whole_file_sha256()
         assert index.block_rows is not None and index.block_digests is not None
         meta = json.dumps({"areas": index.area_names, "sha256": index.sha256}).encode("utf-8")
         try:
