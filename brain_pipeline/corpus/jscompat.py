@@ -416,9 +416,7 @@ def parse_json(text: str, build_depth: int | None = None) -> Any:
         return _DECODER.decode(text)
     except RecursionError:
         return parse_json_iterative(text, build_depth)
-    except JSONSyntaxError:
-        raise
-    except ValueError as exc:
+    except ValueError as exc:  # JSONSyntaxError (NaN, Infinity) included: same message
         raise JSONSyntaxError(str(exc)) from None
 
 
