@@ -356,12 +356,8 @@ class StoreView:
         return self.chunks_at(self.rows_of_area(area))
 
     def all_chunks(self) -> list[Chunk]:
-        """Every chunk in store order (what `parse_store` returns)."""
-        if self._chunks is not None:
-            return list(self._chunks)
-        if not len(self):
-            return []
-        return _run_chunks(self._read(int(self._index.starts[0]), int(self._index.stops[-1])))
+        """Every chunk in store order (what `parse_store` returns): one run, one decode."""
+        return self.chunks_at(np.arange(len(self)))
 
     def close(self) -> None:
         """Release the memory map (the view must not be used afterwards)."""
