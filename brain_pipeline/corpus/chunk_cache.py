@@ -100,13 +100,6 @@ class ChunkCacheMissError(LookupError):
 # --- the cache file -----------------------------------------------------------------------
 
 
-def cache_path(layout: StateLayout) -> Path:
-    return layout.chunks_dir / CACHE_FILENAME
-
-
-CACHE_REBUILT = "every file is chunked again (a cache miss)"
-
-
 @contextmanager
 def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
     """The cache database, created on first use.
@@ -115,7 +108,7 @@ def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
     never corrupt it, and a lost row only costs chunking that file again.
     """
     layout.chunks_dir.mkdir(parents=True, exist_ok=True)
-    path = cache_path(layout)
+    path = layout.chunks_dir / CACHE_FILENAME
 
     def connect() -> sqlite3.Connection:
         db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
@@ -129,7 +122,8 @@ def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
             raise
         return db
 
-    with closing(healed(path, connect, what="chunk cache", consequence=CACHE_REBUILT)) as db:
+    rebuilt = "every file is chunked again (a cache miss)"
+    with closing(healed(path, connect, what="chunk cache", consequence=rebuilt)) as db:
         yield db
 
 
