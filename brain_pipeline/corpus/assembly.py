@@ -63,10 +63,6 @@ class AssemblyReport:
     reused_record: bool = False
     preview: list[dict[str, Any]] = field(default_factory=list)
 
-    @property
-    def status(self) -> str:
-        return "written" if self.written else "unchanged"
-
 
 class _Unchanged(Exception):  # noqa: N818 - a control-flow signal, not an error
     """Raised inside the atomic writer to drop the temporary file: the bytes are current."""
