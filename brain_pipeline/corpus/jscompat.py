@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring as _quote_string  # the C encoder when available
 from typing import Any, cast
@@ -294,19 +294,17 @@ def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
     stack: list[list[Any]] = []
 
     def open_container(container: list[Any] | dict[str, Any], depth: int) -> None:
+        brackets = "[]" if isinstance(container, list) else "{}"
+        if not container:
+            out.append(brackets)
+            return
+        out.append(brackets[0])
+        items: Iterator[tuple[str | None, Any]]
         if isinstance(container, list):
-            if not container:
-                out.append("[]")
-                return
-            out.append("[")
-            stack.append([iter([(None, v) for v in container]), "]", depth, True])
+            items = iter([(None, v) for v in container])
         else:
-            if not container:
-                out.append("{}")
-                return
-            out.append("{")
-            items = [(k, container[k]) for k in js_property_order(container)]
-            stack.append([iter(items), "}", depth, True])
+            items = iter([(k, container[k]) for k in js_property_order(container)])
+        stack.append([items, brackets[1], depth, True])
 
     open_container(value, level)
     while stack:
