@@ -18,7 +18,8 @@ import sqlite3
 from array import array
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -61,10 +62,6 @@ class AssemblyReport:
     """The store's length as the agent's V8 string (counted while streaming it)."""
     reused_record: bool = False
     preview: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def status(self) -> str:
-        return "written" if self.written else "unchanged"
 
 
 class _Unchanged(Exception):  # noqa: N818 - a control-flow signal, not an error
@@ -124,8 +121,9 @@ class _Dedup:
             seen.update(ids)
             if len(seen) - before == len(ids):
                 self._emit(area, body, len(ids))
-                if len(self.preview) < PREVIEW_ROWS:
-                    self._remember(ends_raw, body)
+                wanted = PREVIEW_ROWS - len(self.preview)
+                for start, end in islice(_fragment_bounds(ends_raw), max(wanted, 0)):
+                    self.preview.append(body[start:end])
                 return
             seen = set()  # only repeats inside this file remain to be dropped
         self._emit_new(area, ids, ends_raw, body, seen)
@@ -134,17 +132,13 @@ class _Dedup:
         self, area: str, ids: list[str], ends_raw: bytes, body: bytes, seen: set[str]
     ) -> None:
         """Emit fragment by fragment, skipping ids in `seen` (and adding the others)."""
-        ends = array("q")
-        ends.frombytes(ends_raw)
         parts: list[bytes] = []
-        start = 0
-        for chunk_id, end in zip(ids, ends, strict=True):
+        for chunk_id, (start, end) in zip(ids, _fragment_bounds(ends_raw), strict=True):
             if chunk_id in seen:
                 self.collapsed += 1
             else:
                 seen.add(chunk_id)
                 parts.append(body[start:end])
-            start = end + len(FRAGMENT_SEPARATOR)
         self.seen.update(ids)
         if parts:
             self._emit(area, FRAGMENT_SEPARATOR.join(parts), len(parts))
@@ -157,13 +151,15 @@ class _Dedup:
         self.chunks += count
         self.per_area[area] += count
 
-    def _remember(self, ends_raw: bytes, body: bytes) -> None:
-        ends = array("q")
-        ends.frombytes(ends_raw)
-        start = 0
-        for end in ends[: PREVIEW_ROWS - len(self.preview)]:
-            self.preview.append(body[start:end])
-            start = end + len(FRAGMENT_SEPARATOR)
+
+def _fragment_bounds(ends_raw: bytes) -> Iterator[tuple[int, int]]:
+    """[start, end) of each fragment in a cached body, from its stored end offsets."""
+    ends = array("q")
+    ends.frombytes(ends_raw)
+    start = 0
+    for end in ends:
+        yield start, end
+        start = end + len(FRAGMENT_SEPARATOR)
 
 
 def _plan_key(plan: list[tuple[ManifestEntry, CachedFile]], areas: list[str], target: Path) -> str:
@@ -308,15 +304,7 @@ def _save_record(layout: StateLayout, key: str, report: AssemblyReport, target: 
 
 
 def _from_record(record: dict[str, Any]) -> AssemblyReport:
-    return AssemblyReport(
-        path=str(record["path"]),
-        sha256=str(record["sha256"]),
-        size=int(record["size"]),
-        chunks=int(record["chunks"]),
-        duplicates_collapsed=int(record["duplicates_collapsed"]),
-        chunks_per_area={str(k): int(v) for k, v in dict(record["chunks_per_area"]).items()},
-        written=False,
-        utf16_units=int(record["utf16_units"]),
-        reused_record=True,
-        preview=list(record.get("preview") or []),
-    )
+    """The report of a no-change run: the recorded one (`_save_record`), nothing written."""
+    names = {f.name for f in fields(AssemblyReport)}
+    saved = {name: value for name, value in record.items() if name in names}
+    return AssemblyReport(**{**saved, "written": False, "reused_record": True})

@@ -33,12 +33,7 @@ from brain_pipeline.corpus.discovery import (
     CorpusFile,
     ManifestEntry,
 )
-from brain_pipeline.corpus.file_chunks import (
-    EMPTY_CORPUS_WARNING,
-    FileOutcome,
-    describe_entry,
-    ingest_file,
-)
+from brain_pipeline.corpus.file_chunks import FileOutcome, corpus_figures, ingest_file
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
@@ -105,13 +100,6 @@ class ChunkCacheMissError(LookupError):
 # --- the cache file -----------------------------------------------------------------------
 
 
-def cache_path(layout: StateLayout) -> Path:
-    return layout.chunks_dir / CACHE_FILENAME
-
-
-CACHE_REBUILT = "every file is chunked again (a cache miss)"
-
-
 @contextmanager
 def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
     """The cache database, created on first use.
@@ -120,7 +108,7 @@ def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
     never corrupt it, and a lost row only costs chunking that file again.
     """
     layout.chunks_dir.mkdir(parents=True, exist_ok=True)
-    path = cache_path(layout)
+    path = layout.chunks_dir / CACHE_FILENAME
 
     def connect() -> sqlite3.Connection:
         db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
@@ -134,8 +122,8 @@ def open_cache(layout: StateLayout) -> Iterator[sqlite3.Connection]:
             raise
         return db
 
-    what = "chunk cache"
-    with closing(healed(path, connect, what=what, consequence=CACHE_REBUILT)) as db:
+    rebuilt = "every file is chunked again (a cache miss)"
+    with closing(healed(path, connect, what="chunk cache", consequence=rebuilt)) as db:
         yield db
 
 
@@ -186,7 +174,7 @@ def fragments_of(chunks: Sequence[Chunk]) -> tuple[str, array[int], bytes]:
     leading `[\\n  ` and the trailing `\\n]`, so one call yields the body. Fragment
     boundaries are found by the `\\n  },\\n  {` pattern: a raw newline never occurs inside
     a JSON string and nested heading values are indented deeper, so it only matches
-    between chunks; the count is checked and each chunk serialised alone otherwise.
+    between chunks (the assertion below holds the writer to that).
     """
     ids = ID_SEPARATOR.join(c.id for c in chunks)
     if not chunks:
@@ -198,15 +186,7 @@ def fragments_of(chunks: Sequence[Chunk]) -> tuple[str, array[int], bytes]:
         ends.append(at + 4)
         start = at + 4 + len(FRAGMENT_SEPARATOR)
     ends.append(len(body))
-    if len(ends) != len(chunks):
-        parts = [serialize_store([c])[4:-2] for c in chunks]
-        body = FRAGMENT_SEPARATOR.join(parts)
-        ends = array("q")
-        offset = 0
-        for part in parts:
-            offset += len(part)
-            ends.append(offset)
-            offset += len(FRAGMENT_SEPARATOR)
+    assert len(ends) == len(chunks), "a chunk boundary inside a chunk's fragment"
     return ids, ends, body
 
 
@@ -290,21 +270,6 @@ def corpus_file(snapshot: CorpusSnapshot, entry: ManifestEntry) -> CorpusFile:
     )
 
 
-def _updated(entry: ManifestEntry, cached: CachedFile) -> ManifestEntry:
-    """The snapshot entry with what chunking found (status, reason) applied."""
-    return ManifestEntry(
-        entry.area,
-        entry.source,
-        cached.status,
-        cached.reason,
-        cached.detail,
-        cached.problem,
-        entry.size,
-        entry.sha256,
-        entry.mtime_ns,
-    )
-
-
 def _chunk_one(snapshot: CorpusSnapshot, entry: ManifestEntry, chunker: Chunker) -> FileOutcome:
     """Chunk one file, proving its bytes are the ones the observation hashed."""
     outcome = chunker(corpus_file(snapshot, entry))
@@ -322,18 +287,6 @@ def _is_unreadable(entry: ManifestEntry) -> bool:
 Chunker = Callable[[CorpusFile], FileOutcome]
 
 
-@dataclass
-class _Tally:
-    """Running figures of one chunking pass."""
-
-    report: ChunkingReport
-    per_area: Counter[str] = field(default_factory=Counter)
-
-    def add(self, entry: ManifestEntry, cached: CachedFile) -> None:
-        self.report.occurrences += cached.chunks
-        self.per_area[entry.area] += cached.chunks
-
-
 def chunk_snapshot(
     snapshot: CorpusSnapshot,
     layout: StateLayout,
@@ -349,22 +302,26 @@ def chunk_snapshot(
     """
     version = cache_version(variant)
     report = ChunkingReport(snapshot.digest, [], list(snapshot.areas))
-    tally = _Tally(report)
+    per_area: Counter[str] = Counter()
+
+    def count(entry: ManifestEntry, cached: CachedFile) -> None:
+        report.occurrences += cached.chunks
+        per_area[entry.area] += cached.chunks
+
     with open_cache(layout) as db:
-        known = load_rows(db, version)
         pending = 0
         db.execute("BEGIN IMMEDIATE")
         try:
-            for entry in snapshot.entries:
+            for entry, cached in _serving_rows(db, snapshot, version):
                 if entry.status == STATUS_SKIPPED:
                     report.entries.append(entry)
                     if _is_unreadable(entry):
                         report.files_seen += 1
-                        _keep_unreadable(db, entry, version, tally)
+                        if cached is not None:  # it did not change as we know
+                            report.kept_unreadable.append(entry.source)
+                            count(entry, cached)
                     continue
                 report.files_seen += 1
-                key = (str(entry.sha256), entry.status, entry.source)
-                cached = known.get(key)
                 if cached is None:
                     outcome = _chunk_one(snapshot, entry, chunker)
                     cached = _store(db, version, entry.status, outcome)
@@ -376,8 +333,10 @@ def chunk_snapshot(
                         pending = 0
                 else:
                     report.files_reused += 1
-                report.entries.append(_updated(entry, cached))
-                tally.add(entry, cached)
+                report.entries.append(
+                    entry.with_outcome(cached.status, cached.reason, cached.detail, cached.problem)
+                )
+                count(entry, cached)
             db.execute("COMMIT")
         except BaseException:
             # SQLite may already have rolled back (a full disk does): a second ROLLBACK
@@ -385,68 +344,39 @@ def chunk_snapshot(
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-    _finish(report, tally)
-    return report
-
-
-def _keep_unreadable(
-    db: sqlite3.Connection, entry: ManifestEntry, version: str, tally: _Tally
-) -> None:
-    """An unreadable file keeps its last cached chunks (it did not change as we know)."""
-    cached = last_cached(db, entry.source, version)
-    if cached is None:
-        return
-    tally.report.kept_unreadable.append(entry.source)
-    tally.add(entry, cached)
-
-
-def _finish(report: ChunkingReport, tally: _Tally) -> None:
-    """Problems, skip reasons and per-area figures, as `ChunkedCorpus.deduplicated` has."""
-    kept = set(report.kept_unreadable)
-    for e in report.entries:
-        if e.problem:
-            note = " (its last cached chunks are kept)" if e.source in kept else ""
-            report.problems.append((e.source, describe_entry(e) + note))
-    if report.occurrences == 0:
-        report.problems.append((".", EMPTY_CORPUS_WARNING))
-    report.skipped_by_reason = dict(
-        Counter(str(e.reason) for e in report.entries if e.status == STATUS_SKIPPED)
+    # Problems, skip reasons and per-area figures, as `ChunkedCorpus.deduplicated` has.
+    report.problems, report.skipped_by_reason, report.occurrences_per_area = corpus_figures(
+        report.entries, report.areas, per_area, set(report.kept_unreadable)
     )
-    per_area = dict.fromkeys(report.areas, 0)
-    per_area.update(tally.per_area)
-    report.occurrences_per_area = per_area
+    return report
 
 
 # --- garbage collection -------------------------------------------------------------------
 
 
-def _cached_row(
-    db: sqlite3.Connection,
-    known: dict[tuple[str, str, str], CachedFile],
-    entry: ManifestEntry,
-    version: str,
-) -> CachedFile | None:
-    """The cache row serving `entry`: by key for a hashed file, the last cached version
-    for an unreadable one, none for other skipped files (or an unknown key)."""
-    if _is_unreadable(entry):
-        return last_cached(db, entry.source, version)
-    if entry.status == STATUS_SKIPPED:
-        return None
-    return known.get((str(entry.sha256), entry.status, entry.source))
+def _serving_rows(
+    db: sqlite3.Connection, snapshot: CorpusSnapshot, version: str
+) -> Iterator[tuple[ManifestEntry, CachedFile | None]]:
+    """Each snapshot entry with the cache row serving it, in discovery order: by key for
+    a hashed file, the last cached version for an unreadable one, None for other skipped
+    files (or a key not cached). The one choice chunking, assembly and collection share."""
+    known = load_rows(db, version)
+    for entry in snapshot.entries:
+        if _is_unreadable(entry):
+            yield entry, last_cached(db, entry.source, version)
+        elif entry.status == STATUS_SKIPPED:
+            yield entry, None
+        else:
+            yield entry, known.get((str(entry.sha256), entry.status, entry.source))
 
 
 def resolve_rows(
     db: sqlite3.Connection, snapshot: CorpusSnapshot, version: str
 ) -> list[tuple[ManifestEntry, CachedFile]]:
-    """The cache row of every snapshot entry that contributes chunks, in discovery order.
-
-    Hashed files by their key (ChunkCacheMissError when absent), unreadable files by
-    their last cached version when there is one: the same choice `chunk_snapshot` made.
-    """
-    known = load_rows(db, version)
+    """The cache row of every snapshot entry that contributes chunks, in discovery order
+    (ChunkCacheMissError for a hashed file that was never chunked)."""
     plan: list[tuple[ManifestEntry, CachedFile]] = []
-    for entry in snapshot.entries:
-        cached = _cached_row(db, known, entry, version)
+    for entry, cached in _serving_rows(db, snapshot, version):
         if cached is not None:
             plan.append((entry, cached))
         elif entry.status != STATUS_SKIPPED:
@@ -468,12 +398,7 @@ def gc_chunk_cache(
     """
     version = cache_version(variant)
     with open_cache(layout) as db:
-        live: set[int] = set()
-        known = load_rows(db, version)
-        for entry in live_snapshot.entries:
-            cached = _cached_row(db, known, entry, version)
-            if cached is not None:
-                live.add(cached.row)
+        live = {c.row for _, c in _serving_rows(db, live_snapshot, version) if c is not None}
         dead = [(row,) for (row,) in db.execute("SELECT id FROM files") if row not in live]
         if not dead:
             return 0

@@ -97,6 +97,26 @@ class ManifestEntry:
     sha256: str | None = None
     mtime_ns: int | None = None
 
+    def with_outcome(
+        self, status: str, reason: str | None, detail: str | None, problem: bool
+    ) -> ManifestEntry:
+        """This file's line with what chunking found (a skip, a reason worth telling).
+
+        Direct construction, not `dataclasses.replace`: every file of every run passes
+        here, and replace costs several times more.
+        """
+        return ManifestEntry(
+            self.area,
+            self.source,
+            status,
+            reason,
+            detail,
+            problem,
+            self.size,
+            self.sha256,
+            self.mtime_ns,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class _Refusal:
@@ -324,22 +344,21 @@ def walk_corpus(root: Path | str) -> CorpusWalk:
     return CorpusWalk(Path(root))
 
 
-def read_file(found: CorpusFile, max_bytes: int | None = None) -> bytes:
+def read_file(found: CorpusFile, max_bytes: int) -> bytes:
     """The file's bytes (OSError when it vanished or changed kind since the walk saw it).
 
     Plain `os.read` calls sized from the walk's stat: about half the cost of `open()`
     with its buffered file object, which shows on a corpus of thousands of small files.
-    With `max_bytes`, reading stops after `max_bytes + 1` bytes, so a file that grew
-    past the limit since the walk's stat is caught without being read whole.
+    Reading stops after `max_bytes + 1` bytes, so a file that grew past the limit since
+    the walk's stat is caught without being read whole.
     """
-    cap = None if max_bytes is None else max_bytes + 1
+    cap = max_bytes + 1
     fd = os.open(found.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     try:
-        first = found.size + 1 if cap is None else min(found.size + 1, cap)
-        parts = [os.read(fd, first)]
+        parts = [os.read(fd, min(found.size + 1, cap))]
         total = len(parts[0])
-        while parts[-1] and (cap is None or total < cap):  # to the end, even if it grew
-            parts.append(os.read(fd, 1 << 16 if cap is None else min(1 << 16, cap - total)))
+        while parts[-1] and total < cap:  # to the end (or the cap), even if it grew
+            parts.append(os.read(fd, min(1 << 16, cap - total)))
             total += len(parts[-1])
     finally:
         os.close(fd)

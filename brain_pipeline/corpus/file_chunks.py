@@ -9,6 +9,7 @@ the cached path must stay byte-identical to it.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,17 +60,6 @@ class IngestResult:
         """knowledge-store.json exactly as the original script would have written it."""
         return serialize_store(self.chunks)
 
-    def summary(self) -> dict[str, object]:
-        """Plain, JSON-ready figures (for logs and asset metadata)."""
-        return {
-            "files": self.files_seen,
-            "chunks": len(self.chunks),
-            "duplicates_collapsed": self.duplicates_collapsed,
-            "problems": len(self.problems),
-            "skipped_by_reason": dict(self.skipped_by_reason),
-            "chunks_per_area": dict(self.chunks_per_area),
-        }
-
 
 @dataclass
 class FileOutcome:
@@ -97,13 +87,12 @@ def ingest_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> Fil
         excess = _text_over_budget(chunks, len(data))
         if excess is not None:
             return FileOutcome(
-                _with_reason(entry, STATUS_SKIPPED, REASON_OUTPUT_TOO_LARGE, excess), []
+                entry.with_outcome(STATUS_SKIPPED, REASON_OUTPUT_TOO_LARGE, excess, True), []
             )
-        reason: str | None = None
-        detail = long_paragraphs(chunks, limits)
-        if detail is not None:
-            reason = REASON_LONG_PARAGRAPH
-        return FileOutcome(_with_reason(entry, entry.status, reason, detail), chunks)
+        long_detail = long_paragraphs(chunks, limits)
+        if long_detail is not None:
+            entry = entry.with_outcome(entry.status, REASON_LONG_PARAGRAPH, long_detail, True)
+        return FileOutcome(entry, chunks)
     outcome = chunk_roadmap(text, found.area, found.source, len(data))
     reason, detail, problem = outcome.reason, outcome.detail, outcome.problem
     long_detail = long_paragraphs(outcome.chunks, limits)
@@ -113,8 +102,10 @@ def ingest_file(found: CorpusFile, limits: IngestLimits = DEFAULT_LIMITS) -> Fil
         else:
             detail = f"{detail}; also {REASON_LONG_PARAGRAPH}: {long_detail}"
         problem = True
-    status = STATUS_SKIPPED if not outcome.chunks else entry.status
-    return FileOutcome(_with_reason(entry, status, reason, detail, problem), outcome.chunks)
+    if reason is not None:  # an entry without a reason to tell stays as read
+        status = STATUS_SKIPPED if not outcome.chunks else entry.status
+        entry = entry.with_outcome(status, reason, detail, problem)
+    return FileOutcome(entry, outcome.chunks)
 
 
 def _text_over_budget(chunks: list[Chunk], input_bytes: int) -> str | None:
@@ -140,31 +131,37 @@ def _text_over_budget(chunks: list[Chunk], input_bytes: int) -> str | None:
     return OUTPUT_BOUND.refusal(store_size(chunks), input_bytes)
 
 
-def _with_reason(
-    entry: ManifestEntry,
-    status: str,
-    reason: str | None,
-    detail: str | None,
-    problem: bool = True,
-) -> ManifestEntry:
-    """`entry` with a status and the reason worth telling (unchanged when there is none)."""
-    if reason is None:
-        return entry
-    return ManifestEntry(
-        entry.area,
-        entry.source,
-        status,
-        reason,
-        detail,
-        problem,
-        entry.size,
-        entry.sha256,
-        entry.mtime_ns,
-    )
-
-
 def describe_entry(entry: ManifestEntry) -> str:
     return f"{entry.reason}: {entry.detail}" if entry.detail else str(entry.reason)
+
+
+#: Said after the problem of an unreadable file whose last cached chunks still count.
+KEPT_NOTE = " (its last cached chunks are kept)"
+
+
+def corpus_figures(
+    manifest: Sequence[ManifestEntry],
+    areas: Sequence[str],
+    chunks_per_area: Counter[str],
+    kept: Collection[str] = (),
+) -> tuple[list[tuple[str, str]], dict[str, int], dict[str, int]]:
+    """(problems, skipped_by_reason, chunks_per_area) of a chunked corpus.
+
+    One rule for the in-memory ingest and the cached path, which must report alike:
+    every problem entry (`kept`: unreadable files still contributing their last cached
+    chunks), a warning when nothing was chunked, every area (empty ones as 0).
+    """
+    problems = [
+        (e.source, describe_entry(e) + (KEPT_NOTE if e.source in kept else ""))
+        for e in manifest
+        if e.problem
+    ]
+    if not sum(chunks_per_area.values()):
+        problems.append((".", EMPTY_CORPUS_WARNING))
+    skipped = Counter(str(e.reason) for e in manifest if e.status == STATUS_SKIPPED)
+    per_area = dict.fromkeys(areas, 0)
+    per_area.update(chunks_per_area)
+    return problems, dict(skipped), per_area
 
 
 @dataclass
@@ -184,19 +181,16 @@ class ChunkedCorpus:
     def deduplicated(self) -> IngestResult:
         """De-duplicate by id across the corpus, first occurrence wins."""
         chunks, collapsed = deduplicate(self.occurrences)
-        problems = [(e.source, describe_entry(e)) for e in self.manifest if e.problem]
-        if not chunks:
-            problems.append((".", EMPTY_CORPUS_WARNING))
-        skipped = Counter(str(e.reason) for e in self.manifest if e.status == STATUS_SKIPPED)
-        per_area = dict.fromkeys(self.areas, 0)
-        per_area.update(Counter(c.area for c in chunks))
+        problems, skipped, per_area = corpus_figures(
+            self.manifest, self.areas, Counter(c.area for c in chunks)
+        )
         return IngestResult(
             root=self.root,
             manifest=self.manifest,
             chunks=chunks,
             duplicates_collapsed=collapsed,
             problems=problems,
-            skipped_by_reason=dict(skipped),
+            skipped_by_reason=skipped,
             chunks_per_area=per_area,
             files_seen=self.files_seen,
             areas=list(self.areas),

@@ -36,10 +36,6 @@ class GcReport:
     bytes_before: int = 0
     bytes_after: int = 0
 
-    @property
-    def freed(self) -> int:
-        return max(0, self.bytes_before - self.bytes_after)
-
     def summary(self) -> str:
         return (
             f"removed {len(self.snapshots)} snapshot(s), {self.chunk_rows} chunk-cache row(s); "

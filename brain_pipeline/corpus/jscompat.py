@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from json.decoder import scanstring as _scanstring  # type: ignore[attr-defined]
 from json.encoder import encode_basestring as _quote_string  # the C encoder when available
 from typing import Any, cast
@@ -246,12 +246,8 @@ def nesting_depth(value: Any) -> int:
         elif isinstance(item, list | dict):
             deepest = max(deepest, depth)
             children = item if isinstance(item, list) else item.values()
-            stack.extend((child, depth + 1) for child in children if _nests(child))
+            stack.extend((c, depth + 1) for c in children if isinstance(c, list | dict | Unbuilt))
     return deepest
-
-
-def _nests(value: Any) -> bool:
-    return isinstance(value, list | dict | Unbuilt)
 
 
 # --- JSON.stringify -----------------------------------------------------------------------
@@ -273,18 +269,14 @@ def js_property_order(obj: dict[str, Any]) -> list[str]:
 
 
 def _primitive_json(value: Any) -> str:
+    """A JSON value that is not a container, as JSON.stringify writes it."""
     if isinstance(value, str):
         return quote(value)
-    if value is None:
+    if isinstance(value, float) and not math.isfinite(value):
         return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int | float):
-        number = float(value)
-        return number_to_string(number) if math.isfinite(number) else "null"
-    raise TypeError(f"not a JSON value: {type(value).__name__}")
+    if isinstance(value, dict):
+        raise TypeError("not a primitive JSON value: dict")
+    return _scalar_to_string(value)
 
 
 def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
@@ -302,19 +294,17 @@ def json_stringify(value: Any, indent: str = "  ", level: int = 0) -> str:
     stack: list[list[Any]] = []
 
     def open_container(container: list[Any] | dict[str, Any], depth: int) -> None:
+        brackets = "[]" if isinstance(container, list) else "{}"
+        if not container:
+            out.append(brackets)
+            return
+        out.append(brackets[0])
+        items: Iterator[tuple[str | None, Any]]
         if isinstance(container, list):
-            if not container:
-                out.append("[]")
-                return
-            out.append("[")
-            stack.append([iter([(None, v) for v in container]), "]", depth, True])
+            items = iter([(None, v) for v in container])
         else:
-            if not container:
-                out.append("{}")
-                return
-            out.append("{")
-            items = [(k, container[k]) for k in js_property_order(container)]
-            stack.append([iter(items), "}", depth, True])
+            items = iter([(k, container[k]) for k in js_property_order(container)])
+        stack.append([items, brackets[1], depth, True])
 
     open_container(value, level)
     while stack:
@@ -424,9 +414,7 @@ def parse_json(text: str, build_depth: int | None = None) -> Any:
         return _DECODER.decode(text)
     except RecursionError:
         return parse_json_iterative(text, build_depth)
-    except JSONSyntaxError:
-        raise
-    except ValueError as exc:
+    except ValueError as exc:  # JSONSyntaxError (NaN, Infinity) included: same message
         raise JSONSyntaxError(str(exc)) from None
 
 
@@ -439,13 +427,31 @@ def _fail(message: str, pos: int) -> JSONSyntaxError:
     return JSONSyntaxError(f"{message} at position {pos}")
 
 
+def _scan_string(text: str, pos: int) -> tuple[str, int]:
+    """The string literal whose opening quote is at `pos`, and the position after it."""
+    try:
+        return cast("tuple[str, int]", _scanstring(text, pos + 1, True))
+    except ValueError as exc:
+        raise JSONSyntaxError(str(exc)) from None
+
+
+def _scan_scalar(text: str, pos: int) -> tuple[Any, int]:
+    """The string, number or literal at `pos` (JSON.parse's grammar), and the position after."""
+    if text.startswith('"', pos):
+        return _scan_string(text, pos)
+    match = _NUMBER.match(text, pos)
+    if match:
+        return float(match.group()), match.end()
+    for literal, value in _LITERALS:
+        if text.startswith(literal, pos):
+            return value, pos + len(literal)
+    raise _fail(f"unexpected character {text[pos]!r}", pos)
+
+
 def _read_key(text: str, pos: int) -> tuple[str, int]:
     """Read `"key"` then `:`; return the key and the position of the value."""
     if text.startswith('"', pos):
-        try:
-            key, pos = _scanstring(text, pos + 1, True)
-        except ValueError as exc:
-            raise JSONSyntaxError(str(exc)) from None
+        key, pos = _scan_string(text, pos)
         pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
         if text.startswith(":", pos):
             return key, _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
@@ -488,24 +494,8 @@ def parse_json_iterative(text: str, build_depth: int | None = None) -> Any:
             else:
                 stack.append([[], None])
                 continue
-        elif char == '"':
-            try:
-                value, pos = _scanstring(text, pos + 1, True)
-            except ValueError as exc:
-                raise JSONSyntaxError(str(exc)) from None
         else:
-            match = _NUMBER.match(text, pos)
-            if match:
-                value = float(match.group())
-                pos = match.end()
-            else:
-                for literal, literal_value in _LITERALS:
-                    if text.startswith(literal, pos):
-                        value = literal_value
-                        pos += len(literal)
-                        break
-                else:
-                    raise _fail(f"unexpected character {char!r}", pos)
+            value, pos = _scan_scalar(text, pos)
         # -- attach the finished value, closing containers as far as possible --
         while True:
             pos = ws(text, pos).end()  # type: ignore[union-attr]
@@ -573,22 +563,8 @@ def _skip_value(text: str, pos: int) -> int:
                 _, pos = _read_key(text, pos)
                 closers += b"}"
                 continue
-        elif char == '"':
-            try:
-                _, pos = _scanstring(text, pos + 1, True)
-            except ValueError as exc:
-                raise JSONSyntaxError(str(exc)) from None
         else:
-            match = _NUMBER.match(text, pos)
-            if match:
-                pos = match.end()
-            else:
-                for literal, _value in _LITERALS:
-                    if text.startswith(literal, pos):
-                        pos += len(literal)
-                        break
-                else:
-                    raise _fail(f"unexpected character {char!r}", pos)
+            _, pos = _scan_scalar(text, pos)
         # -- after a value: a comma, or close containers as far as they go --
         while True:
             pos = ws(text, pos).end()  # type: ignore[union-attr]
@@ -621,4 +597,3 @@ def _skip_value(text: str, pos: int) -> int:
                 del closers[-1]
                 continue
             raise _fail(f"expected ',' or '{closing}'", pos)
-

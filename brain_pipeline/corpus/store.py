@@ -18,6 +18,7 @@ from brain_pipeline.corpus.jscompat import (
     json_stringify,
     json_stringify_size,
     parse_json,
+    quote,
     utf8_bytes,
 )
 from brain_pipeline.corpus.jscompat import quote_raw as _quote_raw
@@ -27,14 +28,12 @@ STORE_FILENAME = "knowledge-store.json"
 
 
 class _NoHeading:
-    """Sentinel type: the chunk has no heading and the key is omitted from the JSON."""
+    """Sentinel type: the chunk has no heading and the key is omitted from the JSON.
 
-    _instance: _NoHeading | None = None
+    Made once, as `NO_HEADING`; copies and pickles resolve to that one object by name.
+    """
 
-    def __new__(cls) -> _NoHeading:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return "NO_HEADING"
@@ -163,13 +162,8 @@ _STORE_BRACKETS = len("[\n  ") + len("\n]")
 
 def string_size(text: str) -> int:
     """UTF-8 bytes of `text` as a JSON string literal in the store (quotes included)."""
-    quoted = _quote_raw(text)
-    if quoted.isascii():
-        return len(quoted)
-    try:
-        return len(quoted.encode("utf-8"))
-    except UnicodeEncodeError:  # lone surrogates, written as \\udxxx escapes
-        return len(escape_lone_surrogates(quoted).encode("utf-8"))
+    quoted = quote(text)  # lone surrogates written as the store writes them: \\udxxx
+    return len(quoted) if quoted.isascii() else len(quoted.encode("utf-8"))
 
 
 def heading_size(heading: Any) -> int:

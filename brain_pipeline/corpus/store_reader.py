@@ -34,7 +34,7 @@ import numpy.typing as npt
 
 from brain_pipeline.corpus.id_lookup import ID_WIDTH
 from brain_pipeline.corpus.jscompat import parse_json
-from brain_pipeline.corpus.store import NO_HEADING, Chunk, chunk_from_row, parse_store
+from brain_pipeline.corpus.store import Chunk, chunk_from_row, parse_store
 from brain_pipeline.corpus.store_scan import (
     StoreFormatError,
     StoreIndex,
@@ -62,38 +62,24 @@ def sidecar_code(root: Path | None = None) -> str:
     return code_digest(__name__, root=root)[:12]
 
 
-def _fragment_row(fragment: bytes) -> Chunk:
-    """One chunk object's bytes as `parse_store` would decode it."""
-    if _SURROGATE_ESCAPE.search(fragment):
-        return chunk_from_row(parse_json(fragment.decode("utf-8")))
-    try:
-        row = json.loads(fragment)
-    except RecursionError:  # a very deeply nested heading: JSON.parse has no depth limit
-        return chunk_from_row(parse_json(fragment.decode("utf-8")))
-    heading = row.get("heading", NO_HEADING)
-    if heading is not NO_HEADING and not isinstance(heading, str):
-        return chunk_from_row(parse_json(fragment.decode("utf-8")))
-    return chunk_from_row(row)
-
-
 def _run_chunks(objects: bytes) -> list[Chunk]:
-    """Chunks of the store's comma-separated objects in `objects` (one `json.loads`)."""
+    """Chunks of the store's comma-separated objects in `objects` (one `json.loads`),
+    each equal to what `parse_store` decodes.
+
+    `json.loads` is the fast path; the JSON.parse-compatible `parse_json` re-reads the
+    run when it escapes a surrogate, nests deeper than Python recurses (JSON.parse has
+    no depth limit) or holds a heading that is not a string (numbers must come back as
+    doubles, keys in JavaScript order: malformed roadmap titles only, so rare).
+    """
     text = b"[" + objects + b"]"
-    if _SURROGATE_ESCAPE.search(text):
-        return [chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
-    try:
-        rows = json.loads(text)
-    except RecursionError:  # a very deeply nested heading: JSON.parse has no depth limit
-        return [chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
-    out: list[Chunk] = []
-    for row in rows:
-        heading = row.get("heading", NO_HEADING)
-        if heading is not NO_HEADING and not isinstance(heading, str):
-            # Numbers must come back as doubles, keys in JavaScript order: re-read the row
-            # with JSON.parse semantics (rare: malformed roadmap titles only).
-            return [chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
-        out.append(chunk_from_row(row))
-    return out
+    if not _SURROGATE_ESCAPE.search(text):
+        try:
+            rows = json.loads(text)
+        except RecursionError:
+            rows = None
+        if rows is not None and all(isinstance(row.get("heading", ""), str) for row in rows):
+            return [chunk_from_row(row) for row in rows]
+    return [chunk_from_row(r) for r in parse_json(text.decode("utf-8"))]
 
 
 class StoreView:
@@ -172,14 +158,9 @@ class StoreView:
     def _reuse_previous(self, data: npt.NDArray[np.uint8]) -> StoreIndex | None:
         """The index from the newest other sidecar's unchanged blocks (see `reuse_blocks`)."""
         own = self._sidecar_path()
-        if own is None or not self._stat.size or not own.parent.is_dir():
+        if own is None or not self._stat.size:
             return None
-        others = sorted(
-            (p for p in own.parent.glob(f"v{sidecar_code()}-*.npz") if p != own),
-            key=mtime_ns,
-            reverse=True,
-        )
-        for path in others[:1]:
+        for path in _other_sidecars(own, f"v{sidecar_code()}-*.npz")[:1]:
             try:
                 old_size = int(path.name.split("-")[1])
             except (IndexError, ValueError):
@@ -194,9 +175,7 @@ class StoreView:
 
     def _load_sidecar(self) -> StoreIndex | None:
         path = self._sidecar_path()
-        if path is None or not path.is_file():
-            return None
-        index = self._read_sidecar(path)
+        index = None if path is None else self._read_sidecar(path)
         if index is None:
             return None
         if len(index.starts) and int(index.stops[-1]) > self._stat.size:
@@ -230,7 +209,7 @@ class StoreView:
         path = self._sidecar_path()
         if path is None:
             return
-        index.sha256 = self._known_sha256 or self._whole_file_sha256()
+        index.sha256 = self._whole_file_sha256()
         assert index.block_rows is not None and index.block_digests is not None
         meta = json.dumps({"areas": index.area_names, "sha256": index.sha256}).encode("utf-8")
         try:
@@ -245,7 +224,7 @@ class StoreView:
                     block_digests=index.block_digests,
                     meta=np.frombuffer(meta, dtype=np.uint8),
                 )
-            _prune(path.parent, keep=path)
+            _prune(path)
         except OSError:
             pass  # a read-only store directory still works, just without the cache
 
@@ -349,7 +328,7 @@ class StoreView:
         if self._chunks is not None:
             return self._chunks[i]
         start, stop = int(self._index.starts[i]), int(self._index.stops[i])
-        return _fragment_row(self._read(start, stop))
+        return _run_chunks(self._read(start, stop))[0]
 
     def chunks_at(self, rows: Sequence[int] | npt.NDArray[np.intp]) -> list[Chunk]:
         """Chunks at the given positions, in that order; contiguous runs decode together."""
@@ -374,20 +353,11 @@ class StoreView:
 
     def chunks_of_area(self, area: str) -> list[Chunk]:
         """The area's chunks in store order, decoding only the area's byte ranges."""
-        rows = self.rows_of_area(area)
-        if self._chunks is not None:
-            return [self._chunks[i] for i in rows.tolist()]
-        if len(rows) == 0:
-            return []
-        return self._decode_runs(rows.astype(np.int64))
+        return self.chunks_at(self.rows_of_area(area))
 
     def all_chunks(self) -> list[Chunk]:
-        """Every chunk in store order (what `parse_store` returns)."""
-        if self._chunks is not None:
-            return list(self._chunks)
-        if not len(self):
-            return []
-        return _run_chunks(self._read(int(self._index.starts[0]), int(self._index.stops[-1])))
+        """Every chunk in store order (what `parse_store` returns): one run, one decode."""
+        return self.chunks_at(np.arange(len(self)))
 
     def close(self) -> None:
         """Release the memory map (the view must not be used afterwards)."""
@@ -400,14 +370,17 @@ class StoreView:
             self._fd = None
 
 
-def _prune(directory: Path, keep: Path) -> None:
+def _other_sidecars(own: Path, pattern: str) -> list[Path]:
+    """The sidecars beside `own` matching `pattern`, newest first (`own` left out)."""
+    if not own.parent.is_dir():
+        return []
+    others = (p for p in own.parent.glob(pattern) if p != own)
+    return sorted(others, key=mtime_ns, reverse=True)
+
+
+def _prune(keep: Path) -> None:
     """Keep the newest few sidecars: one per store version a reader may still hold."""
-    sidecars = sorted(
-        (p for p in directory.glob("v*.npz") if p != keep),
-        key=mtime_ns,
-        reverse=True,
-    )
-    for stale in sidecars[_KEEP_SIDECARS - 1 :]:
+    for stale in _other_sidecars(keep, "v*.npz")[_KEEP_SIDECARS - 1 :]:
         with contextlib.suppress(FileNotFoundError):
             stale.unlink()
 
@@ -452,5 +425,3 @@ def cache_layout(store_dir: Path | str, build_dir: Path | str | None = None) -> 
     if build_dir is not None and layout == StateLayout.of(build_dir):
         return layout
     return layout if layout.state_dir.is_dir() else None
-
-

@@ -62,6 +62,12 @@ class StoreIndex:
     """SHA-1 of each block's bytes, (blocks, 20): what lets the next store reuse unchanged
     blocks. Raw bytes, not numpy `S20`, which would drop a digest's trailing zero bytes."""
 
+    @classmethod
+    def empty(cls) -> StoreIndex:
+        """The index of a store (or a stretch of one) without chunks."""
+        none = np.zeros(0, dtype=np.int64)
+        return cls(none, none, np.zeros(0, f"S{ID_WIDTH}"), np.zeros(0, np.int32), [], None)
+
 
 def _newlines(data: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
     """Positions of every b"\\n", block by block so temporaries stay bounded."""
@@ -118,8 +124,7 @@ def scan_store(data: npt.NDArray[np.uint8]) -> StoreIndex:
     """Build the index of a store in the fixed layout; StoreFormatError otherwise."""
     size = len(data)
     if size == 2 and bytes(data) == b"[]":
-        empty = np.zeros(0, dtype=np.int64)
-        return StoreIndex(empty, empty, np.zeros(0, "S12"), np.zeros(0, np.int32), [], None)
+        return StoreIndex.empty()
     if bytes(data[:5]) != b"[\n  {" or bytes(data[-6:]) != b"\n  }\n]":
         raise StoreFormatError("not a JSON array in JSON.stringify(chunks, null, 2) layout")
     nl = _newlines(data)
@@ -344,8 +349,7 @@ def _scan_between(data: npt.NDArray[np.uint8], lo: int, hi: int, at_end: bool) -
     """Scan the chunk objects from the `{` at `lo` to the block boundary `hi` (the next
     `{`, or the file's end when `at_end`), as positions in the whole file."""
     if hi == lo:
-        empty = np.zeros(0, dtype=np.int64)
-        return StoreIndex(empty, empty, np.zeros(0, "S12"), np.zeros(0, np.int32), [], None)
+        return StoreIndex.empty()
     stop = len(data) - 2 if at_end else hi - 4
     if stop <= lo or bytes(data[lo - 3 : lo + 1]) != b"\n  {":
         return None
