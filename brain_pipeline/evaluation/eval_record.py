@@ -113,13 +113,14 @@ def save(
 
     `when` (ISO-8601 UTC, from the injected clock) is kept if the record already has one.
     """
+    at = now()
     stored = {**record, "key": key}
-    stored.setdefault("when", now().isoformat(timespec="seconds"))
+    stored.setdefault("when", at.isoformat(timespec="seconds"))
     digest = judgements.put_json(memory, stored)
     judgements.ready(memory).ledger.execute(
         "INSERT INTO eval_outcomes VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
         "recorded_at = excluded.recorded_at, outcome = excluded.outcome",
-        (key, utc_now().isoformat(timespec="microseconds"), digest),
+        (key, at.isoformat(timespec="microseconds"), digest),
     )
     return stored
 

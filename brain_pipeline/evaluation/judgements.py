@@ -113,6 +113,7 @@ def _import_old_files(memory: Memory) -> None:
         "baseline": state / "eval-baseline.json",
         "known": state / "known-items" / "baseline.json",
         "candidates": state / "known-items" / "candidates",
+        "query_vectors": state / "known-items" / "query-vectors.json",
     }
     present = {name: path for name, path in old.items() if path.exists()}
     if not present:
@@ -165,6 +166,9 @@ def _old_pointers(data: dict[str, Any], candidates: Path | None) -> list[tuple[s
         pointers.append((REGRESSION, entry))
     if isinstance(data.get("known"), dict):
         pointers.append((KNOWN_ITEMS, data["known"]))
+    vectors = data.get("query_vectors")
+    if isinstance(vectors, dict) and isinstance(vectors.get("model"), str):
+        pointers.append((QUERY_VECTORS + vectors["model"], vectors))  # never embedded again
     for path in sorted(candidates.glob("*.json")) if candidates is not None else []:
         if (candidate := _old_json(path)) is not None:
             pointers.append((CANDIDATE + path.stem, candidate))

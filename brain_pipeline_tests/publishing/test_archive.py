@@ -3,8 +3,10 @@ missing one is named, and only blobs no kept generation (nor step result) names 
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
+from brain_pipeline.evaluation import eval_record
 from brain_pipeline.publishing.publication_log import append_events
 from brain_pipeline.state.blobs import LocalBlobs
 from brain_pipeline.state.layout import StateLayout
@@ -85,9 +87,9 @@ def test_gc_removes_every_blob_nothing_kept_reaches_and_keeps_what_is_reached(
     memory.ledger.record_step(
         StepResult(StepKey("knowledge_store", "j", "c", "s"), {"chunks": put(b"old chunks")})
     )
-    judgements.save_outcome(memory, "k1", "2026-01-01T00:00:00", {"old": 1})
-    judgements.save_outcome(memory, "k2", "2026-01-02T00:00:00", {"kept": 2})
-    judgements.save_outcome(memory, "k9", "2026-01-09T00:00:00", {"newest": 9})
+    for name, day, outcome in (("k1", 1, {"old": 1}), ("k2", 2, {"kept": 2}), ("k9", 9, {"new": 9})):
+        at = datetime(2026, 1, day, tzinfo=UTC)
+        eval_record.save(memory, name, outcome, now=lambda at=at: at)  # type: ignore[misc]
     judgements.move(memory, judgements.CANDIDATE + "k1", judgements.put_json(memory, ["c1"]))
     judgements.move(memory, judgements.CANDIDATE + "k9", judgements.put_json(memory, ["c9"]))
     judgements.move(memory, judgements.REGRESSION, judgements.put_json(memory, {"b": "old"}))
