@@ -31,8 +31,6 @@ from brain_pipeline.state.layout import StateLayout
 
 if TYPE_CHECKING:
     from brain_pipeline.corpus.junk import IngestLimits
-    from brain_pipeline.state.blobs import BlobStore
-    from brain_pipeline.state.ledger import Ledger
     from brain_pipeline.state.memory import Memory
 
 DEFAULT_CONFIG_NAME = "corpus_config.yaml"
@@ -723,46 +721,17 @@ def load_config(
     return _absolutise(cfg, base, overridden)
 
 
-def open_ledger(cfg: BrainConfig) -> Ledger:
-    """The configured ledger (`state.ledger`), its schema created on first use."""
-    from brain_pipeline.state.ledger import Ledger
-
-    return Ledger(cfg.ledger_url())
-
-
-def open_blobs(cfg: BrainConfig) -> BlobStore:
-    """The configured blob store (`state.blobs`); S3's endpoint and region are the
-    publication's (`publish.s3.endpoint_url`, `region`), else boto3's environment."""
-    from brain_pipeline.state.blobs import blob_store
+def memory_of(cfg: BrainConfig) -> Memory:
+    """The configuration's ledger (`state.ledger`), blobs (`state.blobs`; S3's endpoint
+    and region are the publication's, else boto3's environment) and build directory,
+    opened once per process and thread and reused by every step after."""
+    from brain_pipeline.state.memory import open_memory
 
     s3 = cfg.publish.s3
-    return blob_store(cfg.blobs_url(), region=s3.region, endpoint_url=s3.endpoint_url)
-
-
-_MEMORIES: dict[tuple[str, str, str, int, int], Memory] = {}
-
-
-def _removed(memory: Memory) -> bool:
-    """The SQLite ledger's file was removed under its connection (the build directory
-    was deleted): it must be opened again."""
-    from brain_pipeline.state.ledger import sqlite_path
-
-    return memory.ledger.backend == "sqlite" and not sqlite_path(memory.ledger.url).exists()
-
-
-def memory_of(cfg: BrainConfig) -> Memory:
-    """The configuration's ledger, blobs and build directory, opened once per process and
-    thread (a connection crosses neither) and reused by every step after."""
-    import threading
-
-    from brain_pipeline.state.memory import Memory, remember_memory
-
-    layout = cfg.layout
-    where = (cfg.ledger_url(), cfg.blobs_url(), str(layout.build_dir))
-    key = (*where, os.getpid(), threading.get_ident())
-    memory = _MEMORIES.get(key)
-    if memory is None or _removed(memory):
-        memory = remember_memory(Memory(open_ledger(cfg), open_blobs(cfg), layout))
-        _MEMORIES[key] = memory
-    return memory
-
+    return open_memory(
+        cfg.layout,
+        cfg.ledger_url(),
+        cfg.blobs_url(),
+        region=s3.region,
+        endpoint_url=s3.endpoint_url,
+    )
