@@ -141,32 +141,17 @@ class EmbeddingClient(dg.ConfigurableResource):
     base_url: str | None = None
 
     @classmethod
-    def for_config(cls, cfg: BrainConfig, **client: Any) -> EmbeddingClient:
+    def as_loaded(cls, cfg: BrainConfig) -> EmbeddingClient:
+        """The resource exactly as the code location builds it from `cfg` and the
+        environment: the key by EnvVar name, the endpoint from GOOGLE_GEMINI_BASE_URL."""
         return cls(
             provider=cfg.effective_provider(),
             model=cfg.embedding.model,
             dimension=cfg.embedding.dimension,
             too_long=cfg.embedding.too_long,
-            **client,
-        )
-
-    @classmethod
-    def as_loaded(cls, cfg: BrainConfig) -> EmbeddingClient:
-        """The resource exactly as the code location builds it from `cfg` and the
-        environment: the key by EnvVar name, the endpoint from GOOGLE_GEMINI_BASE_URL."""
-        return cls.for_config(
-            cfg,
             api_key=_gemini_key(),
             base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL") or None,
         )
-
-    def shown(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "model": self.model,
-            "dimension": self.dimension,
-            "too_long": self.too_long,
-        }
 
     def embedder(self, cfg: BrainConfig) -> Any:
         from brain_pipeline.embedding.factory import embedder_for
@@ -272,15 +257,6 @@ class S3Publisher(dg.ConfigurableResource):
             endpoint_url=s3.endpoint_url,
             include_embeddings=s3.include_embeddings,
         )
-
-    def shown(self) -> dict[str, Any]:
-        return {
-            "bucket": self.bucket,
-            "prefix": self.prefix,
-            "region": self.region,
-            "endpoint_url": self.endpoint_url,
-            "include_embeddings": self.include_embeddings,
-        }
 
     def publish(
         self,
