@@ -327,8 +327,8 @@ class LockSettings(_Section):
 
 
 class StateSettings(_Section):
-    """Where the ledger and the blobs live (issue 41: the foundation; no step uses them
-    yet). Unset: inside the build directory's `state/`."""
+    """Where the ledger and the blobs live (issue 41); every step reaches them through
+    `memory_of`. Unset: inside the build directory's `state/`."""
 
     ledger: str | None = None
     """`sqlite:///<path>` or `postgresql://user@host:5432/db`; the password comes from
@@ -434,25 +434,28 @@ class BrainConfig(_Section):
         found = [self.corpus.path] if self.corpus.path is not None else []
         return found + list(self.corpus.candidates)
 
-    def corpus_root(self) -> Path:
-        """The configured corpus path, else the first existing candidate; else a clear error."""
+    def corpus_found(self) -> Path | None:
+        """`corpus.path` (whether or not it exists), else the first candidate that is a
+        folder: what a run would read, before asking whether it can."""
         if self.corpus.path is not None:
-            if self.corpus.path.is_dir():
-                return self.corpus.path
+            return self.corpus.path
+        return next((c for c in self.corpus.candidates if c.is_dir()), None)
+
+    def corpus_root(self) -> Path:
+        """The configured corpus path, else the first existing candidate; else
+        CorpusNotFoundError, one line saying what to set (the preflight's line too)."""
+        path = self.corpus_found()
+        if path is None:
+            tried = ", ".join(str(c) for c in self.corpus_candidates()) or "nothing"
             raise CorpusNotFoundError(
-                f"corpus path {self.corpus.path} (corpus.path / CURATED_CONTENT_PATH) "
-                "is not a directory"
+                f"no corpus found (tried {tried}); set CURATED_CONTENT_PATH=/path/to/corpus "
+                f"or corpus.path in {self.config_path or DEFAULT_CONFIG_NAME}"
             )
-        for candidate in self.corpus.candidates:
-            if candidate.is_dir():
-                return candidate
-        tried = "\n".join(f"  - {c}" for c in self.corpus_candidates()) or "  (none)"
-        raise CorpusNotFoundError(
-            "no corpus found. Tried:\n"
-            f"{tried}\n"
-            "Set CURATED_CONTENT_PATH=/path/to/curated-content or corpus.path in "
-            f"{self.config_path or DEFAULT_CONFIG_NAME}."
-        )
+        if not path.is_dir():
+            raise CorpusNotFoundError(
+                f"corpus path {path} (corpus.path / CURATED_CONTENT_PATH) is not a directory"
+            )
+        return path
 
     def ingest_limits(self) -> IngestLimits:
         """The junk thresholds the ingest applies (`corpus.max_file_bytes`, ...)."""
@@ -677,12 +680,6 @@ def _absolutise(cfg: BrainConfig, base: Path, env_paths: Mapping[str, Path]) -> 
     return cfg
 
 
-def config_path_from_env(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    raw = env.get("BRAIN_CONFIG", "").strip()
-    return Path(raw).expanduser().resolve() if raw else (Path.cwd() / DEFAULT_CONFIG_NAME).resolve()
-
-
 def load_config(
     path: Path | str | None = None, env: Mapping[str, str] | None = None
 ) -> BrainConfig:
@@ -692,10 +689,10 @@ def load_config(
     not an error (built-in defaults apply); a missing explicit file is.
     """
     env = os.environ if env is None else env
-    explicit = path is not None or bool(env.get("BRAIN_CONFIG", "").strip())
-    config_path = (
-        Path(path).expanduser().resolve() if path is not None else config_path_from_env(env)
-    )
+    named = env.get("BRAIN_CONFIG", "").strip()
+    explicit = path is not None or bool(named)
+    given = path if path is not None else named or Path.cwd() / DEFAULT_CONFIG_NAME
+    config_path = Path(given).expanduser().resolve()
     if config_path.exists() or explicit:
         data = _read_yaml(config_path)
         source = str(config_path)
