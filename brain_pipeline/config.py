@@ -23,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -338,19 +339,16 @@ class StateSettings(_Section):
 
     # The state modules are imported only where used: every command loads this module.
 
-    @field_validator("ledger")
+    @field_validator("ledger", "blobs")
     @classmethod
-    def _ledger_url(cls, value: str | None) -> str | None:
+    def _state_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        from brain_pipeline.state.blobs import check_blobs_url
         from brain_pipeline.state.ledger import check_ledger_url
 
-        return check_ledger_url(value.strip()) if value and value.strip() else None
-
-    @field_validator("blobs")
-    @classmethod
-    def _blobs_url(cls, value: str | None) -> str | None:
-        from brain_pipeline.state.blobs import check_blobs_url
-
-        return check_blobs_url(value.strip()) if value and value.strip() else None
+        if not value or not value.strip():
+            return None
+        check = check_ledger_url if info.field_name == "ledger" else check_blobs_url
+        return check(value.strip())
 
 
 class EmailSettings(_Section):
@@ -429,11 +427,6 @@ class BrainConfig(_Section):
         """Folder that relative paths in the file refer to."""
         return self.config_path.parent if self.config_path else Path.cwd()
 
-    def corpus_candidates(self) -> list[Path]:
-        """Every place the corpus is looked for, in order (configured path first)."""
-        found = [self.corpus.path] if self.corpus.path is not None else []
-        return found + list(self.corpus.candidates)
-
     def corpus_found(self) -> Path | None:
         """`corpus.path` (whether or not it exists), else the first candidate that is a
         folder: what a run would read, before asking whether it can."""
@@ -446,7 +439,7 @@ class BrainConfig(_Section):
         CorpusNotFoundError, one line saying what to set (the preflight's line too)."""
         path = self.corpus_found()
         if path is None:
-            tried = ", ".join(str(c) for c in self.corpus_candidates()) or "nothing"
+            tried = ", ".join(str(c) for c in self.corpus.candidates) or "nothing"
             raise CorpusNotFoundError(
                 f"no corpus found (tried {tried}); set CURATED_CONTENT_PATH=/path/to/corpus "
                 f"or corpus.path in {self.config_path or DEFAULT_CONFIG_NAME}"
@@ -465,11 +458,8 @@ class BrainConfig(_Section):
 
     def gemini_api_key(self) -> str | None:
         """GEMINI_API_KEY, else GOOGLE_API_KEY; never logged, never stored in metadata."""
-        for name in GEMINI_KEY_VARIABLES:
-            value = os.environ.get(name, "").strip()
-            if value:
-                return value
-        return None
+        name = gemini_key_variable()
+        return os.environ[name].strip() if name else None
 
     def effective_provider(self) -> Literal["gemini", "local", "none"]:
         """Resolve `auto`: Gemini when a key is set, no vectors otherwise.
@@ -540,6 +530,12 @@ class BrainConfig(_Section):
 # Where the Gemini key is read from, first set wins. Never a configuration key: a key in a
 # file ends up in commits, and a key in Dagster config ends up in the run's metadata.
 GEMINI_KEY_VARIABLES: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def gemini_key_variable() -> str | None:
+    """The first of GEMINI_KEY_VARIABLES that is set: the key's value for the embedder,
+    its name for the Dagster resource (which resolves it in the run's own process)."""
+    return next((name for name in GEMINI_KEY_VARIABLES if os.environ.get(name, "").strip()), None)
 
 
 # Environment variable -> dotted config key. Order matters where two names map to one key:

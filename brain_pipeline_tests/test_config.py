@@ -130,7 +130,7 @@ def test_no_corpus_lists_every_candidate_and_how_to_set_one(tmp_path: Path) -> N
 def test_default_candidates_are_the_agents_siblings(tmp_path: Path) -> None:
     config = write(tmp_path / "c.yaml", {})
     cfg = load_config(config, env={})
-    assert cfg.corpus_candidates() == [
+    assert cfg.corpus.candidates == [
         (tmp_path / "../patb-rag-curated-content").resolve(),
         (tmp_path / "../agent-project/patb-rag-curated-content").resolve(),
     ]
