@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig
-from brain_pipeline.config import CorpusNotFoundError as NoCorpusError
+from brain_pipeline.config import CorpusNotFoundError as NoCorpusError  # config's: none configured
 from brain_pipeline.corpus.discovery import (
     TEXT_SUFFIXES,
     CorpusFile,
