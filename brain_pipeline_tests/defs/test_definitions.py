@@ -164,4 +164,3 @@ def test_the_gemini_key_is_an_env_var_and_the_clients_show_their_settings(
 def test_without_a_key_the_embedding_client_names_none() -> None:
     resources = build_definitions().resources or {}
     assert resources["embedding_client"].api_key is None  # type: ignore[attr-defined]
-
