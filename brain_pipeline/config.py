@@ -23,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -31,8 +32,6 @@ from brain_pipeline.state.layout import StateLayout
 
 if TYPE_CHECKING:
     from brain_pipeline.corpus.junk import IngestLimits
-    from brain_pipeline.state.blobs import BlobStore
-    from brain_pipeline.state.ledger import Ledger
     from brain_pipeline.state.memory import Memory
 
 DEFAULT_CONFIG_NAME = "corpus_config.yaml"
@@ -329,8 +328,8 @@ class LockSettings(_Section):
 
 
 class StateSettings(_Section):
-    """Where the ledger and the blobs live (issue 41: the foundation; no step uses them
-    yet). Unset: inside the build directory's `state/`."""
+    """Where the ledger and the blobs live (issue 41); every step reaches them through
+    `memory_of`. Unset: inside the build directory's `state/`."""
 
     ledger: str | None = None
     """`sqlite:///<path>` or `postgresql://user@host:5432/db`; the password comes from
@@ -340,19 +339,16 @@ class StateSettings(_Section):
 
     # The state modules are imported only where used: every command loads this module.
 
-    @field_validator("ledger")
+    @field_validator("ledger", "blobs")
     @classmethod
-    def _ledger_url(cls, value: str | None) -> str | None:
+    def _state_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        from brain_pipeline.state.blobs import check_blobs_url
         from brain_pipeline.state.ledger import check_ledger_url
 
-        return check_ledger_url(value.strip()) if value and value.strip() else None
-
-    @field_validator("blobs")
-    @classmethod
-    def _blobs_url(cls, value: str | None) -> str | None:
-        from brain_pipeline.state.blobs import check_blobs_url
-
-        return check_blobs_url(value.strip()) if value and value.strip() else None
+        if not value or not value.strip():
+            return None
+        check = check_ledger_url if info.field_name == "ledger" else check_blobs_url
+        return check(value.strip())
 
 
 class EmailSettings(_Section):
@@ -431,30 +427,28 @@ class BrainConfig(_Section):
         """Folder that relative paths in the file refer to."""
         return self.config_path.parent if self.config_path else Path.cwd()
 
-    def corpus_candidates(self) -> list[Path]:
-        """Every place the corpus is looked for, in order (configured path first)."""
-        found = [self.corpus.path] if self.corpus.path is not None else []
-        return found + list(self.corpus.candidates)
+    def corpus_found(self) -> Path | None:
+        """`corpus.path` (whether or not it exists), else the first candidate that is a
+        folder: what a run would read, before asking whether it can."""
+        if self.corpus.path is not None:
+            return self.corpus.path
+        return next((c for c in self.corpus.candidates if c.is_dir()), None)
 
     def corpus_root(self) -> Path:
-        """The configured corpus path, else the first existing candidate; else a clear error."""
-        if self.corpus.path is not None:
-            if self.corpus.path.is_dir():
-                return self.corpus.path
+        """The configured corpus path, else the first existing candidate; else
+        CorpusNotFoundError, one line saying what to set (the preflight's line too)."""
+        path = self.corpus_found()
+        if path is None:
+            tried = ", ".join(str(c) for c in self.corpus.candidates) or "nothing"
             raise CorpusNotFoundError(
-                f"corpus path {self.corpus.path} (corpus.path / CURATED_CONTENT_PATH) "
-                "is not a directory"
+                f"no corpus found (tried {tried}); set CURATED_CONTENT_PATH=/path/to/corpus "
+                f"or corpus.path in {self.config_path or DEFAULT_CONFIG_NAME}"
             )
-        for candidate in self.corpus.candidates:
-            if candidate.is_dir():
-                return candidate
-        tried = "\n".join(f"  - {c}" for c in self.corpus_candidates()) or "  (none)"
-        raise CorpusNotFoundError(
-            "no corpus found. Tried:\n"
-            f"{tried}\n"
-            "Set CURATED_CONTENT_PATH=/path/to/curated-content or corpus.path in "
-            f"{self.config_path or DEFAULT_CONFIG_NAME}."
-        )
+        if not path.is_dir():
+            raise CorpusNotFoundError(
+                f"corpus path {path} (corpus.path / CURATED_CONTENT_PATH) is not a directory"
+            )
+        return path
 
     def ingest_limits(self) -> IngestLimits:
         """The junk thresholds the ingest applies (`corpus.max_file_bytes`, ...)."""
@@ -464,11 +458,8 @@ class BrainConfig(_Section):
 
     def gemini_api_key(self) -> str | None:
         """GEMINI_API_KEY, else GOOGLE_API_KEY; never logged, never stored in metadata."""
-        for name in GEMINI_KEY_VARIABLES:
-            value = os.environ.get(name, "").strip()
-            if value:
-                return value
-        return None
+        name = gemini_key_variable()
+        return os.environ[name].strip() if name else None
 
     def effective_provider(self) -> Literal["gemini", "local", "none"]:
         """Resolve `auto`: Gemini when a key is set, no vectors otherwise.
@@ -539,6 +530,12 @@ class BrainConfig(_Section):
 # Where the Gemini key is read from, first set wins. Never a configuration key: a key in a
 # file ends up in commits, and a key in Dagster config ends up in the run's metadata.
 GEMINI_KEY_VARIABLES: tuple[str, ...] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+def gemini_key_variable() -> str | None:
+    """The first of GEMINI_KEY_VARIABLES that is set: the key's value for the embedder,
+    its name for the Dagster resource (which resolves it in the run's own process)."""
+    return next((name for name in GEMINI_KEY_VARIABLES if os.environ.get(name, "").strip()), None)
 
 
 # Environment variable -> dotted config key. Order matters where two names map to one key:
@@ -679,12 +676,6 @@ def _absolutise(cfg: BrainConfig, base: Path, env_paths: Mapping[str, Path]) -> 
     return cfg
 
 
-def config_path_from_env(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    raw = env.get("BRAIN_CONFIG", "").strip()
-    return Path(raw).expanduser().resolve() if raw else (Path.cwd() / DEFAULT_CONFIG_NAME).resolve()
-
-
 def load_config(
     path: Path | str | None = None, env: Mapping[str, str] | None = None
 ) -> BrainConfig:
@@ -694,10 +685,10 @@ def load_config(
     not an error (built-in defaults apply); a missing explicit file is.
     """
     env = os.environ if env is None else env
-    explicit = path is not None or bool(env.get("BRAIN_CONFIG", "").strip())
-    config_path = (
-        Path(path).expanduser().resolve() if path is not None else config_path_from_env(env)
-    )
+    named = env.get("BRAIN_CONFIG", "").strip()
+    explicit = path is not None or bool(named)
+    given = path if path is not None else named or Path.cwd() / DEFAULT_CONFIG_NAME
+    config_path = Path(given).expanduser().resolve()
     if config_path.exists() or explicit:
         data = _read_yaml(config_path)
         source = str(config_path)
@@ -723,46 +714,17 @@ def load_config(
     return _absolutise(cfg, base, overridden)
 
 
-def open_ledger(cfg: BrainConfig) -> Ledger:
-    """The configured ledger (`state.ledger`), its schema created on first use."""
-    from brain_pipeline.state.ledger import Ledger
-
-    return Ledger(cfg.ledger_url())
-
-
-def open_blobs(cfg: BrainConfig) -> BlobStore:
-    """The configured blob store (`state.blobs`); S3's endpoint and region are the
-    publication's (`publish.s3.endpoint_url`, `region`), else boto3's environment."""
-    from brain_pipeline.state.blobs import blob_store
+def memory_of(cfg: BrainConfig) -> Memory:
+    """The configuration's ledger (`state.ledger`), blobs (`state.blobs`; S3's endpoint
+    and region are the publication's, else boto3's environment) and build directory,
+    opened once per process and thread and reused by every step after."""
+    from brain_pipeline.state.memory import open_memory
 
     s3 = cfg.publish.s3
-    return blob_store(cfg.blobs_url(), region=s3.region, endpoint_url=s3.endpoint_url)
-
-
-_MEMORIES: dict[tuple[str, str, str, int, int], Memory] = {}
-
-
-def _removed(memory: Memory) -> bool:
-    """The SQLite ledger's file was removed under its connection (the build directory
-    was deleted): it must be opened again."""
-    from brain_pipeline.state.ledger import sqlite_path
-
-    return memory.ledger.backend == "sqlite" and not sqlite_path(memory.ledger.url).exists()
-
-
-def memory_of(cfg: BrainConfig) -> Memory:
-    """The configuration's ledger, blobs and build directory, opened once per process and
-    thread (a connection crosses neither) and reused by every step after."""
-    import threading
-
-    from brain_pipeline.state.memory import Memory, remember_memory
-
-    layout = cfg.layout
-    where = (cfg.ledger_url(), cfg.blobs_url(), str(layout.build_dir))
-    key = (*where, os.getpid(), threading.get_ident())
-    memory = _MEMORIES.get(key)
-    if memory is None or _removed(memory):
-        memory = remember_memory(Memory(open_ledger(cfg), open_blobs(cfg), layout))
-        _MEMORIES[key] = memory
-    return memory
-
+    return open_memory(
+        cfg.layout,
+        cfg.ledger_url(),
+        cfg.blobs_url(),
+        region=s3.region,
+        endpoint_url=s3.endpoint_url,
+    )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig
+from brain_pipeline.config import CorpusNotFoundError as NoCorpusError  # config's: none configured
 from brain_pipeline.corpus.discovery import (
     TEXT_SUFFIXES,
     CorpusFile,
@@ -104,17 +105,12 @@ def _first_file_or_holdings(root: Path) -> tuple[bool, list[str], dict[str, list
 
 def check_corpus(cfg: BrainConfig, env: Mapping[str, str]) -> Problem | None:
     """The corpus exists, is a folder, and has an area holding an ingestible file."""
-    path = cfg.corpus.path
-    if path is None:
-        found = next((c for c in cfg.corpus.candidates if c.is_dir()), None)
-        if found is None:
-            tried = ", ".join(str(c) for c in cfg.corpus_candidates()) or "nothing"
-            return Problem(
-                "corpus.path",
-                f"no corpus found (tried {tried}); set CURATED_CONTENT_PATH=/path/to/corpus "
-                f"or corpus.path in {cfg.config_path or 'corpus_config.yaml'}",
-            )
-        path = found
+    try:
+        path = cfg.corpus_root()
+    except NoCorpusError as exc:
+        if cfg.corpus.path is None:
+            return Problem("corpus.path", str(exc))
+        path = cfg.corpus.path  # configured but unusable: said below, with its origin
     where = _origin(cfg, "CURATED_CONTENT_PATH", env)
     if not path.exists():
         return Problem(
@@ -231,8 +227,7 @@ def check_inputs(
 
 def describe_inputs(cfg: BrainConfig) -> str:
     """One line naming what a run will read and where it will write (paths resolved)."""
-    corpus = cfg.corpus.path or next((c for c in cfg.corpus.candidates if c.is_dir()), None)
     return (
-        f"corpus {corpus or '(not found)'}, fixture {cfg.evaluation.fixture}, "
+        f"corpus {cfg.corpus_found() or '(not found)'}, fixture {cfg.evaluation.fixture}, "
         f"embedding {cfg.provider_label()}, publish to {cfg.publish_root()}"
     )

@@ -130,7 +130,7 @@ def test_no_corpus_lists_every_candidate_and_how_to_set_one(tmp_path: Path) -> N
 def test_default_candidates_are_the_agents_siblings(tmp_path: Path) -> None:
     config = write(tmp_path / "c.yaml", {})
     cfg = load_config(config, env={})
-    assert cfg.corpus_candidates() == [
+    assert cfg.corpus.candidates == [
         (tmp_path / "../patb-rag-curated-content").resolve(),
         (tmp_path / "../agent-project/patb-rag-curated-content").resolve(),
     ]
@@ -375,17 +375,17 @@ def test_a_configuration_error_names_the_key_never_the_value(place: str, tmp_pat
 
 
 def test_the_ledger_and_blobs_default_to_the_build_directorys_state(tmp_path: Path) -> None:
-    from brain_pipeline.config import open_blobs, open_ledger
+    from brain_pipeline.config import memory_of
     from brain_pipeline.state.blobs import LocalBlobs
 
     cfg = load_config(write(tmp_path / "c.yaml", {"build_dir": "b"}), env={})
     state = tmp_path / "b" / "state"
     assert cfg.ledger_url() == f"sqlite:///{state / 'ledger.sqlite'}"
     assert cfg.blobs_url() == str(state / "blobs")
-    with open_ledger(cfg) as ledger:
-        assert ledger.backend == "sqlite" and ledger.pointer("live") is None
+    memory = memory_of(cfg)
+    assert memory.ledger.backend == "sqlite" and memory.ledger.pointer("live") is None
     assert (state / "ledger.sqlite").is_file()
-    blobs = open_blobs(cfg)
+    blobs = memory.blobs
     assert isinstance(blobs, LocalBlobs) and blobs.root == state / "blobs"
 
 
@@ -412,14 +412,14 @@ def test_state_urls_from_the_file_and_the_environment(
 
 
 def test_s3_blobs_take_the_publications_endpoint_and_region(tmp_path: Path) -> None:
-    from brain_pipeline.config import open_blobs
+    from brain_pipeline.config import memory_of
     from brain_pipeline.state.blobs import S3Blobs
 
     settings = {
         "state": {"blobs": "s3://team-bucket/brain"},
         "publish": {"s3": {"region": "eu-west-1", "endpoint_url": "http://127.0.0.1:9"}},
     }
-    blobs = open_blobs(load_config(write(tmp_path / "c.yaml", settings), env={}))
+    blobs = memory_of(load_config(write(tmp_path / "c.yaml", settings), env={})).blobs
     assert isinstance(blobs, S3Blobs) and (blobs.bucket, blobs.prefix) == ("team-bucket", "brain/")
     assert blobs.client.meta.region_name == "eu-west-1"
     assert blobs.client.meta.endpoint_url == "http://127.0.0.1:9"

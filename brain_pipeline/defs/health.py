@@ -38,11 +38,6 @@ class StepCheck:
     blocking: bool = False
 
     @property
-    def verdict(self) -> Callable[[BrainConfig], CheckVerdict]:
-        verdict: Callable[[BrainConfig], CheckVerdict] = getattr(health, self.name)
-        return verdict
-
-    @property
     def spec(self) -> dg.AssetCheckSpec:
         return dg.AssetCheckSpec(
             name=self.name, asset=self.asset, description=self.description, blocking=self.blocking
@@ -52,7 +47,8 @@ class StepCheck:
         """The verdict, and whether the check measured anything: one that raises is a
         failed verdict at the check's severity, that measured nothing."""
         try:
-            return self.verdict(cfg), True
+            verdict: Callable[[BrainConfig], CheckVerdict] = getattr(health, self.name)
+            return verdict(cfg), True
         except Exception as exc:
             if log is not None:
                 log.error(f"{self.name} could not run:\n{traceback.format_exc()}")

@@ -91,7 +91,6 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
                 config.rollback_to,
                 config.force,
                 config.reason,
-                lambda cfg, log: step_check_results("published_local", cfg, log),
             )
         cfg = start_step(context.instance, settings, context.run)
         with step_failures():

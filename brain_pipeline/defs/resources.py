@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import dagster as dg
 from pydantic import PrivateAttr
 
-from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig, load_config
+from brain_pipeline.config import BrainConfig, gemini_key_variable, load_config
 from brain_pipeline.lib.code_location import location_config, location_config_path, was_loaded
 from brain_pipeline.lib.steps import PUBLISH_ASSETS
 
@@ -141,32 +141,19 @@ class EmbeddingClient(dg.ConfigurableResource):
     base_url: str | None = None
 
     @classmethod
-    def for_config(cls, cfg: BrainConfig, **client: Any) -> EmbeddingClient:
+    def as_loaded(cls, cfg: BrainConfig) -> EmbeddingClient:
+        """The resource exactly as the code location builds it from `cfg` and the
+        environment: the key by EnvVar name (none when no key variable is set: an unset
+        EnvVar fails the run), the endpoint from GOOGLE_GEMINI_BASE_URL."""
+        key = gemini_key_variable()
         return cls(
             provider=cfg.effective_provider(),
             model=cfg.embedding.model,
             dimension=cfg.embedding.dimension,
             too_long=cfg.embedding.too_long,
-            **client,
-        )
-
-    @classmethod
-    def as_loaded(cls, cfg: BrainConfig) -> EmbeddingClient:
-        """The resource exactly as the code location builds it from `cfg` and the
-        environment: the key by EnvVar name, the endpoint from GOOGLE_GEMINI_BASE_URL."""
-        return cls.for_config(
-            cfg,
-            api_key=_gemini_key(),
+            api_key=dg.EnvVar(key) if key else None,
             base_url=os.environ.get("GOOGLE_GEMINI_BASE_URL") or None,
         )
-
-    def shown(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "model": self.model,
-            "dimension": self.dimension,
-            "too_long": self.too_long,
-        }
 
     def embedder(self, cfg: BrainConfig) -> Any:
         from brain_pipeline.embedding.factory import embedder_for
@@ -206,26 +193,20 @@ def _same(run_value: Any, loaded_value: Any) -> bool:
     return bool(run_value == loaded_value)
 
 
-def moved_fields(run: dg.ConfigurableResource, loaded: dg.ConfigurableResource) -> list[str]:
-    """The fields of `run` (the resource as the run configured it: the location's values
-    unless the launch set them) that differ from `loaded` (as the location derives it
-    from the run's configuration and environment), in declaration order."""
-    names = type(loaded).model_fields
-    return [
-        name
-        for name in names
-        if not _same(_resolved(getattr(run, name)), _resolved(getattr(loaded, name)))
-    ]
-
-
 def refuse_if_moved(
     resource: str, run: dg.ConfigurableResource, loaded: dg.ConfigurableResource
 ) -> None:
     """Fail the step, before its client is built, when the run's resource differs from
     what the location derives from the configuration and the environment: the file was
     edited since the location loaded, or the launch set the field (the Launchpad can set
-    any resource field; none of ours may come from there)."""
-    moved = moved_fields(run, loaded)
+    any resource field; none of ours may come from there). Compared are the values as the
+    run sees them (an EnvVar read from this process's environment, as Dagster resolves
+    it for the run), in declaration order."""
+    moved = [
+        name
+        for name in type(loaded).model_fields
+        if not _same(_resolved(getattr(run, name)), _resolved(getattr(loaded, name)))
+    ]
     if not moved:
         return
     named = [
@@ -264,23 +245,8 @@ class S3Publisher(dg.ConfigurableResource):
 
     @classmethod
     def for_config(cls, cfg: BrainConfig) -> S3Publisher:
-        s3 = cfg.publish.s3
-        return cls(
-            bucket=s3.bucket,
-            prefix=s3.prefix,
-            region=s3.region,
-            endpoint_url=s3.endpoint_url,
-            include_embeddings=s3.include_embeddings,
-        )
-
-    def shown(self) -> dict[str, Any]:
-        return {
-            "bucket": self.bucket,
-            "prefix": self.prefix,
-            "region": self.region,
-            "endpoint_url": self.endpoint_url,
-            "include_embeddings": self.include_embeddings,
-        }
+        """Each field is the `publish.s3` setting of its name."""
+        return cls(**cfg.publish.s3.model_dump(include=set(cls.model_fields)))
 
     def publish(
         self,
@@ -310,14 +276,6 @@ def refuse_unloaded_path(resource: str, config_path: str | None) -> None:
                 "code location"
             )
         )
-
-
-def _gemini_key() -> Any:
-    """An EnvVar naming the first key variable that is set, else None (see the module)."""
-    for name in GEMINI_KEY_VARIABLES:
-        if os.environ.get(name, "").strip():
-            return dg.EnvVar(name)
-    return None
 
 
 @dg.definitions

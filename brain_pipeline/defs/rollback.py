@@ -13,12 +13,15 @@ holds the build directory's and the publish root's locks (`BrainSettings`), so i
 overlaps a publishing run.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import dagster as dg
 
+from brain_pipeline.defs.health import step_check_results
 from brain_pipeline.defs.resources import BrainSettings, S3Publisher
-from brain_pipeline.lib.steps import materialize_result, start_step, to_metadata
+from brain_pipeline.lib.steps import PUBLISH_ASSETS, materialize_result, start_step, to_metadata
 from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.rollback import RollbackRefused, release_hold, rollback
 from brain_pipeline.steps.trigger import describe_trigger
@@ -27,7 +30,6 @@ REFUSED_METADATA = "refused"
 """Metadata of the step's failure: True when nothing was changed (the CLI exits 1)."""
 ROLLBACK_JOB = "rollback_job"
 RELEASE_JOB = "release_hold_job"
-PUBLISH_ASSETS = ("published_local", "published_s3")
 
 
 def rollback_run_config(
@@ -35,8 +37,7 @@ def rollback_run_config(
 ) -> dict[str, Any]:
     """`rollback_job`'s run config: publication `to` (None: the one before the live one),
     forced with `reason` when its blocking checks did not pass (a forced publication)."""
-    local: dict[str, Any] = {"rollback": True, "rollback_to": to, "force": force}
-    local["reason"] = reason
+    local = {"rollback": True, "rollback_to": to, "force": force, "reason": reason}
     return {
         "ops": {
             "published_local": {"config": local},
@@ -52,13 +53,11 @@ def restore(
     to: int | None,
     force: bool,
     reason: str,
-    checks: Any,
 ) -> dg.MaterializeResult:
     """`published_local` in a rollback run: make publication `to` live again everywhere
-    and return it as this asset's materialisation, with the checks `checks(cfg, log)`
-    evaluates on it. A refusal fails the step with `refused` metadata, nothing changed."""
+    and return it as this asset's materialisation, with its checks evaluated on it."""
     cfg = start_step(context.instance, settings)  # a rollback reads no corpus
-    try:
+    with _refusals():
         result = rollback(
             cfg,
             cfg.layout,
@@ -70,14 +69,22 @@ def restore(
             force=force,
             reason=reason,
         )
+    context.log.info(str(result.metadata["summary"]))
+    return materialize_result(result, step_check_results("published_local", cfg, context.log))
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A core step's refusal as the step's failure, its `refused` metadata True when
+    nothing was changed (a `RollbackRefused`)."""
+    try:
+        yield
     except StepFailure as exc:
         refused = isinstance(exc, RollbackRefused)
         raise dg.Failure(
             description=str(exc),
             metadata={REFUSED_METADATA: refused, **to_metadata(exc.metadata)},
         ) from None
-    context.log.info(str(result.metadata["summary"]))
-    return materialize_result(result, checks(cfg, context.log))
 
 
 def restored_upload(
@@ -110,7 +117,7 @@ def restored_upload(
 
 rollback_job = dg.define_asset_job(
     name=ROLLBACK_JOB,
-    selection=dg.AssetSelection.assets(*PUBLISH_ASSETS),
+    selection=dg.AssetSelection.assets(*sorted(PUBLISH_ASSETS)),
     description=(
         "Undo a publication: make publication `rollback_to` (default: the one before the "
         "live one) live again everywhere, through the publish gate (a forced publication "
@@ -128,12 +135,8 @@ rollback_job = dg.define_asset_job(
 )
 def release_hold_op(context: dg.OpExecutionContext, settings: BrainSettings) -> str:
     cfg = start_step(context.instance, settings)
-    try:
+    with _refusals():
         released = release_hold(cfg)
-    except StepFailure as exc:
-        raise dg.Failure(
-            description=str(exc), metadata={REFUSED_METADATA: isinstance(exc, RollbackRefused)}
-        ) from None
     context.log.info(released)
     return released
 

@@ -5,8 +5,9 @@ verdicts, publications, pointers, claims), the content-addressed blobs (the arti
 those rows name) and the local build directory, which is only a cache a worker may start
 without. Steps and the modules below them take a `Memory` (or just the part they need)
 instead of rebuilding paths and connections from a build directory each time;
-`config.memory_of` opens one per process and thread, because a database connection must
-not cross either.
+`open_memory` keeps one per build directory, process and thread (a database connection
+must cross neither): the one cache, whether the configuration (`config.memory_of`) or
+only a build directory (`memory_for_layout`) asks.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from brain_pipeline.state.blobs import BlobStore
+from brain_pipeline.state.blobs import BlobStore, blob_store
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.state.ledger import Ledger
+from brain_pipeline.state.ledger import Ledger, sqlite_path, sqlite_url
 
 
 @dataclass(frozen=True)
@@ -31,17 +32,38 @@ class Memory:
     """The build directory: working copies and caches, never the only copy of history."""
 
 
-_OPEN: dict[tuple[Path, int, int], Memory] = {}
+_OPEN: dict[tuple[Path, int, int], tuple[tuple[str, str], Memory]] = {}
+"""Per build directory, process and thread: the ledger and blob URLs, and their memory."""
 
 
 def _where(layout: StateLayout) -> tuple[Path, int, int]:
     return (layout.build_dir, os.getpid(), threading.get_ident())
 
 
-def remember_memory(memory: Memory) -> Memory:
-    """Make `memory` the one `memory_for_layout` finds for its build directory (in this
-    process and thread): `config.memory_of` registers each it opens."""
-    _OPEN[_where(memory.layout)] = memory
+def open_memory(
+    layout: StateLayout,
+    ledger_url: str,
+    blobs_url: str,
+    *,
+    region: str | None = None,
+    endpoint_url: str | None = None,
+) -> Memory:
+    """The memory at these places for `layout`'s build directory, opened once per process
+    and thread (a connection crosses neither) and reused after: `config.memory_of` asks
+    with the configuration's places, `memory_for_layout` finds what it opened. Opened
+    anew when the places change, and the ledger when its SQLite file was removed under
+    its connection (the build directory was deleted)."""
+    where, urls = _where(layout), (ledger_url, blobs_url)
+    known = _OPEN.get(where)
+    if known is not None and known[0] == urls:
+        memory = known[1]
+        if memory.ledger.backend != "sqlite" or sqlite_path(ledger_url).exists():
+            return memory
+        memory = Memory(Ledger(ledger_url), memory.blobs, layout)
+    else:
+        blobs = blob_store(blobs_url, region=region, endpoint_url=endpoint_url)
+        memory = Memory(Ledger(ledger_url), blobs, layout)
+    _OPEN[where] = (urls, memory)
     return memory
 
 
@@ -49,14 +71,6 @@ def memory_for_layout(layout: StateLayout) -> Memory:
     """The memory opened for `layout`'s build directory by this process and thread, else
     the default one (the SQLite ledger and the blob folder inside it), for the code that
     only knows a build directory."""
-    from brain_pipeline.state.blobs import LocalBlobs
-    from brain_pipeline.state.ledger import Ledger, sqlite_path, sqlite_url
-
-    memory = _OPEN.get(_where(layout))
-    if memory is None:
-        memory = Memory(Ledger(sqlite_url(layout.ledger)), LocalBlobs(layout.blobs_dir), layout)
-    elif memory.ledger.backend == "sqlite" and not sqlite_path(memory.ledger.url).exists():
-        # The build directory was removed under an open connection: open the new file.
-        memory = Memory(Ledger(memory.ledger.url), memory.blobs, layout)
-    _OPEN[_where(layout)] = memory
-    return memory
+    known = _OPEN.get(_where(layout))
+    urls = known[0] if known else (sqlite_url(layout.ledger), str(layout.blobs_dir))
+    return open_memory(layout, *urls)
