@@ -87,7 +87,8 @@ def test_gc_removes_every_blob_nothing_kept_reaches_and_keeps_what_is_reached(
     memory.ledger.record_step(
         StepResult(StepKey("knowledge_store", "j", "c", "s"), {"chunks": put(b"old chunks")})
     )
-    for name, day, outcome in (("k1", 1, {"old": 1}), ("k2", 2, {"kept": 2}), ("k9", 9, {"new": 9})):
+    outcomes = (("k1", 1, {"old": 1}), ("k2", 2, {"kept": 2}), ("k9", 9, {"new": 9}))
+    for name, day, outcome in outcomes:
         at = datetime(2026, 1, day, tzinfo=UTC)
         eval_record.save(memory, name, outcome, now=lambda at=at: at)  # type: ignore[misc]
     judgements.move(memory, judgements.CANDIDATE + "k1", judgements.put_json(memory, ["c1"]))
