@@ -157,7 +157,8 @@ def incremental(corpus: Path, layout: StateLayout, name: str) -> str:
     print(
         f"{name:14} {cells}  total {total_cpu:6.2f}/{total_wall:6.2f}  "
         f"rehashed {len(snapshot.rehashed)} chunked {report.files_chunked} "
-        f"store {built.status}  peak RSS so far {peak_rss_mb():.0f} MB"
+        f"store {'written' if built.written else 'unchanged'}  "
+        f"peak RSS so far {peak_rss_mb():.0f} MB"
     )
     return built.sha256
 
