@@ -48,7 +48,11 @@ class Deadline:
     connection it opens; `deadline.remaining()` to cap a connect's own timeout.
 
     Leaving the block after the deadline passed raises `DeadlineExceeded` in place of
-    whatever the shut-down connection raised (a closed connection, a short read)."""
+    whatever the shut-down connection raised (a closed connection, a short read), and
+    also when nothing was raised: a shut-down connection reads as the end of the answer,
+    so a status line cut short (`HTTP/1.1 200 ...` with no end) parses as a success that
+    the peer never completed. (An answer that completed in the instant the deadline
+    passed is then tried again: the payload's run id lets a receiver drop the repeat.)"""
 
     def __init__(
         self,
@@ -87,7 +91,7 @@ class Deadline:
             watched, self._watched = self._watched, []
         for duplicate in watched:
             duplicate.close()
-        if self._expired and exc is not None and not isinstance(exc, DeadlineExceeded):
+        if self._expired and not isinstance(exc, DeadlineExceeded):
             raise DeadlineExceeded(
                 f"no complete answer within the {self.seconds:g} s deadline"
             ) from None
