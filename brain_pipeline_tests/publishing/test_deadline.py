@@ -47,10 +47,18 @@ def trickle_server(greeting: bytes, reads_request: bool) -> Iterator[Trickle]:
     stop = threading.Event()
 
     def client_closed(conn: socket.socket) -> bool:
-        readable, _, _ = select.select([conn], [], [], 0)
-        return bool(readable) and conn.recv(65536) == b""
+        # poll, not select: a long test process may hold descriptors past select's 1024
+        poller = select.poll()
+        poller.register(conn, select.POLLIN)
+        return bool(poller.poll(0)) and conn.recv(65536) == b""
 
     def serve() -> None:
+        try:
+            exchange()
+        finally:  # whatever ended it, the test reads what the server saw
+            peer.done.set()
+
+    def exchange() -> None:
         conn, _ = listener.accept()
         with conn:
             if reads_request:  # an HTTP request: headers, then a short JSON body
@@ -59,7 +67,6 @@ def trickle_server(greeting: bytes, reads_request: bool) -> Iterator[Trickle]:
                     chunk = conn.recv(65536)
                     if not chunk:  # the client left before its request was complete
                         peer.closed_by_client = True
-                        peer.done.set()
                         return
                     data += chunk
             stream = greeting + b"a" * TRICKLE_BYTES
@@ -72,7 +79,6 @@ def trickle_server(greeting: bytes, reads_request: bool) -> Iterator[Trickle]:
                     peer.sent += 1
             except (BrokenPipeError, ConnectionResetError):
                 peer.closed_by_client = True
-        peer.done.set()
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
@@ -91,7 +97,7 @@ def _message() -> Message:
 def _abandoned(peer: Trickle, send: Callable[[], Delivery]) -> str:
     (result,) = send().results
     assert not result.ok and result.attempts == 1
-    assert peer.done.wait(timeout=30), "the server never saw the client leave"
+    assert peer.done.wait(timeout=30), f"the server never saw the client leave: {result}"
     assert peer.closed_by_client
     assert peer.sent < TRICKLE_BYTES  # abandoned mid-trickle, not served to the end
     return str(result.detail)
