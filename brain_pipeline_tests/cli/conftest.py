@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline_tests.evaluation.helpers import make_chunk
+from brain_pipeline_tests.state.conftest import postgres_server, postgres_url  # noqa: F401
 
 
 @dataclass
@@ -58,3 +61,30 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
     monkeypatch.setenv("BRAIN_CONFIG", str(proj.config))
     monkeypatch.chdir(tmp_path)
     return proj
+
+
+OLD_BUILD = Path(__file__).parents[1] / "fixtures" / "build-by-main-5d65fac.tar.gz"
+_databases = itertools.count()
+
+
+@pytest.fixture(params=["default", "postgresql+s3"])
+def old_project(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A project folder made by main before the ledger, on each pair of backends (the
+    embedded default; PostgreSQL and an S3 bucket for several machines)."""
+    import boto3
+
+    with tarfile.open(OLD_BUILD) as archive:
+        archive.extractall(tmp_path / "project", filter="data")
+    monkeypatch.setenv("BRAIN_CONFIG", str(tmp_path / "project" / "brain.yaml"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
+    (tmp_path / "dagster-home").mkdir()
+    if request.param != "default":
+        server = request.getfixturevalue("postgres_server")
+        database = server.create_database(f"upgrade_{next(_databases)}")
+        monkeypatch.setenv("BRAIN_STATE_LEDGER", postgres_url(server, database))
+        request.getfixturevalue("s3")
+        boto3.client("s3").create_bucket(Bucket="brain-state")
+        monkeypatch.setenv("BRAIN_STATE_BLOBS", "s3://brain-state/team/state")
+    return tmp_path / "project"

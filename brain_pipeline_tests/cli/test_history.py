@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 from contextlib import closing
 from datetime import UTC, datetime
@@ -15,7 +14,6 @@ from brain_pipeline.corpus.chunk_history import record_store
 from brain_pipeline.corpus.jscompat import json_stringify, parse_json
 from brain_pipeline.corpus.store import Chunk, chunk_id
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline_tests.state.conftest import postgres_server  # noqa: F401
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 T1 = datetime(2026, 3, 2, 12, tzinfo=UTC)
@@ -133,34 +131,6 @@ def test_a_heading_nested_thousands_deep_is_printed(
     assert json_stringify(heading) == json_stringify(deep)  # `==` on lists recurses too
     assert main(["history", chunk_id(KEPT), "--build-dir", str(tmp_path)]) == 0
     assert capsys.readouterr().out.splitlines()[0].endswith("[" * 3_000 + '"t"' + "]" * 3_000)
-
-
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "build-by-main-5d65fac.tar.gz"
-_databases = itertools.count()
-
-
-@pytest.fixture(params=["default", "postgresql+s3"])
-def old_project(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Path:
-    """A project folder made by main before the ledger, on each pair of backends."""
-    import tarfile
-
-    import boto3
-
-    with tarfile.open(FIXTURE) as archive:
-        archive.extractall(tmp_path / "project", filter="data")
-    monkeypatch.setenv("BRAIN_CONFIG", str(tmp_path / "project" / "brain.yaml"))
-    if request.param != "default":
-        from brain_pipeline_tests.state.conftest import postgres_url
-
-        server = request.getfixturevalue("postgres_server")
-        database = server.create_database(f"history_upgrade_{next(_databases)}")
-        monkeypatch.setenv("BRAIN_STATE_LEDGER", postgres_url(server, database))
-        request.getfixturevalue("s3")
-        boto3.client("s3").create_bucket(Bucket="brain-state")
-        monkeypatch.setenv("BRAIN_STATE_BLOBS", "s3://brain-state/team/state")
-    return tmp_path / "project"
 
 
 def test_the_history_of_a_build_directory_made_before_the_ledger_is_kept(

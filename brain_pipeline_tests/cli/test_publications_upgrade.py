@@ -6,39 +6,13 @@ on the default (SQLite, a local folder) and on a shared PostgreSQL ledger with S
 
 from __future__ import annotations
 
-import itertools
 import json
-import tarfile
 from pathlib import Path
 
-import boto3
 import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline.utils.digest import file_sha256
-from brain_pipeline_tests.state.conftest import postgres_server, postgres_url  # noqa: F401
-
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "build-by-main-5d65fac.tar.gz"
-_databases = itertools.count()
-
-
-@pytest.fixture(params=["default", "postgresql+s3"])
-def old_project(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Path:
-    with tarfile.open(FIXTURE) as archive:
-        archive.extractall(tmp_path / "project", filter="data")
-    monkeypatch.setenv("BRAIN_CONFIG", str(tmp_path / "project" / "brain.yaml"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster-home"))
-    (tmp_path / "dagster-home").mkdir()
-    if request.param != "default":
-        server = request.getfixturevalue("postgres_server")
-        database = server.create_database(f"upgrade_{next(_databases)}")
-        monkeypatch.setenv("BRAIN_STATE_LEDGER", postgres_url(server, database))
-        request.getfixturevalue("s3")
-        boto3.client("s3").create_bucket(Bucket="brain-state")
-        monkeypatch.setenv("BRAIN_STATE_BLOBS", "s3://brain-state/team/state")
-    return tmp_path / "project"
 
 
 def _listed(capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
