@@ -59,6 +59,7 @@ import sys, time
 from pathlib import Path
 from brain_pipeline.config import BrainConfig, PublishSettings
 from brain_pipeline.steps.publish import publish_to_agent
+from brain_pipeline_tests.steps.handed import build_of
 
 class Log:
     def info(self, msg: str) -> None: pass
@@ -67,7 +68,7 @@ class Log:
 build, root = Path(sys.argv[1]), Path(sys.argv[2])
 cfg = BrainConfig(build_dir=build, publish=PublishSettings(root=root))
 t0 = time.perf_counter()
-result = publish_to_agent(cfg, force=True, run_id="bench", log=Log())
+result = publish_to_agent(cfg, build_of(cfg), force=True, run_id="bench", log=Log())
 wall = time.perf_counter() - t0
 src = root / "src" / "storage"
 for name in ("knowledge-store.json", "embeddings.bin"):

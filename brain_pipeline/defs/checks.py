@@ -12,6 +12,7 @@ from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import evaluation_condition
 from brain_pipeline.lib.steps import EVAL_FIXTURE, check_result, start_step
+from brain_pipeline.steps.contract import Build
 from brain_pipeline.steps.evaluate import evaluate_for_check
 
 CHECK_NAME = "retrieval_eval"
@@ -39,10 +40,10 @@ def build_retrieval_eval(cfg: BrainConfig) -> dg.AssetChecksDefinition:
         ),
     )
     def retrieval_eval(
-        context: dg.AssetCheckExecutionContext, settings: BrainSettings
+        context: dg.AssetCheckExecutionContext, settings: BrainSettings, embeddings: Build
     ) -> dg.AssetCheckResult:
         cfg = start_step(context.instance, settings)
-        verdict = evaluate_for_check(cfg, context.run.run_id)
+        verdict = evaluate_for_check(cfg, embeddings, context.run.run_id)
         for warning in verdict.warnings:
             context.log.warning(f"retrieval_eval: {warning}")
         for error in verdict.errors:

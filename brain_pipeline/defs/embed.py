@@ -4,12 +4,14 @@
 import dagster as dg
 
 from brain_pipeline.config import BrainConfig
+from brain_pipeline.defs.hand_off import RECORD_TYPE
 from brain_pipeline.defs.health import step_check_results, step_check_specs
 from brain_pipeline.defs.resources import BrainSettings, EmbeddingClient
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import downstream_condition
 from brain_pipeline.lib.instance import GEMINI_POOL
 from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
+from brain_pipeline.state.records import AssetRecord
 from brain_pipeline.steps.embed import embed_store, embeddings_code_version
 
 PROVIDER_KINDS = {"gemini": "gemini", "local": "onnx"}
@@ -22,8 +24,8 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
 
     @dg.asset(
         name="embeddings",
+        dagster_type=RECORD_TYPE,
         group_name="embed",
-        deps=["knowledge_store"],
         kinds=kinds,
         code_version=code_version,
         pool=GEMINI_POOL if provider == "gemini" else None,
@@ -42,11 +44,13 @@ def build_embeddings_asset(cfg: BrainConfig) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext,
         settings: BrainSettings,
         embedding_client: EmbeddingClient,
+        knowledge_store: AssetRecord,
     ) -> dg.MaterializeResult:
         cfg = start_step(context.instance, settings, context.run)
         with step_failures():
             result = embed_store(
                 cfg,
+                knowledge_store,
                 make_embedder=embedding_client.embedder,
                 run_id=context.run.run_id,
                 log=context.log,

@@ -11,6 +11,7 @@ import dagster as dg
 
 from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.observation import CorpusSnapshot
+from brain_pipeline.defs.hand_off import RECORD_TYPE
 from brain_pipeline.defs.health import step_check_results, step_check_specs
 from brain_pipeline.defs.resources import BrainSettings
 from brain_pipeline.lib.code_location import location_config
@@ -26,6 +27,7 @@ from brain_pipeline.lib.steps import (
     step_failures,
     to_metadata,
 )
+from brain_pipeline.state.records import AssetRecord
 from brain_pipeline.steps.ingest import (
     STORE_CODE_VERSION,
     assemble_knowledge_store,
@@ -116,6 +118,7 @@ def _snapshot_for_run(context: dg.AssetExecutionContext, cfg: BrainConfig) -> Co
 def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
     @dg.asset(
         name="knowledge_chunks",
+        dagster_type=RECORD_TYPE,
         group_name="ingest",
         deps=[CORPUS],
         kinds={"python"},
@@ -151,8 +154,8 @@ def build_knowledge_chunks(cfg: BrainConfig) -> dg.AssetsDefinition:
 def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
     @dg.asset(
         name="knowledge_store",
+        dagster_type=RECORD_TYPE,
         group_name="ingest",
-        deps=["knowledge_chunks"],
         kinds={"python", "json"},
         code_version=STORE_CODE_VERSION,
         automation_condition=downstream_condition(),
@@ -167,11 +170,15 @@ def build_knowledge_store(cfg: BrainConfig) -> dg.AssetsDefinition:
         ),
     )
     def knowledge_store(
-        context: dg.AssetExecutionContext, settings: BrainSettings
+        context: dg.AssetExecutionContext,
+        settings: BrainSettings,
+        knowledge_chunks: AssetRecord,
     ) -> dg.MaterializeResult:
         cfg = start_step(context.instance, settings, context.run)
         with step_failures():
-            result = assemble_knowledge_store(cfg, run_id=context.run.run_id, log=context.log)
+            result = assemble_knowledge_store(
+                cfg, knowledge_chunks, run_id=context.run.run_id, log=context.log
+            )
         return materialize_result(
             result, step_check_results("knowledge_store", cfg, context.log, context.run.run_id)
         )

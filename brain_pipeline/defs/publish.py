@@ -19,6 +19,7 @@ from brain_pipeline.defs.rollback import restore, restored_upload
 from brain_pipeline.lib.code_location import location_config
 from brain_pipeline.lib.conditions import publish_condition, run_trigger
 from brain_pipeline.lib.steps import materialize_result, start_step, step_failures
+from brain_pipeline.steps.contract import Build
 from brain_pipeline.steps.health import FRESHNESS_MARGIN, freshness_allowance
 from brain_pipeline.steps.publish import (
     PUBLISH_CODE_VERSION,
@@ -62,7 +63,6 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
     @dg.asset(
         name="published_local",
         group_name="publish",
-        deps=["embeddings"],
         kinds={"python", "json"},
         code_version=PUBLISH_CODE_VERSION,
         automation_condition=PUBLISH_CONDITION,
@@ -82,6 +82,7 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
         settings: BrainSettings,
         s3_publisher: S3Publisher,
         config: PublishConfig,
+        embeddings: Build,
     ) -> dg.MaterializeResult:
         if config.rollback:  # rollback_job: the restored publication is this materialisation
             return restore(
@@ -96,6 +97,7 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
         with step_failures():
             publication = publish_to_agent(
                 cfg,
+                embeddings,
                 force=config.force,
                 run_id=context.run.run_id,
                 log=context.log,
@@ -112,7 +114,6 @@ def build_published_local(cfg: BrainConfig) -> dg.AssetsDefinition:
 @dg.asset(
     name="published_s3",
     group_name="publish",
-    deps=["published_local"],
     kinds={"s3"},
     code_version=PUBLISH_CODE_VERSION,
     automation_condition=PUBLISH_CONDITION,
@@ -132,6 +133,7 @@ def published_s3(
     settings: BrainSettings,
     s3_publisher: S3Publisher,
     config: PublishConfig,
+    published_local: Build,
 ) -> Iterator[dg.MaterializeResult]:
     if config.rollback:  # rollback_job: published_local's step made the upload; report it
         uploaded = restored_upload(context, settings)
@@ -142,6 +144,7 @@ def published_s3(
     with step_failures():
         publication = publish_to_s3(
             cfg,
+            published_local,
             force=config.force,
             run_id=context.run.run_id,
             log=context.log,

@@ -280,8 +280,11 @@ def refuse_unloaded_path(resource: str, config_path: str | None) -> None:
 
 @dg.definitions
 def resource_definitions() -> dg.Definitions:
-    """The resources every asset takes, and the in-process executor (a step per process
-    would cost seconds per run on a graph this small)."""
+    """The resources every asset takes, the hand-off between assets (`defs.hand_off`)
+    and the in-process executor (a step per process would cost seconds per run on a
+    graph this small)."""
+    from brain_pipeline.defs.hand_off import ledger_hand_off
+
     config_path = location_config_path()
     cfg = location_config()
     return dg.Definitions(
@@ -289,6 +292,7 @@ def resource_definitions() -> dg.Definitions:
             "settings": BrainSettings(config_path=config_path),
             "embedding_client": EmbeddingClient.as_loaded(cfg),
             "s3_publisher": S3Publisher.for_config(cfg),
+            "io_manager": ledger_hand_off,
         },
         executor=dg.in_process_executor,
     )

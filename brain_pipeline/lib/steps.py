@@ -166,11 +166,14 @@ def table(
 def materialize_result(
     result: StepResult, checks: list[dg.AssetCheckResult] | None = None
 ) -> dg.MaterializeResult:
-    """The step's materialisation, with the results of the checks its step evaluates."""
+    """The step's materialisation, with the results of the checks its step evaluates;
+    its value, the record the step kept, is what the hand-off (`defs.hand_off`) gives
+    the next step."""
     return dg.MaterializeResult(
         metadata=to_metadata(result.metadata),
         data_version=dg.DataVersion(result.data_version),
         check_results=checks or None,
+        value=result.record,
     )
 
 

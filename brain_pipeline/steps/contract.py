@@ -1,10 +1,13 @@
 """The step contract: a refusal people can read, a log, and the ritual every building
 step follows with the records of the ledger (`state.records`).
 
-The ritual, one code path for every step: read the upstream's record
-(`upstream_record`), reuse this asset's record when running again would reproduce it
-(`current_record`), else build and keep what was built (`record_step`), which first
-checks that the upstream did not move underneath the step (another writer). A
+The ritual, one code path for every step: take the upstream's record, which Dagster's
+hand-off (`defs.hand_off`, an IO manager) reads with `upstream_record` or `load_build`
+and passes in, so no step opens another's file by path; reuse this asset's record when
+running again would reproduce it (`current_record`), else build and keep what was built
+(`record_step`), which first checks that the upstream did not move underneath the step
+(another writer). The step returns its record (`StepResult.record`), which is what the
+hand-off gives the next step. A
 `StepFailure`'s message is written for people: the Dagster layer shows it as the step's
 failure description, the CLI as its one line.
 """
@@ -12,6 +15,7 @@ failure description, the CLI as its one line.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from brain_pipeline.state.layout import StateLayout
@@ -112,16 +116,24 @@ def record_step(
     return record
 
 
-BUILD_ASSETS = ("knowledge_store", "embeddings")
-"""The assets whose files the checks and publish steps read from the build directory."""
+@dataclass(frozen=True)
+class Build:
+    """The build a check or publish step reads, as the hand-off gives it to the step: the
+    store's and the vectors' current records (None: never built) and the layout their
+    files are in, on this disk. The files were fetched from the blobs when missing (a
+    step process in an empty folder, a fresh worker), so the step reads exactly the bytes
+    the records name; a file that is here but not the recorded one is left alone (the
+    step's own check then says so)."""
+
+    store: AssetRecord | None
+    vectors: AssetRecord | None
+    layout: StateLayout
 
 
-def fetch_build(where: Memory | StateLayout) -> None:
-    """Bring the build's recorded files (the store, the vectors) onto this disk when they
-    are missing, from the blobs: a step process in an empty folder, or a fresh worker,
-    evaluates and publishes exactly the bytes the records name. A file that is here but
-    not the recorded one is left alone (the step's own check then says so)."""
-    for asset in BUILD_ASSETS:
-        record = read_record(where, asset)
+def load_build(where: Memory | StateLayout) -> Build:
+    """The current build (`Build`), its recorded files brought onto this disk."""
+    store, vectors = (read_record(where, asset) for asset in ("knowledge_store", "embeddings"))
+    for record in (store, vectors):
         if record is not None:
             record.outputs_intact(where)
+    return Build(store, vectors, where.layout if isinstance(where, Memory) else where)

@@ -14,13 +14,12 @@ from typing import Any
 from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.memory import Memory
-from brain_pipeline.state.records import digest_of
+from brain_pipeline.state.records import AssetRecord, digest_of
 from brain_pipeline.steps.contract import (
     StepFailure,
     StepLog,
     current_record,
     record_step,
-    upstream_record,
 )
 from brain_pipeline.steps.report import StepResult
 from brain_pipeline.utils.digest import file_sha256
@@ -116,14 +115,20 @@ def _plotted(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def embed_store(
-    cfg: BrainConfig, *, make_embedder: MakeEmbedder, run_id: str, log: StepLog
+    cfg: BrainConfig,
+    store: AssetRecord,
+    *,
+    make_embedder: MakeEmbedder,
+    run_id: str,
+    log: StepLog,
 ) -> StepResult:
-    """embeddings.bin for the store (or the record saying it is current)."""
+    """embeddings.bin for the store (or the record saying it is current); `store` is
+    knowledge_store's record, as the hand-off passes it."""
     memory = memory_of(cfg)
-    store = upstream_record(memory, "knowledge_store", "embeddings")
     inputs = {"knowledge_store": store.data_version, **embedding_shape(cfg)}
     code_version = embeddings_code_version(cfg)
     previous = current_record(memory, "embeddings", code_version, inputs)
+    record = previous
     if previous is not None and previous.facts.get("gaps_digest", "") == _gaps_digest(cfg):
         keep = ("provider", "model", "dimension", "chunks", "coverage", "missing",
                 "refused", "truncated", "gaps_digest")
@@ -136,7 +141,7 @@ def embed_store(
         vectors = memory.layout.embeddings_file
         sha = file_sha256(vectors) if exists else None
         data_version = sha or f"absent-{store.data_version[:16]}"
-        record_step(
+        record = record_step(
             memory,
             "embeddings",
             data_version=data_version,
@@ -151,4 +156,4 @@ def embed_store(
     metadata = _plotted(facts)
     metadata["provider_used"] = str(facts.get("provider", cfg.effective_provider()))
     metadata["embeddings_sha256"] = data_version
-    return StepResult(data_version, metadata)
+    return StepResult(data_version, metadata, record)

@@ -8,20 +8,22 @@ verdict's severity onto the check's and lays out what the check shows.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from brain_pipeline.config import BrainConfig, memory_of
+from brain_pipeline.config import BrainConfig
 from brain_pipeline.steps.report import CheckVerdict, Markdown, Table
 
+if TYPE_CHECKING:
+    from brain_pipeline.steps.contract import Build
 
-def evaluate_for_check(cfg: BrainConfig, run_id: str) -> CheckVerdict:
-    """The blocking check's result, read off the verdict: PASS passes; WARN fails as a
-    WARN (shown and named, not blocking); ERROR fails and blocks."""
+
+def evaluate_for_check(cfg: BrainConfig, build: Build, run_id: str) -> CheckVerdict:
+    """The blocking check's result on `build` (as the hand-off passes it), read off the
+    verdict: PASS passes; WARN fails as a WARN (shown and named, not blocking); ERROR
+    fails and blocks."""
     from brain_pipeline.evaluation.service import evaluate_store_dir
-    from brain_pipeline.steps.contract import fetch_build
 
-    fetch_build(memory_of(cfg))
-    outcome = evaluate_store_dir(cfg, cfg.build_dir, run_id=run_id)
+    outcome = evaluate_store_dir(cfg, build.layout.build_dir, run_id=run_id)
     verdict = outcome.verdict
     description = "; ".join(verdict.failures or verdict.warnings) or "passed"
     return CheckVerdict(

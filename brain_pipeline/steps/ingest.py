@@ -20,6 +20,7 @@ from brain_pipeline.corpus.file_chunks import ingest_file
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
 from brain_pipeline.state.memory import Memory
 from brain_pipeline.state.records import (
+    AssetRecord,
     ChunksFacts,
     StoreFacts,
     code_version,
@@ -27,7 +28,7 @@ from brain_pipeline.state.records import (
     facts_of,
     read_record,
 )
-from brain_pipeline.steps.contract import StepLog, current_record, record_step, upstream_record
+from brain_pipeline.steps.contract import StepLog, current_record, record_step
 from brain_pipeline.steps.report import StepResult, Table
 from brain_pipeline.utils.digest import file_sha256_or
 
@@ -108,7 +109,7 @@ def chunk_corpus(
         for area in snapshot.areas
         if not per_area.get(area)
     }
-    record_step(
+    record = record_step(
         memory,
         "knowledge_chunks",
         data_version=data_version,
@@ -139,6 +140,7 @@ def chunk_corpus(
             ),
             "problems": Table(PROBLEM_COLUMNS, problem_rows),
         },
+        record,
     )
 
 
@@ -207,14 +209,17 @@ def _store_facts(report: Any, digest: str) -> StoreFacts:
     )
 
 
-def assemble_knowledge_store(cfg: BrainConfig, *, run_id: str, log: StepLog) -> StepResult:
-    """knowledge-store.json from the chunk cache (or the record saying it is current)."""
+def assemble_knowledge_store(
+    cfg: BrainConfig, chunks: AssetRecord, *, run_id: str, log: StepLog
+) -> StepResult:
+    """knowledge-store.json from the chunk cache (or the record saying it is current);
+    `chunks` is knowledge_chunks' record, as the hand-off passes it."""
     memory = memory_of(cfg)
     layout = memory.layout
-    chunks = upstream_record(memory, "knowledge_chunks", "knowledge_store")
     digest = str(chunks.inputs["corpus"])
     inputs = {"knowledge_chunks": chunks.data_version}
     previous = current_record(memory, "knowledge_store", STORE_CODE_VERSION, inputs)
+    record = previous
     if previous is not None:
         facts = facts_of(StoreFacts, previous)
         status = "unchanged"
@@ -223,7 +228,7 @@ def assemble_knowledge_store(cfg: BrainConfig, *, run_id: str, log: StepLog) -> 
         facts = _store_facts(report, digest)
         status = "written" if report.written else "unchanged"
         _remember_chunks(cfg, memory, report.sha256)
-        record_step(
+        record = record_step(
             memory,
             "knowledge_store",
             data_version=report.sha256,
@@ -251,4 +256,4 @@ def assemble_knowledge_store(cfg: BrainConfig, *, run_id: str, log: StepLog) -> 
     for area, count in per_area.items():
         metadata[f"chunks.{area}"] = count
     metadata["preview"] = Table(PREVIEW_COLUMNS, list(facts.preview))
-    return StepResult(facts.store_sha256, metadata)
+    return StepResult(facts.store_sha256, metadata, record)

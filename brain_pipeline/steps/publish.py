@@ -25,7 +25,6 @@ from brain_pipeline.steps.contract import (
     StepFailure,
     StepLog,
     current_record,
-    fetch_build,
     record_step,
 )
 from brain_pipeline.steps.evaluate import known_item_figures
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
     from brain_pipeline.evaluation.verdict import EvaluationVerdict
     from brain_pipeline.publishing.gate import CheckOutcome, Decision
     from brain_pipeline.publishing.source import ArtifactSource
+    from brain_pipeline.steps.contract import Build
 
 PUBLISH_CODE_VERSION = code_version("published_local")
 
@@ -82,14 +82,16 @@ def recover(cfg: BrainConfig, log: StepLog) -> None:
         log.warning(report.summary())
 
 
-def evaluation_of_build(cfg: BrainConfig) -> tuple[str | None, dict[str, Any] | None]:
-    """(key, record) of the evaluation of exactly the build's inputs; record None if none,
+def evaluation_of_build(
+    cfg: BrainConfig, build: Build
+) -> tuple[str | None, dict[str, Any] | None]:
+    """(key, record) of the evaluation of exactly `build`'s inputs; record None if none,
     or if its verdict was made under another rule (settings, baselines: see
     `evaluation.verdict_rule`)."""
     from brain_pipeline.evaluation.service import evaluation_inputs, judgement_memory
     from brain_pipeline.evaluation.verdict_rule import lookup_judged
 
-    layout = cfg.layout
+    layout = build.layout
     if not layout.store_file.exists():
         raise StepFailure(
             f"nothing to publish: {layout.store_file} does not exist (materialise knowledge_store)"
@@ -140,21 +142,22 @@ def refuse_unfit_force(cfg: BrainConfig, force: bool, reason: str) -> None:
 
 def gate(
     cfg: BrainConfig,
+    build: Build,
     force: bool,
     record: dict[str, Any] | None,
     log: StepLog,
     reason: str = "",
 ) -> BuildArtifacts:
     """Refuse (raise) unless `publishing.gate.decide` allows publishing these bytes on
-    the verdicts every blocking check recorded for them; a forced publication is logged
-    here, once, with its reason."""
+    the verdicts every blocking check recorded for them (`build`'s files); a forced
+    publication is logged here, once, with its reason."""
     from brain_pipeline.corpus.store_reader import open_store_view
     from brain_pipeline.evaluation.eval_record import known_sha256
     from brain_pipeline.evaluation.service import stored_verdict
     from brain_pipeline.publishing.gate import decide
     from brain_pipeline.publishing.source import ArtifactSource
 
-    layout = cfg.layout
+    layout = build.layout
     view = open_store_view(layout.store_file, layout)
     verdict = stored_verdict(record)
     decision = decide(
@@ -293,6 +296,7 @@ def _record_publication(
 
 def publish_to_agent(
     cfg: BrainConfig,
+    build: Build,
     *,
     force: bool,
     run_id: str,
@@ -300,7 +304,8 @@ def publish_to_agent(
     trigger: str = "manual",
     reason: str = "",
 ) -> StepResult:
-    """Publish the evaluated build to the agent's storage folders (or find it live).
+    """Publish the evaluated `build` (as the hand-off passes it) to the agent's storage
+    folders, or find it live.
 
     After a rollback the rolled-back build is held (`publishing.publication_log.Hold`): this
     step then changes nothing and says so, unless `force` is set. `reason` is why a person
@@ -313,12 +318,11 @@ def publish_to_agent(
 
     memory = memory_of(cfg)
     refuse_unfit_force(cfg, force, reason)
-    fetch_build(memory)
     recover(cfg, log)
     held = held_by_rollback(cfg, memory.layout, force=force, log=log)
     if held is not None:
         return held
-    key, evaluation = evaluation_of_build(cfg)
+    key, evaluation = evaluation_of_build(cfg, build)
     inputs = _publish_inputs(cfg, key)
     previous = current_record(memory, "published_local", PUBLISH_CODE_VERSION, inputs)
     if (
@@ -345,7 +349,7 @@ def publish_to_agent(
         if current is not None:  # this build's known items, asked of the live bytes
             shown.update(known_item_figures(current.known_items))
         return StepResult(previous.data_version, {**shown, "status": "unchanged"})
-    artifacts = gate(cfg, force, evaluation, log, reason)
+    artifacts = gate(cfg, build, force, evaluation, log, reason)
     try:
         report = publish_local(
             artifacts.store,
@@ -403,6 +407,7 @@ Upload = Callable[
 
 def publish_to_s3(
     cfg: BrainConfig,
+    build: Build,
     *,
     force: bool,
     run_id: str,
@@ -410,11 +415,11 @@ def publish_to_s3(
     upload: Upload,
     reason: str = "",
 ) -> StepResult | None:
-    """Upload the evaluated build to S3; None when no bucket is configured."""
+    """Upload the evaluated `build` (as the hand-off passes it) to S3; None when no
+    bucket is configured."""
     from brain_pipeline.publishing.s3_client import PublishError
 
     refuse_unfit_force(cfg, force, reason)
-    fetch_build(memory_of(cfg))
     s3 = cfg.publish.s3
     if not s3.bucket:
         log.info(
@@ -424,8 +429,8 @@ def publish_to_s3(
         return None
     if held_by_rollback(cfg, cfg.layout, force=force, log=log) is not None:
         return None
-    _, evaluation = evaluation_of_build(cfg)
-    artifacts = gate(cfg, force, evaluation, log, reason)
+    _, evaluation = evaluation_of_build(cfg, build)
+    artifacts = gate(cfg, build, force, evaluation, log, reason)
     manifest = _live_local_manifest(cfg, artifacts) or _manifest(artifacts, run_id)
     try:
         report = upload(

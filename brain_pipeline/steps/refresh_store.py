@@ -93,8 +93,9 @@ def refresh_build_store(cfg: BrainConfig) -> StoreRefresh:
             holder=make_holder("brain-pipeline fixture"),
         ):
             snapshot = observe(cfg)
-            chunk_corpus(cfg, snapshot, run_id=RUN_ID, log=_QUIET)
-            result = assemble_knowledge_store(cfg, run_id=RUN_ID, log=_QUIET)
+            chunks = chunk_corpus(cfg, snapshot, run_id=RUN_ID, log=_QUIET).record
+            assert chunks is not None  # chunk_corpus always keeps its record
+            result = assemble_knowledge_store(cfg, chunks, run_id=RUN_ID, log=_QUIET)
     except LockBusyError as exc:
         if existed:
             return StoreRefresh(

@@ -9,7 +9,10 @@ schema). `lib.steps.to_metadata` is the one converter.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from brain_pipeline.state.records import AssetRecord
 
 
 @dataclass(frozen=True)
@@ -34,10 +37,12 @@ class RunLink:
 
 @dataclass(frozen=True)
 class StepResult:
-    """A materialisation: its data version and what it shows."""
+    """A materialisation: its data version, what it shows, and the record it kept (or
+    found current): the small typed reference the hand-off gives the next step."""
 
     data_version: str
     metadata: dict[str, Any]
+    record: AssetRecord | None = None
 
 
 @dataclass

@@ -11,6 +11,7 @@ can be read and tested as plain values.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from brain_pipeline.steps.report import StepResult
 
@@ -42,4 +43,4 @@ def describe_trigger(tags: Mapping[str, str], fired: Sequence[str]) -> str:
 
 def with_trigger(result: StepResult, triggered_by: str) -> StepResult:
     """`result` with `triggered_by` in its metadata (the step itself does not know it)."""
-    return StepResult(result.data_version, {**result.metadata, TRIGGERED_BY: triggered_by})
+    return replace(result, metadata={**result.metadata, TRIGGERED_BY: triggered_by})

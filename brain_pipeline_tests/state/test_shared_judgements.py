@@ -42,6 +42,7 @@ from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.peers.postgres import PostgresServer
 from brain_pipeline_tests.state.conftest import postgres_url
 from brain_pipeline_tests.steps.conftest import StepLog
+from brain_pipeline_tests.steps.handed import build_of
 
 FIXTURE_TAR = Path(__file__).parents[1] / "fixtures" / "build-by-main-5d65fac.tar.gz"
 BUCKET = "brain-judgements"
@@ -132,12 +133,12 @@ def test_a_failed_evaluation_on_one_worker_refuses_a_publish_only_launch_on_anot
     layout_b = StateLayout.of(b.build_dir)
     shutil.copyfile(layout_a.store_file, layout_b.store_file)  # the same bytes on B
     clear_views()
-    key, record = evaluation_of_build(b)
+    key, record = evaluation_of_build(b, build_of(b))
     assert key == failed.record_key
     verdict = stored_verdict(record)
     assert verdict is not None and verdict.severity == "ERROR"
     with pytest.raises(StepFailure) as refused:
-        gate(b, False, record, StepLog())
+        gate(b, build_of(b), False, record, StepLog())
     assert "retrieval_eval failed on this data" in str(refused.value)
     assert "fits_agent_string_limit" not in str(refused.value)  # A's verdict counts on B
 
@@ -157,9 +158,7 @@ def test_an_upgraded_build_directory_keeps_its_baselines_and_history(tmp_path: P
     known = load_known_items(memory)
     assert not isinstance(known, str) and known.candidate == old_known["candidate"]
     rows, _ = publications(memory)
-    assert [r["evaluation_key"] for r in rows] == [
-        p["evaluation_key"] for p in old["publications"]
-    ]
+    assert [r["evaluation_key"] for r in rows] == [p["evaluation_key"] for p in old["publications"]]
     for name in ("eval.json", "eval-baseline.json", "check-verdicts.json"):
         assert not (state / name).exists() and (state / f"{name}.imported").is_file()
     # the live build's verdicts came along: its outcome and the size check's

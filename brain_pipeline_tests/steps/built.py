@@ -21,6 +21,7 @@ from brain_pipeline.steps.embed import embed_store
 from brain_pipeline.steps.health import fits_agent_string_limit, record_blocking_verdict
 from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
 from brain_pipeline_tests.steps.conftest import Project, StepLog
+from brain_pipeline_tests.steps.handed import chunks_of, store_of
 
 ANSWERED = "paragraph chunk store"
 """A query whose words are all in the aws chunk: BM25 ranks it first."""
@@ -50,10 +51,12 @@ def build(project: Project, log: StepLog) -> None:
     """Observe, chunk, assemble (and judge the store's size, as the store's step does)
     and (not) embed: the build directory the steps read."""
     chunk_corpus(project.cfg, observe(project.cfg), run_id="r", log=log)
-    assemble_knowledge_store(project.cfg, run_id="r", log=log)
+    assemble_knowledge_store(project.cfg, chunks_of(project.cfg), run_id="r", log=log)
     judged = fits_agent_string_limit(project.cfg)
     record_blocking_verdict(project.cfg, "fits_agent_string_limit", judged, "r")
-    embed_store(project.cfg, make_embedder=lambda _cfg: None, run_id="r", log=log)
+    embed_store(
+        project.cfg, store_of(project.cfg), make_embedder=lambda _cfg: None, run_id="r", log=log
+    )
 
 
 def chunk_ids(project: Project) -> dict[str, str]:

@@ -14,6 +14,7 @@ from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.embed import embed_store, embeddings_code_version
 from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
 from brain_pipeline_tests.steps.conftest import Project, StepLog
+from brain_pipeline_tests.steps.handed import chunks_of, store_of
 
 
 class ToyEmbedder:
@@ -39,7 +40,7 @@ class ToyEmbedder:
 
 def _ingest(project: Project, log: StepLog) -> None:
     chunk_corpus(project.cfg, observe(project.cfg), run_id="r", log=log)
-    assemble_knowledge_store(project.cfg, run_id="r", log=log)
+    assemble_knowledge_store(project.cfg, chunks_of(project.cfg), run_id="r", log=log)
 
 
 def test_every_chunk_gets_a_vector_and_a_rerun_embeds_nothing(
@@ -48,20 +49,21 @@ def test_every_chunk_gets_a_vector_and_a_rerun_embeds_nothing(
     _ingest(project, log)
     embedder = ToyEmbedder()
     built = embed_store(
-        project.cfg, make_embedder=lambda _cfg: embedder, run_id="r", log=log
+        project.cfg, store_of(project.cfg), make_embedder=lambda _cfg: embedder, run_id="r", log=log
     )
     assert len(embedder.texts) == 2
     stored = read_embeddings(project.layout.embeddings_file)
     assert stored is not None and stored.model == "toy-embedder" and len(stored.ids) == 2
-    assert built.data_version == hashlib.sha256(
-        project.layout.embeddings_file.read_bytes()
-    ).hexdigest()
+    assert (
+        built.data_version
+        == hashlib.sha256(project.layout.embeddings_file.read_bytes()).hexdigest()
+    )
     record = read_record(project.layout, "embeddings")
     assert record is not None and record.code_version == embeddings_code_version(project.cfg)
 
     again = ToyEmbedder()
     kept = embed_store(
-        project.cfg, make_embedder=lambda _cfg: again, run_id="r2", log=log
+        project.cfg, store_of(project.cfg), make_embedder=lambda _cfg: again, run_id="r2", log=log
     )
     assert again.texts == [] and kept.data_version == built.data_version
     assert kept.metadata["status"] == "unchanged"
@@ -70,7 +72,7 @@ def test_every_chunk_gets_a_vector_and_a_rerun_embeds_nothing(
 def test_provider_none_embeds_nothing_and_says_so(project: Project, log: StepLog) -> None:
     _ingest(project, log)
     result = embed_store(
-        project.cfg, make_embedder=lambda _cfg: None, run_id="r", log=log
+        project.cfg, store_of(project.cfg), make_embedder=lambda _cfg: None, run_id="r", log=log
     )
     assert not project.layout.embeddings_file.exists()
     assert result.data_version.startswith("absent-")
@@ -78,10 +80,8 @@ def test_provider_none_embeds_nothing_and_says_so(project: Project, log: StepLog
     assert "embedding provider is 'none': nothing embedded" in log.infos
 
 
-def test_embedding_before_the_store_names_the_step_to_run(
-    project: Project, log: StepLog
-) -> None:
+def test_embedding_before_the_store_names_the_step_to_run(project: Project, log: StepLog) -> None:
     with pytest.raises(StepFailure, match="embeddings needs knowledge_store"):
         embed_store(
-            project.cfg, make_embedder=lambda _cfg: None, run_id="r", log=log
+            project.cfg, store_of(project.cfg), make_embedder=lambda _cfg: None, run_id="r", log=log
         )

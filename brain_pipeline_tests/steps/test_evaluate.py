@@ -18,6 +18,7 @@ from brain_pipeline_tests.steps.built import (
     write_fixture,
 )
 from brain_pipeline_tests.steps.conftest import Project, StepLog
+from brain_pipeline_tests.steps.handed import build_of
 
 REUSED = " (unchanged inputs: result reused)"
 
@@ -34,7 +35,7 @@ def test_a_passing_verdict_passes_the_check(project: Project, log: StepLog) -> N
     build(project, log)
     write_fixture(project)
 
-    check = evaluate_for_check(project.cfg, "run-1")
+    check = evaluate_for_check(project.cfg, build_of(project.cfg), "run-1")
 
     stored = stored_verdict_of_build(project)
     assert stored.severity == "PASS"
@@ -54,7 +55,7 @@ def test_an_error_verdict_fails_the_check_and_names_every_failure(
     build(project, log)
     write_fixture(project, miss=True)
 
-    check = evaluate_for_check(project.cfg, "run-1")
+    check = evaluate_for_check(project.cfg, build_of(project.cfg), "run-1")
 
     stored = stored_verdict_of_build(project)
     assert stored.severity == "ERROR" and stored.failures == ("bm25: 1 misses > maximum 0",)
@@ -81,14 +82,14 @@ def test_a_new_miss_is_shown_with_the_verdict_s_severity_whatever_the_thresholds
     )
     build(project, log)
     write_fixture(project)
-    assert evaluate_for_check(project.cfg, "run-1").passed
+    assert evaluate_for_check(project.cfg, build_of(project.cfg), "run-1").passed
     first = record_of_build(project)
     assert first is not None
     record_as_baseline(project.cfg, first, kind="published")
     bury_the_answer(project)
     build(project, log)
 
-    check = evaluate_for_check(project.cfg, "run-2")
+    check = evaluate_for_check(project.cfg, build_of(project.cfg), "run-2")
 
     stored = stored_verdict_of_build(project)
     assert stored.severity == severity and len(stored.regressions) == 1
@@ -112,9 +113,9 @@ def test_unchanged_inputs_show_the_recorded_result_and_say_it_was_reused(
     project = configure(project, evaluation={"thresholds": {"bm25": {"max_misses": 0}}})
     build(project, log)
     write_fixture(project, miss=True)
-    first = evaluate_for_check(project.cfg, "run-1")
+    first = evaluate_for_check(project.cfg, build_of(project.cfg), "run-1")
 
-    again = evaluate_for_check(project.cfg, "run-2")
+    again = evaluate_for_check(project.cfg, build_of(project.cfg), "run-2")
 
     assert not first.metadata["reused"] and REUSED not in first.description
     assert again.metadata["reused"] is True

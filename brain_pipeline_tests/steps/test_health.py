@@ -14,6 +14,7 @@ from brain_pipeline.steps.health import (
 )
 from brain_pipeline.steps.ingest import assemble_knowledge_store, chunk_corpus, observe
 from brain_pipeline_tests.steps.conftest import Project, StepLog
+from brain_pipeline_tests.steps.handed import chunks_of
 
 NOW = datetime(2026, 1, 2, tzinfo=UTC)
 
@@ -21,7 +22,7 @@ NOW = datetime(2026, 1, 2, tzinfo=UTC)
 def _ingest(project: Project) -> None:
     log = StepLog()
     chunk_corpus(project.cfg, observe(project.cfg), run_id="r", log=log)
-    assemble_knowledge_store(project.cfg, run_id="r", log=log)
+    assemble_knowledge_store(project.cfg, chunks_of(project.cfg), run_id="r", log=log)
 
 
 def test_before_any_run_each_check_says_which_record_is_missing(project: Project) -> None:

@@ -18,12 +18,15 @@ from brain_pipeline.steps.ingest import (
     snapshot_facts,
 )
 from brain_pipeline_tests.steps.conftest import Project, StepLog
+from brain_pipeline_tests.steps.handed import chunks_of
 
 
 def _build(project: Project, log: StepLog, run_id: str = "run-1") -> dict[str, object]:
     snapshot = observe(project.cfg)
     chunk_corpus(project.cfg, snapshot, run_id=run_id, log=log)
-    return assemble_knowledge_store(project.cfg, run_id=run_id, log=log).metadata
+    return assemble_knowledge_store(
+        project.cfg, chunks_of(project.cfg), run_id=run_id, log=log
+    ).metadata
 
 
 def test_the_steps_build_the_store_the_one_shot_ingest_builds(
@@ -59,7 +62,7 @@ def test_an_edit_reaches_the_store(project: Project, log: StepLog) -> None:
 
 def test_assembling_before_chunking_names_the_step_to_run(project: Project, log: StepLog) -> None:
     with pytest.raises(StepFailure, match=r"knowledge_chunks.*materialise it first"):
-        assemble_knowledge_store(project.cfg, run_id="r", log=log)
+        assemble_knowledge_store(project.cfg, chunks_of(project.cfg), run_id="r", log=log)
     assert not project.layout.store_file.exists()
 
 

@@ -23,6 +23,7 @@ from brain_pipeline.steps.publish import publish_to_agent, publish_to_s3, upload
 from brain_pipeline_tests.peers.moto_s3 import TEST_REGION, MotoS3Server
 from brain_pipeline_tests.steps.built import build, configure, plant_verdict, write_fixture
 from brain_pipeline_tests.steps.conftest import Project, StepLog
+from brain_pipeline_tests.steps.handed import build_of, chunks_of
 
 PLANTED_WARNING = "planted warning: 'paragraph chunk store' (aws) became a miss"
 PLANTED_FAILURE = "planted failure: bm25 nDCG@10 0.100 < minimum 0.900"
@@ -48,7 +49,7 @@ def _forced_lines(log: StepLog) -> list[str]:
 def test_a_passing_verdict_publishes_the_build(project: Project, log: StepLog) -> None:
     project = _evaluated(project, log, evaluation={"thresholds": {"bm25": {"max_misses": 0}}})
 
-    result = publish_to_agent(project.cfg, force=False, run_id="p", log=log)
+    result = publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
 
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     assert result.metadata["status"] == "updated"
@@ -65,7 +66,7 @@ def test_a_warn_verdict_publishes_with_the_warning_in_the_reason(
     project = _evaluated(project, log)
     plant_verdict(project, EvaluationVerdict(severity="WARN", warnings=(PLANTED_WARNING,)))
 
-    result = publish_to_agent(project.cfg, force=False, run_id="p", log=log)
+    result = publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
 
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     assert result.metadata["decision"] == (
@@ -81,7 +82,7 @@ def test_an_error_verdict_blocks_and_publishes_nothing(project: Project, log: St
     )
 
     with pytest.raises(StepFailure) as refused:
-        publish_to_agent(project.cfg, force=False, run_id="p", log=log)
+        publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
 
     assert str(refused.value).startswith("publishing refused: refusing to publish: ")
     assert "bm25: 1 misses > maximum 0" in str(refused.value)
@@ -97,13 +98,13 @@ def test_the_stored_verdict_decides_even_when_the_thresholds_disagree(
     project = _evaluated(project, log, evaluation={"thresholds": {"bm25": {"max_misses": 0}}})
     plant_verdict(project, EvaluationVerdict(severity="ERROR", failures=(PLANTED_FAILURE,)))
     with pytest.raises(StepFailure, match="planted failure: bm25 nDCG@10"):
-        publish_to_agent(project.cfg, force=False, run_id="p", log=log)
+        publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
     assert not _live_store(project).exists()
 
     write_fixture(project, miss=True)  # now the bound fails: 1 miss > 0
     assert evaluate_store_dir(project.cfg, project.cfg.build_dir).verdict.severity == "ERROR"
     plant_verdict(project, EvaluationVerdict(severity="PASS"))
-    result = publish_to_agent(project.cfg, force=False, run_id="p", log=log)
+    result = publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     assert result.metadata["decision"] == (
         "every blocking check passed on this data (retrieval_eval, fits_agent_string_limit)"
@@ -118,7 +119,7 @@ def test_force_publishes_a_failed_build_and_says_forced_publish_once(
     )
 
     result = publish_to_agent(
-        project.cfg, force=True, run_id="p", log=log, reason="demo at nine"
+        project.cfg, build_of(project.cfg), force=True, run_id="p", log=log, reason="demo at nine"
     )
 
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
@@ -141,7 +142,7 @@ def test_an_empty_store_is_never_published_even_forced_on_a_passing_verdict(
     for force in (False, True):
         with pytest.raises(StepFailure, match=r"refusing to publish an empty store \(0 chunks\)"):
             publish_to_agent(
-                project.cfg, force=force, run_id="p", log=log, reason="r"
+                project.cfg, build_of(project.cfg), force=force, run_id="p", log=log, reason="r"
             )
     assert not _live_store(project).exists()
     assert _forced_lines(log) == []
@@ -160,7 +161,7 @@ def test_a_build_without_a_stored_verdict_is_refused(
         plant_verdict(project, None)
 
     with pytest.raises(StepFailure) as refused:
-        publish_to_agent(project.cfg, force=False, run_id="p", log=log)
+        publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
 
     assert str(refused.value) == (
         "publishing refused: refusing to publish: retrieval_eval has not run on this data "
@@ -184,7 +185,7 @@ def test_a_store_over_the_agents_limit_is_refused_though_the_evaluation_passed(
 
     for publish in (publish_to_agent, _publish_s3_unconfigured):
         with pytest.raises(StepFailure) as refused:
-            publish(project.cfg, force=False, run_id="p", log=log)
+            publish(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
         reason = str(refused.value)
         assert reason.startswith(
             "publishing refused: refusing to publish: fits_agent_string_limit failed on "
@@ -194,32 +195,30 @@ def test_a_store_over_the_agents_limit_is_refused_though_the_evaluation_passed(
     assert not _live_store(project).exists()
 
 
-def _publish_s3_unconfigured(cfg: Any, **kwargs: Any) -> Any:
+def _publish_s3_unconfigured(cfg: Any, build: Any, **kwargs: Any) -> Any:
     """`publish_to_s3` with a bucket named (its gate runs before any upload)."""
     s3 = cfg.publish.s3.model_copy(update={"bucket": "never-reached"})
     cfg = cfg.model_copy(update={"publish": cfg.publish.model_copy(update={"s3": s3})})
-    return publish_to_s3(cfg, upload=_no_upload, **kwargs)
+    return publish_to_s3(cfg, build, upload=_no_upload, **kwargs)
 
 
 def _no_upload(*_args: Any) -> Any:
     raise AssertionError("the gate let a refused build reach S3")
 
 
-def test_a_store_its_blocking_check_never_judged_is_refused(
-    project: Project, log: StepLog
-) -> None:
+def test_a_store_its_blocking_check_never_judged_is_refused(project: Project, log: StepLog) -> None:
     """Rebuilt without its step's checks (as no run of the pipeline does): the verdict
     on record is for the previous bytes, so it is not a pass for these."""
     project = _evaluated(project, log)
     project.write("aws/later.md", "# Later\n\nA paragraph that no check has judged yet.\n")
     chunk_corpus(project.cfg, observe(project.cfg), run_id="r2", log=log)
-    assemble_knowledge_store(project.cfg, run_id="r2", log=log)
+    assemble_knowledge_store(project.cfg, chunks_of(project.cfg), run_id="r2", log=log)
     write_fixture(project)
     evaluate_store_dir(project.cfg, project.cfg.build_dir, run_id="eval-2")
 
     never_judged = r"fits_agent_string_limit has not run on this data \(run `brain-pipeline mat"
     with pytest.raises(StepFailure, match=never_judged):
-        publish_to_agent(project.cfg, force=False, run_id="p", log=log)
+        publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
     assert not _live_store(project).exists()
 
 
@@ -228,17 +227,17 @@ def test_a_live_store_is_not_reported_unchanged_once_a_lower_limit_fails_it(
 ) -> None:
     """The judged key holds the limit: a PASS under the old limit is not one under the new."""
     project = _evaluated(project, log)
-    publish_to_agent(project.cfg, force=False, run_id="p", log=log)
+    publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
     project = configure(project, publish=TOO_SMALL)
 
     with pytest.raises(StepFailure, match="fits_agent_string_limit has not run on this data"):
-        publish_to_agent(project.cfg, force=False, run_id="p2", log=log)
+        publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p2", log=log)
 
     record_blocking_verdict(
         project.cfg, "fits_agent_string_limit", fits_agent_string_limit(project.cfg), "r3"
     )
     with pytest.raises(StepFailure, match="fits_agent_string_limit failed on this data"):
-        publish_to_agent(project.cfg, force=False, run_id="p3", log=log)
+        publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p3", log=log)
 
 
 def test_force_does_not_publish_a_store_the_agent_cannot_load(
@@ -247,7 +246,9 @@ def test_force_does_not_publish_a_store_the_agent_cannot_load(
     """As before the gate read this check: the agent would fail to load it, forced or not."""
     project = _evaluated(project, log, publish=TOO_SMALL)
     with pytest.raises(StepFailure) as refused:
-        publish_to_agent(project.cfg, force=True, run_id="p", log=log, reason="r")
+        publish_to_agent(
+            project.cfg, build_of(project.cfg), force=True, run_id="p", log=log, reason="r"
+        )
     assert str(refused.value).endswith("the agent cannot load it (force does not override it)")
     assert not _live_store(project).exists()
     assert _forced_lines(log) == []
@@ -261,7 +262,9 @@ def test_force_publishes_a_store_its_size_check_never_judged(
     judgement_memory(project.cfg).ledger.execute(
         "DELETE FROM verdicts WHERE check_name = ?", ("fits_agent_string_limit",)
     )
-    publish_to_agent(project.cfg, force=True, run_id="p", log=log, reason="r")
+    publish_to_agent(
+        project.cfg, build_of(project.cfg), force=True, run_id="p", log=log, reason="r"
+    )
     assert _live_store(project).read_bytes() == project.layout.store_file.read_bytes()
     (forced,) = _forced_lines(log)
     assert forced.startswith("FORCED PUBLISH: fits_agent_string_limit has not run on this data")
@@ -304,7 +307,12 @@ def test_the_s3_upload_goes_where_the_run_s_configuration_says(
     for bucket, prefix in (("bucket-one", "agents/first"), ("bucket-two", "second")):
         run = configure(project, publish=_s3_settings(buckets, bucket, prefix))
         result = publish_to_s3(
-            run.cfg, force=False, run_id=f"s3-{bucket}", log=log, upload=upload_to_s3
+            run.cfg,
+            build_of(run.cfg),
+            force=False,
+            run_id=f"s3-{bucket}",
+            log=log,
+            upload=upload_to_s3,
         )
         assert result is not None
         assert result.metadata["bucket"] == bucket
@@ -324,7 +332,9 @@ def test_s3_refuses_an_error_verdict_and_uploads_nothing(
     run = configure(project, publish=_s3_settings(buckets, "bucket-one", "p"))
 
     with pytest.raises(StepFailure, match="publishing refused: .*planted failure"):
-        publish_to_s3(run.cfg, force=False, run_id="s3", log=log, upload=upload_to_s3)
+        publish_to_s3(
+            run.cfg, build_of(run.cfg), force=False, run_id="s3", log=log, upload=upload_to_s3
+        )
 
     assert _keys(buckets, "bucket-one") == []
 
@@ -337,7 +347,13 @@ def test_s3_forced_upload_says_forced_publish_once(
     run = configure(project, publish=_s3_settings(buckets, "bucket-one", "p"))
 
     result = publish_to_s3(
-        run.cfg, force=True, run_id="s3", log=log, upload=upload_to_s3, reason="r"
+        run.cfg,
+        build_of(run.cfg),
+        force=True,
+        run_id="s3",
+        log=log,
+        upload=upload_to_s3,
+        reason="r",
     )
 
     assert result is not None and "p/manifest.json" in _keys(buckets, "bucket-one")
@@ -352,7 +368,9 @@ def test_s3_without_a_bucket_does_nothing(project: Project, log: StepLog) -> Non
         raise AssertionError("no bucket is configured: nothing may be uploaded")
 
     assert (
-        publish_to_s3(project.cfg, force=False, run_id="s3", log=log, upload=never)
+        publish_to_s3(
+            project.cfg, build_of(project.cfg), force=False, run_id="s3", log=log, upload=never
+        )
         is None
     )
     assert any("S3 publishing skipped: no bucket configured" in line for line in log.infos)

@@ -27,6 +27,7 @@ from brain_pipeline.steps.contract import StepFailure
 from brain_pipeline.steps.publish import publish_to_agent
 from brain_pipeline_tests.steps.built import build, configure, write_fixture
 from brain_pipeline_tests.steps.conftest import TEXT, Project, StepLog
+from brain_pipeline_tests.steps.handed import build_of
 
 CHECK_SECTIONS = ("evaluation", "retrieval")
 """Whole configuration sections that shape `retrieval_eval`'s verdict."""
@@ -162,9 +163,7 @@ def test_the_walk_finds_the_settings_the_issue_names() -> None:
     } <= paths
 
 
-@pytest.mark.parametrize(
-    "leaf", _settings(), ids=lambda leaf: ".".join(leaf[0])
-)
+@pytest.mark.parametrize("leaf", _settings(), ids=lambda leaf: ".".join(leaf[0]))
 def test_a_publish_only_launch_is_refused_once_a_check_setting_changed(
     project: Project, log: StepLog, leaf: Leaf
 ) -> None:
@@ -176,11 +175,11 @@ def test_a_publish_only_launch_is_refused_once_a_check_setting_changed(
     before = _snapshot(project.cfg.publish_root())
 
     with pytest.raises(StepFailure, match="has not run on this data"):
-        publish_to_agent(changed, force=False, run_id="p", log=log)
+        publish_to_agent(changed, build_of(changed), force=False, run_id="p", log=log)
     assert _snapshot(project.cfg.publish_root()) == before
 
     # The same bytes under the rule they were judged by still go out.
-    publish_to_agent(project.cfg, force=False, run_id="p", log=log)
+    publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="p", log=log)
     assert (_live(project) / "knowledge-store.json").exists()
 
 
@@ -199,19 +198,19 @@ def test_a_verdict_judged_against_another_baseline_is_refused_until_judged_again
     extra.unlink()
     build(project, log)  # A again: its verdict (no baseline) still holds
     assert project.layout.store_file.read_bytes() == a_store
-    publish_to_agent(project.cfg, force=False, run_id="pa", log=log)
-    again = publish_to_agent(project.cfg, force=False, run_id="pa2", log=log)
+    publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="pa", log=log)
+    again = publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="pa2", log=log)
     assert again.metadata["status"] == "unchanged"
 
     project.write("aws/extra.md", f"# Extra\n\nAnother subnet note. {TEXT}\n")
     build(project, log)  # B again: the same bytes, judged against another baseline
     live = _snapshot(project.cfg.publish_root())
     with pytest.raises(StepFailure, match="retrieval_eval has not run on this data"):
-        publish_to_agent(project.cfg, force=False, run_id="pb", log=log)
+        publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="pb", log=log)
     assert _snapshot(project.cfg.publish_root()) == live
 
     rejudged = evaluate_store_dir(project.cfg, project.cfg.build_dir, run_id="b2")
     assert rejudged.reused  # measured once: only the judgement was made again
     assert rejudged.verdict.severity == "PASS"
-    result = publish_to_agent(project.cfg, force=False, run_id="pb", log=log)
+    result = publish_to_agent(project.cfg, build_of(project.cfg), force=False, run_id="pb", log=log)
     assert result.metadata["status"] == "updated"

@@ -40,9 +40,7 @@ def test_only_the_configured_generations_are_kept(
     assert all((blobs / sha[:2] / sha).is_file() for sha in shas[1:])
     keys = {
         o["Key"]
-        for o in boto3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix="kb/objects/")[
-            "Contents"
-        ]
+        for o in boto3.client("s3").list_objects_v2(Bucket=BUCKET, Prefix="kb/objects/")["Contents"]
     }
     assert not any(shas[0] in k for k in keys)
     assert any(shas[1] in k for k in keys) and any(shas[2] in k for k in keys)

@@ -19,8 +19,12 @@ FIGURES = {"bm25.ndcg_at_10": 0.61234, "hybrid.ndcg_at_10": 0.7}
 
 def _check(passed: bool | None, severity: str, metadata: dict, lexical: bool = False) -> str:
     return check_line(
-        "retrieval_eval", passed=passed, severity=severity, description="why",
-        metadata=metadata, lexical=lexical,
+        "retrieval_eval",
+        passed=passed,
+        severity=severity,
+        description="why",
+        metadata=metadata,
+        lexical=lexical,
     )
 
 
