@@ -51,7 +51,7 @@ def test_edge_corpus_is_byte_identical_and_reused(tmp_path: Path, layout: StateL
     assert built.written
     _, again, same = rebuild(root, layout)
     assert (again.files_chunked, again.files_reused) == (0, first.files_seen)
-    assert not same.written and same.reused_record
+    assert not same.written and same.sha256 == built.sha256
 
 
 @pytest.mark.parametrize("seed", [1, 2])
