@@ -344,7 +344,7 @@ def chunk_snapshot(
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-    # Problems, skip reasons and per-area figures, as `ChunkedCorpus.deduplicated` has.
+    # Problems, skip reasons and per-area figures, as `ingest_corpus` has them.
     report.problems, report.skipped_by_reason, report.occurrences_per_area = corpus_figures(
         report.entries, report.areas, per_area, set(report.kept_unreadable)
     )

@@ -23,8 +23,8 @@ from brain_pipeline.corpus.chunk_cache import (
     fragments_of,
     gc_chunk_cache,
 )
-from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry
-from brain_pipeline.corpus.file_chunks import EMPTY_CORPUS_WARNING, chunk_corpus
+from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry, walk_corpus
+from brain_pipeline.corpus.file_chunks import EMPTY_CORPUS_WARNING, ingest_file
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus, snapshot_digest
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
@@ -244,8 +244,9 @@ def test_cached_fragments_are_each_chunks_store_bytes(tmp_path: Path) -> None:
     root = tmp_path / "edge"
     build_edge_corpus(root, tmp_path / "outside")
     by_file: dict[str, list[Chunk]] = {}
-    for chunk in chunk_corpus(root).occurrences:
-        by_file.setdefault(chunk.source, []).append(chunk)
+    for found in walk_corpus(root):
+        if isinstance(found, CorpusFile) and (chunks := ingest_file(found).chunks):
+            by_file[found.source] = chunks
     assert len(by_file) > 20
     for chunks in by_file.values():
         ids, ends, body = fragments_of(chunks)
