@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from brain_pipeline.corpus.discovery import CorpusNotFoundError
 from brain_pipeline.state.layout import StateLayout
 
 if TYPE_CHECKING:
@@ -42,10 +43,6 @@ LOCAL_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 
 class ConfigError(ValueError):
     """The configuration file or an override is invalid; the message names key and value."""
-
-
-class CorpusNotFoundError(FileNotFoundError):
-    """No corpus could be resolved; the message lists every candidate tried."""
 
 
 # ---- cron ------------------------------------------------------------------------

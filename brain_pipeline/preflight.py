@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig
-from brain_pipeline.config import CorpusNotFoundError as NoCorpusError  # config's: none configured
 from brain_pipeline.corpus.discovery import (
     TEXT_SUFFIXES,
     CorpusFile,
@@ -107,7 +106,7 @@ def check_corpus(cfg: BrainConfig, env: Mapping[str, str]) -> Problem | None:
     """The corpus exists, is a folder, and has an area holding an ingestible file."""
     try:
         path = cfg.corpus_root()
-    except NoCorpusError as exc:
+    except CorpusNotFoundError as exc:
         if cfg.corpus.path is None:
             return Problem("corpus.path", str(exc))
         path = cfg.corpus.path  # configured but unusable: said below, with its origin

@@ -6,19 +6,18 @@ winning, joined as `JSON.stringify(chunks, null, 2)` joins them. The bytes are t
 `ingest_corpus(root).store_bytes()` for the same files (the contract in
 store-compatibility.md); they are streamed to the target, never held whole in memory.
 
-A record of the last assembly (which cache rows, in which order, gave which bytes, and
-the target's stat after writing) lets a no-change run answer "unchanged" without
-reading a single fragment or hashing the existing store.
+Whether the store needs assembling at all is the `knowledge_store` step's record's to
+say (same chunks, same code: the step does not run); an assembly that does run keeps
+the existing file when its bytes come out the same.
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from array import array
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -37,12 +36,9 @@ from brain_pipeline.corpus.jscompat import parse_json
 from brain_pipeline.corpus.observation import CorpusSnapshot
 from brain_pipeline.corpus.store import heading_text
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_write_bytes, atomic_writer
-from brain_pipeline.utils.damage import healed
-from brain_pipeline.utils.digest import file_sha256, new_sha256, sha256_parts
-from brain_pipeline.utils.file_signature import FileSignature
+from brain_pipeline.utils.atomic import atomic_writer
+from brain_pipeline.utils.digest import file_sha256, new_sha256
 
-RECORD_FILENAME = "assembled.json"
 PREVIEW_ROWS = 12
 _FLUSH_BYTES = 1 << 20
 
@@ -60,7 +56,6 @@ class AssemblyReport:
     written: bool
     utf16_units: int = 0
     """The store's length as the agent's V8 string (counted while streaming it)."""
-    reused_record: bool = False
     preview: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -162,50 +157,15 @@ def _fragment_bounds(ends_raw: bytes) -> Iterator[tuple[int, int]]:
         start = end + len(FRAGMENT_SEPARATOR)
 
 
-def _plan_key(plan: list[tuple[ManifestEntry, CachedFile]], areas: list[str], target: Path) -> str:
-    """Identifies the assembly's input: cache rows in order (rows are immutable)."""
-    return sha256_parts((
-        array("q", (cached.row for _, cached in plan)).tobytes(),
-        json.dumps([areas, [e.area for e, _ in plan], str(target)]).encode(),
-    ))
-
-
-def _record_path(layout: StateLayout) -> Path:
-    return layout.chunks_dir / RECORD_FILENAME
-
-
-def _load_record(layout: StateLayout) -> dict[str, Any]:
-    path = _record_path(layout)
-
-    def load() -> dict[str, Any]:
-        try:
-            data = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            return {}
-        if not isinstance(data, dict):
-            raise ValueError("not an assembly record")
-        return data
-
-    return healed(path, load, what="store assembly record", consequence="the store is reassembled")
-
-
-def _stat_key(path: Path) -> list[int] | None:
-    """What must not change for a recorded hash to still describe the file."""
-    signature = FileSignature.of(path)
-    return signature.as_list() if signature is not None else None
-
-
-def _existing_sha(path: Path, record: dict[str, Any], size: int) -> str | None:
-    """sha256 of the current target: from the record when its stat matches, else hashed.
-
-    A file of another size cannot hold the same bytes, so it is not read at all.
-    """
-    stat_key = _stat_key(path)
-    if stat_key is None or stat_key[0] != size:
+def _existing_sha(path: Path, size: int) -> str | None:
+    """sha256 of the current target; a file of another size cannot hold the same bytes,
+    so it is not read at all (None, as for a missing file)."""
+    try:
+        if path.stat().st_size != size:
+            return None
+        return file_sha256(path)
+    except FileNotFoundError:
         return None
-    if record.get("target_stat") == stat_key and record.get("path") == str(path):
-        return str(record.get("sha256"))
-    return file_sha256(path)
 
 
 def _fragments(
@@ -246,16 +206,9 @@ def assemble_store(
     Byte-identical to `ingest_corpus(root).store_bytes()` for the observed files.
     """
     target = Path(target)
-    record = _load_record(layout)
     with open_cache(layout) as db:
         plan = resolve_rows(db, snapshot, cache_version(variant))
-        key = _plan_key(plan, snapshot.areas, target)
-        current = record.get("plan") == key and record.get("target_stat") == _stat_key(target)
-        if current and "utf16_units" in record:  # records before that field: re-measure
-            return _from_record(record)
-        report = _write(db, plan, snapshot.areas, target, record)
-    _save_record(layout, key, report, target)
-    return report
+        return _write(db, plan, snapshot.areas, target)
 
 
 def _write(
@@ -263,7 +216,6 @@ def _write(
     plan: list[tuple[ManifestEntry, CachedFile]],
     areas: list[str],
     target: Path,
-    record: dict[str, Any],
 ) -> AssemblyReport:
     """Stream the store through the atomic writer; keep the old file when bytes match."""
     dedup: _Dedup | None = None
@@ -276,7 +228,7 @@ def _write(
             dedup.stream.write(b"\n]" if dedup.chunks else b"[]")
             dedup.stream.flush()
             sha = dedup.stream.hasher.hexdigest()
-            if _existing_sha(target, record, dedup.stream.size) == sha:
+            if _existing_sha(target, dedup.stream.size) == sha:
                 raise _Unchanged
     except _Unchanged:
         written = False
@@ -294,17 +246,3 @@ def _write(
         utf16_units=dedup.stream.utf16_units,
         preview=_preview_rows(dedup.preview),
     )
-
-
-def _save_record(layout: StateLayout, key: str, report: AssemblyReport, target: Path) -> None:
-    """Remember what was assembled, with the target's stat as it is now."""
-    body = asdict(report)
-    body.update(plan=key, target_stat=_stat_key(target))
-    atomic_write_bytes(_record_path(layout), json.dumps(body).encode("ascii"))
-
-
-def _from_record(record: dict[str, Any]) -> AssemblyReport:
-    """The report of a no-change run: the recorded one (`_save_record`), nothing written."""
-    names = {f.name for f in fields(AssemblyReport)}
-    saved = {name: value for name, value in record.items() if name in names}
-    return AssemblyReport(**{**saved, "written": False, "reused_record": True})

@@ -34,6 +34,7 @@ from brain_pipeline.corpus.discovery import (
     ManifestEntry,
 )
 from brain_pipeline.corpus.file_chunks import FileOutcome, corpus_figures, ingest_file
+from brain_pipeline.corpus.junk import IngestLimits
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
@@ -292,15 +293,18 @@ def chunk_snapshot(
     layout: StateLayout,
     *,
     variant: str = "",
-    chunker: Chunker = ingest_file,
+    chunker: Chunker | None = None,
 ) -> ChunkingReport:
     """Make sure every file of the snapshot is in the chunk cache; report what it holds.
 
     Raises CorpusChangedError when a file no longer has the observed bytes. `variant`
-    names settings that shape chunking (junk limits); `chunker` is `ingest_file`, the
-    one per-file ingest the full path uses too.
+    names the settings that shape chunking (`IngestLimits.cache_variant`); `chunker`
+    defaults to `ingest_file` under those limits (the one per-file ingest the full path
+    uses too), so a row is never made with other limits than its key names.
     """
     version = cache_version(variant)
+    if chunker is None:
+        chunker = functools.partial(ingest_file, limits=IngestLimits.of_variant(variant))
     report = ChunkingReport(snapshot.digest, [], list(snapshot.areas))
     per_area: Counter[str] = Counter()
 
@@ -344,7 +348,7 @@ def chunk_snapshot(
             if db.in_transaction:
                 db.execute("ROLLBACK")
             raise
-    # Problems, skip reasons and per-area figures, as `ChunkedCorpus.deduplicated` has.
+    # Problems, skip reasons and per-area figures, as `ingest_corpus` has them.
     report.problems, report.skipped_by_reason, report.occurrences_per_area = corpus_figures(
         report.entries, report.areas, per_area, set(report.kept_unreadable)
     )

@@ -53,15 +53,17 @@ STATUS_SKIPPED = "skipped"
 
 
 class CorpusNotFoundError(FileNotFoundError):
-    """The corpus root does not exist or is not a directory."""
+    """No corpus where one was looked for: a root that is missing or not a directory (the
+    walk), or none configured or found (`BrainConfig.corpus_root`, whose message says
+    what to set). One class, so a caller catching it catches both."""
 
-    def __init__(self, path: Path | str, why: str = "does not exist") -> None:
-        super().__init__(errno.ENOENT, f"corpus directory {why}", str(path))
-        self.path = Path(path)
-        self.why = why
+    def __init__(self, message: str, path: Path | str | None = None) -> None:
+        super().__init__(errno.ENOENT, message, None if path is None else str(path))
+        self.message = message
+        self.path = None if path is None else Path(path)
 
     def __str__(self) -> str:
-        return f"corpus directory {self.why}: {self.path}"
+        return self.message if self.path is None else f"{self.message}: {self.path}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +169,9 @@ def resolve_root(root: Path | str) -> str:
     try:
         st = os.stat(root)
     except OSError:
-        raise CorpusNotFoundError(root) from None
+        raise CorpusNotFoundError("corpus directory does not exist", root) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise CorpusNotFoundError(root, "is not a directory")
+        raise CorpusNotFoundError("corpus directory is not a directory", root)
     return os.path.realpath(root)
 
 

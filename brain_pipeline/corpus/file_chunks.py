@@ -164,41 +164,9 @@ def corpus_figures(
     return problems, dict(skipped), per_area
 
 
-@dataclass
-class ChunkedCorpus:
-    """Every chunk occurrence in discovery order, before de-duplication, with provenance.
-
-    Kept apart from `IngestResult` so the pipeline can show what each file produced
-    (duplicates included) before content addressing collapses repeats.
-    """
-
-    root: Path
-    manifest: list[ManifestEntry]
-    occurrences: list[Chunk]
-    files_seen: int
-    areas: list[str]
-
-    def deduplicated(self) -> IngestResult:
-        """De-duplicate by id across the corpus, first occurrence wins."""
-        chunks, collapsed = deduplicate(self.occurrences)
-        problems, skipped, per_area = corpus_figures(
-            self.manifest, self.areas, Counter(c.area for c in chunks)
-        )
-        return IngestResult(
-            root=self.root,
-            manifest=self.manifest,
-            chunks=chunks,
-            duplicates_collapsed=collapsed,
-            problems=problems,
-            skipped_by_reason=skipped,
-            chunks_per_area=per_area,
-            files_seen=self.files_seen,
-            areas=list(self.areas),
-        )
-
-
-def chunk_corpus(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> ChunkedCorpus:
-    """Walk the corpus at `root` and chunk every text and roadmap file (no de-duplication).
+def ingest_corpus(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> IngestResult:
+    """Walk the corpus at `root`, chunk every text and roadmap file and de-duplicate by id
+    across the corpus, first occurrence in discovery order winning.
 
     Raises CorpusNotFoundError (a FileNotFoundError) when `root` is not a directory;
     everything wrong inside the corpus is reported in the manifest instead.
@@ -215,9 +183,18 @@ def chunk_corpus(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> Chu
         outcome = ingest_file(item, limits)
         manifest.append(outcome.entry)
         occurrences.extend(outcome.chunks)
-    return ChunkedCorpus(Path(root), manifest, occurrences, files_seen, list(walk.areas))
-
-
-def ingest_corpus(root: Path | str, limits: IngestLimits = DEFAULT_LIMITS) -> IngestResult:
-    """Walk, chunk and de-duplicate the corpus at `root` (first occurrence wins)."""
-    return chunk_corpus(root, limits).deduplicated()
+    chunks, collapsed = deduplicate(occurrences)
+    problems, skipped, per_area = corpus_figures(
+        manifest, walk.areas, Counter(c.area for c in chunks)
+    )
+    return IngestResult(
+        root=Path(root),
+        manifest=manifest,
+        chunks=chunks,
+        duplicates_collapsed=collapsed,
+        problems=problems,
+        skipped_by_reason=skipped,
+        chunks_per_area=per_area,
+        files_seen=files_seen,
+        areas=list(walk.areas),
+    )

@@ -82,6 +82,9 @@ def collect(
     from brain_pipeline.corpus.observation import load_snapshot
 
     report = GcReport(bytes_before=tree_bytes(layout.state_dir))
+    # The assembly's own record of older versions: the knowledge_store step's record says
+    # whether the store is current now, and nothing reads the file.
+    (layout.chunks_dir / "assembled.json").unlink(missing_ok=True)
     report.snapshots = prune_old_snapshots(layout, [published_digest])
     chunks = read_record(layout, "knowledge_chunks")
     if chunks is not None:

@@ -85,6 +85,14 @@ class IngestLimits:
             f"max_paragraph_chars={self.max_paragraph_chars}"
         )
 
+    @classmethod
+    def of_variant(cls, variant: str) -> IngestLimits:
+        """The limits `cache_variant` names: what a cache row keyed by it was made with."""
+        if not variant:
+            return DEFAULT_LIMITS
+        named = dict(part.split("=", 1) for part in variant.split(","))
+        return cls(int(named["max_file_bytes"]), int(named["max_paragraph_chars"]))
+
 
 DEFAULT_LIMITS = IngestLimits()
 

@@ -133,7 +133,7 @@ def _entry_row(e: ManifestEntry) -> list[Any]:
 
 def snapshot_digest(entries: Iterable[ManifestEntry]) -> str:
     """The corpus digest over the hashed entries (what `_manifest_digest` gave before)."""
-    return files_digest({e.source: e for e in entries if e.sha256 is not None})
+    return files_digest({e.source: e.sha256 for e in entries if e.sha256 is not None})
 
 
 # --- the file-state index and the ledger --------------------------------------------------
@@ -299,29 +299,18 @@ def observe_corpus(
 # --- snapshots ----------------------------------------------------------------------------
 
 
-def _file_sha256(entry: Any) -> str:
-    """The sha256 of one corpus snapshot entry: an object, a mapping or a tuple."""
-    if hasattr(entry, "sha256"):
-        return str(entry.sha256)
-    if isinstance(entry, Mapping):
-        return str(entry["sha256"])
-    return str(entry[2])  # (size, mtime_ns, sha256)
-
-
-def files_digest(files: Mapping[str, Any]) -> str:
+def files_digest(files: Mapping[str, str]) -> str:
     """One hex digest for a corpus: relative paths and content hashes only.
 
-    `files` maps relative path -> an entry with its sha256 (a `CorpusSnapshot`'s entries;
-    a mapping with "sha256" or a (size, mtime_ns, sha256) tuple serves too). Sizes and
-    mtimes are left out on purpose: a `touch` or a fresh checkout changes mtimes without
+    `files` maps each hashed file's corpus-relative path to its sha256. Sizes and mtimes
+    are left out on purpose: a `touch` or a fresh checkout changes mtimes without
     changing what the store is built from, and must not make the live publication look
     stale.
     """
-    by_path = {str(path).replace("\\", "/"): entry for path, entry in files.items()}
 
     def lines() -> Iterator[bytes]:
-        for path in sorted(by_path):
-            sha256 = _file_sha256(by_path[path]).encode("ascii")
+        for path in sorted(files):
+            sha256 = files[path].encode("ascii")
             yield path.encode("utf-8", errors="surrogateescape") + b"\0" + sha256 + b"\n"
 
     return sha256_parts(lines())

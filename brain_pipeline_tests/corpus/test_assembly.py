@@ -1,6 +1,5 @@
 """The store assembled from the chunk cache: first occurrence of an id wins in discovery
-order, the bytes are the full ingest's, and an unchanged store is neither rewritten nor,
-with its record, even read."""
+order, the bytes are the full ingest's, and an unchanged store is not rewritten."""
 
 from __future__ import annotations
 
@@ -9,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from brain_pipeline.corpus.assembly import PREVIEW_ROWS, RECORD_FILENAME, assemble_store
+from brain_pipeline.corpus.assembly import PREVIEW_ROWS, assemble_store
 from brain_pipeline.corpus.chunk_cache import ChunkCacheMissError
 from brain_pipeline.corpus.file_chunks import ingest_corpus
 from brain_pipeline.corpus.observation import observe_corpus
@@ -58,15 +57,14 @@ def test_assembly_needs_the_chunks(corpus: Path, layout: StateLayout, write: Wri
         assemble_store(snapshot, layout, layout.store_file)
 
 
-def test_unchanged_bytes_keep_the_file_even_without_the_record(
-    corpus: Path, layout: StateLayout, write: Writer
-) -> None:
-    write("a/one.md", "The first file, long enough to be a chunk.")
-    snapshot, _, _ = rebuild(corpus, layout)
+def test_unchanged_bytes_keep_the_file(corpus: Path, layout: StateLayout, write: Writer) -> None:
+    write("a/one.md", "Ünïcödé text 𝔘 with an astral letter, long enough.")
+    snapshot, _, first = rebuild(corpus, layout)
     inode = layout.store_file.stat().st_ino
-    (layout.chunks_dir / "assembled.json").unlink()
     built = assemble_store(snapshot, layout, layout.store_file)
-    assert not built.written and not built.reused_record
+    assert not built.written and built.sha256 == first.sha256
+    units = len(layout.store_file.read_text("utf-8").encode("utf-16-le")) // 2
+    assert built.utf16_units == first.utf16_units == units
     assert layout.store_file.stat().st_ino == inode
     # A store changed behind our back is rewritten, though the plan is the same.
     layout.store_file.write_bytes(b"[]")
@@ -74,35 +72,6 @@ def test_unchanged_bytes_keep_the_file_even_without_the_record(
     assert built.written
     assert layout.store_file.read_bytes() == ingest_corpus(corpus).store_bytes()
     assert built.preview[0]["source"] == "a/one.md"
-
-
-def test_a_damaged_record_is_set_aside_and_the_store_checked_by_its_bytes(
-    corpus: Path, layout: StateLayout, write: Writer
-) -> None:
-    write("a/one.md", "The first file, long enough to be a chunk.")
-    snapshot, _, _ = rebuild(corpus, layout)
-    record = layout.chunks_dir / RECORD_FILENAME
-    record.write_bytes(b'{"plan": torn')
-    inode = layout.store_file.stat().st_ino
-    built = assemble_store(snapshot, layout, layout.store_file)
-    assert not built.written and not built.reused_record
-    assert layout.store_file.stat().st_ino == inode
-    assert (layout.chunks_dir / f"{RECORD_FILENAME}.damaged").read_bytes() == b'{"plan": torn'
-    assert json.loads(record.read_bytes())["sha256"] == built.sha256  # a fresh record
-
-
-def test_a_record_without_the_utf16_length_is_measured_again(
-    corpus: Path, layout: StateLayout, write: Writer
-) -> None:
-    write("a/one.md", "Ünïcödé text 𝔘 with an astral letter, long enough.")
-    snapshot, _, first = rebuild(corpus, layout)
-    record = layout.chunks_dir / RECORD_FILENAME
-    old = json.loads(record.read_bytes())
-    del old["utf16_units"]  # as written before the field existed
-    record.write_text(json.dumps(old))
-    again = assemble_store(snapshot, layout, layout.store_file)
-    assert not again.reused_record and again.utf16_units == first.utf16_units
-    assert assemble_store(snapshot, layout, layout.store_file).reused_record
 
 
 def test_another_target_is_written_though_the_chunks_are_the_same(
@@ -113,7 +82,7 @@ def test_another_target_is_written_though_the_chunks_are_the_same(
     other = tmp_path / "elsewhere" / "knowledge-store.json"
     other.parent.mkdir()
     built = assemble_store(snapshot, layout, other)
-    assert built.written and not built.reused_record and built.sha256 == first.sha256
+    assert built.written and built.sha256 == first.sha256
     assert other.read_bytes() == layout.store_file.read_bytes()
 
 

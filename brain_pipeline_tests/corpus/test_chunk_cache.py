@@ -23,8 +23,9 @@ from brain_pipeline.corpus.chunk_cache import (
     fragments_of,
     gc_chunk_cache,
 )
-from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry
-from brain_pipeline.corpus.file_chunks import EMPTY_CORPUS_WARNING, chunk_corpus
+from brain_pipeline.corpus.discovery import CorpusFile, ManifestEntry, unreadable_entry, walk_corpus
+from brain_pipeline.corpus.file_chunks import EMPTY_CORPUS_WARNING, ingest_corpus, ingest_file
+from brain_pipeline.corpus.junk import REASON_LONG_PARAGRAPH, IngestLimits
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus, snapshot_digest
 from brain_pipeline.corpus.store import Chunk, serialize_store
 from brain_pipeline.state.layout import StateLayout
@@ -51,7 +52,7 @@ def test_edge_corpus_is_byte_identical_and_reused(tmp_path: Path, layout: StateL
     assert built.written
     _, again, same = rebuild(root, layout)
     assert (again.files_chunked, again.files_reused) == (0, first.files_seen)
-    assert not same.written and same.reused_record
+    assert not same.written and same.sha256 == built.sha256
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -194,8 +195,22 @@ def test_another_chunking_variant_chunks_everything_again(
 ) -> None:
     write("a/one.md", "The first file, long enough to be a chunk.")
     snapshot, _, _ = rebuild(corpus, layout)
-    assert chunk_snapshot(snapshot, layout, variant="limits-2").files_chunked == 1
-    assert chunk_snapshot(snapshot, layout, variant="limits-2").files_chunked == 0
+    variant = IngestLimits(max_paragraph_chars=500).cache_variant
+    assert chunk_snapshot(snapshot, layout, variant=variant).files_chunked == 1
+    assert chunk_snapshot(snapshot, layout, variant=variant).files_chunked == 0
+
+
+def test_a_variant_is_chunked_under_the_limits_it_names(
+    corpus: Path, layout: StateLayout, write: Writer
+) -> None:
+    """Without a chunker (the knowledge_store step's fallback on a cache miss) a row is
+    made under the limits its key names, never the defaults."""
+    write("a/long.md", "A paragraph far longer than the limit allows. " * 5)
+    limits = IngestLimits(max_paragraph_chars=100)
+    snapshot = observe_corpus(corpus, layout, clock=now, limits=limits)
+    report = chunk_snapshot(snapshot, layout, variant=limits.cache_variant)
+    assert report.entries == ingest_corpus(corpus, limits).manifest
+    assert [e.reason for e in report.entries] == [REASON_LONG_PARAGRAPH]
 
 
 def test_other_chunking_code_chunks_everything_again(
@@ -244,8 +259,9 @@ def test_cached_fragments_are_each_chunks_store_bytes(tmp_path: Path) -> None:
     root = tmp_path / "edge"
     build_edge_corpus(root, tmp_path / "outside")
     by_file: dict[str, list[Chunk]] = {}
-    for chunk in chunk_corpus(root).occurrences:
-        by_file.setdefault(chunk.source, []).append(chunk)
+    for found in walk_corpus(root):
+        if isinstance(found, CorpusFile) and (chunks := ingest_file(found).chunks):
+            by_file[found.source] = chunks
     assert len(by_file) > 20
     for chunks in by_file.values():
         ids, ends, body = fragments_of(chunks)

@@ -60,3 +60,16 @@ def test_collect_keeps_the_live_and_published_snapshots_only(
     assert report.chunk_rows >= 1 and report.bytes_after < report.bytes_before
     assert report.bytes_after == tree_bytes(layout.state_dir)
     assert collect(layout, published_digest=first).snapshots == []
+
+
+def test_collect_removes_the_assembly_record_older_versions_left(
+    tmp_path: Path, layout: StateLayout
+) -> None:
+    corpus = tmp_path / "corpus"
+    (corpus / "a").mkdir(parents=True)
+    (corpus / "a" / "one.md").write_text(TEXT, encoding="utf-8")
+    _chunked(corpus, layout)
+    left = layout.chunks_dir / "assembled.json"  # as the build-by-main-5d65fac fixture has it
+    left.write_text('{"plan": "x", "sha256": "y"}', encoding="utf-8")
+    collect(layout)
+    assert not left.exists() and (layout.chunks_dir / "cache.sqlite").is_file()

@@ -241,6 +241,8 @@ def test_limits_name_a_cache_variant_and_the_defaults_none() -> None:
     assert DEFAULT_LIMITS.cache_variant == IngestLimits().cache_variant == ""
     assert IngestLimits(100, 200).cache_variant == "max_file_bytes=100,max_paragraph_chars=200"
     assert IngestLimits(100, 200).cache_variant != IngestLimits(100, 201).cache_variant
+    for limits in (DEFAULT_LIMITS, IngestLimits(100, 200)):
+        assert IngestLimits.of_variant(limits.cache_variant) == limits
 
 
 def _peak_while(action: Callable[[], object]) -> tuple[object, int]:

@@ -37,7 +37,6 @@ from brain_pipeline_tests.defs.conftest import (
 STATE_FILES = [
     "knowledge-store.json",
     "state/chunks/cache.sqlite",
-    "state/chunks/assembled.json",
     "state/store/*.npz",
     "state/history/live-ids.npz",
     "state/index/area-*/layers.json",

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import namedtuple
 from dataclasses import replace
 
 import pytest
@@ -126,34 +125,15 @@ def test_markdown_shows_area_names_as_text_not_markup(build: SampleBuild) -> Non
     assert "![" not in md and "<img" not in md.replace("\\<img", "")
 
 
-FileEntry = namedtuple("FileEntry", "size mtime_ns sha256")
-
-
-def test_files_digest_ignores_size_and_mtime() -> None:
-    a = {"area/a.md": FileEntry(10, 1, "aa"), "area/b.md": FileEntry(20, 2, "bb")}
-    touched = {"area/b.md": FileEntry(99, 999, "bb"), "area/a.md": FileEntry(11, 5, "aa")}
-    assert files_digest(a) == files_digest(touched)
-
-
 def test_files_digest_sees_content_paths_and_files() -> None:
-    base = {"area/a.md": (10, 1, "aa"), "area/b.md": (20, 2, "bb")}
+    base = {"area/a.md": "aa", "area/b.md": "bb"}
     digest = files_digest(base)
-    assert files_digest({**base, "area/b.md": (20, 2, "bc")}) != digest
-    assert files_digest({"area/a.md": (10, 1, "aa"), "area/c.md": (20, 2, "bb")}) != digest
-    assert files_digest({"area/a.md": (10, 1, "aa")}) != digest
+    assert files_digest(dict(reversed(base.items()))) == digest  # order does not count
+    assert files_digest({**base, "area/b.md": "bc"}) != digest
+    assert files_digest({"area/a.md": "aa", "area/c.md": "bb"}) != digest
+    assert files_digest({"area/a.md": "aa"}) != digest
     # Path/hash boundaries are unambiguous.
-    assert files_digest({"ab": (0, 0, "c")}) != files_digest({"a": (0, 0, "bc")})
-
-
-def test_files_digest_accepts_mappings_and_tuples() -> None:
-    as_tuples = {"x/a.md": (1, 2, "aa")}
-    as_dicts = {"x/a.md": {"size": 1, "mtime_ns": 2, "sha256": "aa"}}
-    as_objects = {"x/a.md": FileEntry(1, 2, "aa")}
-    assert (
-        files_digest(as_tuples)
-        == files_digest(as_dicts)
-        == files_digest(as_objects)
-    )
+    assert files_digest({"ab": "c"}) != files_digest({"a": "bc"})
 
 
 def test_counts_from_a_store_view_give_the_same_manifest() -> None:
