@@ -270,8 +270,6 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.corpus.store import heading_text
     from brain_pipeline.evaluation.fixture.repair import propose_for_build
     from brain_pipeline.evaluation.fixture.repair_render import proposal_dict
-    from brain_pipeline.evaluation.fixture.stale import find_stale, old_chunk_of, old_chunks_for
-    from brain_pipeline.utils.terminal import printable  # a CR must not start a line
 
     proposal = propose_for_build(
         inputs.layout, inputs.chunks, inputs.fixture, fallback_stores=inputs.fallback_stores
@@ -282,13 +280,9 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
         else:
             print("\n".join(proposal.next_steps()))
         return EXIT_STALE
-    stale = find_stale(inputs.fixture, inputs.chunks)
-    old = old_chunks_for(inputs.layout, (s.id for s in stale), inputs.fallback_stores)
-    moved = {s.id for s in stale if s.live_in and s.id not in old}
-    old.update({c.id: old_chunk_of(c) for c in inputs.chunks if c.id in moved})
     rows: list[dict[str, Any]] = []
-    for s in stale:
-        was = old.get(s.id)
+    for s in proposal.stale:
+        was = proposal.old.get(s.id)
         rows.append(
             {
                 "query": s.query,
@@ -327,8 +321,7 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
                 seen = f", last live {row['last_seen']}" if row["last_seen"] else ""
                 heading = f" § {row['heading']}" if row["heading"] else ""
                 print(f"  was in {row['source']}{heading} ({row['old_area']}){seen}")
-                for line in printable(str(row["old_text"])).splitlines():
-                    print(f"  | {line}")
+                _print_text(row["old_text"])
             if row["live_in"]:
                 print(f"  still live in area {', '.join(row['live_in'])}")
         print(f"\n{proposal.summary()}; next:")
@@ -339,9 +332,8 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
 
 def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.evaluation.fixture.edit import FixtureEditError
-    from brain_pipeline.evaluation.fixture.repair import propose_for_build
+    from brain_pipeline.evaluation.fixture.repair import propose_for_build, write_repair
     from brain_pipeline.evaluation.fixture.repair_render import proposal_json, proposal_text
-    from brain_pipeline.evaluation.fixture.repair_write import write_repair
 
     if not 0.0 < args.min_similarity <= 1.0:
         raise CommandError("--min-similarity must be in (0, 1]")
@@ -481,52 +473,44 @@ def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
     return 0
 
 
+def _print_text(text: str) -> None:
+    """A chunk's text, each line behind a bar (escaped: a CR must not start a line)."""
+    from brain_pipeline.utils.terminal import printable
+
+    for line in printable(text).splitlines():
+        print(f"  | {line}")
+
+
 def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
-    from brain_pipeline.corpus.chunk_history import lookup_many
     from brain_pipeline.corpus.store import heading_text
-    from brain_pipeline.utils.terminal import printable  # a CR must not start a line
+    from brain_pipeline.evaluation.fixture.stale import old_chunk_of, old_chunks_for
 
     live: dict[str, list[Chunk]] = {}
     for chunk in inputs.chunks:
         if chunk.id in args.ids:
             live.setdefault(chunk.id, []).append(chunk)
-    past = lookup_many(inputs.layout, [i for i in args.ids if i not in live])
+    past = old_chunks_for(inputs.layout, [i for i in args.ids if i not in live])
     rows: list[dict[str, Any]] = []
     for key in dict.fromkeys(args.ids):
         labels = [
             {"query": q.query, "area": q.area} for q in inputs.fixture.queries if key in q.relevant
         ]
-        if key in live:
-            first = live[key][0]
-            rows.append(
-                {
-                    "id": key,
-                    "live": True,
-                    "areas": [c.area for c in live[key]],
-                    "source": first.source,
-                    "heading": heading_text(first.heading),
-                    "text": first.content,
-                    "labelled_for": labels,
-                }
-            )
-        elif key in past:
-            entry = past[key]
-            rows.append(
-                {
-                    "id": key,
-                    "live": False,
-                    "areas": [entry.area],
-                    "source": entry.source,
-                    "heading": heading_text(entry.heading),
-                    "text": entry.text,
-                    "last_seen": entry.last_seen,
-                    "labelled_for": labels,
-                }
-            )
-        else:
+        was = old_chunk_of(live[key][0]) if key in live else past.get(key)
+        if was is None:
             rows.append({"id": key, "live": False, "unknown": True, "labelled_for": labels})
+            continue
+        row = {
+            "id": key,
+            "live": key in live,
+            "areas": [c.area for c in live[key]] if key in live else [was.area],
+            "source": was.source,
+            "heading": heading_text(was.heading),
+            "text": was.text,
+            "labelled_for": labels,
+        }
+        rows.append(row if key in live else {**row, "last_seen": was.last_seen})
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
@@ -542,8 +526,7 @@ def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
             heading = f" § {row['heading']}" if row["heading"] else ""
             state = "" if row["live"] else f"  [not live; last live {row.get('last_seen')}]"
             print(f"{row['id']}  {', '.join(row['areas'])}  {row['source']}{heading}{state}")
-            for line in printable(str(row["text"])).splitlines():
-                print(f"  | {line}")
+            _print_text(row["text"])
             for label in row["labelled_for"]:
                 print(f"  labelled for {label['query']!r} ({label['area']})")
     return 1 if any(row.get("unknown") for row in rows) else 0
