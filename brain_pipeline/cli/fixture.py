@@ -254,6 +254,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
 
 
 def run(args: argparse.Namespace) -> int:
+    from brain_pipeline.evaluation.fixture.labeling import LabelError
     from brain_pipeline.steps.refresh_store import StoreRefreshError
 
     args = build_parser().parse_args(args.rest)
@@ -261,7 +262,10 @@ def run(args: argparse.Namespace) -> int:
         inputs = _inputs(args)
     except (StoreRefreshError, ValueError, OSError) as exc:
         raise CommandError(exc) from None
-    return int(args._action(args, inputs))
+    try:
+        return int(args._action(args, inputs))
+    except LabelError as exc:  # a request the store cannot answer (no such area, ...)
+        raise CommandError(exc) from None
 
 
 def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
@@ -417,20 +421,17 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
     for warning in inputs.store.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     choice = choose_query_embedder(inputs.cfg, embeddings)
-    try:
-        found = label_candidates(
-            inputs.chunks,
-            args.query,
-            args.area,
-            fixture=inputs.fixture,
-            embeddings=embeddings,
-            query_embedder=choice.embed,
-            query_model=choice.model,
-            hybrid_note=choice.note,
-            limit=args.limit,
-        )
-    except LabelError as exc:
-        raise CommandError(exc) from None
+    found = label_candidates(
+        inputs.chunks,
+        args.query,
+        args.area,
+        fixture=inputs.fixture,
+        embeddings=embeddings,
+        query_embedder=choice.embed,
+        query_model=choice.model,
+        hybrid_note=choice.note,
+        limit=args.limit,
+    )
     print(found.to_json() if args.json else found.to_text())
     if not args.json:
         query = shlex.quote(args.query)
@@ -445,14 +446,9 @@ def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
     from dataclasses import asdict
 
-    from brain_pipeline.evaluation.fixture.labeling import LabelError, find_by_text
+    from brain_pipeline.evaluation.fixture.labeling import find_by_text
 
-    if args.limit < 1:
-        raise CommandError("--limit must be at least 1")
-    try:
-        found = find_by_text(inputs.chunks, args.text, args.area, args.limit)
-    except LabelError as exc:
-        raise CommandError(exc) from None
+    found = find_by_text(inputs.chunks, args.text, args.area, args.limit)
     if args.json:
         print(json.dumps([asdict(f) for f in found], indent=2, ensure_ascii=False))
         return 0 if found else 1
