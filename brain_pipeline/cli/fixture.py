@@ -16,8 +16,8 @@ if TYPE_CHECKING:  # annotations only: the core is imported inside run()
     from brain_pipeline.config import BrainConfig
     from brain_pipeline.corpus.store import Chunk
     from brain_pipeline.evaluation.fixture.model import Fixture
+    from brain_pipeline.evaluation.fixture.repair import RepairProposal
     from brain_pipeline.evaluation.store_search import OpenedStore
-    from brain_pipeline.state.layout import StateLayout
 
 HELP = "start, check, repair and extend the labelled retrieval fixture"
 DESCRIPTION = """\
@@ -188,13 +188,24 @@ store's vectors; otherwise both lists are BM25's.""",
 @dataclass
 class _Inputs:
     cfg: BrainConfig
-    layout: StateLayout
     chunks: list[Chunk]
     fixture: Fixture
     fixture_path: Path
     store: OpenedStore
     """The store the chunks were read from, its vectors and their warnings with it."""
     fallback_stores: list[Path]
+
+    def proposal(self, **options: Any) -> RepairProposal:
+        """What `fixture repair` proposes for these inputs (`check` lists the same labels)."""
+        from brain_pipeline.evaluation.fixture.repair import propose_for_build
+
+        return propose_for_build(
+            self.cfg.layout,
+            self.chunks,
+            self.fixture,
+            fallback_stores=self.fallback_stores,
+            **options,
+        )
 
 
 START_HINT = 'brain-pipeline fixture label "QUESTION" --area AREA'
@@ -244,7 +255,6 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     fallbacks = [published, *(Path(p) for p in getattr(args, "old_store", []) or [])]
     return _Inputs(
         cfg=cfg,
-        layout=cfg.layout,
         chunks=opened.view.all_chunks(),
         fixture=fixture,
         fixture_path=fixture_path,
@@ -272,12 +282,9 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
     from brain_pipeline.corpus.store import heading_text
-    from brain_pipeline.evaluation.fixture.repair import propose_for_build
     from brain_pipeline.evaluation.fixture.repair_render import proposal_dict
 
-    proposal = propose_for_build(
-        inputs.layout, inputs.chunks, inputs.fixture, fallback_stores=inputs.fallback_stores
-    )
+    proposal = inputs.proposal()
     if proposal.foreign is not None:
         if args.json:
             print(json.dumps({"fixture": str(inputs.fixture_path), **proposal_dict(proposal)}))
@@ -336,21 +343,15 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
 
 def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.evaluation.fixture.edit import FixtureEditError
-    from brain_pipeline.evaluation.fixture.repair import propose_for_build, write_repair
+    from brain_pipeline.evaluation.fixture.repair import write_repair
     from brain_pipeline.evaluation.fixture.repair_render import proposal_json, proposal_text
 
     if not 0.0 < args.min_similarity <= 1.0:
         raise CommandError("--min-similarity must be in (0, 1]")
     if not 0.0 <= args.margin <= 1.0:
         raise CommandError("--margin must be in [0, 1]")
-    proposal = propose_for_build(
-        inputs.layout,
-        inputs.chunks,
-        inputs.fixture,
-        fallback_stores=inputs.fallback_stores,
-        min_similarity=args.min_similarity,
-        margin=args.margin,
-        follow_moves=args.follow_moves,
+    proposal = inputs.proposal(
+        min_similarity=args.min_similarity, margin=args.margin, follow_moves=args.follow_moves
     )
     print(proposal_json(proposal) if args.json else proposal_text(proposal))
     if proposal.foreign is not None:
@@ -487,7 +488,7 @@ def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
     for chunk in inputs.chunks:
         if chunk.id in args.ids:
             live.setdefault(chunk.id, []).append(chunk)
-    past = old_chunks_for(inputs.layout, [i for i in args.ids if i not in live])
+    past = old_chunks_for(inputs.cfg.layout, [i for i in args.ids if i not in live])
     rows: list[dict[str, Any]] = []
     for key in dict.fromkeys(args.ids):
         labels = [
@@ -516,7 +517,7 @@ def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
             if row.get("unknown"):
                 print(
                     f"{row['id']}: no such chunk, live or in the history of "
-                    f"{inputs.layout.build_dir}; find ids with `brain-pipeline fixture find`"
+                    f"{inputs.cfg.layout.build_dir}; find ids with `brain-pipeline fixture find`"
                 )
                 continue
             heading = f" § {row['heading']}" if row["heading"] else ""
