@@ -16,8 +16,8 @@ if TYPE_CHECKING:  # annotations only: the core is imported inside run()
     from brain_pipeline.config import BrainConfig
     from brain_pipeline.corpus.store import Chunk
     from brain_pipeline.evaluation.fixture.model import Fixture
+    from brain_pipeline.evaluation.fixture.repair import RepairProposal
     from brain_pipeline.evaluation.store_search import OpenedStore
-    from brain_pipeline.state.layout import StateLayout
 
 HELP = "start, check, repair and extend the labelled retrieval fixture"
 DESCRIPTION = """\
@@ -46,22 +46,15 @@ EXIT_STALE = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Everything after `fixture` is parsed in `run`, so building the top-level parser
-    does not import the evaluation core (numpy) for every other command."""
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-    parser.usage = "brain-pipeline fixture {label,find,show,check,repair} ... (see --help)"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The full `brain-pipeline fixture` parser (imports the repair defaults for its help)."""
-    from brain_pipeline.evaluation.fixture.repair import MARGIN, MIN_SIMILARITY, SPLIT_GAIN
-    from brain_pipeline.evaluation.fixture.similarity import SCORE_HELP
-
-    parser = argparse.ArgumentParser(
-        prog="brain-pipeline fixture",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    """The actions and their options; the help's numbers come from `similarity`, which
+    imports nothing else, so building the top-level parser stays cheap."""
+    from brain_pipeline.evaluation.fixture.similarity import (
+        MARGIN,
+        MIN_SIMILARITY,
+        SCORE_HELP,
+        SPLIT_GAIN,
     )
+
     sub = parser.add_subparsers(dest="fixture_command", metavar="ACTION")
     sub.required = True
 
@@ -182,19 +175,29 @@ store's vectors; otherwise both lists are BM25's.""",
     common(show)
     show.add_argument("ids", nargs="+", metavar="ID", help="chunk ids")
     show.set_defaults(_action=_show)
-    return parser
 
 
 @dataclass
 class _Inputs:
     cfg: BrainConfig
-    layout: StateLayout
     chunks: list[Chunk]
     fixture: Fixture
     fixture_path: Path
     store: OpenedStore
     """The store the chunks were read from, its vectors and their warnings with it."""
     fallback_stores: list[Path]
+
+    def proposal(self, **options: Any) -> RepairProposal:
+        """What `fixture repair` proposes for these inputs (`check` lists the same labels)."""
+        from brain_pipeline.evaluation.fixture.repair import propose_for_build
+
+        return propose_for_build(
+            self.cfg.layout,
+            self.chunks,
+            self.fixture,
+            fallback_stores=self.fallback_stores,
+            **options,
+        )
 
 
 START_HINT = 'brain-pipeline fixture label "QUESTION" --area AREA'
@@ -244,7 +247,6 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
     fallbacks = [published, *(Path(p) for p in getattr(args, "old_store", []) or [])]
     return _Inputs(
         cfg=cfg,
-        layout=cfg.layout,
         chunks=opened.view.all_chunks(),
         fixture=fixture,
         fixture_path=fixture_path,
@@ -254,41 +256,35 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
 
 
 def run(args: argparse.Namespace) -> int:
+    from brain_pipeline.evaluation.fixture.labeling import LabelError
     from brain_pipeline.steps.refresh_store import StoreRefreshError
 
-    args = build_parser().parse_args(args.rest)
     try:
         inputs = _inputs(args)
     except (StoreRefreshError, ValueError, OSError) as exc:
         raise CommandError(exc) from None
-    return int(args._action(args, inputs))
+    try:
+        return int(args._action(args, inputs))
+    except LabelError as exc:  # a request the store cannot answer (no such area, ...)
+        raise CommandError(exc) from None
 
 
 def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
     from brain_pipeline.corpus.store import heading_text
-    from brain_pipeline.evaluation.fixture.repair import propose_for_build
     from brain_pipeline.evaluation.fixture.repair_render import proposal_dict
-    from brain_pipeline.evaluation.fixture.stale import find_stale, old_chunk_of, old_chunks_for
-    from brain_pipeline.utils.terminal import printable  # a CR must not start a line
 
-    proposal = propose_for_build(
-        inputs.layout, inputs.chunks, inputs.fixture, fallback_stores=inputs.fallback_stores
-    )
+    proposal = inputs.proposal()
     if proposal.foreign is not None:
         if args.json:
             print(json.dumps({"fixture": str(inputs.fixture_path), **proposal_dict(proposal)}))
         else:
             print("\n".join(proposal.next_steps()))
         return EXIT_STALE
-    stale = find_stale(inputs.fixture, inputs.chunks)
-    old = old_chunks_for(inputs.layout, (s.id for s in stale), inputs.fallback_stores)
-    moved = {s.id for s in stale if s.live_in and s.id not in old}
-    old.update({c.id: old_chunk_of(c) for c in inputs.chunks if c.id in moved})
     rows: list[dict[str, Any]] = []
-    for s in stale:
-        was = old.get(s.id)
+    for s in proposal.stale:
+        was = proposal.old.get(s.id)
         rows.append(
             {
                 "query": s.query,
@@ -327,8 +323,7 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
                 seen = f", last live {row['last_seen']}" if row["last_seen"] else ""
                 heading = f" § {row['heading']}" if row["heading"] else ""
                 print(f"  was in {row['source']}{heading} ({row['old_area']}){seen}")
-                for line in printable(str(row["old_text"])).splitlines():
-                    print(f"  | {line}")
+                _print_text(row["old_text"])
             if row["live_in"]:
                 print(f"  still live in area {', '.join(row['live_in'])}")
         print(f"\n{proposal.summary()}; next:")
@@ -339,22 +334,15 @@ def _check(args: argparse.Namespace, inputs: _Inputs) -> int:
 
 def _repair(args: argparse.Namespace, inputs: _Inputs) -> int:
     from brain_pipeline.evaluation.fixture.edit import FixtureEditError
-    from brain_pipeline.evaluation.fixture.repair import propose_for_build
+    from brain_pipeline.evaluation.fixture.repair import write_repair
     from brain_pipeline.evaluation.fixture.repair_render import proposal_json, proposal_text
-    from brain_pipeline.evaluation.fixture.repair_write import write_repair
 
     if not 0.0 < args.min_similarity <= 1.0:
         raise CommandError("--min-similarity must be in (0, 1]")
     if not 0.0 <= args.margin <= 1.0:
         raise CommandError("--margin must be in [0, 1]")
-    proposal = propose_for_build(
-        inputs.layout,
-        inputs.chunks,
-        inputs.fixture,
-        fallback_stores=inputs.fallback_stores,
-        min_similarity=args.min_similarity,
-        margin=args.margin,
-        follow_moves=args.follow_moves,
+    proposal = inputs.proposal(
+        min_similarity=args.min_similarity, margin=args.margin, follow_moves=args.follow_moves
     )
     print(proposal_json(proposal) if args.json else proposal_text(proposal))
     if proposal.foreign is not None:
@@ -425,20 +413,17 @@ def _label(args: argparse.Namespace, inputs: _Inputs) -> int:
     for warning in inputs.store.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     choice = choose_query_embedder(inputs.cfg, embeddings)
-    try:
-        found = label_candidates(
-            inputs.chunks,
-            args.query,
-            args.area,
-            fixture=inputs.fixture,
-            embeddings=embeddings,
-            query_embedder=choice.embed,
-            query_model=choice.model,
-            hybrid_note=choice.note,
-            limit=args.limit,
-        )
-    except LabelError as exc:
-        raise CommandError(exc) from None
+    found = label_candidates(
+        inputs.chunks,
+        args.query,
+        args.area,
+        fixture=inputs.fixture,
+        embeddings=embeddings,
+        query_embedder=choice.embed,
+        query_model=choice.model,
+        hybrid_note=choice.note,
+        limit=args.limit,
+    )
     print(found.to_json() if args.json else found.to_text())
     if not args.json:
         query = shlex.quote(args.query)
@@ -453,14 +438,9 @@ def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
     from dataclasses import asdict
 
-    from brain_pipeline.evaluation.fixture.labeling import LabelError, find_by_text
+    from brain_pipeline.evaluation.fixture.labeling import find_by_text
 
-    if args.limit < 1:
-        raise CommandError("--limit must be at least 1")
-    try:
-        found = find_by_text(inputs.chunks, args.text, args.area, args.limit)
-    except LabelError as exc:
-        raise CommandError(exc) from None
+    found = find_by_text(inputs.chunks, args.text, args.area, args.limit)
     if args.json:
         print(json.dumps([asdict(f) for f in found], indent=2, ensure_ascii=False))
         return 0 if found else 1
@@ -481,52 +461,44 @@ def _find(args: argparse.Namespace, inputs: _Inputs) -> int:
     return 0
 
 
+def _print_text(text: str) -> None:
+    """A chunk's text, each line behind a bar (escaped: a CR must not start a line)."""
+    from brain_pipeline.utils.terminal import printable
+
+    for line in printable(text).splitlines():
+        print(f"  | {line}")
+
+
 def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
     import json
 
-    from brain_pipeline.corpus.chunk_history import lookup_many
     from brain_pipeline.corpus.store import heading_text
-    from brain_pipeline.utils.terminal import printable  # a CR must not start a line
+    from brain_pipeline.evaluation.fixture.stale import old_chunk_of, old_chunks_for
 
     live: dict[str, list[Chunk]] = {}
     for chunk in inputs.chunks:
         if chunk.id in args.ids:
             live.setdefault(chunk.id, []).append(chunk)
-    past = lookup_many(inputs.layout, [i for i in args.ids if i not in live])
+    past = old_chunks_for(inputs.cfg.layout, [i for i in args.ids if i not in live])
     rows: list[dict[str, Any]] = []
     for key in dict.fromkeys(args.ids):
         labels = [
             {"query": q.query, "area": q.area} for q in inputs.fixture.queries if key in q.relevant
         ]
-        if key in live:
-            first = live[key][0]
-            rows.append(
-                {
-                    "id": key,
-                    "live": True,
-                    "areas": [c.area for c in live[key]],
-                    "source": first.source,
-                    "heading": heading_text(first.heading),
-                    "text": first.content,
-                    "labelled_for": labels,
-                }
-            )
-        elif key in past:
-            entry = past[key]
-            rows.append(
-                {
-                    "id": key,
-                    "live": False,
-                    "areas": [entry.area],
-                    "source": entry.source,
-                    "heading": heading_text(entry.heading),
-                    "text": entry.text,
-                    "last_seen": entry.last_seen,
-                    "labelled_for": labels,
-                }
-            )
-        else:
+        was = old_chunk_of(live[key][0]) if key in live else past.get(key)
+        if was is None:
             rows.append({"id": key, "live": False, "unknown": True, "labelled_for": labels})
+            continue
+        row = {
+            "id": key,
+            "live": key in live,
+            "areas": [c.area for c in live[key]] if key in live else [was.area],
+            "source": was.source,
+            "heading": heading_text(was.heading),
+            "text": was.text,
+            "labelled_for": labels,
+        }
+        rows.append(row if key in live else {**row, "last_seen": was.last_seen})
     if args.json:
         print(json.dumps(rows, indent=2, ensure_ascii=False))
     else:
@@ -536,14 +508,13 @@ def _show(args: argparse.Namespace, inputs: _Inputs) -> int:
             if row.get("unknown"):
                 print(
                     f"{row['id']}: no such chunk, live or in the history of "
-                    f"{inputs.layout.build_dir}; find ids with `brain-pipeline fixture find`"
+                    f"{inputs.cfg.layout.build_dir}; find ids with `brain-pipeline fixture find`"
                 )
                 continue
             heading = f" § {row['heading']}" if row["heading"] else ""
             state = "" if row["live"] else f"  [not live; last live {row.get('last_seen')}]"
             print(f"{row['id']}  {', '.join(row['areas'])}  {row['source']}{heading}{state}")
-            for line in printable(str(row["text"])).splitlines():
-                print(f"  | {line}")
+            _print_text(row["text"])
             for label in row["labelled_for"]:
                 print(f"  labelled for {label['query']!r} ({label['area']})")
     return 1 if any(row.get("unknown") for row in rows) else 0
