@@ -21,7 +21,7 @@ import os
 import sqlite3
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -271,9 +271,11 @@ def corpus_file(snapshot: CorpusSnapshot, entry: ManifestEntry) -> CorpusFile:
     )
 
 
-def _chunk_one(snapshot: CorpusSnapshot, entry: ManifestEntry, chunker: Chunker) -> FileOutcome:
+def _chunk_one(
+    snapshot: CorpusSnapshot, entry: ManifestEntry, limits: IngestLimits
+) -> FileOutcome:
     """Chunk one file, proving its bytes are the ones the observation hashed."""
-    outcome = chunker(corpus_file(snapshot, entry))
+    outcome = ingest_file(corpus_file(snapshot, entry), limits=limits)
     if outcome.entry.sha256 is None:
         raise CorpusChangedError(entry.source, f"cannot be read: {outcome.entry.detail}")
     if outcome.entry.sha256 != entry.sha256:
@@ -285,26 +287,21 @@ def _is_unreadable(entry: ManifestEntry) -> bool:
     return entry.status == STATUS_SKIPPED and entry.reason == REASON_UNREADABLE
 
 
-Chunker = Callable[[CorpusFile], FileOutcome]
-
-
 def chunk_snapshot(
     snapshot: CorpusSnapshot,
     layout: StateLayout,
     *,
     variant: str = "",
-    chunker: Chunker | None = None,
 ) -> ChunkingReport:
     """Make sure every file of the snapshot is in the chunk cache; report what it holds.
 
     Raises CorpusChangedError when a file no longer has the observed bytes. `variant`
-    names the settings that shape chunking (`IngestLimits.cache_variant`); `chunker`
-    defaults to `ingest_file` under those limits (the one per-file ingest the full path
-    uses too), so a row is never made with other limits than its key names.
+    names the settings that shape chunking (`IngestLimits.cache_variant`): a file is
+    chunked by `ingest_file` (the one per-file ingest the full path uses too) under the
+    limits it names, so a row is never made with other limits than its key names.
     """
     version = cache_version(variant)
-    if chunker is None:
-        chunker = functools.partial(ingest_file, limits=IngestLimits.of_variant(variant))
+    limits = IngestLimits.of_variant(variant)
     report = ChunkingReport(snapshot.digest, [], list(snapshot.areas))
     per_area: Counter[str] = Counter()
 
@@ -327,7 +324,7 @@ def chunk_snapshot(
                     continue
                 report.files_seen += 1
                 if cached is None:
-                    outcome = _chunk_one(snapshot, entry, chunker)
+                    outcome = _chunk_one(snapshot, entry, limits)
                     cached = _store(db, version, entry.status, outcome)
                     report.files_chunked += 1
                     pending += 1

@@ -8,7 +8,6 @@ change. The store's record hands on `StoreFacts`: the corpus identity and its co
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -16,7 +15,6 @@ from typing import Any
 
 from brain_pipeline.config import BrainConfig, memory_of
 from brain_pipeline.corpus.discovery import STATUS_SKIPPED, describe_holdings
-from brain_pipeline.corpus.file_chunks import ingest_file
 from brain_pipeline.corpus.observation import CorpusSnapshot, observe_corpus
 from brain_pipeline.state.memory import Memory
 from brain_pipeline.state.records import (
@@ -86,12 +84,7 @@ def chunk_corpus(
     code = chunks_code_version(cfg)
     inputs = {"corpus": snapshot.digest}
     limits = cfg.ingest_limits()
-    report = chunk_snapshot(
-        snapshot,
-        memory.layout,
-        variant=limits.cache_variant,
-        chunker=functools.partial(ingest_file, limits=limits),
-    )
+    report = chunk_snapshot(snapshot, memory.layout, variant=limits.cache_variant)
     previous = read_record(memory, "knowledge_chunks")
     # The same corpus under the same code keeps its data version: a record read in from a
     # build directory made before the code digests (its hand-bumped version taken as
