@@ -21,6 +21,7 @@ from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
     from brain_pipeline.corpus.store_reader import StoreView
+    from brain_pipeline.embedding.factory import QueryEmbedding
     from brain_pipeline.evaluation.baseline import BaselineComparison
     from brain_pipeline.evaluation.eval_record import EvalInputs
     from brain_pipeline.evaluation.fixture.model import Fixture
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
     from brain_pipeline.evaluation.verdict import EvaluationVerdict
     from brain_pipeline.evaluation.verdict_rule import VerdictRule
+    from brain_pipeline.retrieval.vectors import EmbeddingStore
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.memory import Memory
 
@@ -78,6 +80,8 @@ class _Measured:
     previous: Mapping[str, Any] | None
     """The stored record the report was reused from (None: it was measured now)."""
     keep: bool
+    vectors: tuple[EmbeddingStore | None, QueryEmbedding] | None = None
+    """The store's vectors and query embedder, when measuring read them."""
 
 
 def evaluate_store_dir(
@@ -112,8 +116,9 @@ def evaluate_store_dir(
         return EvaluationOutcome(EvaluationVerdict.unusable(measured))
     report = measured.report
     regression = compare_with_baseline(report, judgement_memory(cfg))
-    # The labelled evaluation already warned about unreadable vectors: not twice.
-    known = known_items_of(cfg, store_dir, measured.layout, measured.inputs)
+    known = known_items_of(
+        cfg, store_dir, measured.layout, measured.inputs, vectors=measured.vectors
+    )
     verdict = judge(
         report,
         _applied_thresholds(cfg),
@@ -216,8 +221,12 @@ def known_items_of(
     layout: StateLayout | None,
     inputs: Mapping[str, Any],
     warn: Any = None,
+    *,
+    vectors: tuple[EmbeddingStore | None, QueryEmbedding] | None = None,
 ) -> KnownItemRun:
-    """The known-item check on the store in `store_dir` (see `known_item_run`)."""
+    """The known-item check on the store in `store_dir` (see `known_item_run`); `vectors`:
+    the store's vectors and query embedder when the labelled evaluation read them (read
+    once, and an unreadable file warned about once)."""
     from brain_pipeline.corpus.store import STORE_FILENAME
     from brain_pipeline.corpus.store_reader import open_store_view
     from brain_pipeline.embedding.factory import choose_query_embedder
@@ -231,8 +240,10 @@ def known_items_of(
     embeddings = None
     embed = model = None
     if cfg.retrieval.mode == "hybrid" and cfg.effective_provider() != "none":
-        embeddings = read_embeddings(store_dir / EMBEDDINGS_FILENAME, warn, mapped=True)
-        choice = choose_query_embedder(cfg, embeddings)
+        if vectors is None:
+            embeddings = read_embeddings(store_dir / EMBEDDINGS_FILENAME, warn, mapped=True)
+            vectors = embeddings, choose_query_embedder(cfg, embeddings)
+        embeddings, choice = vectors
         embed, model = choice.embed, choice.model
     return run_known_items(
         ViewSource(view, layout),
@@ -334,7 +345,7 @@ def _measure(
     # A query that fell back because the provider failed (not by configuration) may
     # answer differently next time: such a report is not kept for reuse.
     transient = not choice.note and any(s.fallback_queries for s in report.retrievers)
-    return _Measured(report, layout, key, asdict(inputs), None, keep=not transient)
+    return _Measured(report, layout, key, asdict(inputs), None, not transient, (embeddings, choice))
 
 
 def _applied_thresholds(cfg: BrainConfig) -> dict[Any, Any]:
