@@ -12,10 +12,11 @@ list of publications, so the acceptance leaves a trace) moves both.
   `compare_with_baseline` compares a new report with it query by query
   (`compare.compare`), naming where entered chunks come from (the chunk history), and
   picks the agent's retriever. What the differences mean is decided by `verdict.judge`.
-- **The known-item baseline**: the candidate of that store (the known items an evaluation
+- **The known-item baseline**: the candidate of that evaluation (the known items it
   sampled, with their ranks and the chunk count per area, kept by `save_candidate` under
-  the pointer `judgements.CANDIDATE + <key>`), copied under `judgements.KNOWN_ITEMS`: what
-  the next build's known-item check asks (`known_item_gate`).
+  the pointer `judgements.CANDIDATE + <evaluation key>`, the key `gc` keeps them by),
+  copied under `judgements.KNOWN_ITEMS`: what the next build's known-item check asks
+  (`known_item_gate`).
 
 Each publication's summary is a row of `eval_history` (`eval --history`). Pointers move by
 compare-and-set (`judgements.point`). A baseline that is missing or unreadable is "no
@@ -296,11 +297,6 @@ def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
 # ---- the known-item baseline ---------------------------------------------------------
 
 
-def candidate_key(store_sha256: str | None, embeddings_sha256: str | None) -> str:
-    """The key the known items of an evaluated store (and its vectors) are kept under."""
-    return value_digest({"store": store_sha256, "embeddings": embeddings_sha256})[:24]
-
-
 def save_candidate(
     memory: Memory,
     key: str,
@@ -308,7 +304,8 @@ def save_candidate(
     area_chunks: Mapping[str, int],
     notes: Sequence[str],
 ) -> None:
-    """Keep an evaluated store's known items: its publication makes them the baseline."""
+    """Keep the known items of the evaluation `key` (`EvalInputs.key()`): its publication
+    makes them the baseline."""
     data = {
         "items": [item.to_dict() for item in items],
         "area_chunks": dict(area_chunks),

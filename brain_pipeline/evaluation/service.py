@@ -231,6 +231,7 @@ def known_items_of(
     from brain_pipeline.corpus.store_reader import open_store_view
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
+    from brain_pipeline.evaluation import eval_record
     from brain_pipeline.evaluation.known_item_gate import KnownItemSettings
     from brain_pipeline.evaluation.known_item_run import run_known_items
     from brain_pipeline.retrieval.view_source import ViewSource
@@ -255,8 +256,7 @@ def known_items_of(
         query_embedder=embed,
         query_model=model,
         retrieval_mode=cfg.retrieval.mode,
-        store_sha256=inputs.get("store_sha256"),
-        embeddings_sha256=inputs.get("embeddings_sha256"),
+        candidate=eval_record.inputs_key(inputs),
     )
 
 
