@@ -36,7 +36,7 @@ class OpenedStore:
     """A store directory's memory-mapped store, its vectors when readable, and what was wrong.
 
     Chunks are decoded on demand: `source` answers searches from the cached BM25 indexes
-    and decodes only the hits; `chunks` decodes everything (kept for callers that need it).
+    and decodes only the hits.
     """
 
     directory: Path
@@ -45,11 +45,6 @@ class OpenedStore:
     layout: StateLayout | None
     """Where the sidecar and BM25 indexes are cached; None keeps them in memory only."""
     warnings: list[str] = field(default_factory=list)
-
-    @property
-    def chunks(self) -> list[Chunk]:
-        """Every chunk in store order (parses the whole store: avoid on big stores)."""
-        return self.view.all_chunks()
 
     def source(self) -> ViewSource:
         """What a `Retriever` searches: the view plus BM25 indexes cached in `layout`."""
