@@ -348,9 +348,10 @@ def _measure(
     return _Measured(report, layout, key, asdict(inputs), None, not transient, (embeddings, choice))
 
 
-def _applied_thresholds(cfg: BrainConfig) -> dict[Any, Any]:
-    """The configured bounds that are judged (hybrid's are not without vectors)."""
-    thresholds: dict[Any, Any] = dict(cfg.evaluation.thresholds)
+def _applied_thresholds(cfg: BrainConfig) -> dict[str, dict[str, Any]]:
+    """The configured bounds that are judged (hybrid's are not without vectors), as the
+    plain JSON the evaluation's inputs digest, by retriever name."""
+    thresholds = {str(n): b.model_dump() for n, b in cfg.evaluation.thresholds.items()}
     if cfg.effective_provider() == "none":
         # No vectors by choice: hybrid *is* BM25, so only BM25's floors can be judged.
         thresholds.pop("hybrid", None)
@@ -391,7 +392,7 @@ def _open(
         store_sha256=view.sha256,
         embeddings_sha256=eval_record.known_sha256(layout, store_dir / EMBEDDINGS_FILENAME),
         fixture_sha256=sha256_hex(fixture_bytes),
-        thresholds={n: _plain(b) for n, b in sorted(_applied_thresholds(cfg).items())},
+        thresholds=dict(sorted(_applied_thresholds(cfg).items())),
         provider=provider,
         model=cfg.effective_model() or None,
         query_embedder=f"{provider}; gemini key set: {bool(cfg.gemini_api_key())}",
@@ -414,13 +415,6 @@ def evaluation_inputs(
     except OSError:
         return None
     return None if isinstance(opened, str) else opened[3]
-
-
-def _plain(bounds: Any) -> Any:
-    """A threshold entry as plain JSON (pydantic model or mapping)."""
-    if hasattr(bounds, "model_dump"):
-        return bounds.model_dump()
-    return dict(bounds) if isinstance(bounds, dict) else bounds
 
 
 def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
