@@ -38,7 +38,6 @@ from brain_pipeline.evaluation.known_item_gate import KnownItemBaseline
 from brain_pipeline.evaluation.known_items import KnownItem
 from brain_pipeline.evaluation.runner import EvaluationReport
 from brain_pipeline.state.blobs import BlobError
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.digest import canonical_json, value_digest
 
@@ -247,7 +246,7 @@ def compare_with_baseline(report: EvaluationReport, memory: Memory) -> BaselineC
     comparison = compare(
         report.queries,
         baseline.report.queries,
-        _origin_lookup(memory.layout, baseline.evaluated_at),
+        origin_lookup(memory, baseline.evaluated_at),
     )
     if comparison.shared == 0:
         return BaselineComparison(
@@ -264,9 +263,10 @@ def compare_with_baseline(report: EvaluationReport, memory: Memory) -> BaselineC
     return BaselineComparison(comparison, baseline, status, retriever)
 
 
-def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
-    """Where entered chunks come from, per the chunk history; "new" = first seen after
-    the baseline was evaluated. A history that cannot be read leaves origins unknown."""
+def origin_lookup(memory: Memory, since: str | None = None) -> OriginLookup:
+    """Where chunks come from, per the chunk history (the chunks that entered a top 10,
+    the stale labels' texts); "new" = first seen after `since`, when the baseline was
+    evaluated. A history that cannot be read leaves origins unknown."""
     from brain_pipeline.corpus.chunk_history import HistoryError, lookup_many
 
     def parse(text: str) -> datetime | None:
@@ -275,11 +275,11 @@ def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
         except ValueError:
             return None
 
-    baseline_time = parse(since)
+    baseline_time = parse(since) if since else None
 
     def origins(ids: Sequence[str]) -> dict[str, ChunkOrigin]:
         try:
-            entries = lookup_many(layout, ids)
+            entries = lookup_many(memory, ids)
         except (HistoryError, OSError, ValueError):
             return {}
         out: dict[str, ChunkOrigin] = {}

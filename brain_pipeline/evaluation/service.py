@@ -298,6 +298,7 @@ def _measure(
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation import eval_record
+    from brain_pipeline.evaluation.baseline import origin_lookup
     from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
     from brain_pipeline.retrieval.view_source import ViewSource
 
@@ -337,7 +338,8 @@ def _measure(
     if report.stale_ids:
         # Name the file each stale label's text was in (from the chunk history), so the
         # verdict says where to look, not only which id.
-        report.stale_sources = _stale_sources(cfg, report.stale_ids)
+        origins = origin_lookup(judgement_memory(cfg))(report.stale_ids)
+        report.stale_sources = {i: o.source for i, o in origins.items() if o.source}
     if choice.note:
         report.notes.append(f"hybrid runs without query vectors: {choice.note}")
     if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in _applied_thresholds(cfg):
@@ -415,18 +417,6 @@ def evaluation_inputs(
     except OSError:
         return None
     return None if isinstance(opened, str) else opened[3]
-
-
-def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
-    """id -> the source file the chunk history last saw it in (unknown ids left out)."""
-    from brain_pipeline.config import memory_of
-    from brain_pipeline.corpus.chunk_history import HistoryError, lookup_many
-
-    try:
-        found = lookup_many(memory_of(cfg), ids)
-    except (HistoryError, OSError):
-        return {}
-    return {chunk: entry.source for chunk, entry in found.items()}
 
 
 def judgement_memory(cfg: BrainConfig) -> Memory:
