@@ -232,9 +232,6 @@ class _VectorMemo:
         self._vectors: dict[str, list[float]] | None = None
         self.embedded = 0
 
-    def __bool__(self) -> bool:
-        return self._embed is not None
-
     def _known(self) -> dict[str, list[float]]:
         if self._vectors is None:
             data: Any = None
