@@ -141,6 +141,7 @@ class EvaluationReport:
             stale_sources={str(k): str(v) for k, v in data.get("stale_sources", {}).items()},
         )
 
+
 Ranker = Callable[[str, str], tuple[list[str], str, str | None]]
 """(query, area) -> (top ids, mode that answered, fallback reason)."""
 

@@ -69,6 +69,7 @@ class EvaluationOutcome:
     def stale_ids(self) -> list[str]:
         return list(self.report.stale_ids) if self.report is not None else []
 
+
 @dataclass(frozen=True)
 class _Measured:
     """A report and what it was measured from; `keep` False for one not to remember."""
