@@ -12,10 +12,11 @@ list of publications, so the acceptance leaves a trace) moves both.
   `compare_with_baseline` compares a new report with it query by query
   (`compare.compare`), naming where entered chunks come from (the chunk history), and
   picks the agent's retriever. What the differences mean is decided by `verdict.judge`.
-- **The known-item baseline**: the candidate of that store (the known items an evaluation
+- **The known-item baseline**: the candidate of that evaluation (the known items it
   sampled, with their ranks and the chunk count per area, kept by `save_candidate` under
-  the pointer `judgements.CANDIDATE + <key>`), copied under `judgements.KNOWN_ITEMS`: what
-  the next build's known-item check asks (`known_item_gate`).
+  the pointer `judgements.CANDIDATE + <evaluation key>`, the key `gc` keeps them by),
+  copied under `judgements.KNOWN_ITEMS`: what the next build's known-item check asks
+  (`known_item_gate`).
 
 Each publication's summary is a row of `eval_history` (`eval --history`). Pointers move by
 compare-and-set (`judgements.point`). A baseline that is missing or unreadable is "no
@@ -37,7 +38,6 @@ from brain_pipeline.evaluation.known_item_gate import KnownItemBaseline
 from brain_pipeline.evaluation.known_items import KnownItem
 from brain_pipeline.evaluation.runner import EvaluationReport
 from brain_pipeline.state.blobs import BlobError
-from brain_pipeline.state.layout import StateLayout
 from brain_pipeline.state.memory import Memory
 from brain_pipeline.utils.digest import canonical_json, value_digest
 
@@ -246,7 +246,7 @@ def compare_with_baseline(report: EvaluationReport, memory: Memory) -> BaselineC
     comparison = compare(
         report.queries,
         baseline.report.queries,
-        _origin_lookup(memory.layout, baseline.evaluated_at),
+        origin_lookup(memory, baseline.evaluated_at),
     )
     if comparison.shared == 0:
         return BaselineComparison(
@@ -263,9 +263,10 @@ def compare_with_baseline(report: EvaluationReport, memory: Memory) -> BaselineC
     return BaselineComparison(comparison, baseline, status, retriever)
 
 
-def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
-    """Where entered chunks come from, per the chunk history; "new" = first seen after
-    the baseline was evaluated. A history that cannot be read leaves origins unknown."""
+def origin_lookup(memory: Memory, since: str | None = None) -> OriginLookup:
+    """Where chunks come from, per the chunk history (the chunks that entered a top 10,
+    the stale labels' texts); "new" = first seen after `since`, when the baseline was
+    evaluated. A history that cannot be read leaves origins unknown."""
     from brain_pipeline.corpus.chunk_history import HistoryError, lookup_many
 
     def parse(text: str) -> datetime | None:
@@ -274,11 +275,11 @@ def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
         except ValueError:
             return None
 
-    baseline_time = parse(since)
+    baseline_time = parse(since) if since else None
 
     def origins(ids: Sequence[str]) -> dict[str, ChunkOrigin]:
         try:
-            entries = lookup_many(layout, ids)
+            entries = lookup_many(memory, ids)
         except (HistoryError, OSError, ValueError):
             return {}
         out: dict[str, ChunkOrigin] = {}
@@ -296,11 +297,6 @@ def _origin_lookup(layout: StateLayout, since: str) -> OriginLookup:
 # ---- the known-item baseline ---------------------------------------------------------
 
 
-def candidate_key(store_sha256: str | None, embeddings_sha256: str | None) -> str:
-    """The key the known items of an evaluated store (and its vectors) are kept under."""
-    return value_digest({"store": store_sha256, "embeddings": embeddings_sha256})[:24]
-
-
 def save_candidate(
     memory: Memory,
     key: str,
@@ -308,7 +304,8 @@ def save_candidate(
     area_chunks: Mapping[str, int],
     notes: Sequence[str],
 ) -> None:
-    """Keep an evaluated store's known items: its publication makes them the baseline."""
+    """Keep the known items of the evaluation `key` (`EvalInputs.key()`): its publication
+    makes them the baseline."""
     data = {
         "items": [item.to_dict() for item in items],
         "area_chunks": dict(area_chunks),

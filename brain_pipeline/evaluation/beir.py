@@ -18,7 +18,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -289,7 +289,7 @@ def bench_vectors(
     query_model: str | None,
     docs_of: dict[str, list[str]],
     chunks: Sequence[Chunk],
-) -> tuple[BenchResult, Counter[str]]:
+) -> BenchResult:
     """Dense or hybrid through the agent's Retriever over already-built document vectors.
 
     Hybrid's @10 figures come from limit-10 searches (pools of 30, what the agent does);
@@ -338,7 +338,7 @@ def bench_vectors(
         if fallbacks
         else None
     )
-    result = _result(
+    return _result(
         dataset,
         mode,
         scores,
@@ -348,7 +348,6 @@ def bench_vectors(
         fallback=fallback,
         timing=f"one pass, top {first_limit}, query embedding included",
     )
-    return result, fallbacks
 
 
 def run_bench(
@@ -380,13 +379,7 @@ def run_bench(
     report = build_embeddings(chunks, target, embedder, progress=progress, log=log)
     embed_seconds = time.perf_counter() - started
     embeddings = decode_embeddings(target.read_bytes())
-    result, _ = bench_vectors(
+    result = bench_vectors(
         dataset, mode, embeddings, embedder.embed_query, embedder.name, docs_of, chunks
     )
-    return BenchResult(
-        **{
-            **result.to_dict(),
-            "embed_seconds": embed_seconds,
-            "embedded_documents": report.embedded,
-        }
-    )
+    return replace(result, embed_seconds=embed_seconds, embedded_documents=report.embedded)

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from brain_pipeline.evaluation.bootstrap import Interval, paired_difference, scale
+from brain_pipeline.evaluation.bootstrap import METRICS, Interval, paired_difference, scale
 
 if TYPE_CHECKING:
     from brain_pipeline.evaluation.runner import QueryResult
@@ -41,13 +41,6 @@ GAINED_HITS = "gained relevant hits"
 MOVED_DOWN = "moved down"
 MOVED_UP = "moved up"
 REGRESSIONS = frozenset({BECAME_MISS, LOST_HITS, MOVED_DOWN})
-
-_DIFF_METRICS: tuple[tuple[str, str], ...] = (
-    ("ndcg_at_10", "ndcg"),
-    ("recall_at_10", "recall"),
-    ("mrr", "rr"),
-    ("misses", "miss"),
-)
 
 
 @dataclass(frozen=True)
@@ -124,33 +117,9 @@ class Comparison:
     """{"bm25.ndcg_at_10": now - baseline on the shared queries, paired bootstrap}."""
     notes: tuple[str, ...] = field(default=())
 
-    def regressions(self, retriever: str | None = None) -> list[QueryChange]:
-        return [
-            c for c in self.changes
-            if c.regression and (retriever is None or c.retriever == retriever)
-        ]
-
     def new_misses(self, retriever: str) -> list[QueryChange]:
         """Queries that were a hit for `retriever` at the baseline and are a miss now."""
         return [c for c in self.changes if c.kind == BECAME_MISS and c.retriever == retriever]
-
-    def entered_rows(self) -> list[dict[str, Any]]:
-        """One row per changed query, for a table (entered chunks joined in one cell)."""
-        return [
-            {
-                "retriever": c.retriever,
-                "query": c.query,
-                "area": c.area,
-                "change": c.kind,
-                "rank_before": c.rank_before,
-                "rank_after": c.rank_after,
-                "lost": ", ".join(c.lost),
-                "gained": ", ".join(c.gained),
-                "entered": "; ".join(origin.describe() for origin in c.entered),
-                "entered_new": sum(1 for o in c.entered if o.new_since_baseline),
-            }
-            for c in self.changes
-        ]
 
 
 _Key = tuple[str, str, frozenset[str]]
@@ -221,7 +190,7 @@ def compare(
             if kind is not None:
                 pending.append((then_rows[key], now_rows[key], kind, lost, gained))
         if keys:
-            for metric, attribute in _DIFF_METRICS:
+            for metric, attribute in METRICS:
                 diff = paired_difference(
                     [float(getattr(now_rows[k], attribute)) for k in keys],
                     [float(getattr(then_rows[k], attribute)) for k in keys],

@@ -81,8 +81,15 @@ class EvalInputs:
     code_version: str = field(default_factory=judging_code)
 
     def key(self) -> str:
-        """The record key: sha256 over the canonical JSON of the inputs."""
-        return value_digest(asdict(self))
+        """The record key (`inputs_key`)."""
+        return inputs_key(asdict(self))
+
+
+def inputs_key(inputs: Mapping[str, Any]) -> str:
+    """The key of an evaluation of `inputs` (as `EvalInputs`, or the `inputs` its record
+    keeps): sha256 over their canonical JSON. Its outcome and the known items it sampled
+    are kept under it."""
+    return value_digest(dict(inputs))
 
 
 def lookup(memory: Memory, key: str | None) -> dict[str, Any] | None:

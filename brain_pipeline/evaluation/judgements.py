@@ -9,8 +9,8 @@ from every worker, so none of it stays in the build directory:
   digest of what the check judged it by);
 * the regression baseline and the known-item baseline: the pointers `REGRESSION` and
   `KNOWN_ITEMS`, each naming a blob, moved by compare-and-set when a publication (or an
-  `eval --accept`) makes an evaluation the baseline; the known items kept for an evaluated
-  store: the pointer `CANDIDATE + <key>`;
+  `eval --accept`) makes an evaluation the baseline; the known items an evaluation
+  sampled: the pointer `CANDIDATE + <evaluation key>`;
 * the history of `eval --history`: a row of `eval_history` per publication or acceptance.
 
 This module is the area's plumbing (its tables, JSON blobs, pointers moved by

@@ -65,8 +65,8 @@ class KnownItemBaseline:
     describe: str
     """One line: which publication (or acceptance) this is."""
     candidate: str | None = None
-    """The key of the evaluated store's candidate it was copied from (which evaluation
-    recorded it: a verdict judged against its own store's known items is recognised)."""
+    """The key of the evaluation whose candidate it was copied from (a verdict judged
+    against its own known items is recognised)."""
     digest: str | None = None
     """Digest of its items and chunk counts: what a verdict judged against it is keyed by
     (evaluation.verdict_rule), so a verdict counts only against these known items."""

@@ -41,7 +41,7 @@ import numpy as np
 
 from brain_pipeline.corpus.store import Chunk
 from brain_pipeline.evaluation import judgements
-from brain_pipeline.evaluation.baseline import candidate_key, load_known_items, save_candidate
+from brain_pipeline.evaluation.baseline import load_known_items, save_candidate
 from brain_pipeline.evaluation.known_item_gate import (
     KnownItemBaseline,
     KnownItemSettings,
@@ -120,15 +120,15 @@ def run_known_items(
     query_embedder: QueryEmbedder | None = None,
     query_model: str | None = None,
     retrieval_mode: str = "hybrid",
-    store_sha256: str | None = None,
-    embeddings_sha256: str | None = None,
+    candidate: str | None = None,
     memory: Memory | None = None,
 ) -> KnownItemRun:
     """Judge this store on the baseline's known items and sample its own (module doc).
 
     Without a `layout` (a store outside the build directory) or a `memory` (the ledger
     keeping the baseline and the candidates) nothing is cached or saved and there is no
-    baseline to ask: the check says so and passes.
+    baseline to ask: the check says so and passes. `candidate`: the key of the evaluation
+    this run is part of, which this store's known items are kept under (None: not kept).
     """
     mode = _mode(embeddings, query_embedder, retrieval_mode)
     vectors = _VectorMemo(query_embedder, query_model, memory if layout is not None else None)
@@ -186,7 +186,7 @@ def run_known_items(
         if sample.note:
             notes.append(sample.note)
     counts = {area: len(source.area_ids(area)) for area in areas}
-    candidate: str | None = None
+    saved: str | None = None
     if layout is not None and memory is not None:
         try:  # the caches, then this store's candidate
             live = {i for area in areas for i in source.area_ids(area)}
@@ -198,18 +198,19 @@ def run_known_items(
                 for area in areas
                 if area not in fell_back  # answered lexically this time: not remembered as hybrid
             })  # fmt: skip
-            candidate = candidate_key(store_sha256, embeddings_sha256)
-            save_candidate(memory, candidate, items, counts, notes)
+            if candidate is not None:
+                save_candidate(memory, candidate, items, counts, notes)
+                saved = candidate
             vectors.save({item.query for item in items} | {o.query for o in verdict.items})
         except OSError as exc:  # a read-only build directory: judged, not remembered
-            candidate = None
+            saved = None
             notes.append(
                 f"known items not saved ({exc.strerror or exc}): a publication of this "
                 "store leaves no known-item baseline"
             )
     return KnownItemRun(
         replace(verdict, notes=verdict.notes + tuple(notes)),
-        candidate,
+        saved,
         len(items),
         memo.asked,
         vectors.embedded,
@@ -230,9 +231,6 @@ class _VectorMemo:
         self._model = model or ""
         self._vectors: dict[str, list[float]] | None = None
         self.embedded = 0
-
-    def __bool__(self) -> bool:
-        return self._embed is not None
 
     def _known(self) -> dict[str, list[float]]:
         if self._vectors is None:

@@ -140,7 +140,6 @@ class AreaSample:
 
     area: str
     items: tuple[KnownItem, ...]
-    chunks: int
     note: str | None = None
 
 
@@ -197,4 +196,4 @@ def sample_area(
             f"area {area}: only {len(items)} of its {len(ids)} chunk(s) have distinctive "
             f"words to ask about (sample_per_area is {size})"
         )
-    return AreaSample(area, items, len(ids), note)
+    return AreaSample(area, items, note)

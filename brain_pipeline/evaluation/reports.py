@@ -23,26 +23,33 @@ if TYPE_CHECKING:
 
     from brain_pipeline.evaluation.compare import Comparison
     from brain_pipeline.evaluation.known_item_gate import KnownItemVerdict
-    from brain_pipeline.evaluation.runner import EvaluationReport
+    from brain_pipeline.evaluation.runner import EvaluationReport, RetrieverSummary
 
 _HISTORY_METRICS = ("ndcg_at_10", "recall_at_10", "misses")
+
+
+def _label(summary: RetrieverSummary) -> str:
+    return f"{summary.name} (= bm25)" if summary.fell_back_entirely else summary.name
+
+
+def _notes(report: EvaluationReport) -> list[str]:
+    return fallback_notes(report) + report.notes
 
 
 def report_text(report: EvaluationReport) -> str:
     """A plain-text version of the comparison for the terminal (`brain-pipeline eval`)."""
     n = len({(q.query, q.area) for q in report.queries})
-    labels = [f"{s.name} (= bm25)" if s.fell_back_entirely else s.name for s in report.retrievers]
-    width = max([len("retriever"), *map(len, labels)])
+    width = max([len("retriever"), *(len(_label(s)) for s in report.retrievers)])
     lines = [f"{n} queries from {report.fixture_source}, {report.n_chunks} chunks"]
     if n == 0:  # no labels: no figures to show (the known-item table follows)
         return "\n".join(lines)
     lines.append(f"{'retriever':<{width}}  recall@10     MRR  nDCG@10  misses")
-    for label, s in zip(labels, report.retrievers, strict=True):
+    for s in report.retrievers:
         lines.append(
-            f"{label:<{width}}  {s.recall_at_10:9.3f}  {s.mrr:6.3f}  {s.ndcg_at_10:7.3f}  "
+            f"{_label(s):<{width}}  {s.recall_at_10:9.3f}  {s.mrr:6.3f}  {s.ndcg_at_10:7.3f}  "
             f"{s.misses:>3}/{s.n_queries}"
         )
-    lines.extend(f"note: {note}" for note in fallback_notes(report) + report.notes)
+    lines.extend(f"note: {note}" for note in _notes(report))
     if report.stale_ids:
         lines.append(f"stale ids ({len(report.stale_ids)}): {', '.join(report.stale_ids)}")
     if report.unknown_areas:
@@ -61,13 +68,12 @@ def report_markdown(report: EvaluationReport) -> str:
         "|---|---:|---:|---:|---:|",
     ]
     for s in report.retrievers:
-        label = f"{s.name} (= bm25)" if s.fell_back_entirely else s.name
         lines.append(
-            f"| {label} | {s.recall_at_10:.3f} | {s.mrr:.3f} | {s.ndcg_at_10:.3f} "
+            f"| {_label(s)} | {s.recall_at_10:.3f} | {s.mrr:.3f} | {s.ndcg_at_10:.3f} "
             f"| {s.misses}/{s.n_queries} |"
         )
     lines.append("")
-    lines.extend(f"- {md_text(note)}" for note in fallback_notes(report) + report.notes)
+    lines.extend(f"- {md_text(note)}" for note in _notes(report))
     if report.stale_ids:
         lines.append(
             f"- **Stale fixture**: {len(report.stale_ids)} labelled chunk id(s) are not in "
@@ -92,18 +98,14 @@ def fallback_notes(report: EvaluationReport) -> list[str]:
     return notes
 
 
-def _first_ranks(report: EvaluationReport) -> dict[tuple[str, str], dict[str, int | None]]:
-    """(query, area) -> retriever -> rank of its first relevant hit, fixture order."""
+def query_rows(report: EvaluationReport) -> list[dict[str, Any]]:
+    """One row per labelled query (fixture order): area, the rank of the first relevant
+    hit per retriever (None: a miss), staleness."""
+    names = [s.name for s in report.retrievers]
+    stale_queries = {(query, area) for _, query, area in report.stale_labels}
     ranks: dict[tuple[str, str], dict[str, int | None]] = {}
     for q in report.queries:
         ranks.setdefault((q.query, q.area), {})[q.retriever] = q.first_relevant_rank
-    return ranks
-
-
-def query_rows(report: EvaluationReport) -> list[dict[str, Any]]:
-    """One row per labelled query: area, first relevant rank per retriever, staleness."""
-    names = [s.name for s in report.retrievers]
-    stale_queries = {(query, area) for _, query, area in report.stale_labels}
     return [
         {
             "query": query,
@@ -111,7 +113,7 @@ def query_rows(report: EvaluationReport) -> list[dict[str, Any]]:
             **{name: by_name.get(name) for name in names},
             "stale_label": (query, area) in stale_queries,
         }
-        for (query, area), by_name in _first_ranks(report).items()
+        for (query, area), by_name in ranks.items()
     ]
 
 
@@ -122,10 +124,10 @@ def _rank_table(report: EvaluationReport) -> list[str]:
         "| query | area | " + " | ".join(names) + " |",
         "|---|---|" + "---:|" * len(names),
     ]
-    for (query, area), by_name in _first_ranks(report).items():
-        cells = ["—" if by_name.get(name) is None else str(by_name[name]) for name in names]
-        row = [md_text(query), md_text(area), *cells]
-        lines.append("| " + " | ".join(row) + " |")
+    for row in query_rows(report):
+        cells = ["—" if row[name] is None else str(row[name]) for name in names]
+        row_text = [md_text(row["query"]), md_text(row["area"]), *cells]
+        lines.append("| " + " | ".join(row_text) + " |")
     return lines
 
 
@@ -177,12 +179,19 @@ _CHANGE_ORDER = {"became a miss": 0, "lost relevant hits": 1, "moved down": 2}
 
 def changes_rows(comparison: Comparison) -> list[list[Any]]:
     """One row per changed query (regressions first, otherwise in the comparison's order),
-    values in `CHANGES_COLUMNS` order; a rank that does not exist is None. Plain lists,
-    so the evaluation check's table (usually empty) costs no pandas import."""
-    rows = sorted(
-        comparison.entered_rows(), key=lambda row: _CHANGE_ORDER.get(row["change"], 9)
-    )
-    return [[row[name] for name, _ in CHANGES_COLUMNS] for row in rows]
+    values in `CHANGES_COLUMNS` order; a rank that does not exist is None, the chunks that
+    entered its top 10 are joined in one cell. Plain lists, so the evaluation check's table
+    (usually empty) costs no pandas import."""
+    changes = sorted(comparison.changes, key=lambda c: _CHANGE_ORDER.get(c.kind, 9))
+    return [
+        [
+            c.retriever, c.query, c.area, c.kind, c.rank_before, c.rank_after,
+            ", ".join(c.lost), ", ".join(c.gained),
+            "; ".join(origin.describe() for origin in c.entered),
+            sum(1 for o in c.entered if o.new_since_baseline),
+        ]
+        for c in changes
+    ]  # fmt: skip
 
 
 def changes_frame(comparison: Comparison) -> pd.DataFrame:

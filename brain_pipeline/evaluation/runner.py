@@ -8,7 +8,6 @@ pure: no Dagster, no configuration.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -142,8 +141,6 @@ class EvaluationReport:
             stale_sources={str(k): str(v) for k, v in data.get("stale_sources", {}).items()},
         )
 
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
 
 Ranker = Callable[[str, str], tuple[list[str], str, str | None]]
 """(query, area) -> (top ids, mode that answered, fallback reason)."""

@@ -21,6 +21,7 @@ from brain_pipeline.utils.digest import sha256_hex
 
 if TYPE_CHECKING:
     from brain_pipeline.corpus.store_reader import StoreView
+    from brain_pipeline.embedding.factory import QueryEmbedding
     from brain_pipeline.evaluation.baseline import BaselineComparison
     from brain_pipeline.evaluation.eval_record import EvalInputs
     from brain_pipeline.evaluation.fixture.model import Fixture
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from brain_pipeline.evaluation.runner import EvaluationProgress, EvaluationReport
     from brain_pipeline.evaluation.verdict import EvaluationVerdict
     from brain_pipeline.evaluation.verdict_rule import VerdictRule
+    from brain_pipeline.retrieval.vectors import EmbeddingStore
     from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.memory import Memory
 
@@ -67,6 +69,7 @@ class EvaluationOutcome:
     def stale_ids(self) -> list[str]:
         return list(self.report.stale_ids) if self.report is not None else []
 
+
 @dataclass(frozen=True)
 class _Measured:
     """A report and what it was measured from; `keep` False for one not to remember."""
@@ -78,6 +81,8 @@ class _Measured:
     previous: Mapping[str, Any] | None
     """The stored record the report was reused from (None: it was measured now)."""
     keep: bool
+    vectors: tuple[EmbeddingStore | None, QueryEmbedding] | None = None
+    """The store's vectors and query embedder, when measuring read them."""
 
 
 def evaluate_store_dir(
@@ -112,8 +117,9 @@ def evaluate_store_dir(
         return EvaluationOutcome(EvaluationVerdict.unusable(measured))
     report = measured.report
     regression = compare_with_baseline(report, judgement_memory(cfg))
-    # The labelled evaluation already warned about unreadable vectors: not twice.
-    known = known_items_of(cfg, store_dir, measured.layout, measured.inputs)
+    known = known_items_of(
+        cfg, store_dir, measured.layout, measured.inputs, vectors=measured.vectors
+    )
     verdict = judge(
         report,
         _applied_thresholds(cfg),
@@ -216,12 +222,17 @@ def known_items_of(
     layout: StateLayout | None,
     inputs: Mapping[str, Any],
     warn: Any = None,
+    *,
+    vectors: tuple[EmbeddingStore | None, QueryEmbedding] | None = None,
 ) -> KnownItemRun:
-    """The known-item check on the store in `store_dir` (see `known_item_run`)."""
+    """The known-item check on the store in `store_dir` (see `known_item_run`); `vectors`:
+    the store's vectors and query embedder when the labelled evaluation read them (read
+    once, and an unreadable file warned about once)."""
     from brain_pipeline.corpus.store import STORE_FILENAME
     from brain_pipeline.corpus.store_reader import open_store_view
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
+    from brain_pipeline.evaluation import eval_record
     from brain_pipeline.evaluation.known_item_gate import KnownItemSettings
     from brain_pipeline.evaluation.known_item_run import run_known_items
     from brain_pipeline.retrieval.view_source import ViewSource
@@ -231,8 +242,10 @@ def known_items_of(
     embeddings = None
     embed = model = None
     if cfg.retrieval.mode == "hybrid" and cfg.effective_provider() != "none":
-        embeddings = read_embeddings(store_dir / EMBEDDINGS_FILENAME, warn, mapped=True)
-        choice = choose_query_embedder(cfg, embeddings)
+        if vectors is None:
+            embeddings = read_embeddings(store_dir / EMBEDDINGS_FILENAME, warn, mapped=True)
+            vectors = embeddings, choose_query_embedder(cfg, embeddings)
+        embeddings, choice = vectors
         embed, model = choice.embed, choice.model
     return run_known_items(
         ViewSource(view, layout),
@@ -244,8 +257,7 @@ def known_items_of(
         query_embedder=embed,
         query_model=model,
         retrieval_mode=cfg.retrieval.mode,
-        store_sha256=inputs.get("store_sha256"),
-        embeddings_sha256=inputs.get("embeddings_sha256"),
+        candidate=eval_record.inputs_key(inputs),
     )
 
 
@@ -287,6 +299,7 @@ def _measure(
     from brain_pipeline.embedding.factory import choose_query_embedder
     from brain_pipeline.embedding.store_file import read_embeddings
     from brain_pipeline.evaluation import eval_record
+    from brain_pipeline.evaluation.baseline import origin_lookup
     from brain_pipeline.evaluation.runner import EvaluationReport, evaluate
     from brain_pipeline.retrieval.view_source import ViewSource
 
@@ -326,7 +339,8 @@ def _measure(
     if report.stale_ids:
         # Name the file each stale label's text was in (from the chunk history), so the
         # verdict says where to look, not only which id.
-        report.stale_sources = _stale_sources(cfg, report.stale_ids)
+        origins = origin_lookup(judgement_memory(cfg))(report.stale_ids)
+        report.stale_sources = {i: o.source for i, o in origins.items() if o.source}
     if choice.note:
         report.notes.append(f"hybrid runs without query vectors: {choice.note}")
     if "hybrid" in cfg.evaluation.thresholds and "hybrid" not in _applied_thresholds(cfg):
@@ -334,12 +348,13 @@ def _measure(
     # A query that fell back because the provider failed (not by configuration) may
     # answer differently next time: such a report is not kept for reuse.
     transient = not choice.note and any(s.fallback_queries for s in report.retrievers)
-    return _Measured(report, layout, key, asdict(inputs), None, keep=not transient)
+    return _Measured(report, layout, key, asdict(inputs), None, not transient, (embeddings, choice))
 
 
-def _applied_thresholds(cfg: BrainConfig) -> dict[Any, Any]:
-    """The configured bounds that are judged (hybrid's are not without vectors)."""
-    thresholds: dict[Any, Any] = dict(cfg.evaluation.thresholds)
+def _applied_thresholds(cfg: BrainConfig) -> dict[str, dict[str, Any]]:
+    """The configured bounds that are judged (hybrid's are not without vectors), as the
+    plain JSON the evaluation's inputs digest, by retriever name."""
+    thresholds = {str(n): b.model_dump() for n, b in cfg.evaluation.thresholds.items()}
     if cfg.effective_provider() == "none":
         # No vectors by choice: hybrid *is* BM25, so only BM25's floors can be judged.
         thresholds.pop("hybrid", None)
@@ -380,7 +395,7 @@ def _open(
         store_sha256=view.sha256,
         embeddings_sha256=eval_record.known_sha256(layout, store_dir / EMBEDDINGS_FILENAME),
         fixture_sha256=sha256_hex(fixture_bytes),
-        thresholds={n: _plain(b) for n, b in sorted(_applied_thresholds(cfg).items())},
+        thresholds=dict(sorted(_applied_thresholds(cfg).items())),
         provider=provider,
         model=cfg.effective_model() or None,
         query_embedder=f"{provider}; gemini key set: {bool(cfg.gemini_api_key())}",
@@ -403,25 +418,6 @@ def evaluation_inputs(
     except OSError:
         return None
     return None if isinstance(opened, str) else opened[3]
-
-
-def _plain(bounds: Any) -> Any:
-    """A threshold entry as plain JSON (pydantic model or mapping)."""
-    if hasattr(bounds, "model_dump"):
-        return bounds.model_dump()
-    return dict(bounds) if isinstance(bounds, dict) else bounds
-
-
-def _stale_sources(cfg: BrainConfig, ids: list[str]) -> dict[str, str]:
-    """id -> the source file the chunk history last saw it in (unknown ids left out)."""
-    from brain_pipeline.config import memory_of
-    from brain_pipeline.corpus.chunk_history import HistoryError, lookup_many
-
-    try:
-        found = lookup_many(memory_of(cfg), ids)
-    except (HistoryError, OSError):
-        return {}
-    return {chunk: entry.source for chunk, entry in found.items()}
 
 
 def judgement_memory(cfg: BrainConfig) -> Memory:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from brain_pipeline.corpus.jscompat import is_truthy
+from brain_pipeline.corpus.jscompat import is_truthy, js_string
 from brain_pipeline.corpus.store import STORE_FILENAME, Chunk, heading_text
 from brain_pipeline.retrieval.hybrid import Hit, Retriever
 from brain_pipeline.retrieval.vectors import EMBEDDINGS_FILENAME, EmbeddingStore
@@ -36,7 +36,7 @@ class OpenedStore:
     """A store directory's memory-mapped store, its vectors when readable, and what was wrong.
 
     Chunks are decoded on demand: `source` answers searches from the cached BM25 indexes
-    and decodes only the hits; `chunks` decodes everything (kept for callers that need it).
+    and decodes only the hits.
     """
 
     directory: Path
@@ -45,11 +45,6 @@ class OpenedStore:
     layout: StateLayout | None
     """Where the sidecar and BM25 indexes are cached; None keeps them in memory only."""
     warnings: list[str] = field(default_factory=list)
-
-    @property
-    def chunks(self) -> list[Chunk]:
-        """Every chunk in store order (parses the whole store: avoid on big stores)."""
-        return self.view.all_chunks()
 
     def source(self) -> ViewSource:
         """What a `Retriever` searches: the view plus BM25 indexes cached in `layout`."""
@@ -89,16 +84,12 @@ class BatchFormatError(ValueError):
 
 
 def _heading_text(heading: Any) -> str:
-    """A heading as the agent would interpolate it (numbers like JavaScript prints them)."""
-    if isinstance(heading, str):
-        return heading
-    if isinstance(heading, bool):
-        return "true" if heading else "false"
-    if isinstance(heading, float) and heading.is_integer() and abs(heading) < 1e21:
-        return str(int(heading))
-    if isinstance(heading, int | float):
-        return repr(heading)
-    return heading_text(heading)  # iterative past json.dumps's depth (deep roadmap titles)
+    """A heading as the agent interpolates it (`String()`: numbers as JavaScript prints
+    them); an array or object as its JSON, iteratively past json.dumps's depth (deep
+    roadmap titles)."""
+    if isinstance(heading, list | dict):
+        return heading_text(heading)
+    return js_string(heading)
 
 
 def provenance(chunk: Chunk, position: int) -> str:

@@ -48,7 +48,8 @@ class VerdictRule:
     baseline: str | None
     """The evaluation key of the regression baseline compared with (None: none)."""
     known_items_candidate: str | None
-    """The candidate the known-item baseline was copied from (None: no baseline)."""
+    """The evaluation whose known items the known-item baseline is (its key; None: no
+    baseline)."""
     known_items_digest: str | None
     """Digest of the known-item baseline's items and chunk counts (None: no baseline)."""
     code: str = field(default_factory=judging_code)

@@ -20,7 +20,6 @@ import pytest
 from brain_pipeline.evaluation import judgements
 from brain_pipeline.evaluation.baseline import (
     NO_KNOWN_ITEMS,
-    candidate_key,
     clear_known_items,
     compare_with_baseline,
     load_baseline,
@@ -157,7 +156,7 @@ def _published(memory: Any, candidate: str, **how: Any) -> dict[str, Any]:
 
 def test_a_candidate_becomes_the_known_item_baseline_it_reads_back_as(tmp_path: Path) -> None:
     memory = memory_at(tmp_path)
-    key = candidate_key("store", None)
+    key = "c" * 64  # the evaluation whose known items they are
     save_candidate(memory, key, [ITEM], {"aws": 7}, [])
     summary = _published(memory, key, kind="accepted", note="why",
                          now=lambda: datetime(2026, 1, 2))
@@ -173,7 +172,7 @@ def test_a_candidate_becomes_the_known_item_baseline_it_reads_back_as(tmp_path: 
 
 def test_a_cleared_known_item_baseline_is_none_and_the_next_one_counts(tmp_path: Path) -> None:
     memory = memory_at(tmp_path)
-    key = candidate_key("store", None)
+    key = "c" * 64  # the evaluation whose known items they are
     save_candidate(memory, key, [ITEM], {"aws": 7}, [])
     _published(memory, key)
     assert "cleared" in clear_known_items(memory, "no known items")
@@ -188,7 +187,7 @@ def test_a_record_without_known_items_clears_the_known_item_baseline(
     """A rollback to a publication from before the known-item check: asking the next
     build about another store's passages would blame it for the difference."""
     memory = memory_at(tmp_path)
-    key = candidate_key("store", None)
+    key = "c" * 64  # the evaluation whose known items they are
     save_candidate(memory, key, [ITEM], {"aws": 7}, [])
     _published(memory, key)
     summary = record_baseline(memory, record_of(report), {}, kind="published")

@@ -114,6 +114,22 @@ def test_a_publication_records_the_baseline_and_damage_then_blocks(build: Build)
     assert "accepted" in str(again.verdict.known_items and again.verdict.known_items.status)
 
 
+def test_gc_keeps_the_known_items_of_the_evaluation_about_to_be_published(
+    build: Build,
+) -> None:
+    """The known items an evaluation kept are named by its evaluation key, which is what
+    `gc` keeps them by (the newest evaluation's, and the kept publications')."""
+    from brain_pipeline.steps.publications import collect_blobs
+
+    build.store(corpus())
+    outcome = build.evaluate()
+    collect_blobs(build.memory, 2)
+    summary = build.publish(outcome)
+    assert summary["known_items"] == (
+        "known items: 24 known items recorded as the baseline (published)"
+    )
+
+
 def test_a_one_edit_build_searches_only_the_edited_area(build: Build) -> None:
     chunks = corpus()
     build.store(chunks)
@@ -185,7 +201,7 @@ def _hybrid_run(build: Build, chunks: list[Chunk], embedder: WordHashEmbedder,
     return run_known_items(
         ViewSource(view, layout), layout, sample_per_area=12, settings=KnownItemSettings(),
         embeddings=store, query_embedder=embedder.embed_query, query_model=embedder.name,
-        store_sha256=view.sha256, memory=build.memory,
+        candidate="k" * 64, memory=build.memory,
     )
 
 

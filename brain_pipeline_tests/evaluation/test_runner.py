@@ -198,7 +198,7 @@ def test_flat_metrics_and_json(store: list[Chunk], fixture: Fixture) -> None:
     assert flat["hybrid.fallback_queries"] == 5.0
     assert flat["queries"] == 5.0 and flat["stale_ids"] == 0.0
     assert np.isclose(flat["bm25.ndcg_at_10"], report.retrievers[1].ndcg_at_10)
-    decoded = json.loads(report.to_json())
+    decoded = json.loads(json.dumps(report.to_dict()))
     assert decoded["retrievers"][0]["name"] == "legacy"
     assert len(decoded["queries"]) == 15
 

@@ -24,6 +24,7 @@ from brain_pipeline_tests.evaluation.helpers import make_chunk
         ("Routing", "--- passage 2 — aws/vpc.md § Routing ---"),
         (3.0, "--- passage 2 — aws/vpc.md § 3 ---"),
         (2.5, "--- passage 2 — aws/vpc.md § 2.5 ---"),
+        (1e-7, "--- passage 2 — aws/vpc.md § 1e-7 ---"),  # JavaScript's String(), not repr
         ("", "--- passage 2 — aws/vpc.md ---"),
         (0, "--- passage 2 — aws/vpc.md ---"),
     ],

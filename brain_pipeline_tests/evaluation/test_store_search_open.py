@@ -31,7 +31,7 @@ def vectors_bytes(chunks: list[Chunk], model: str, dim: int = 16) -> bytes:
 def test_open_store_reads_chunks_and_vectors(tmp_path: Path, store: list[Chunk]) -> None:
     directory = write_store(tmp_path / "s", store, vectors_bytes(store, "m"))
     opened = open_store(directory)
-    assert opened.chunks == store
+    assert opened.view.all_chunks() == store
     assert opened.embeddings is not None and opened.embeddings.model == "m"
     assert opened.warnings == []
     # A path to knowledge-store.json finds its neighbouring embeddings.bin too.

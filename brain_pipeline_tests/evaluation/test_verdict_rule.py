@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from brain_pipeline.config import BrainConfig
-from brain_pipeline.evaluation.baseline import candidate_key, record_baseline, save_candidate
+from brain_pipeline.evaluation.baseline import record_baseline, save_candidate
 from brain_pipeline.evaluation.known_items import KnownItem
 from brain_pipeline.evaluation.verdict_rule import VerdictRule, current_rule, holds
 from brain_pipeline_tests.evaluation.helpers import memory_at
@@ -22,10 +22,10 @@ def _cfg(tmp_path: Path, **evaluation: object) -> BrainConfig:
     )
 
 
-def _known_baseline(layout: Any, store: str, chunks: int) -> str:
-    key = candidate_key(store, None)
+def _known_baseline(layout: Any, key: str, chunks: int) -> str:
+    """Publish the evaluation `key` with the known items it kept (under its key)."""
     save_candidate(layout, key, [ITEM], {"aws": chunks}, [])
-    record_baseline(layout, {"key": "r" * 64, "known_items_candidate": key}, {}, kind="published")
+    record_baseline(layout, {"key": key, "known_items_candidate": key}, {}, kind="published")
     return key
 
 
@@ -40,12 +40,12 @@ def test_a_record_without_a_rule_holds_under_none(tmp_path: Path) -> None:
 def test_the_known_item_baseline_s_content_is_part_of_the_rule(tmp_path: Path) -> None:
     layout = memory_at(tmp_path / "build")
     cfg = _cfg(tmp_path)
-    _known_baseline(layout, "store-a", 7)
+    _known_baseline(layout, "eval-a", 7)
     before = current_rule(cfg, layout)
     record = {"key": "k", "rule": before.to_dict()}
     assert holds(record, before)
 
-    _known_baseline(layout, "store-a", 9)  # the same candidate, other chunk counts
+    _known_baseline(layout, "eval-a", 9)  # the same candidate, other chunk counts
     after = current_rule(cfg, layout)
     assert after.known_items_candidate == before.known_items_candidate
     assert after.known_items_digest != before.known_items_digest
@@ -61,7 +61,7 @@ def test_a_verdict_counts_against_its_own_baselines_but_not_under_other_settings
     cfg = _cfg(tmp_path)
     judged = current_rule(cfg, layout)  # nothing published yet: no baselines
     assert (judged.baseline, judged.known_items_candidate) == (None, None)
-    own = _known_baseline(layout, "store-b", 7)
+    own = _known_baseline(layout, "record-b", 7)
     record = {"key": "record-b", "known_items_candidate": own, "rule": judged.to_dict()}
     published = VerdictRule(
         judged.settings, "record-b", own, current_rule(cfg, layout).known_items_digest
