@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -39,8 +39,8 @@ from brain_pipeline.corpus.store_reader import StoreView
 from brain_pipeline.retrieval.bm25 import BM25Index, BM25Postings, term_ids_of, terms_in_order
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_directory
-from brain_pipeline.utils.damage import healed, is_set_aside, set_aside
+from brain_pipeline.utils.cache_unit import META, CacheUnit, read_unit, write_unit
+from brain_pipeline.utils.damage import is_set_aside, set_aside
 from brain_pipeline.utils.digest import ids_digest
 from brain_pipeline.utils.file_signature import mtime_ns
 
@@ -56,7 +56,7 @@ _TOKENISE_BATCH = 65_536
 """Texts tokenised at once: a cold area of 275k chunks would otherwise hold every raw
 word at once."""
 _REBUILT = "rebuilt (a cache miss)"
-_T = TypeVar("_T")
+_POSTINGS, _AREA = "BM25 postings", "BM25 area index"
 Int64s = npt.NDArray[np.int64]
 Int32s = npt.NDArray[np.int32]
 _Ints = npt.NDArray[np.integer[Any]]
@@ -110,9 +110,11 @@ class BM25Cache:
 
     * `postings-<layout>-<digest>/`: immutable postings (term counts) of a set of chunks,
       named by the digest of their ids;
-    * `area-<layout>-<digest>/layers.json`: an area version (named by its chunk
-      digest) as a list of postings, each with a mask of its chunks that are still in
-      the area (`live-<k>.npy`, absent when all are).
+    * `area-<layout>-<digest>/`: an area version (named by its chunk digest) as a list
+      of postings, each with a mask of its chunks that are still in the area (`live-<k>`,
+      absent when all are).
+
+    Each is a cache unit (`utils.cache_unit`): written whole, checked when read.
 
     A new area version reuses the previous version's postings when they still hold at
     least `_REUSE_AT_LEAST` of its chunks: the chunks they miss become one small set of
@@ -283,14 +285,8 @@ class BM25Cache:
 
     def _cached_ids(self, name: str) -> npt.NDArray[np.bytes_]:
         """The ids of the postings `name` (memory-mapped); none when missing or damaged."""
-
-        def ids(directory: Path) -> Any:
-            return np.load(directory / "ids.npy", mmap_mode="r", allow_pickle=False)
-
-        try:
-            return np.asarray(_read_whole(self._postings_dir(name), ids, "BM25 postings"))
-        except OSError:
-            return np.zeros(0, dtype="S12")
+        ids = read_unit(self._postings_dir(name), lambda unit: unit.arrays["ids"], what=_POSTINGS)
+        return np.zeros(0, dtype="S12") if ids is None else np.asarray(ids)
 
     # -- files ----------------------------------------------------------------------
 
@@ -303,9 +299,9 @@ class BM25Cache:
         digest = ids_digest(postings.ids)
         name = f"postings-{index_layout()}-{digest[:40]}"
         directory = self._postings_dir(name)
-        if not (directory / "terms.txt").is_file():
+        if not (directory / META).is_file():
             try:
-                postings.save(directory)
+                save_postings(directory, postings)
             except OSError:
                 return ""  # a read-only build directory: served from memory, not cached
         return name
@@ -317,11 +313,8 @@ class BM25Cache:
         as one unit, so a part of one is never trusted) and named in one WARN line; the
         caller then builds the version again as on any miss.
         """
-        try:
-            found = _read_whole(directory, _area_files, "BM25 area index")
-        except OSError:
-            return None  # not cached (or not readable now): a miss
-        if found[0] != area:
+        found = read_unit(directory, _area_files, what=_AREA)
+        if found is None or found[0] != area:
             return None
         _, entries = found
         layers = []
@@ -332,7 +325,7 @@ class BM25Cache:
             if live is not None and len(live) != len(postings):
                 set_aside(
                     directory,
-                    what="BM25 area index",
+                    what=_AREA,
                     consequence=_REBUILT,
                     cause=ValueError(f"a mask of {len(live)} for {len(postings)} postings"),
                 )
@@ -342,28 +335,21 @@ class BM25Cache:
 
     def _load_postings(self, name: str) -> BM25Postings | None:
         """The postings `name` (memory-mapped); None when missing, set aside if damaged."""
-        try:
-            return _read_whole(self._postings_dir(name), BM25Postings.load, "BM25 postings")
-        except OSError:
-            return None
+        return load_postings(self._postings_dir(name))
 
     def _write_layers(self, directory: Path, area: str, layers: list[_Layer]) -> None:
-        """Write the area version's layers.json and masks as one directory, atomically."""
-        if (directory / "layers.json").is_file():
+        """Write the area version: per layer its postings' name and mask (if any)."""
+        if (directory / META).is_file():
             if self._read_layers(directory, area) is not None:
                 return  # another process wrote this version meanwhile
             # Its postings are gone (set aside as damaged): this version is replaced.
             shutil.rmtree(directory, ignore_errors=True)
-        with atomic_directory(directory, complete_when="layers.json") as tmp:
-            entries = []
-            for k, layer in enumerate(layers):
-                live = None
-                if layer.live is not None:
-                    live = f"live-{k}.npy"
-                    np.save(tmp / live, layer.live, allow_pickle=False)
-                entries.append({"postings": layer.name, "live": live})
-            meta = {"area": area, "layers": entries}
-            (tmp / "layers.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        masks = {f"live-{k}": x.live for k, x in enumerate(layers) if x.live is not None}
+        entries = [
+            {"postings": x.name, "live": f"live-{k}" if x.live is not None else None}
+            for k, x in enumerate(layers)
+        ]
+        write_unit(directory, masks, area=area, layers=entries)
 
     def _prune(self) -> None:
         """Keep the current store's area versions and a few recent others, and the
@@ -384,7 +370,7 @@ class BM25Cache:
             if is_set_aside(area_dir):
                 continue
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                meta = json.loads((area_dir / "layers.json").read_text(encoding="utf-8"))
+                meta = json.loads((area_dir / META).read_text(encoding="utf-8"))
                 referenced.update(entry["postings"] for entry in meta["layers"])
         cutoff = time.time_ns() - _ORPHAN_GRACE_S * 1_000_000_000
         for postings in bm25_dir.glob("postings-*"):
@@ -403,43 +389,45 @@ _AreaFiles = tuple[str, list[tuple[str, npt.NDArray[np.bool_] | None]]]
 """An area version as stored: its area, and per layer the postings' name and mask."""
 
 
-def _read_whole(directory: Path, read: Callable[[Path], _T], what: str) -> _T:
-    """`read(directory)` of a directory written as one unit (`atomic_directory`).
-
-    No such directory is a miss (FileNotFoundError). A member missing is damage: such
-    directories are renamed into place whole, so a part of one was torn or removed
-    afterwards; a damaged directory is set aside whole (see `healed`).
-    """
-
-    def whole() -> _T:
-        if not directory.is_dir():
-            raise FileNotFoundError(directory)
-        try:
-            return read(directory)
-        except FileNotFoundError as missing:
-            gone = Path(str(missing.filename)).name
-            raise ValueError(f"incomplete: {gone} is missing") from missing
-
-    return healed(directory, whole, what=what, consequence=_REBUILT)
-
-
-def _area_files(directory: Path) -> _AreaFiles:
-    """What an area directory holds; raises (ValueError, ...) when it is damaged."""
-    meta = json.loads((directory / "layers.json").read_text(encoding="utf-8"))
-    if not isinstance(meta, dict) or not isinstance(meta.get("area"), str):
+def _area_files(unit: CacheUnit) -> _AreaFiles:
+    """What an area unit holds; raises (ValueError, ...) when it is damaged."""
+    area, entries = unit.meta["area"], unit.meta["layers"]
+    if not isinstance(area, str) or not isinstance(entries, list):
         raise ValueError("not an area index")
-    entries: list[tuple[str, npt.NDArray[np.bool_] | None]] = []
-    for entry in meta["layers"]:
+    out: list[tuple[str, npt.NDArray[np.bool_] | None]] = []
+    for entry in entries:
         name, live_name = entry["postings"], entry["live"]
         if not isinstance(name, str) or not (live_name is None or isinstance(live_name, str)):
             raise ValueError("not an area index")
-        live = None
-        if live_name is not None:
-            live = np.load(directory / live_name, allow_pickle=False)
-            if live.dtype != np.bool_ or live.ndim != 1:
-                raise ValueError(f"{live_name} is not a mask")
-        entries.append((name, live))
-    return meta["area"], entries
+        live = None if live_name is None else unit.arrays[live_name]
+        if live is not None and (live.dtype != np.bool_ or live.ndim != 1):
+            raise ValueError(f"{live_name} is not a mask")
+        out.append((name, live))
+    return area, out
+
+
+def save_postings(directory: Path, postings: BM25Postings) -> None:
+    """Write `postings` as the cache unit `directory` (see `utils.cache_unit`)."""
+    terms = np.frombuffer("\n".join(postings.terms).encode("ascii"), dtype=np.uint8)
+    arrays = {"ids": postings.ids, "indptr": postings.indptr, "docs": postings.docs}
+    arrays |= {"tf": postings.tf, "lengths": postings.lengths, "terms": terms}
+    write_unit(directory, arrays)
+
+
+def load_postings(directory: Path) -> BM25Postings | None:
+    """The postings `save_postings` wrote (memory-mapped: paged in on use); None when
+    there are none, set aside (said once) when damaged."""
+
+    def postings(unit: CacheUnit) -> BM25Postings:
+        a = unit.arrays
+        raw = bytes(a["terms"])
+        terms = raw.decode("ascii").split("\n") if raw else []
+        indptr, ids, docs, tf, lengths = (a[k] for k in ("indptr", "ids", "docs", "tf", "lengths"))
+        if len(indptr) != len(terms) + 1 or len(docs) != len(tf) or len(ids) != len(lengths):
+            raise ValueError("postings whose arrays do not fit together")
+        return BM25Postings(ids, terms, np.asarray(indptr), docs, tf, lengths)
+
+    return read_unit(directory, postings, what=_POSTINGS)
 
 
 _CACHES: dict[tuple[int, Path | None], BM25Cache] = {}

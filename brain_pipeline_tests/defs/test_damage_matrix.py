@@ -3,10 +3,10 @@
 The good directory is built once per module and copied per case. A run after damage must
 succeed and publish exactly what a fresh build of the edited corpus publishes; a file
 found damaged is set aside once as `<name>.damaged` (holding the damaged bytes) and named
-in one WARN line. Files written as one directory (BM25 postings, an area index) are set
-aside as that directory, and a member missing from one is damage too. The files a
-one-edit run reads (`READ_BY_AN_EDIT`) must be found damaged by it: nothing may use or
-silently discard them.
+in one WARN line. Files written as one directory (a cache unit: BM25 postings, an area
+index, the store's sidecar) are set aside as that directory, and a member missing from
+one is damage too. The files a one-edit run reads (`READ_BY_AN_EDIT`) must be found
+damaged by it: nothing may use or silently discard them.
 """
 
 from __future__ import annotations
@@ -38,26 +38,29 @@ STATE_FILES = [
     "knowledge-store.json",
     "state/chunks/cache.sqlite",
     "state/chunks/assembled.json",
-    "state/store/*.npz",
+    "state/store/*/meta.json",
+    "state/store/*/ids.npy",
     "state/history/live-ids.npz",
-    "state/index/area-*/layers.json",
+    "state/index/area-*/meta.json",
+    "state/index/postings-*/meta.json",
     "state/index/postings-*/ids.npy",
-    "state/index/postings-*/terms.txt",
     "state/index/legacy-*/*.npz",
 ]
 MODES = ["truncate", "garbage", "delete"]
 
 DIRECTORY_UNITS = {
-    "state/index/area-*/layers.json",
+    "state/store/*/meta.json",
+    "state/store/*/ids.npy",
+    "state/index/area-*/meta.json",
+    "state/index/postings-*/meta.json",
     "state/index/postings-*/ids.npy",
-    "state/index/postings-*/terms.txt",
 }
 """Patterns whose file belongs to a directory written (and set aside) as one unit."""
 
 READ_BY_AN_EDIT = {
-    "state/index/area-*/layers.json",
+    "state/index/area-*/meta.json",
+    "state/index/postings-*/meta.json",
     "state/index/postings-*/ids.npy",
-    "state/index/postings-*/terms.txt",
     "state/index/legacy-*/*.npz",
 }
 """Caches routed through the damage helper that the run after a one-file edit reads: the

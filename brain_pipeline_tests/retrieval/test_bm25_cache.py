@@ -14,8 +14,14 @@ import pytest
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.retrieval import bm25_cache as cache_module
-from brain_pipeline.retrieval.bm25 import BM25Index, BM25Postings
-from brain_pipeline.retrieval.bm25_cache import BM25Cache, bm25_cache, index_layout
+from brain_pipeline.retrieval.bm25 import BM25Index
+from brain_pipeline.retrieval.bm25_cache import (
+    BM25Cache,
+    bm25_cache,
+    index_layout,
+    load_postings,
+    save_postings,
+)
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.code_copy import key_after_edit
 from brain_pipeline_tests.corpus.views import clear_views
@@ -26,17 +32,26 @@ from brain_pipeline_tests.retrieval.random_store import (
 )
 
 
-def test_saved_index_loads_and_ranks_identically(tmp_path: Path) -> None:
+def test_saved_postings_load_and_rank_identically(tmp_path: Path) -> None:
     rng = random.Random(7)
     for trial in range(20):
         chunks = random_chunks(rng, rng.randint(0, 60))
         index = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
         target = tmp_path / f"idx{trial}"
         (postings,) = index.parts
-        postings.save(target)
-        for mmap in (True, False):
-            loaded = BM25Index([BM25Postings.load(target, mmap=mmap)])
-            assert_ranks_like_a_fresh_build(loaded, chunks)
+        save_postings(target, postings)
+        loaded = load_postings(target)
+        assert loaded is not None
+        assert_ranks_like_a_fresh_build(BM25Index([loaded]), chunks)
+
+
+def test_postings_whose_arrays_do_not_fit_are_set_aside(tmp_path: Path) -> None:
+    chunks = random_chunks(random.Random(18), 30)
+    (postings,) = BM25Index.build([c.id for c in chunks], [c.content for c in chunks]).parts
+    save_postings(tmp_path / "p", postings)
+    np.save(tmp_path / "p" / "tf.npy", np.asarray(postings.tf)[:-1], allow_pickle=False)
+    assert load_postings(tmp_path / "p") is None
+    assert not (tmp_path / "p").exists() and (tmp_path / "p.damaged" / "tf.npy").is_file()
 
 
 def test_area_indexes_are_assembled_cached_and_reloaded(layout: StateLayout) -> None:
@@ -109,7 +124,7 @@ def _replace_some(
 
 
 def _layers(layout: StateLayout, view_area_dir: Path) -> list[dict[str, object]]:
-    meta = json.loads((view_area_dir / "layers.json").read_text(encoding="utf-8"))
+    meta = json.loads((view_area_dir / "meta.json").read_text(encoding="utf-8"))
     return list(meta["layers"])
 
 
@@ -132,7 +147,7 @@ def test_an_edited_area_reuses_its_postings_with_the_old_chunks_masked(
     assert directory is not None
     layers = _layers(layout, directory)
     assert len(layers) == 2 and layers[0]["live"] and layers[1]["live"] is None
-    mask = np.load(directory / str(layers[0]["live"]))
+    mask = np.load(directory / f"{layers[0]['live']}.npy")
     assert int(np.count_nonzero(~mask)) == 4  # the replaced chunks, masked out
     assert len(set(layout.bm25_dir.glob("postings-*")) - postings_before) == 1
 
