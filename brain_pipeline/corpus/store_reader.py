@@ -45,10 +45,9 @@ from brain_pipeline.corpus.store_scan import (
 )
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.cache_unit import CacheUnit, read_unit, write_unit
-from brain_pipeline.utils.damage import is_set_aside
+from brain_pipeline.utils.cache_unit import CacheUnit, newest_first, read_unit, write_unit
 from brain_pipeline.utils.digest import file_sha256, ids_digest
-from brain_pipeline.utils.file_signature import FileSignature, mtime_ns
+from brain_pipeline.utils.file_signature import FileSignature
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _KEEP_SIDECARS = 4
@@ -161,7 +160,7 @@ class StoreView:
         own = self._sidecar_path()
         if own is None or not self._stat.size:
             return None
-        for path in _other_sidecars(own, f"v{sidecar_code()}-*")[:1]:
+        for path in newest_first(own.parent, f"v{sidecar_code()}-*", leaving_out=own)[:1]:
             try:
                 old_size = int(path.name.split("-")[1])
             except (IndexError, ValueError):
@@ -353,19 +352,10 @@ class StoreView:
             self._fd = None
 
 
-def _other_sidecars(own: Path, pattern: str) -> list[Path]:
-    """The sidecars beside `own` matching `pattern`, newest first (`own` and copies set
-    aside as damaged left out)."""
-    if not own.parent.is_dir():
-        return []
-    others = (p for p in own.parent.glob(pattern) if p != own and not is_set_aside(p))
-    return sorted(others, key=mtime_ns, reverse=True)
-
-
 def _prune(keep: Path) -> None:
     """Keep the newest few sidecars: one per store version a reader may still hold (an
     older version's `.npz` files go the same way)."""
-    for stale in _other_sidecars(keep, "v*")[_KEEP_SIDECARS - 1 :]:
+    for stale in newest_first(keep.parent, "v*", leaving_out=keep)[_KEEP_SIDECARS - 1 :]:
         if stale.is_dir():
             shutil.rmtree(stale, ignore_errors=True)
         with contextlib.suppress(OSError):

@@ -39,7 +39,7 @@ from brain_pipeline.corpus.store_reader import StoreView
 from brain_pipeline.retrieval.bm25 import BM25Index, BM25Postings, term_ids_of, terms_in_order
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.cache_unit import META, CacheUnit, read_unit, write_unit
+from brain_pipeline.utils.cache_unit import META, CacheUnit, newest_first, read_unit, write_unit
 from brain_pipeline.utils.damage import is_set_aside, set_aside
 from brain_pipeline.utils.digest import ids_digest
 from brain_pipeline.utils.file_signature import mtime_ns
@@ -225,16 +225,8 @@ class BM25Cache:
     def _previous_layers(self, area: str, current: Path) -> list[_Layer] | None:
         """The newest other cached version of `area`, or None."""
         assert self.layout is not None
-        candidates = sorted(
-            (
-                p
-                for p in self.layout.bm25_dir.glob(f"area-{index_layout()}-*")
-                if p != current and not is_set_aside(p)
-            ),
-            key=mtime_ns,
-            reverse=True,
-        )
-        for candidate in candidates:
+        pattern = f"area-{index_layout()}-*"
+        for candidate in newest_first(self.layout.bm25_dir, pattern, leaving_out=current):
             layers = self._read_layers(candidate, area)
             if layers is not None:
                 return layers
@@ -280,8 +272,7 @@ class BM25Cache:
     def _cached_postings(self) -> list[str]:
         """The names of the cached sets of postings of this code, newest first."""
         assert self.layout is not None
-        found = self.layout.bm25_dir.glob(f"postings-{index_layout()}-*")
-        return [p.name for p in sorted(found, key=mtime_ns, reverse=True) if not is_set_aside(p)]
+        return [p.name for p in newest_first(self.layout.bm25_dir, f"postings-{index_layout()}-*")]
 
     def _cached_ids(self, name: str) -> npt.NDArray[np.bytes_]:
         """The ids of the postings `name` (memory-mapped); none when missing or damaged."""
@@ -358,11 +349,7 @@ class BM25Cache:
         assert self.layout is not None
         bm25_dir = self.layout.bm25_dir
         current = {self.area_dir(a) for a in self.view.areas}
-        others = sorted(
-            (p for p in bm25_dir.glob("area-*") if p not in current and not is_set_aside(p)),
-            key=mtime_ns,
-            reverse=True,
-        )
+        others = [p for p in newest_first(bm25_dir, "area-*") if p not in current]
         for stale in others[_KEEP_EXTRA_AREAS:]:
             shutil.rmtree(stale, ignore_errors=True)
         referenced: set[str] = set()

@@ -21,7 +21,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from brain_pipeline.utils.atomic import atomic_directory
-from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.damage import healed, is_set_aside
+from brain_pipeline.utils.file_signature import mtime_ns
 
 T = TypeVar("T")
 META = "meta.json"
@@ -78,3 +79,11 @@ def read_unit(
         return healed(directory, whole, what=what, consequence=consequence)
     except OSError:
         return None  # not cached (or not readable now): a miss
+
+
+def newest_first(folder: Path, pattern: str, *, leaving_out: Path | None = None) -> list[Path]:
+    """The entries of `folder` matching `pattern`, newest first: what a cache reuses
+    (the last version of what changed) and prunes by. Copies set aside as damaged and
+    `leaving_out` are not among them."""
+    found = (p for p in folder.glob(pattern) if p != leaving_out and not is_set_aside(p))
+    return sorted(found, key=mtime_ns, reverse=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from brain_pipeline.utils.cache_unit import META, CacheUnit, read_unit, write_unit
+from brain_pipeline.utils.cache_unit import META, CacheUnit, newest_first, read_unit, write_unit
 
 
 def _both(unit: CacheUnit) -> tuple[object, list[int]]:
@@ -66,3 +66,17 @@ def test_the_first_whole_copy_of_a_unit_is_kept(tmp_path: Path) -> None:
     write_unit(tmp_path / "u", {"a": np.arange(4)}, note="second")  # a racing writer
     assert read_unit(tmp_path / "u", _both, what="test unit") == ("first", [0, 1, 2, 3])
     assert [p.name for p in tmp_path.iterdir()] == ["u"]  # no temporary left behind
+
+
+def test_newest_first_leaves_out_copies_set_aside_and_the_one_asked(tmp_path: Path) -> None:
+    import os
+
+    for age, name in enumerate(["c", "b", "a", "a.damaged", "x"]):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1_000_000 - age, 1_000_000 - age))
+    assert [p.name for p in newest_first(tmp_path, "?")] == ["c", "b", "a", "x"]
+    assert [p.name for p in newest_first(tmp_path, "[abc]*", leaving_out=tmp_path / "b")] == [
+        "c",
+        "a",
+    ]
+    assert newest_first(tmp_path / "absent", "*") == []
