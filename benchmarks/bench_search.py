@@ -10,8 +10,8 @@ system CPU seconds, peak RSS of that process):
           area (`Retriever` over a list of chunks), one lexical query: what `search`
           did before the store view and the index cache.
 * cold:   `brain-pipeline search --mode lexical` with the build directory's `state/`
-          removed: the sidecar index is scanned, the area is tokenised, the area index
-          and per-chunk counts are written.
+          removed: the sidecar index is scanned, the area is tokenised, its postings
+          and the area index are written.
 * warm:   the same command again in a new process: sidecar and area index loaded from
           `state/`, only the hits decoded.
 * edit:   one chunk of the area replaced (a new store file), then the same command: the

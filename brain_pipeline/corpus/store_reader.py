@@ -24,6 +24,7 @@ import json
 import mmap
 import os
 import re
+import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -44,10 +45,9 @@ from brain_pipeline.corpus.store_scan import (
 )
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_writer
-from brain_pipeline.utils.damage import healed
+from brain_pipeline.utils.cache_unit import CacheUnit, newest_first, read_unit, write_unit
 from brain_pipeline.utils.digest import file_sha256, ids_digest
-from brain_pipeline.utils.file_signature import FileSignature, mtime_ns
+from brain_pipeline.utils.file_signature import FileSignature
 
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 _KEEP_SIDECARS = 4
@@ -152,7 +152,7 @@ class StoreView:
     def _sidecar_path(self) -> Path | None:
         if self._layout is None:
             return None
-        name = f"v{sidecar_code()}-{self._stat.key()}.npz"
+        name = f"v{sidecar_code()}-{self._stat.key()}"
         return self._layout.store_index_dir / name
 
     def _reuse_previous(self, data: npt.NDArray[np.uint8]) -> StoreIndex | None:
@@ -160,7 +160,7 @@ class StoreView:
         own = self._sidecar_path()
         if own is None or not self._stat.size:
             return None
-        for path in _other_sidecars(own, f"v{sidecar_code()}-*.npz")[:1]:
+        for path in newest_first(own.parent, f"v{sidecar_code()}-*", leaving_out=own)[:1]:
             try:
                 old_size = int(path.name.split("-")[1])
             except (IndexError, ValueError):
@@ -183,47 +183,29 @@ class StoreView:
         return index
 
     def _read_sidecar(self, path: Path) -> StoreIndex | None:
-        """A saved sidecar (a damaged one is removed and None returned)."""
+        """A saved sidecar (memory-mapped), or None; a damaged one is set aside (said
+        once) and rebuilt, never trusted."""
 
-        def load() -> StoreIndex | None:
-            if not path.is_file():
-                return None
-            with np.load(path, allow_pickle=False) as saved:
-                meta = json.loads(bytes(saved["meta"]).decode("utf-8"))
-                return StoreIndex(
-                    saved["starts"],
-                    saved["stops"],
-                    saved["ids"],
-                    saved["area_codes"],
-                    list(meta["areas"]),
-                    meta.get("sha256"),
-                    saved["block_rows"],
-                    saved["block_digests"],
-                )
+        def index(unit: CacheUnit) -> StoreIndex:
+            a, meta = unit.arrays, unit.meta
+            starts, stops, ids, codes = a["starts"], a["stops"], a["ids"], a["area_codes"]
+            return StoreIndex(starts, stops, ids, codes, list(meta["areas"]), meta["sha256"],
+                              a["block_rows"], a["block_digests"])  # fmt: skip
 
-        # A damaged sidecar is rebuilt, never trusted.
-        return healed(path, load, what="store sidecar", consequence="rebuilt from the store")
+        return read_unit(path, index, what="store sidecar", consequence="rebuilt from the store")
 
     def _save_sidecar(self, index: StoreIndex) -> None:
-        """Persist the index (and the sha256, computed now) for the next process."""
+        """Persist the index (and the sha256, computed now) for the next process, as a
+        cache unit (`utils.cache_unit`)."""
         path = self._sidecar_path()
         if path is None:
             return
         index.sha256 = self._whole_file_sha256()
-        assert index.block_rows is not None and index.block_digests is not None
-        meta = json.dumps({"areas": index.area_names, "sha256": index.sha256}).encode("utf-8")
+        arrays: dict[str, Any] = {"starts": index.starts, "stops": index.stops, "ids": index.ids}
+        arrays |= {"area_codes": index.area_codes, "block_rows": index.block_rows}
+        arrays |= {"block_digests": index.block_digests}
         try:
-            with atomic_writer(path) as handle:
-                np.savez(
-                    handle,
-                    starts=index.starts,
-                    stops=index.stops,
-                    ids=index.ids,
-                    area_codes=index.area_codes,
-                    block_rows=index.block_rows,
-                    block_digests=index.block_digests,
-                    meta=np.frombuffer(meta, dtype=np.uint8),
-                )
+            write_unit(path, arrays, areas=index.area_names, sha256=index.sha256)
             _prune(path)
         except OSError:
             pass  # a read-only store directory still works, just without the cache
@@ -370,18 +352,13 @@ class StoreView:
             self._fd = None
 
 
-def _other_sidecars(own: Path, pattern: str) -> list[Path]:
-    """The sidecars beside `own` matching `pattern`, newest first (`own` left out)."""
-    if not own.parent.is_dir():
-        return []
-    others = (p for p in own.parent.glob(pattern) if p != own)
-    return sorted(others, key=mtime_ns, reverse=True)
-
-
 def _prune(keep: Path) -> None:
-    """Keep the newest few sidecars: one per store version a reader may still hold."""
-    for stale in _other_sidecars(keep, "v*.npz")[_KEEP_SIDECARS - 1 :]:
-        with contextlib.suppress(FileNotFoundError):
+    """Keep the newest few sidecars: one per store version a reader may still hold (an
+    older version's `.npz` files go the same way)."""
+    for stale in newest_first(keep.parent, "v*", leaving_out=keep)[_KEEP_SIDECARS - 1 :]:
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        with contextlib.suppress(OSError):
             stale.unlink()
 
 

@@ -24,14 +24,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from itertools import chain, count
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.retrieval.text import raw_words, term_of, tokenize
-from brain_pipeline.utils.atomic import atomic_directory
 
 K1 = 1.2
 B = 0.75
@@ -139,41 +137,6 @@ class BM25Postings:
             bounds = self.indptr.tolist()
             self._spans = {term: (bounds[t], bounds[t + 1]) for t, term in enumerate(self.terms)}
         return self._spans
-
-    def save(self, directory: Path) -> None:
-        """Write the postings as `.npy` files (plus terms.txt) into a new `directory`.
-
-        The files are written into a temporary sibling that is renamed into place, so a
-        reader sees complete postings or none; when another process got there first its
-        (identical) postings are kept.
-        """
-        with atomic_directory(directory, complete_when="terms.txt") as tmp:
-            for name, array in (
-                ("ids", self.ids),
-                ("indptr", self.indptr),
-                ("docs", self.docs),
-                ("tf", self.tf),
-                ("lengths", self.lengths),
-            ):
-                np.save(tmp / f"{name}.npy", np.ascontiguousarray(array), allow_pickle=False)
-            (tmp / "terms.txt").write_bytes("\n".join(self.terms).encode("ascii"))
-
-    @classmethod
-    def load(cls, directory: Path, *, mmap: bool = True) -> BM25Postings:
-        """Read postings written by `save` (memory-mapped: paged in on use)."""
-        directory = Path(directory)
-        mode: Literal["r"] | None = "r" if mmap else None
-
-        def array(name: str) -> Any:
-            return np.load(directory / f"{name}.npy", mmap_mode=mode, allow_pickle=False)
-
-        raw_terms = (directory / "terms.txt").read_bytes()
-        terms = raw_terms.decode("ascii").split("\n") if raw_terms else []
-        indptr = np.asarray(array("indptr"))
-        ids, docs, tf, lengths = array("ids"), array("docs"), array("tf"), array("lengths")
-        if len(indptr) != len(terms) + 1 or len(docs) != len(tf) or len(ids) != len(lengths):
-            raise ValueError(f"damaged BM25 postings at {directory}")
-        return cls(ids, terms, indptr, docs, tf, lengths)
 
 
 class BM25Index:

@@ -1,7 +1,6 @@
-"""BM25 indexes cached in the build directory, assembled from per-chunk token counts.
+"""BM25 indexes cached in the build directory, assembled from the postings already there.
 
-Two kinds of files here, under `layout.bm25_dir` (the third, the per-chunk token counts
-`tokens-<code>/`, is `retrieval.token_cache`'s):
+Two kinds of directories here, under `layout.bm25_dir`, each written as one unit:
 
 * `area-<layout>-<digest>/`: one area version, keyed by the area's chunk digest
   (sha256 over its ids in store order) and the index layout: which sets of postings
@@ -9,7 +8,9 @@ Two kinds of files here, under `layout.bm25_dir` (the third, the per-chunk token
   unchanged evaluation loads it memory-mapped and reads only its query terms' postings.
 * `postings-<layout>-<digest>/`: the term counts of a set of chunks, term-major, named
   by their ids. An edited area reuses its previous postings with the edited chunks
-  masked out and adds small postings of the new ones (see `BM25Cache`).
+  masked out and adds small postings of the new ones (see `BM25Cache`). Postings hold
+  term counts, and ids hash content, so they are also the cache of every chunk's counts:
+  a chunk some cached postings hold is never tokenised again.
 
 Scores are identical to `BM25Index.build` over the area's texts: document lengths and
 term frequencies are the same integers, collection statistics are taken over the live
@@ -24,22 +25,22 @@ import json
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
-from typing import TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from brain_pipeline.corpus.id_lookup import id_keys, lookup_sorted
 from brain_pipeline.corpus.store_reader import StoreView
-from brain_pipeline.retrieval.bm25 import BM25Index, BM25Postings
-from brain_pipeline.retrieval.token_cache import Int64s, TokenCache, tokens_code
+from brain_pipeline.retrieval.bm25 import BM25Index, BM25Postings, term_ids_of, terms_in_order
 from brain_pipeline.state.code_digest import code_digest
 from brain_pipeline.state.layout import StateLayout
-from brain_pipeline.utils.atomic import atomic_directory
-from brain_pipeline.utils.damage import healed, is_set_aside, set_aside
+from brain_pipeline.utils.cache_unit import META, CacheUnit, newest_first, read_unit, write_unit
+from brain_pipeline.utils.damage import is_set_aside, set_aside
 from brain_pipeline.utils.digest import ids_digest
 from brain_pipeline.utils.file_signature import mtime_ns
 
@@ -51,17 +52,23 @@ _MAX_LAYERS = 5
 _ORPHAN_GRACE_S = 3600
 """Postings no area refers to are deleted only when older than this: another process
 may have written them a moment ago and not yet its area's layers."""
+_TOKENISE_BATCH = 65_536
+"""Texts tokenised at once: a cold area of 275k chunks would otherwise hold every raw
+word at once."""
 _REBUILT = "rebuilt (a cache miss)"
-_T = TypeVar("_T")
+_POSTINGS, _AREA = "BM25 postings", "BM25 area index"
+Int64s = npt.NDArray[np.int64]
+Int32s = npt.NDArray[np.int32]
+_Ints = npt.NDArray[np.integer[Any]]
 
 
 @functools.cache
 def index_layout(root: Path | None = None) -> str:
     """Names area and postings directories: the digest of the code that writes and reads
-    them (this module and what it imports: the on-disk layout, BM25's arithmetic, the
-    tokeniser). An edit to it builds each area's index once more, never reading a stale
-    one; token counts are keyed by their own code (`tokens_code`), so a layout change
-    tokenises nothing again. `root`: another copy of the package (tests)."""
+    them (this module and what it imports: the on-disk layout, the counts' assembly,
+    BM25's arithmetic, the tokeniser). An edit to it builds each area's index once more
+    (tokenising, as a first build does), never reading a stale one. `root`: another copy
+    of the package (tests)."""
     return code_digest(__name__, root=root)[:12]
 
 
@@ -103,29 +110,27 @@ class BM25Cache:
 
     * `postings-<layout>-<digest>/`: immutable postings (term counts) of a set of chunks,
       named by the digest of their ids;
-    * `area-<layout>-<digest>/layers.json`: an area version (named by its chunk
-      digest) as a list of postings, each with a mask of its chunks that are still in
-      the area (`live-<k>.npy`, absent when all are).
+    * `area-<layout>-<digest>/`: an area version (named by its chunk digest) as a list
+      of postings, each with a mask of its chunks that are still in the area (`live-<k>`,
+      absent when all are).
+
+    Each is a cache unit (`utils.cache_unit`): written whole, checked when read.
 
     A new area version reuses the previous version's postings when they still hold at
     least `_REUSE_AT_LEAST` of its chunks: the chunks they miss become one small set of
-    postings (from cached token counts; only never-seen chunks are tokenised) and the
-    chunks that left are masked out. A one-file edit thus writes a few KB instead of
-    re-assembling the area's postings (3 s and ~0.5 GB at 275k chunks). Otherwise the
-    area gets one new set of postings assembled from the token counts.
+    postings and the chunks that left are masked out. A one-file edit thus writes a few
+    KB instead of re-assembling the area's postings (3 s and ~0.5 GB at 275k chunks).
+    Otherwise the area gets one new set of postings. A new set copies the counts of
+    chunks that cached postings hold (`_postings_for`): only never-seen chunks are
+    tokenised.
     """
 
     def __init__(self, view: StoreView, layout: StateLayout | None) -> None:
         self.view = view
         self.layout = layout
         self._indexes: dict[str, BM25Index] = {}
-        self._tokens = TokenCache(self._tokens_dir()) if layout is not None else None
         self._lock = threading.Lock()
         self.stats: list[AreaIndexStats] = []
-
-    def _tokens_dir(self) -> Path:
-        assert self.layout is not None
-        return self.layout.bm25_dir / f"tokens-{tokens_code()}"
 
     def area_dir(self, area: str) -> Path | None:
         """Where the area's index is cached (None without a layout)."""
@@ -150,7 +155,7 @@ class BM25Cache:
         view = self.view
         rows = view.rows_of_area(area)
         directory = self.area_dir(area)
-        if directory is None or self._tokens is None:
+        if directory is None:
             chunks = view.chunks_at(rows)
             index = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
             self.stats.append(AreaIndexStats(area, False, len(chunks)))
@@ -162,15 +167,12 @@ class BM25Cache:
                 self.stats.append(AreaIndexStats(area, True, 0))
                 return index
         ids = view.id_array[rows]
-        before = self._tokens.tokenised
         layers, missing = self._reusable_layers(area, directory, ids)
-        reused = len(ids) - len(missing)
+        tokenised = 0
         if len(missing):
-            postings = self._tokens.postings_for(
-                ids[missing], _ViewTexts(view, rows[missing]), live=view.id_array
-            )
+            postings, tokenised = self._postings_for(ids[missing], _ViewTexts(view, rows[missing]))
             layers.append(_Layer(postings, self._save_postings(postings), None))
-        self.stats.append(AreaIndexStats(area, False, self._tokens.tokenised - before, reused))
+        self.stats.append(AreaIndexStats(area, False, tokenised, len(ids) - len(missing)))
         index = BM25Index([x.postings for x in layers], [x.live for x in layers])
         if all(layer.name for layer in layers):
             try:
@@ -223,20 +225,59 @@ class BM25Cache:
     def _previous_layers(self, area: str, current: Path) -> list[_Layer] | None:
         """The newest other cached version of `area`, or None."""
         assert self.layout is not None
-        candidates = sorted(
-            (
-                p
-                for p in self.layout.bm25_dir.glob(f"area-{index_layout()}-*")
-                if p != current and not is_set_aside(p)
-            ),
-            key=mtime_ns,
-            reverse=True,
-        )
-        for candidate in candidates:
+        pattern = f"area-{index_layout()}-*"
+        for candidate in newest_first(self.layout.bm25_dir, pattern, leaving_out=current):
             layers = self._read_layers(candidate, area)
             if layers is not None:
                 return layers
         return None
+
+    # -- counts -----------------------------------------------------------------------
+
+    def _postings_for(
+        self, ids: npt.NDArray[np.bytes_], texts_of: Callable[[Int64s], list[str]]
+    ) -> tuple[BM25Postings, int]:
+        """Postings of documents `ids` (in this order; an id may repeat), and how many
+        texts were tokenised for them.
+
+        Ids hash content, so a chunk's counts are the same in every set of postings that
+        holds it: they are copied from the cached sets (newest first: the area's earlier
+        versions, an area a chunk moved from), and only the chunks none holds are
+        tokenised (`texts_of(positions)` gives the texts of `ids[positions]`), in store
+        order and in batches that bound the memory of tokenising.
+        """
+        unique, first, of_unique = np.unique(ids, return_index=True, return_inverse=True)
+        found = np.zeros(len(unique), dtype=bool)
+        rows = _Rows()
+        for name in self._cached_postings():
+            if found.all():
+                break
+            at, hit = _find_sorted(unique, self._cached_ids(name))
+            hit = hit[~found[at[hit]]]
+            docs, first_copy = np.unique(at[hit], return_index=True)  # an id twice: once
+            postings = self._load_postings(name) if len(docs) else None
+            if postings is not None:
+                rows.copy(postings, hit[first_copy], docs)
+                found[docs] = True
+        todo = np.flatnonzero(~found)
+        todo = todo[np.argsort(first[todo], kind="stable")]  # store order: runs decode fast
+        for start in range(0, len(todo), _TOKENISE_BATCH):
+            batch = todo[start : start + _TOKENISE_BATCH]
+            term_ids, token_docs, vocabulary = term_ids_of(texts_of(first[batch]))
+            width = max(len(vocabulary), 1)
+            pairs, counts = np.unique(token_docs * width + term_ids, return_counts=True)
+            rows.add(terms_in_order(vocabulary), pairs % width, batch[pairs // width], counts)
+        return rows.postings(ids, of_unique.reshape(-1), len(unique)), len(todo)
+
+    def _cached_postings(self) -> list[str]:
+        """The names of the cached sets of postings of this code, newest first."""
+        assert self.layout is not None
+        return [p.name for p in newest_first(self.layout.bm25_dir, f"postings-{index_layout()}-*")]
+
+    def _cached_ids(self, name: str) -> npt.NDArray[np.bytes_]:
+        """The ids of the postings `name` (memory-mapped); none when missing or damaged."""
+        ids = read_unit(self._postings_dir(name), lambda unit: unit.arrays["ids"], what=_POSTINGS)
+        return np.zeros(0, dtype="S12") if ids is None else np.asarray(ids)
 
     # -- files ----------------------------------------------------------------------
 
@@ -249,9 +290,9 @@ class BM25Cache:
         digest = ids_digest(postings.ids)
         name = f"postings-{index_layout()}-{digest[:40]}"
         directory = self._postings_dir(name)
-        if not (directory / "terms.txt").is_file():
+        if not (directory / META).is_file():
             try:
-                postings.save(directory)
+                save_postings(directory, postings)
             except OSError:
                 return ""  # a read-only build directory: served from memory, not cached
         return name
@@ -263,11 +304,8 @@ class BM25Cache:
         as one unit, so a part of one is never trusted) and named in one WARN line; the
         caller then builds the version again as on any miss.
         """
-        try:
-            found = _read_whole(directory, _area_files, "BM25 area index")
-        except OSError:
-            return None  # not cached (or not readable now): a miss
-        if found[0] != area:
+        found = read_unit(directory, _area_files, what=_AREA)
+        if found is None or found[0] != area:
             return None
         _, entries = found
         layers = []
@@ -278,7 +316,7 @@ class BM25Cache:
             if live is not None and len(live) != len(postings):
                 set_aside(
                     directory,
-                    what="BM25 area index",
+                    what=_AREA,
                     consequence=_REBUILT,
                     cause=ValueError(f"a mask of {len(live)} for {len(postings)} postings"),
                 )
@@ -288,41 +326,30 @@ class BM25Cache:
 
     def _load_postings(self, name: str) -> BM25Postings | None:
         """The postings `name` (memory-mapped); None when missing, set aside if damaged."""
-        try:
-            return _read_whole(self._postings_dir(name), BM25Postings.load, "BM25 postings")
-        except OSError:
-            return None
+        return load_postings(self._postings_dir(name))
 
     def _write_layers(self, directory: Path, area: str, layers: list[_Layer]) -> None:
-        """Write the area version's layers.json and masks as one directory, atomically."""
-        if (directory / "layers.json").is_file():
+        """Write the area version: per layer its postings' name and mask (if any)."""
+        if (directory / META).is_file():
             if self._read_layers(directory, area) is not None:
                 return  # another process wrote this version meanwhile
             # Its postings are gone (set aside as damaged): this version is replaced.
             shutil.rmtree(directory, ignore_errors=True)
-        with atomic_directory(directory, complete_when="layers.json") as tmp:
-            entries = []
-            for k, layer in enumerate(layers):
-                live = None
-                if layer.live is not None:
-                    live = f"live-{k}.npy"
-                    np.save(tmp / live, layer.live, allow_pickle=False)
-                entries.append({"postings": layer.name, "live": live})
-            meta = {"area": area, "layers": entries}
-            (tmp / "layers.json").write_text(json.dumps(meta, indent=1), encoding="utf-8")
+        masks = {f"live-{k}": x.live for k, x in enumerate(layers) if x.live is not None}
+        entries = [
+            {"postings": x.name, "live": f"live-{k}" if x.live is not None else None}
+            for k, x in enumerate(layers)
+        ]
+        write_unit(directory, masks, area=area, layers=entries)
 
     def _prune(self) -> None:
-        """Keep the current store's area versions and a few recent others, the postings
-        those refer to, and the token counts of this code (those of other code are
-        dropped once their grace has passed: another process may still use them)."""
+        """Keep the current store's area versions and a few recent others, and the
+        postings those refer to (others are dropped once their grace has passed: another
+        process may still use them)."""
         assert self.layout is not None
         bm25_dir = self.layout.bm25_dir
         current = {self.area_dir(a) for a in self.view.areas}
-        others = sorted(
-            (p for p in bm25_dir.glob("area-*") if p not in current and not is_set_aside(p)),
-            key=mtime_ns,
-            reverse=True,
-        )
+        others = [p for p in newest_first(bm25_dir, "area-*") if p not in current]
         for stale in others[_KEEP_EXTRA_AREAS:]:
             shutil.rmtree(stale, ignore_errors=True)
         referenced: set[str] = set()
@@ -330,7 +357,7 @@ class BM25Cache:
             if is_set_aside(area_dir):
                 continue
             with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
-                meta = json.loads((area_dir / "layers.json").read_text(encoding="utf-8"))
+                meta = json.loads((area_dir / META).read_text(encoding="utf-8"))
                 referenced.update(entry["postings"] for entry in meta["layers"])
         cutoff = time.time_ns() - _ORPHAN_GRACE_S * 1_000_000_000
         for postings in bm25_dir.glob("postings-*"):
@@ -338,13 +365,9 @@ class BM25Cache:
                 continue  # kept once for inspection (replaced by the next damaged copy)
             if postings.name not in referenced and mtime_ns(postings) < cutoff:
                 shutil.rmtree(postings, ignore_errors=True)
-        own = self._tokens_dir()
-        for tokens in bm25_dir.glob("tokens-*"):
-            other_code = tokens != own and not is_set_aside(tokens)
-            if other_code and mtime_ns(tokens) < cutoff:
-                shutil.rmtree(tokens, ignore_errors=True)
-        for leftover in bm25_dir.glob(".*"):
-            # Temporary directories of writes a killed process never renamed into place.
+        for leftover in chain(bm25_dir.glob(".*"), bm25_dir.glob("tokens-*")):
+            # Temporary directories of writes a killed process never renamed into place,
+            # and the per-chunk token counts older versions kept (postings hold them now).
             if leftover.is_dir() and mtime_ns(leftover) < cutoff:
                 shutil.rmtree(leftover, ignore_errors=True)
 
@@ -353,43 +376,45 @@ _AreaFiles = tuple[str, list[tuple[str, npt.NDArray[np.bool_] | None]]]
 """An area version as stored: its area, and per layer the postings' name and mask."""
 
 
-def _read_whole(directory: Path, read: Callable[[Path], _T], what: str) -> _T:
-    """`read(directory)` of a directory written as one unit (`atomic_directory`).
-
-    No such directory is a miss (FileNotFoundError). A member missing is damage: such
-    directories are renamed into place whole, so a part of one was torn or removed
-    afterwards; a damaged directory is set aside whole (see `healed`).
-    """
-
-    def whole() -> _T:
-        if not directory.is_dir():
-            raise FileNotFoundError(directory)
-        try:
-            return read(directory)
-        except FileNotFoundError as missing:
-            gone = Path(str(missing.filename)).name
-            raise ValueError(f"incomplete: {gone} is missing") from missing
-
-    return healed(directory, whole, what=what, consequence=_REBUILT)
-
-
-def _area_files(directory: Path) -> _AreaFiles:
-    """What an area directory holds; raises (ValueError, ...) when it is damaged."""
-    meta = json.loads((directory / "layers.json").read_text(encoding="utf-8"))
-    if not isinstance(meta, dict) or not isinstance(meta.get("area"), str):
+def _area_files(unit: CacheUnit) -> _AreaFiles:
+    """What an area unit holds; raises (ValueError, ...) when it is damaged."""
+    area, entries = unit.meta["area"], unit.meta["layers"]
+    if not isinstance(area, str) or not isinstance(entries, list):
         raise ValueError("not an area index")
-    entries: list[tuple[str, npt.NDArray[np.bool_] | None]] = []
-    for entry in meta["layers"]:
+    out: list[tuple[str, npt.NDArray[np.bool_] | None]] = []
+    for entry in entries:
         name, live_name = entry["postings"], entry["live"]
         if not isinstance(name, str) or not (live_name is None or isinstance(live_name, str)):
             raise ValueError("not an area index")
-        live = None
-        if live_name is not None:
-            live = np.load(directory / live_name, allow_pickle=False)
-            if live.dtype != np.bool_ or live.ndim != 1:
-                raise ValueError(f"{live_name} is not a mask")
-        entries.append((name, live))
-    return meta["area"], entries
+        live = None if live_name is None else unit.arrays[live_name]
+        if live is not None and (live.dtype != np.bool_ or live.ndim != 1):
+            raise ValueError(f"{live_name} is not a mask")
+        out.append((name, live))
+    return area, out
+
+
+def save_postings(directory: Path, postings: BM25Postings) -> None:
+    """Write `postings` as the cache unit `directory` (see `utils.cache_unit`)."""
+    terms = np.frombuffer("\n".join(postings.terms).encode("ascii"), dtype=np.uint8)
+    arrays = {"ids": postings.ids, "indptr": postings.indptr, "docs": postings.docs}
+    arrays |= {"tf": postings.tf, "lengths": postings.lengths, "terms": terms}
+    write_unit(directory, arrays)
+
+
+def load_postings(directory: Path) -> BM25Postings | None:
+    """The postings `save_postings` wrote (memory-mapped: paged in on use); None when
+    there are none, set aside (said once) when damaged."""
+
+    def postings(unit: CacheUnit) -> BM25Postings:
+        a = unit.arrays
+        raw = bytes(a["terms"])
+        terms = raw.decode("ascii").split("\n") if raw else []
+        indptr, ids, docs, tf, lengths = (a[k] for k in ("indptr", "ids", "docs", "tf", "lengths"))
+        if len(indptr) != len(terms) + 1 or len(docs) != len(tf) or len(ids) != len(lengths):
+            raise ValueError("postings whose arrays do not fit together")
+        return BM25Postings(ids, terms, np.asarray(indptr), docs, tf, lengths)
+
+    return read_unit(directory, postings, what=_POSTINGS)
 
 
 _CACHES: dict[tuple[int, Path | None], BM25Cache] = {}
@@ -406,6 +431,105 @@ def bm25_cache(view: StoreView, layout: StateLayout | None) -> BM25Cache:
                 _CACHES.clear()
             cache = _CACHES[key] = BM25Cache(view, layout)
         return cache
+
+
+class _Rows:
+    """(document, term, count) rows gathered from several sources into one vocabulary.
+
+    Rows are int32: an area of a quarter of a million chunks has ~11M of them, and the
+    assembly's peak memory is a few copies of these arrays.
+    """
+
+    def __init__(self) -> None:
+        self.terms: list[str] = []
+        self._term_of: dict[str, int] = {}
+        self.docs: list[Int32s] = []
+        self.term_ids: list[Int32s] = []
+        self.counts: list[Int32s] = []
+
+    def add(self, words: Sequence[str], local: _Ints, docs: _Ints, counts: _Ints) -> None:
+        """Document `docs[i]` has `counts[i]` of the term `words[local[i]]`."""
+        used = np.flatnonzero(np.bincount(local, minlength=len(words)))
+        term_of = self._term_of
+        known = len(self.terms)
+        used_list = used.tolist()
+        mapped = [term_of.setdefault(words[t], len(term_of)) for t in used_list]
+        # New terms got consecutive numbers from `known` on, in this order.
+        self.terms.extend(words[t] for t, m in zip(used_list, mapped, strict=True) if m >= known)
+        mapping = np.full(len(words), -1, dtype=np.int32)
+        mapping[used] = mapped
+        self.docs.append(docs.astype(np.int32))
+        self.term_ids.append(mapping[local])
+        self.counts.append(counts.astype(np.int32))
+
+    def copy(self, postings: BM25Postings, rows: _Ints, docs: _Ints) -> None:
+        """Document `docs[i]` has the counts of `postings`' document `rows[i]`."""
+        want = np.zeros(len(postings), dtype=bool)
+        want[rows] = True
+        source = np.asarray(postings.docs)
+        picked = np.flatnonzero(want[source])  # term-major positions of the wanted documents
+        doc_of = np.zeros(len(postings), dtype=np.int64)
+        doc_of[rows] = docs
+        local = np.searchsorted(np.asarray(postings.indptr), picked, side="right") - 1
+        self.add(postings.terms, local, doc_of[source[picked]], np.asarray(postings.tf)[picked])
+
+    def postings(
+        self, ids: npt.NDArray[np.bytes_], of_unique: Int64s, n_unique: int
+    ) -> BM25Postings:
+        """The rows (documents numbered by distinct id) as postings of `ids`, where
+        position i is document `of_unique[i]`; sorted by (term, position) block by block
+        of memory: each gathered list is joined, reordered and released in turn."""
+        docs, terms, counts = _take(self.docs), _take(self.term_ids), _take(self.counts)
+        order = np.argsort(of_unique, kind="stable")  # positions grouped by document
+        if len(ids) == n_unique:
+            docs = order[docs].astype(np.int32)
+        else:  # an id repeats: its document's rows go to each of its positions
+            per_doc = np.bincount(of_unique, minlength=n_unique)
+            starts = np.cumsum(per_doc) - per_doc
+            times = per_doc[docs]
+            docs = order[_ranges(starts[docs], starts[docs] + times)].astype(np.int32)
+            terms, counts = np.repeat(terms, times), np.repeat(counts, times)
+        keys = terms.astype(np.int64) * max(len(ids), 1)
+        keys += docs
+        order = np.argsort(keys)  # (term, position) pairs are distinct: no stability needed
+        del keys
+        post_docs = docs[order]
+        del docs
+        post_terms = terms[order]
+        del terms
+        return BM25Postings.from_postings(ids, self.terms, post_terms, post_docs, counts[order])
+
+
+def _take(parts: list[Int32s]) -> Int32s:
+    """The parts joined; the list is emptied so the parts are not held twice."""
+    joined = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int32)
+    parts.clear()
+    return joined
+
+
+def _ranges(starts: _Ints, stops: _Ints) -> Int64s:
+    """Concatenation of arange(start, stop) for each pair, vectorised."""
+    lengths = stops - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+    return np.arange(total, dtype=np.int64) + offsets
+
+
+def _find_sorted(
+    needles: npt.NDArray[np.bytes_], hay: npt.NDArray[np.bytes_]
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """Per element of `hay` (any order), its position in the sorted distinct `needles`,
+    and the elements of `hay` found there. Ids as integers (`id_keys`) when both are
+    chunk ids: each of the hay's ids is one binary search among the needles."""
+    if len(needles) == 0 or len(hay) == 0:
+        return np.zeros(len(hay), dtype=np.intp), np.zeros(0, dtype=np.intp)
+    keys, hay_keys = id_keys(needles), id_keys(hay)
+    wanted: Any = keys if keys is not None and hay_keys is not None else needles
+    searched: Any = hay_keys if keys is not None and hay_keys is not None else hay
+    at = np.minimum(np.searchsorted(wanted, searched), len(wanted) - 1)
+    return at, np.flatnonzero(wanted[at] == searched)
 
 
 def _stable_order(ids: npt.NDArray[np.bytes_]) -> Int64s:

@@ -8,7 +8,7 @@
                        into the ledger and blobs once: corpus.observation)
     chunks/            per-file chunk cache keyed by file sha256 + chunking version
     store/             sidecar index of knowledge-store.json (offsets, ids, areas)
-    index/             BM25 postings, area versions (masks over postings), token counts
+    index/             BM25 postings (the per-chunk term counts), area versions (masks)
     history/           live-ids.npz, the latest store's live ids (a cache of the chunk
                        history, which is in the ledger); before it, chunks.sqlite (read in once)
     assets/            (before the ledger) one record per asset: read into the ledger once

@@ -78,7 +78,7 @@ def _both_ways(tmp_path: Path, data: bytes, *, fixed_layout: bool = True) -> Non
     layout = _store_dir(tmp_path, data)
     clear_views()
     _check_view(open_store_view(layout.store_file, layout), data)
-    saved = list(layout.store_index_dir.glob("*.npz"))
+    saved = list(layout.store_index_dir.glob("v*"))
     assert bool(saved) == fixed_layout, "a sidecar is saved exactly for the fixed layout"
     clear_views()
     view = open_store_view(layout.store_file, layout)
@@ -151,13 +151,14 @@ def test_a_damaged_sidecar_is_rebuilt(tmp_path: Path) -> None:
     layout = _store_dir(tmp_path, data)
     open_store_view(layout.store_file, layout)
     clear_views()
-    for garbage in (b"garbage", b"PK\x03\x04 torn zip"):
-        sidecars = list(layout.store_index_dir.glob("*.npz"))
+    for member, garbage in (("meta.json", b"garbage"), ("ids.npy", b"\x93NUMPY torn")):
+        sidecars = [p for p in layout.store_index_dir.glob("v*") if p.suffix != ".damaged"]
         assert sidecars  # there is a sidecar to damage
         for sidecar in sidecars:
-            sidecar.write_bytes(garbage)
+            (sidecar / member).write_bytes(garbage)
         clear_views()
         assert open_store_view(layout.store_file, layout).all_chunks() == parse_store(data)
+        assert (sidecars[0].parent / f"{sidecars[0].name}.damaged" / member).read_bytes() == garbage
 
 
 def test_a_sidecar_of_other_code_is_not_read(
@@ -170,12 +171,12 @@ def test_a_sidecar_of_other_code_is_not_read(
     layout = _store_dir(tmp_path, data)
     clear_views()
     open_store_view(layout.store_file, layout)
-    (own,) = layout.store_index_dir.glob("*.npz")
+    (own,) = layout.store_index_dir.glob("v*")
     assert own.name.startswith(f"v{sidecar_code()}-")
     monkeypatch.setattr(store_reader, "sidecar_code", lambda: "2")
     clear_views()
     _check_view(open_store_view(layout.store_file, layout), data)
-    names = sorted(p.name for p in layout.store_index_dir.glob("*.npz"))
+    names = sorted(p.name for p in layout.store_index_dir.glob("v*"))
     assert names == sorted([own.name, own.name.replace(f"v{sidecar_code()}-", "v2-")])
 
 

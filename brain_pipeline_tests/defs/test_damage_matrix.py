@@ -3,10 +3,10 @@
 The good directory is built once per module and copied per case. A run after damage must
 succeed and publish exactly what a fresh build of the edited corpus publishes; a file
 found damaged is set aside once as `<name>.damaged` (holding the damaged bytes) and named
-in one WARN line. Files written as one directory (BM25 postings, an area index) are set
-aside as that directory, and a member missing from one is damage too. The files a
-one-edit run reads (`READ_BY_AN_EDIT`) must be found damaged by it: nothing may use or
-silently discard them.
+in one WARN line. Files written as one directory (a cache unit: BM25 postings, an area
+index, the store's sidecar) are set aside as that directory, and a member missing from
+one is damage too. The files a one-edit run reads (`READ_BY_AN_EDIT`) must be found
+damaged by it: nothing may use or silently discard them.
 """
 
 from __future__ import annotations
@@ -37,34 +37,36 @@ from brain_pipeline_tests.defs.conftest import (
 STATE_FILES = [
     "knowledge-store.json",
     "state/chunks/cache.sqlite",
-    "state/store/*.npz",
+    "state/store/*/meta.json",
+    "state/store/*/ids.npy",
     "state/history/live-ids.npz",
-    "state/index/area-*/layers.json",
+    "state/index/area-*/meta.json",
+    "state/index/postings-*/meta.json",
     "state/index/postings-*/ids.npy",
-    "state/index/postings-*/terms.txt",
-    "state/index/tokens-*/*.npz",
     "state/index/legacy-*/*.npz",
 ]
 MODES = ["truncate", "garbage", "delete"]
 
 DIRECTORY_UNITS = {
-    "state/index/area-*/layers.json",
+    "state/store/*/meta.json",
+    "state/store/*/ids.npy",
+    "state/index/area-*/meta.json",
+    "state/index/postings-*/meta.json",
     "state/index/postings-*/ids.npy",
-    "state/index/postings-*/terms.txt",
 }
 """Patterns whose file belongs to a directory written (and set aside) as one unit."""
 
 READ_BY_AN_EDIT = {
-    "state/index/area-*/layers.json",
+    "state/index/area-*/meta.json",
+    "state/index/postings-*/meta.json",
     "state/index/postings-*/ids.npy",
-    "state/index/postings-*/terms.txt",
-    "state/index/tokens-*/*.npz",
     "state/index/legacy-*/*.npz",
 }
 """Caches routed through the damage helper that the run after a one-file edit reads: the
-area indexes and their postings (the edited area's previous version is reused), the
-token counts and legacy matches (looked up for the new chunks), the baseline (compared
-with). Damage to them must be set aside and named, never silently dropped."""
+area indexes and their postings (the edited area's previous version is reused; the
+counts of the new chunks are looked up in every set), the legacy matches (looked up for
+the new chunks), the baseline (compared with). Damage to them must be set aside and
+named, never silently dropped."""
 
 
 @dataclass
@@ -191,10 +193,11 @@ def load_memory(project: Project) -> Memory:
 
 def test_the_damage_warning_reaches_the_run_log(good: Good, tmp_path: Path) -> None:
     """The WARN is in the run's own event log (what the UI shows), logged by the step
-    that found the damage, not only on the process's stderr."""
+    that found the damage, not only on the process's stderr. (A set of postings is set
+    aside, and named, as the directory it was written as.)"""
     project = _copy_project(good.root, tmp_path)
-    target = sorted(project.build.glob("state/index/tokens-*/*.npz"))[0]
-    _damage(target, "garbage")
+    target = sorted(project.build.glob("state/index/postings-*"))[0]
+    _damage(target / "ids.npy", "garbage")
     edit_corpus(project)
 
     outcome = project.materialize()
@@ -203,11 +206,11 @@ def test_the_damage_warning_reaches_the_run_log(good: Good, tmp_path: Path) -> N
     warned = [
         record
         for record in project.instance.all_logs(outcome.run_id)
-        if record.level == logging.WARNING and str(target) in record.user_message
+        if record.level == logging.WARNING and f"{target} " in record.user_message
     ]
     assert len(warned) == 1, [r.user_message for r in warned]
     assert warned[0].step_key, "logged outside any step"
-    assert "damaged BM25 token counts" in warned[0].user_message
+    assert "damaged BM25 postings" in warned[0].user_message
 
 
 def test_a_damaged_snapshot_of_the_current_corpus_is_observed_again(

@@ -1,6 +1,6 @@
 """Random stores of a few areas, and the check every cached BM25 index must pass.
 
-Shared by the BM25 cache, token cache and view source tests: an index assembled from
+Shared by the BM25 cache and view source tests: an index assembled from
 cached parts must rank exactly like `BM25Index.build` over the same chunks.
 """
 

@@ -14,9 +14,14 @@ import pytest
 from brain_pipeline.corpus.store import Chunk, chunk_id, serialize_store
 from brain_pipeline.corpus.store_reader import open_store_view
 from brain_pipeline.retrieval import bm25_cache as cache_module
-from brain_pipeline.retrieval.bm25 import BM25Index, BM25Postings
-from brain_pipeline.retrieval.bm25_cache import BM25Cache, bm25_cache, index_layout
-from brain_pipeline.retrieval.token_cache import tokens_code
+from brain_pipeline.retrieval.bm25 import BM25Index
+from brain_pipeline.retrieval.bm25_cache import (
+    BM25Cache,
+    bm25_cache,
+    index_layout,
+    load_postings,
+    save_postings,
+)
 from brain_pipeline.state.layout import StateLayout
 from brain_pipeline_tests.code_copy import key_after_edit
 from brain_pipeline_tests.corpus.views import clear_views
@@ -27,17 +32,26 @@ from brain_pipeline_tests.retrieval.random_store import (
 )
 
 
-def test_saved_index_loads_and_ranks_identically(tmp_path: Path) -> None:
+def test_saved_postings_load_and_rank_identically(tmp_path: Path) -> None:
     rng = random.Random(7)
     for trial in range(20):
         chunks = random_chunks(rng, rng.randint(0, 60))
         index = BM25Index.build([c.id for c in chunks], [c.content for c in chunks])
         target = tmp_path / f"idx{trial}"
         (postings,) = index.parts
-        postings.save(target)
-        for mmap in (True, False):
-            loaded = BM25Index([BM25Postings.load(target, mmap=mmap)])
-            assert_ranks_like_a_fresh_build(loaded, chunks)
+        save_postings(target, postings)
+        loaded = load_postings(target)
+        assert loaded is not None
+        assert_ranks_like_a_fresh_build(BM25Index([loaded]), chunks)
+
+
+def test_postings_whose_arrays_do_not_fit_are_set_aside(tmp_path: Path) -> None:
+    chunks = random_chunks(random.Random(18), 30)
+    (postings,) = BM25Index.build([c.id for c in chunks], [c.content for c in chunks]).parts
+    save_postings(tmp_path / "p", postings)
+    np.save(tmp_path / "p" / "tf.npy", np.asarray(postings.tf)[:-1], allow_pickle=False)
+    assert load_postings(tmp_path / "p") is None
+    assert not (tmp_path / "p").exists() and (tmp_path / "p.damaged" / "tf.npy").is_file()
 
 
 def test_area_indexes_are_assembled_cached_and_reloaded(layout: StateLayout) -> None:
@@ -110,7 +124,7 @@ def _replace_some(
 
 
 def _layers(layout: StateLayout, view_area_dir: Path) -> list[dict[str, object]]:
-    meta = json.loads((view_area_dir / "layers.json").read_text(encoding="utf-8"))
+    meta = json.loads((view_area_dir / "meta.json").read_text(encoding="utf-8"))
     return list(meta["layers"])
 
 
@@ -133,7 +147,7 @@ def test_an_edited_area_reuses_its_postings_with_the_old_chunks_masked(
     assert directory is not None
     layers = _layers(layout, directory)
     assert len(layers) == 2 and layers[0]["live"] and layers[1]["live"] is None
-    mask = np.load(directory / str(layers[0]["live"]))
+    mask = np.load(directory / f"{layers[0]['live']}.npy")
     assert int(np.count_nonzero(~mask)) == 4  # the replaced chunks, masked out
     assert len(set(layout.bm25_dir.glob("postings-*")) - postings_before) == 1
 
@@ -172,6 +186,8 @@ def test_layers_are_consolidated_and_a_large_change_rebuilds(layout: StateLayout
     chunks = _replace_some(chunks, "a", len(area_a) // 2, "half")  # beyond _REUSE_AT_LEAST
     cache, directory = _next_version(layout, chunks, "a")
     assert len(_layers(layout, directory)) == 1 and cache.stats[0].reused == 0
+    # The new set copies the counts of the chunks the old postings hold.
+    assert cache.stats[0].tokenised == len(area_a) // 2
 
 
 def test_a_chunk_that_returns_is_served_once(layout: StateLayout) -> None:
@@ -214,9 +230,9 @@ def test_pruning_drops_orphans_and_torn_writes_only_once_they_are_old(
         assert str(layer["postings"]) in left
 
 
-def test_token_counts_of_other_code_go_once_they_are_old(layout: StateLayout) -> None:
-    """An upgrade's `tokens-v1` (or counts of code edited since) is dropped after the
-    grace period; the counts of the running code, and recent ones, are kept."""
+def test_token_counts_of_older_versions_go_once_they_are_old(layout: StateLayout) -> None:
+    """The per-chunk token counts older versions kept (`tokens-*`; postings hold the
+    counts now) are dropped after the grace period (another process may still use them)."""
     chunks = random_chunks(random.Random(12), 60)
     write_store(layout, chunks)
     bm25_dir = layout.bm25_dir
@@ -228,7 +244,88 @@ def test_token_counts_of_other_code_go_once_they_are_old(layout: StateLayout) ->
     os.utime(old, (hours_ago, hours_ago))
     BM25Cache(open_store_view(layout.store_file, layout), layout).index("a")
     left = {p.name for p in bm25_dir.iterdir()}
-    assert old.name not in left and {recent.name, f"tokens-{tokens_code()}"} <= left
+    assert old.name not in left and recent.name in left
+
+
+def _fresh_cache(layout: StateLayout, chunks: list[Chunk]) -> BM25Cache:
+    """`chunks` written as the store, and the BM25 cache of a new process over it."""
+    write_store(layout, chunks)
+    clear_views()
+    return BM25Cache(open_store_view(layout.store_file, layout), layout)
+
+
+def test_chunks_that_move_to_another_area_are_not_tokenised_again(layout: StateLayout) -> None:
+    chunks = random_chunks(random.Random(13), 200)
+    first = _fresh_cache(layout, chunks)
+    for area in ("a", "b", "c"):
+        first.index(area)
+    moved = [Chunk(c.id, c.content, "d", c.source) if c.area == "a" and n % 2 else c
+             for n, c in enumerate(chunks)]  # fmt: skip
+    moved.sort(key=lambda c: c.area)
+    cache = _fresh_cache(layout, moved)
+    area_d = [c for c in moved if c.area == "d"]
+    assert_ranks_like_a_fresh_build(cache.index("d"), area_d)
+    assert (cache.stats[0].tokenised, cache.stats[0].reused) == (0, 0)
+
+
+def test_a_repeated_id_is_tokenised_once_and_counted_for_each_document(
+    layout: StateLayout,
+) -> None:
+    """An undeduplicated store: the copies are one text to tokenise (or to copy from the
+    cached postings) and one document each."""
+    chunks = [c for c in random_chunks(random.Random(14), 60) if c.area == "a"]
+    doubled = sorted([*chunks, chunks[3], chunks[7], chunks[3]], key=lambda c: c.id)
+    cache = _fresh_cache(layout, doubled)
+    assert_ranks_like_a_fresh_build(cache.index("a"), doubled)
+    assert cache.stats[0].tokenised == len(chunks)
+    extra = Chunk(chunk_id("one more apple"), "one more apple", "a", "a/new.md")
+    again = _fresh_cache(layout, [*doubled, extra])  # repeats: no layer is reused
+    assert_ranks_like_a_fresh_build(again.index("a"), [*doubled, extra])
+    assert (again.stats[0].tokenised, again.stats[0].reused) == (1, 0)
+
+
+def test_texts_are_tokenised_in_batches_in_store_order(
+    layout: StateLayout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache_module, "_TOKENISE_BATCH", 7)
+    asked: list[list[str]] = []
+    real = cache_module.term_ids_of
+
+    def counting(texts: list[str]) -> object:
+        asked.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(cache_module, "term_ids_of", counting)
+    chunks = random_chunks(random.Random(15), 90)
+    cache = _fresh_cache(layout, chunks)
+    area_b = [c for c in chunks if c.area == "b"]
+    assert_ranks_like_a_fresh_build(cache.index("b"), area_b)
+    sizes = [len(batch) for batch in asked]
+    assert sizes == [7] * (len(area_b) // 7) + ([len(area_b) % 7] if len(area_b) % 7 else [])
+    assert [text for batch in asked for text in batch] == [c.content for c in area_b]
+
+
+def test_an_unwritable_build_directory_still_gives_the_index(layout: StateLayout) -> None:
+    chunks = random_chunks(random.Random(16), 40)
+    layout.bm25_dir.parent.mkdir(parents=True, exist_ok=True)
+    layout.bm25_dir.write_text("not a directory")
+    cache = _fresh_cache(layout, chunks)
+    assert_ranks_like_a_fresh_build(cache.index("a"), [c for c in chunks if c.area == "a"])
+    assert layout.bm25_dir.read_text() == "not a directory"
+
+
+def test_damaged_postings_are_set_aside_and_their_chunks_tokenised_again(
+    layout: StateLayout,
+) -> None:
+    chunks = random_chunks(random.Random(17), 80)
+    _fresh_cache(layout, chunks).index("c")
+    (postings,) = layout.bm25_dir.glob("postings-*")
+    (postings / "tf.npy").write_bytes(b"torn")
+    cache = _fresh_cache(layout, chunks)
+    area_c = [c for c in chunks if c.area == "c"]
+    assert_ranks_like_a_fresh_build(cache.index("c"), area_c)
+    assert cache.stats[0].tokenised == len(area_c)
+    assert (postings.parent / f"{postings.name}.damaged" / "tf.npy").read_bytes() == b"torn"
 
 
 @pytest.mark.parametrize(
