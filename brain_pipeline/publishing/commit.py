@@ -529,12 +529,8 @@ class PendingCommit:
 def pending_commit(publish_root: Path) -> PendingCommit | None:
     """The interrupted commit under `publish_root`, if any. Reads only."""
     root = Path(publish_root).absolute()
-    record = intent_path(root)
-    if not record.exists():
-        return None
     try:
-        commit_id: str | None = Intent.from_json(record.read_bytes()).commit_id
-        readable = True
-    except (ValueError, KeyError, TypeError):
-        commit_id, readable = None, False
-    return PendingCommit(commit_id, record, readable)
+        intent = _read_intent(root)
+    except RecoveryError:
+        return PendingCommit(None, intent_path(root), readable=False)
+    return None if intent is None else PendingCommit(intent.commit_id, intent_path(root), True)
