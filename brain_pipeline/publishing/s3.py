@@ -125,7 +125,8 @@ def publish_s3(
     No bucket configured: nothing happens and the report says `skipped: no bucket`.
     `manifest` should be the one published locally (built with `build_manifest`);
     without it a minimal one is built from the files. When embeddings are not part of
-    this upload, the uploaded manifest says so. The files are uploaded from disk,
+    this upload, the uploaded manifest says so; a `manifest` that publishes none (the
+    local publication withheld them) uploads none. The files are uploaded from disk,
     never read whole into memory.
 
     With `agent_query_model` set, embeddings from another model are withheld as in
@@ -147,6 +148,10 @@ def publish_s3(
     if not bucket:
         return S3PublishReport("skipped", None, key_prefix, endpoint_url, reason="no bucket")
     refusal = _vectors_refusal(embeddings, include_embeddings, agent_query_model)
+    if refusal is None and manifest is not None and manifest.embeddings is None:
+        # The manifest published locally withheld them (another model's vectors): the
+        # bucket carries that manifest, so it never holds vectors the manifest disowns.
+        refusal = manifest.embeddings_note or "the manifest publishes no vectors"
     send_vectors = refusal is None
     if manifest is None:
         manifest = build_manifest(store, embeddings if send_vectors else None)

@@ -311,3 +311,23 @@ def test_an_unmarked_object_of_ours_is_uploaded_again_marked(
     assert client.head_object(Bucket=BUCKET, Key=key)["Metadata"] == {
         "written-by": "brain-pipeline"
     }
+
+
+def test_vectors_the_given_manifest_withholds_are_not_uploaded(
+    s3: MotoS3Server, build: SampleBuild
+) -> None:
+    """The manifest published locally is the one S3 carries: when it withholds the vectors
+    (the agent embeds queries with another model), so does the upload, whether or not the
+    caller also names the agent's model; the bucket never holds vectors its manifest
+    disowns."""
+    make_bucket()
+    withheld = build_manifest(build.store, build.embeddings).without_embeddings(
+        "embeddings.bin holds vectors from another model"
+    )
+
+    report = run(build, manifest=withheld)
+
+    assert PREFIX + "embeddings.bin" not in keys()
+    assert set(remote_manifest()["objects"]) == {"knowledge-store.json"}
+    assert remote_manifest()["embeddings"] is None
+    assert report.manifest is not None and report.manifest.embeddings is None
