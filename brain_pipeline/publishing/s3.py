@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from brain_pipeline.corpus.store import STORE_FILENAME
-from brain_pipeline.publishing.local import embeddings_refusal
 from brain_pipeline.publishing.manifest import (
     EMBEDDINGS_FILENAME,
     MANIFEST_FILENAME,
@@ -114,7 +113,6 @@ def publish_s3(
     endpoint_url: str | None = None,
     include_embeddings: bool = False,
     manifest: PublishManifest | None = None,
-    agent_query_model: str | None = None,
     timeouts: S3Timeouts | None = None,
     client: Any = None,
     retain: Iterable[str] = (),
@@ -125,12 +123,12 @@ def publish_s3(
     No bucket configured: nothing happens and the report says `skipped: no bucket`.
     `manifest` should be the one published locally (built with `build_manifest`);
     without it a minimal one is built from the files. When embeddings are not part of
-    this upload, the uploaded manifest says so; a `manifest` that publishes none (the
-    local publication withheld them) uploads none. The files are uploaded from disk,
-    never read whole into memory.
+    this upload, the uploaded manifest says so. The files are uploaded from disk, never
+    read whole into memory.
 
-    With `agent_query_model` set, embeddings from another model are withheld as in
-    `publish_local`; and when `include_embeddings` is on but no vectors go out this
+    Vectors from another model than the agent's are withheld by the manifest: the one
+    `publish_local` made says so (`embeddings_refusal`), and a `manifest` that publishes
+    no vectors uploads none. When `include_embeddings` is on but no vectors go out this
     time, an embeddings.bin left by an earlier upload is deleted (it no longer matches
     the store), which needs s3:DeleteObject; so is one left from when vectors were
     uploaded, when `include_embeddings` is now off. Our old content-addressed objects are
@@ -147,11 +145,7 @@ def publish_s3(
     key_prefix = normalize_prefix(prefix)
     if not bucket:
         return S3PublishReport("skipped", None, key_prefix, endpoint_url, reason="no bucket")
-    refusal = _vectors_refusal(embeddings, include_embeddings, agent_query_model)
-    if refusal is None and manifest is not None and manifest.embeddings is None:
-        # The manifest published locally withheld them (another model's vectors): the
-        # bucket carries that manifest, so it never holds vectors the manifest disowns.
-        refusal = manifest.embeddings_note or "the manifest publishes no vectors"
+    refusal = _vectors_refusal(embeddings, include_embeddings, manifest)
     send_vectors = refusal is None
     if manifest is None:
         manifest = build_manifest(store, embeddings if send_vectors else None)
@@ -244,15 +238,17 @@ def remote_manifest_bytes(manifest: PublishManifest, covered: dict[str, dict[str
 
 
 def _vectors_refusal(
-    embeddings: ArtifactSource | None, include_embeddings: bool, agent_query_model: str | None
+    embeddings: ArtifactSource | None, include_embeddings: bool, manifest: PublishManifest | None
 ) -> str | None:
-    """Why no embeddings.bin goes to S3 this time, or None when it does."""
+    """Why no embeddings.bin goes to S3 this time, or None when it does. The bucket
+    carries the given manifest, so it never holds vectors that manifest disowns (the
+    local publication withheld another model's vectors)."""
     if not include_embeddings:
         return "embeddings are not uploaded to S3 (include_embeddings is off)"
-    if agent_query_model is not None:
-        return embeddings_refusal(embeddings, agent_query_model)
     if embeddings is None:
         return "no embeddings were built"
+    if manifest is not None and manifest.embeddings is None:
+        return manifest.embeddings_note or "the manifest publishes no vectors"
     return None
 
 
