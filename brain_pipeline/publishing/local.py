@@ -63,8 +63,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-DEFAULT_AGENT_QUERY_MODEL = "gemini-embedding-001"
-
 FileAction = Literal["written", "unchanged", "removed"]
 
 
@@ -300,13 +298,14 @@ def publish_local(
     embeddings: ArtifactSource | None,
     publish_root: Path,
     *,
-    agent_query_model: str = DEFAULT_AGENT_QUERY_MODEL,
+    agent_query_model: str,
     manifest: PublishManifest,
 ) -> LocalPublishReport:
     """Publish into `<publish_root>/src/storage/` (and `dist/storage/` when dist exists).
 
-    `manifest` must describe `store`/`embeddings` (see `build_manifest`);
-    when the embeddings are withheld, the manifest written says so. An embeddings.bin
+    `manifest` must describe `store`/`embeddings` (see `build_manifest`); when the
+    embeddings are withheld (another model's than `agent_query_model`, the one the
+    agent embeds queries with), the manifest written says so. An embeddings.bin
     left from an earlier publication is removed when no vectors go out this time: it
     no longer matches the store beside it.
 
