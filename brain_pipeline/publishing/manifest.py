@@ -109,9 +109,11 @@ class PublishManifest:
         # (tuples become lists, keys become strings).
         return dict(json.loads(json.dumps(asdict(self))))
 
-    def to_json(self) -> bytes:
-        """Stable bytes: sorted keys, two-space indent, trailing newline."""
-        text = json.dumps(self.to_dict(), sort_keys=True, indent=2, ensure_ascii=False)
+    def to_json(self, objects: Mapping[str, Any] | None = None) -> bytes:
+        """Stable bytes: sorted keys, two-space indent, trailing newline. `objects`: the
+        section the S3 copy adds, naming the keys it vouches for (`publishing.s3`)."""
+        data = self.to_dict() if objects is None else {**self.to_dict(), "objects": objects}
+        text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
         return (text + "\n").encode("utf-8")
 
     @classmethod

@@ -180,7 +180,7 @@ def publish_s3(
 
     # 2. the fixed names, manifest last: the new set whole, or the previous one put back
     live = _live_manifest(previous_raw, manifest)
-    manifest_bytes = remote_manifest_bytes(live, covered)
+    manifest_bytes = live.to_json(objects=covered)  # the local one plus the keys
     vectors = next((f for f in files if f[0] == EMBEDDINGS_FILENAME), None)
     names = [
         FixedName(EMBEDDINGS_FILENAME, vectors[1], BINARY_CONTENT_TYPE, covered[vectors[0]]["key"])
@@ -227,14 +227,6 @@ def _says(state: str) -> Iterator[None]:
         yield
     except PublishError as exc:
         raise PublishError(f"{exc}; {state}") from None
-
-
-def remote_manifest_bytes(manifest: PublishManifest, covered: dict[str, dict[str, Any]]) -> bytes:
-    """The manifest as uploaded: the local one plus `objects`, the keys it vouches for."""
-    data = manifest.to_dict()
-    data["objects"] = covered
-    text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
-    return (text + "\n").encode("utf-8")
 
 
 def _vectors_refusal(
