@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -204,15 +203,6 @@ def _read_manifest(path: Path) -> PublishManifest | None:
         return None
 
 
-def _manifest_to_write(manifest: PublishManifest, targets: Iterable[Path]) -> PublishManifest:
-    """Keep an existing manifest whose content equals the new one (time and run aside)."""
-    for directory in targets:
-        existing = _read_manifest(directory / MANIFEST_FILENAME)
-        if existing is not None and existing.same_content(manifest):
-            return existing
-    return manifest
-
-
 SIGNATURES_FILENAME = "signatures.json"
 """In `<publish_root>/.brain-publish/`: per live artifact, the sha256 it was published or
 verified with and its `FileSignature` then (only an optimisation: lost, it costs one
@@ -325,7 +315,7 @@ def publish_local(
     if refusal is not None:
         manifest = manifest.without_embeddings(refusal)
     targets = storage_dirs(publish_root)
-    live = _manifest_to_write(manifest, targets)
+    live = manifest.or_earlier(_read_manifest(d / MANIFEST_FILENAME) for d in targets)
     manifest_bytes = live.to_json()
 
     wanted: list[tuple[str, ArtifactSource | None]] = []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -101,6 +101,11 @@ class PublishManifest:
     def same_content(self, other: PublishManifest) -> bool:
         """True when both describe the same artifacts and figures (time and run aside)."""
         return self.content_key() == other.content_key()
+
+    def or_earlier(self, earlier: Iterable[PublishManifest | None]) -> PublishManifest:
+        """The first earlier manifest with this content, else this one: a re-publish of
+        the same bytes keeps the manifest live (its timestamp says when they went live)."""
+        return next((m for m in earlier if m is not None and m.same_content(self)), self)
 
     # -- JSON ------------------------------------------------------------------------
 

@@ -179,7 +179,7 @@ def publish_s3(
         previous_raw = dest.read_small(manifest_key)
 
     # 2. the fixed names, manifest last: the new set whole, or the previous one put back
-    live = _live_manifest(previous_raw, manifest)
+    live = manifest.or_earlier([_parsed(previous_raw)])
     manifest_bytes = live.to_json(objects=covered)  # the local one plus the keys
     vectors = next((f for f in files if f[0] == EMBEDDINGS_FILENAME), None)
     names = [
@@ -244,14 +244,11 @@ def _vectors_refusal(
     return None
 
 
-def _live_manifest(existing: bytes | None, new: PublishManifest) -> PublishManifest:
-    """Keep the remote manifest when only its time/run id would change."""
-    if existing is not None:
-        with contextlib.suppress(ValueError, UnicodeDecodeError):
-            old = PublishManifest.from_json(existing)
-            if old.same_content(new):
-                return old
-    return new
+def _parsed(raw: bytes | None) -> PublishManifest | None:
+    """The bucket's manifest, None when absent or unreadable (it is then replaced)."""
+    with contextlib.suppress(ValueError, UnicodeDecodeError):
+        return None if raw is None else PublishManifest.from_json(raw)
+    return None
 
 
 # -- what an uploaded manifest vouches for: its `objects` section, read strictly ------
