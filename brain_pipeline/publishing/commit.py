@@ -70,13 +70,9 @@ class RecoveryError(RuntimeError):
     """An interrupted commit cannot be finished automatically; the message says why."""
 
 
-def _errno_name(exc: OSError) -> str:
-    return errno.errorcode.get(exc.errno or 0, "") if exc.errno else ""
-
-
 def describe_os_error(exc: OSError) -> str:
     """`No space left on device (ENOSPC)`: the message with its symbolic errno."""
-    name = _errno_name(exc)
+    name = errno.errorcode.get(exc.errno or 0, "")
     text = exc.strerror or str(exc)
     return f"{text} ({name})" if name else text
 
