@@ -117,8 +117,8 @@ def _check_s3(cfg: Any, manifest: Any) -> dict[str, Any]:
             "matches": False,
             "problems": ["no bucket configured (publish.s3.bucket / S3_BUCKET_NAME)"],
         }
+    from brain_pipeline.publishing.s3 import inspect_s3
     from brain_pipeline.publishing.s3_client import S3Protection, S3Timeouts
-    from brain_pipeline.publishing.s3_inspect import inspect_s3
 
     check = inspect_s3(
         manifest,

@@ -26,10 +26,10 @@ backoff, until it is delivered or `notify.retry_for_seconds` have passed; then i
 `failed`, named in the run's own log and in `brain-pipeline status`. A send that
 crashes between the endpoint's acceptance and the record being written is sent again
 by the next try: once is what the record can promise, not across a `kill -9` in that
-instant. A failed step's cause is the exception the step's code raised (`root_cause`),
-a run that ended with no failed step (killed) says which steps had succeeded, and a
-RECOVERED that a newer blocked or failed run made stale is not sent (a restarted
-daemon catching up).
+instant. A failed step's cause is the exception the step's code raised, found as the
+run summary finds it (`lib.runner.error_cause`); a run that ended with no failed step
+(killed) says which steps had succeeded, and a RECOVERED that a newer blocked or failed
+run made stale is not sent (a restarted daemon catching up).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from brain_pipeline.config import BrainConfig, load_config, memory_of
 from brain_pipeline.defs.up_to_date import ours as _ours
 from brain_pipeline.lib.code_location import location_config, location_config_path
 from brain_pipeline.lib.dagster_private import event_data, note_in_run_log, run_events
+from brain_pipeline.lib.runner import error_cause
 from brain_pipeline.publishing.run_alerts import (
     CheckOutcome,
     RunDelivery,
@@ -96,7 +97,7 @@ def run_facts(instance: dg.DagsterInstance, run: dg.DagsterRun) -> RunFacts:
             user = getattr(data, "user_failure_data", None)
             error = getattr(data, "error", None)
             text = (user.description if user is not None else None) or (
-                root_cause(error) if error is not None else "failed"
+                error_cause(error) if error is not None else "failed"
             )
             failed.append((str(event.step_key), str(text)))
         elif event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
@@ -138,26 +139,6 @@ def _forced(metadata: Any) -> str | None:
         return None
     overrode = _text(metadata.get("force_overrode")) or "its blocking checks"
     return f"published over {overrode} (reason: {_text(metadata.get('force_reason'))})"
-
-
-def root_cause(error: Any) -> str:
-    """The exception the code raised, not Dagster's wrapper around it: a step whose
-    function raised fails with `DagsterExecutionStepExecutionError: Error occurred while
-    executing op ...`, the user's exception being its cause. The first error of the
-    chain that is not Dagster's own (the last one when all are)."""
-    seen = 0
-    while (
-        error is not None
-        and str(getattr(error, "cls_name", "")).startswith("Dagster")
-        and getattr(error, "cause", None) is not None
-        and seen < 20
-    ):
-        error, seen = error.cause, seen + 1
-    message = str(getattr(error, "message", "") or "").strip()
-    name = str(getattr(error, "cls_name", "") or "")
-    if name and not message.startswith(name):
-        message = f"{name}: {message}"
-    return message or "failed"
 
 
 def _text(value: Any) -> str | None:

@@ -143,14 +143,21 @@ def _is_check_step_verdict(event: dg.DagsterEvent) -> bool:
     return error is not None and (error.cls_name or "") == "DagsterAssetCheckFailedError"
 
 
-def _describe(
-    event: dg.DagsterEvent,
-    *,
-    lexical: bool = False,
-    evaluation: dg.AssetCheckEvaluation | None = None,
-) -> str | None:
-    """One summary line per step outcome and check (`evaluation`: the check evaluation
-    an ASSET_CHECK_EVALUATION event reports); a failure names its root cause.
+def _error_line(error: Any) -> str:
+    """One error of a chain as one line, `Name: message` without the module path."""
+    text = " ".join(line.strip() for line in (error.message or "").strip().splitlines())
+    name = error.cls_name or ""
+    head, sep, rest = text.partition(": ")
+    if sep and name and (head == name or head.endswith("." + name)):
+        text = rest if name == "Failure" else f"{name}: {rest}"  # drop the module path
+    elif name and not sep and text.endswith(name):
+        text = name  # an exception raised without a message
+    return text.strip()
+
+
+def error_cause(error: Any) -> str:
+    """What a failed step (or resource) raised, in one line: the run summary's and the
+    notification's cause.
 
     Dagster wraps whatever a step raised in `DagsterExecutionStepExecutionError: Error
     occurred while executing op ...`, which says nothing. The line shows instead the
@@ -159,46 +166,44 @@ def _describe(
     — found by walking the error's `.cause` chain (and `.context` past Dagster's own
     wrappers). A `dg.Failure` shows its description only: it was written for people,
     and what caused it may carry details (request bodies, keys) that must stay out.
-    Tracebacks stay in Dagster's own logs (`-v`). The lines' shapes are
+    """
+    framework = error
+    while framework.cls_name and framework.cls_name.startswith("Dagster"):
+        nested = framework.cause or framework.context
+        if nested is None:
+            break
+        framework = nested
+    raised = framework  # what the step's code raised
+    if raised.cls_name == "Failure":
+        return _error_line(raised) or "failed"
+    root = raised
+    while root.cause is not None:
+        root = root.cause
+    outer, inner = _error_line(raised), _error_line(root)
+    if root is raised or not inner:
+        return outer or "failed"
+    if not outer or inner.endswith(outer):
+        return inner
+    return f"{outer} (caused by {inner})"
+
+
+def _describe(
+    event: dg.DagsterEvent,
+    *,
+    lexical: bool = False,
+    evaluation: dg.AssetCheckEvaluation | None = None,
+) -> str | None:
+    """One summary line per step outcome and check (`evaluation`: the check evaluation
+    an ASSET_CHECK_EVALUATION event reports); a failure names its root cause
+    (`error_cause`). Tracebacks stay in Dagster's own logs (`-v`). The lines' shapes are
     `steps.run_summary`'s, shared with runs made without Dagster.
     """
-
-    def first_line(error: Any) -> str:
-        text = " ".join(line.strip() for line in (error.message or "").strip().splitlines())
-        name = error.cls_name or ""
-        head, sep, rest = text.partition(": ")
-        if sep and name and (head == name or head.endswith("." + name)):
-            text = rest if name == "Failure" else f"{name}: {rest}"  # drop the module path
-        elif name and not sep and text.endswith(name):
-            text = name  # an exception raised without a message
-        return text.strip()
-
-    def cause_of(error: Any) -> str:
-        framework = error
-        while framework.cls_name and framework.cls_name.startswith("Dagster"):
-            nested = framework.cause or framework.context
-            if nested is None:
-                break
-            framework = nested
-        raised = framework  # what the step's code raised
-        if raised.cls_name == "Failure":
-            return first_line(raised) or "failed"
-        root = raised
-        while root.cause is not None:
-            root = root.cause
-        outer, inner = first_line(raised), first_line(root)
-        if root is raised or not inner:
-            return outer or "failed"
-        if not outer or inner.endswith(outer):
-            return inner
-        return f"{outer} (caused by {inner})"
-
     kind = event.event_type
     if kind == dg.DagsterEventType.STEP_SUCCESS:
         return summary.ok_line(str(event.step_key))
     if kind == dg.DagsterEventType.STEP_FAILURE:
         data = event_data(event)
-        reason = cause_of(data.error) if data and data.error else "failed"
+        reason = error_cause(data.error) if data and data.error else "failed"
         if data and data.error and "DagsterExecutionLoadInputError" in (data.error.cls_name or ""):
             reason = (
                 "an upstream asset was never materialised in this instance; select it too, "
@@ -210,7 +215,7 @@ def _describe(
     if kind == dg.DagsterEventType.RESOURCE_INIT_FAILURE:
         # Before any step: e.g. the build directory's lock cannot be created or taken.
         error = getattr(event_data(event), "error", None)
-        return summary.failed_line("run start", cause_of(error) if error else "resources failed")
+        return summary.failed_line("run start", error_cause(error) if error else "resources failed")
     if kind == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
         name = getattr(getattr(evaluation, "asset_check_key", None), "name", event.step_key)
         return summary.check_line(

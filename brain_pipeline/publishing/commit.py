@@ -70,13 +70,9 @@ class RecoveryError(RuntimeError):
     """An interrupted commit cannot be finished automatically; the message says why."""
 
 
-def _errno_name(exc: OSError) -> str:
-    return errno.errorcode.get(exc.errno or 0, "") if exc.errno else ""
-
-
 def describe_os_error(exc: OSError) -> str:
     """`No space left on device (ENOSPC)`: the message with its symbolic errno."""
-    name = _errno_name(exc)
+    name = errno.errorcode.get(exc.errno or 0, "")
     text = exc.strerror or str(exc)
     return f"{text} ({name})" if name else text
 
@@ -529,12 +525,8 @@ class PendingCommit:
 def pending_commit(publish_root: Path) -> PendingCommit | None:
     """The interrupted commit under `publish_root`, if any. Reads only."""
     root = Path(publish_root).absolute()
-    record = intent_path(root)
-    if not record.exists():
-        return None
     try:
-        commit_id: str | None = Intent.from_json(record.read_bytes()).commit_id
-        readable = True
-    except (ValueError, KeyError, TypeError):
-        commit_id, readable = None, False
-    return PendingCommit(commit_id, record, readable)
+        intent = _read_intent(root)
+    except RecoveryError:
+        return PendingCommit(None, intent_path(root), readable=False)
+    return None if intent is None else PendingCommit(intent.commit_id, intent_path(root), True)

@@ -70,10 +70,6 @@ class Deadline:
         self._ends_at = 0.0
         self._timer: Cancel | None = None
 
-    @property
-    def expired(self) -> bool:
-        return self._expired
-
     def __enter__(self) -> Deadline:
         self._ends_at = self._clock() + self.seconds
         self._timer = self._start_timer(self.seconds, self.expire)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -62,8 +61,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-DEFAULT_AGENT_QUERY_MODEL = "gemini-embedding-001"
 
 FileAction = Literal["written", "unchanged", "removed"]
 
@@ -206,15 +203,6 @@ def _read_manifest(path: Path) -> PublishManifest | None:
         return None
 
 
-def _manifest_to_write(manifest: PublishManifest, targets: Iterable[Path]) -> PublishManifest:
-    """Keep an existing manifest whose content equals the new one (time and run aside)."""
-    for directory in targets:
-        existing = _read_manifest(directory / MANIFEST_FILENAME)
-        if existing is not None and existing.same_content(manifest):
-            return existing
-    return manifest
-
-
 SIGNATURES_FILENAME = "signatures.json"
 """In `<publish_root>/.brain-publish/`: per live artifact, the sha256 it was published or
 verified with and its `FileSignature` then (only an optimisation: lost, it costs one
@@ -300,13 +288,14 @@ def publish_local(
     embeddings: ArtifactSource | None,
     publish_root: Path,
     *,
-    agent_query_model: str = DEFAULT_AGENT_QUERY_MODEL,
+    agent_query_model: str,
     manifest: PublishManifest,
 ) -> LocalPublishReport:
     """Publish into `<publish_root>/src/storage/` (and `dist/storage/` when dist exists).
 
-    `manifest` must describe `store`/`embeddings` (see `build_manifest`);
-    when the embeddings are withheld, the manifest written says so. An embeddings.bin
+    `manifest` must describe `store`/`embeddings` (see `build_manifest`); when the
+    embeddings are withheld (another model's than `agent_query_model`, the one the
+    agent embeds queries with), the manifest written says so. An embeddings.bin
     left from an earlier publication is removed when no vectors go out this time: it
     no longer matches the store beside it.
 
@@ -326,7 +315,7 @@ def publish_local(
     if refusal is not None:
         manifest = manifest.without_embeddings(refusal)
     targets = storage_dirs(publish_root)
-    live = _manifest_to_write(manifest, targets)
+    live = manifest.or_earlier(_read_manifest(d / MANIFEST_FILENAME) for d in targets)
     manifest_bytes = live.to_json()
 
     wanted: list[tuple[str, ArtifactSource | None]] = []

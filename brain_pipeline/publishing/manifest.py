@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,6 +102,11 @@ class PublishManifest:
         """True when both describe the same artifacts and figures (time and run aside)."""
         return self.content_key() == other.content_key()
 
+    def or_earlier(self, earlier: Iterable[PublishManifest | None]) -> PublishManifest:
+        """The first earlier manifest with this content, else this one: a re-publish of
+        the same bytes keeps the manifest live (its timestamp says when they went live)."""
+        return next((m for m in earlier if m is not None and m.same_content(self)), self)
+
     # -- JSON ------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,9 +114,11 @@ class PublishManifest:
         # (tuples become lists, keys become strings).
         return dict(json.loads(json.dumps(asdict(self))))
 
-    def to_json(self) -> bytes:
-        """Stable bytes: sorted keys, two-space indent, trailing newline."""
-        text = json.dumps(self.to_dict(), sort_keys=True, indent=2, ensure_ascii=False)
+    def to_json(self, objects: Mapping[str, Any] | None = None) -> bytes:
+        """Stable bytes: sorted keys, two-space indent, trailing newline. `objects`: the
+        section the S3 copy adds, naming the keys it vouches for (`publishing.s3`)."""
+        data = self.to_dict() if objects is None else {**self.to_dict(), "objects": objects}
+        text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
         return (text + "\n").encode("utf-8")
 
     @classmethod

@@ -33,22 +33,20 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
 from brain_pipeline.state.memory import Memory
 
-Clock = Callable[[], datetime]
-
 
 class HistoryError(RuntimeError):
     """The history cannot be read or written (with the cause); nothing was changed."""
 
 
-def utc_now(clock: Clock | None = None) -> str:
-    return (clock or (lambda: datetime.now(UTC)))().isoformat(timespec="seconds")
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 _OPTIONAL = ("restores", "forced", "evaluation_blob")

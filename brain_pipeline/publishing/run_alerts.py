@@ -528,10 +528,6 @@ class Delivery:
     def ok(self) -> bool:
         return all(r.ok for r in self.results)
 
-    def describe(self) -> str:
-        """One line per channel, for the sensor tick."""
-        return "; ".join(r.describe() for r in self.results)
-
 
 Sleep = Callable[[float], None]
 

@@ -135,8 +135,8 @@ def test_a_dead_channel_is_retried_a_bounded_number_of_times_and_never_raises() 
     assert not delivery.ok and slept == [1.0, 2.0]
     (result,) = delivery.results
     assert result.attempts == 3 and not result.ok
-    assert "TOKEN-abcdef" not in delivery.describe()
-    assert delivery.describe().startswith(f"webhook http://127.0.0.1:{url.split(':')[2][:5]}")
+    assert "TOKEN-abcdef" not in result.describe()
+    assert result.describe().startswith(f"webhook http://127.0.0.1:{url.split(':')[2][:5]}")
 
 
 def test_a_live_webhook_gets_the_payload_once() -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import boto3
 import pytest
 
+from brain_pipeline.publishing.local import embeddings_refusal
 from brain_pipeline.publishing.manifest import PublishManifest, build_manifest
 from brain_pipeline.publishing.s3 import (
     S3PublishReport,
@@ -46,6 +47,14 @@ def run(build: SampleBuild, **overrides: Any) -> S3PublishReport:
     }
     options.update(overrides)
     return publish_s3(build.store, build.embeddings, **options)
+
+
+def published_locally(build: SampleBuild) -> PublishManifest:
+    """The manifest `publish_local` makes for an agent embedding queries with AGENT_MODEL
+    (vectors of another model withheld), which is the one S3 is given."""
+    manifest = build_manifest(build.store, build.embeddings)
+    refusal = embeddings_refusal(build.embeddings, AGENT_MODEL)
+    return manifest if refusal is None else manifest.without_embeddings(refusal)
 
 
 def puts(server: MotoS3Server) -> list[str]:
@@ -241,10 +250,10 @@ def test_vectors_of_another_model_are_withheld_and_the_stale_object_removed(
     s3: MotoS3Server, build: SampleBuild
 ) -> None:
     make_bucket()
-    run(build, agent_query_model=AGENT_MODEL)
+    run(build, manifest=published_locally(build))
     other = make_build(model="all-MiniLM-L6-v2", salt="v2 ")
 
-    report = run(other, agent_query_model=AGENT_MODEL)
+    report = run(other, manifest=published_locally(other))
 
     actions = {o.key: o.action for o in report.objects}
     assert actions == {
@@ -257,7 +266,7 @@ def test_vectors_of_another_model_are_withheld_and_the_stale_object_removed(
     assert set(remote_manifest()["objects"]) == {"knowledge-store.json"}
     assert report.manifest is not None and report.manifest.embeddings is None
     assert report.manifest.embeddings_note and "all-MiniLM-L6-v2" in report.manifest.embeddings_note
-    assert run(other, agent_query_model=AGENT_MODEL).status == "unchanged"
+    assert run(other, manifest=published_locally(other)).status == "unchanged"
 
 
 def test_a_shared_bucket_with_the_default_empty_prefix_loses_nothing(
@@ -311,3 +320,4 @@ def test_an_unmarked_object_of_ours_is_uploaded_again_marked(
     assert client.head_object(Bucket=BUCKET, Key=key)["Metadata"] == {
         "written-by": "brain-pipeline"
     }
+

@@ -18,7 +18,13 @@ import boto3
 import pytest
 
 from brain_pipeline.corpus.store import parse_store
-from brain_pipeline.publishing.s3 import PublishError, S3PublishReport
+from brain_pipeline.publishing.s3 import (
+    FixedName,
+    PreviousSet,
+    PublishError,
+    S3PublishReport,
+    write_fixed_names,
+)
 from brain_pipeline.publishing.s3_client import (
     BINARY_CONTENT_TYPE,
     JSON_CONTENT_TYPE,
@@ -28,7 +34,6 @@ from brain_pipeline.publishing.s3_client import (
     content_key,
     make_s3_client,
 )
-from brain_pipeline.publishing.s3_fixed import FixedName, PreviousSet, write_fixed_names
 from brain_pipeline.retrieval.vectors import decode_embeddings
 from brain_pipeline.utils.digest import sha256_hex
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server, deny_writes

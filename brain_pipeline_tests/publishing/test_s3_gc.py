@@ -1,11 +1,11 @@
-"""publishing.s3_gc against moto's standalone server, with real boto3.
+"""publishing.s3's clean-up against moto's standalone server, with real boto3.
 
 Pins which keys a manifest names (none for an unreadable, old or malformed one), that
 the clean-up deletes exactly our own unkept content-addressed objects (our layout, our
 mark) and nothing else under the prefix (another team's `objects/...`, an unmarked
 object shaped like ours), that it refuses an empty prefix, and that a listing denied by
 policy is skipped (old objects stay, no error). (Removing a stale fixed embeddings.bin
-is `publishing.s3_fixed`'s, pinned in test_s3_fixed.py and test_s3.py.)
+is `publishing.s3.write_fixed_names`'s, pinned in test_s3_fixed.py and test_s3.py.)
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ import json
 import boto3
 import pytest
 
+from brain_pipeline.publishing.s3 import (
+    collect_garbage,
+    named_keys,
+    sweep_refusal,
+)
 from brain_pipeline.publishing.s3_client import (
     JSON_CONTENT_TYPE,
     S3Destination,
     S3ObjectOutcome,
     make_s3_client,
-)
-from brain_pipeline.publishing.s3_gc import (
-    collect_garbage,
-    named_keys,
-    sweep_refusal,
 )
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.publishing.conftest import TEST_REGION

@@ -1,4 +1,4 @@
-"""publishing.s3_inspect (`status --s3`) against moto's standalone server, real boto3.
+"""publishing.s3.inspect_s3 (`status --s3`) against moto's standalone server, real boto3.
 
 Pins when the bucket "matches" the local publication (its manifest names the same
 store, and with `include_embeddings` the same vectors, and every object it names is
@@ -14,9 +14,8 @@ import boto3
 import pytest
 
 from brain_pipeline.publishing.manifest import PublishManifest, build_manifest
-from brain_pipeline.publishing.s3 import publish_s3
+from brain_pipeline.publishing.s3 import S3Check, inspect_s3, publish_s3
 from brain_pipeline.publishing.s3_client import S3Timeouts
-from brain_pipeline.publishing.s3_inspect import S3Check, inspect_s3
 from brain_pipeline.utils.digest import sha256_hex
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.publishing.conftest import (

@@ -18,9 +18,8 @@ from pydantic import ValidationError
 
 from brain_pipeline.config import S3Settings
 from brain_pipeline.publishing.manifest import build_manifest
-from brain_pipeline.publishing.s3 import PublishError, S3PublishReport
+from brain_pipeline.publishing.s3 import PublishError, S3PublishReport, inspect_s3
 from brain_pipeline.publishing.s3_client import S3Protection, make_s3_client
-from brain_pipeline.publishing.s3_inspect import inspect_s3
 from brain_pipeline_tests.peers.moto_s3 import MotoS3Server
 from brain_pipeline_tests.publishing.conftest import (
     TEST_REGION,

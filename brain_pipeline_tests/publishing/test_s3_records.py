@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from brain_pipeline.publishing.s3_records import RemoteEntry, remote_objects
+from brain_pipeline.publishing.s3 import RemoteEntry, remote_objects
 
 SHA = "ab" * 32
 
