@@ -16,11 +16,12 @@ successful full run, no run starts and Dagster is not even imported.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from brain_pipeline.cli import CommandError, configuration, force_refusal
@@ -250,6 +251,18 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
         selects_publishing,
     )
 
+    # Every run this command launches: the same definitions, instance, console and tags.
+    launch = functools.partial(
+        materialize_selection,
+        definitions=definitions,
+        instance=instance,
+        force_reason=args.reason or "",
+        verbose=args.verbose,
+        echo=print,
+        provider_label=cfg.provider_label(),
+        lexical=cfg.effective_provider() == "none",
+        build_dir=cfg.build_dir,
+    )
     forced: MaterializeOutcome | None = None
     try:
         if args.select != EVERYTHING:
@@ -281,18 +294,10 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
 
             # A bar for long steps on a terminal; plain periodic lines otherwise.
             with progress_for(sys.stderr):
-                outcome = materialize_selection(
+                outcome = launch(
                     args.select,
-                    definitions=definitions,
-                    instance=instance,
                     force_publish=args.force_publish,
-                    force_reason=args.reason or "",
-                    verbose=args.verbose,
-                    echo=print,
                     run_id=run_id,
-                    provider_label=cfg.provider_label(),
-                    lexical=cfg.effective_provider() == "none",
-                    build_dir=cfg.build_dir,
                     trigger=launched_by(),
                 )
             if outcome.interrupted is None:
@@ -303,7 +308,7 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
                 why_not = confirm_finished_run(instance, outcome.run_id, cfg)
                 if why_not and args.verbose:
                     note(f"the next run cannot be skipped: {why_not}")
-                forced = _force_past_blocked_checks(args, cfg, definitions, instance, outcome)
+                forced = _force_past_blocked_checks(args, definitions, launch, outcome)
     except LockBusyError as exc:
         raise CommandError(exc, EXIT_BUSY) from None
     except SelectionError as exc:
@@ -338,9 +343,8 @@ def blocked_only_by_checks(outcome: MaterializeOutcome) -> list[str]:
 
 def _force_past_blocked_checks(
     args: argparse.Namespace,
-    cfg: BrainConfig,
     definitions: Definitions,
-    instance: DagsterInstance,
+    launch: Callable[..., MaterializeOutcome],
     outcome: MaterializeOutcome,
 ) -> MaterializeOutcome | None:
     """`--force-publish` in one command: the run built and checked everything and only its
@@ -353,7 +357,7 @@ def _force_past_blocked_checks(
     overridden = blocked_only_by_checks(outcome)
     if not overridden:
         return None
-    from brain_pipeline.lib.runner import materialize_selection, resolve_selection
+    from brain_pipeline.lib.runner import resolve_selection
     from brain_pipeline.lib.steps import PUBLISH_ASSETS
 
     selected = {key.to_user_string() for key in resolve_selection(args.select, definitions)}
@@ -363,17 +367,9 @@ def _force_past_blocked_checks(
         f"{'; '.join(' '.join(c.split()) for c in overridden)}; publishing anyway "
         f"(reason: {args.reason}) in a publish-only run"
     )
-    return materialize_selection(
+    return launch(
         " or ".join(f"key:{name}" for name in publish),
-        definitions=definitions,
-        instance=instance,
         force_publish=True,
-        force_reason=args.reason or "",
-        verbose=args.verbose,
-        echo=print,
-        provider_label=cfg.provider_label(),
-        lexical=cfg.effective_provider() == "none",
-        build_dir=cfg.build_dir,
         trigger=f"{launched_by()} (--force-publish after run {outcome.run_id})",
     )
 
