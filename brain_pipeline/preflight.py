@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from brain_pipeline.config import GEMINI_KEY_VARIABLES, BrainConfig
+from brain_pipeline.config import BrainConfig
 from brain_pipeline.corpus.discovery import (
     TEXT_SUFFIXES,
     CorpusFile,
@@ -170,24 +170,12 @@ def check_fixture(cfg: BrainConfig, env: Mapping[str, str]) -> Problem | None:
 
 
 def check_embedding(cfg: BrainConfig) -> Problem | None:
-    """An explicit provider can run: Gemini has a key, the local model is installed."""
-    provider = cfg.embedding.provider
-    if provider == "gemini" and not cfg.gemini_api_key():
-        keys = " or ".join(GEMINI_KEY_VARIABLES)
-        return Problem(
-            "embedding.provider",
-            f"embedding.provider is gemini but {keys} is not set; export GEMINI_API_KEY=... "
-            "or set embedding.provider: auto (lexical without a key)",
-        )
-    if provider == "local":
-        from brain_pipeline.embedding.local import NEEDS_EXTRA, missing_parts
+    """The provider can run: Gemini has a key, the local model is installed (the
+    factory's one check, which searches and evaluations say too)."""
+    from brain_pipeline.embedding.factory import provider_problem
 
-        missing = missing_parts()
-        if missing:
-            return Problem(
-                "embedding.provider", f"{NEEDS_EXTRA} ({', '.join(missing)} not installed)"
-            )
-    return None
+    problem = provider_problem(cfg)
+    return Problem("embedding.provider", problem) if problem is not None else None
 
 
 def check_writable(key: str, target: Path, what: str) -> Problem | None:

@@ -5,9 +5,10 @@ Each sub-command lives in its own module `brain_pipeline.cli.<name>` exposing
 argparse at module level and pull in the core (and Dagster, for `materialize`) inside
 `run`, so `--help`, `chunk`, `search`, `eval` and `bench` start fast.
 
-A command that cannot go on raises `CommandError`: `main` prints it as the one line
+A command that cannot go on raises `CommandError`: `main` prints each of its lines as
 `brain-pipeline <command>: <what to do next>` and exits with its code, so no command
-formats its own failures.
+formats its own failures. `configuration(args)` is the one way a command reads the
+configuration, `--build-dir` included.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,26 +50,49 @@ Typical use:
 
 
 class CommandError(Exception):
-    """A command cannot go on: its message is one line saying what to do next, and
-    `main` prints it after the command's name and exits with `code` (2: unusable input
-    or configuration, unless the command's own table says otherwise)."""
+    """A command cannot go on: its message says what to do next, one line per problem,
+    and `main` prints each after the command's name and exits with `code` (2: unusable
+    input or configuration, unless the command's own table says otherwise)."""
 
     def __init__(self, message: object, code: int = 2) -> None:
         super().__init__(str(message))
         self.code = code
 
 
-def configuration() -> BrainConfig:
-    """The configuration, or a CommandError carrying its one-line problem (exit 2).
+BUILD_DIR_HELP = "build directory (default: config)"
 
-    Imported here, not at module level: `--help` must not pay for the config module.
+
+def configuration(args: argparse.Namespace | None = None) -> BrainConfig:
+    """The configuration, with the command's `--build-dir` (when it has one and it is
+    given) in place of `build_dir`; or a CommandError carrying its problem (exit 2).
+
+    Every command that takes `--build-dir` means the same by it: the configured state
+    (`state.ledger`, `state.blobs`: by default inside the build directory) for that
+    build directory. Imported here, not at module level: `--help` must not pay for the
+    config module.
     """
     from brain_pipeline.config import ConfigError, load_config
 
     try:
-        return load_config()
+        cfg = load_config()
     except ConfigError as exc:
         raise CommandError(exc) from None
+    build_dir = getattr(args, "build_dir", None)
+    return cfg.model_copy(update={"build_dir": Path(build_dir)}) if build_dir else cfg
+
+
+def force_refusal(
+    cfg: BrainConfig, force: bool, reason: str | None, *, flag: str, what: str, how: str
+) -> str | None:
+    """Why a command's force flag (`flag`) and `--reason` may not go on, in one line,
+    before any lock or run (the steps ask the gate again, whatever launched them):
+    `--reason` alone records nothing, and the gate's own refusal (`publish.allow_force`,
+    a reason missing; `how` says where it goes)."""
+    from brain_pipeline.publishing.gate import force_refusal as refusal
+
+    if reason is not None and not force:
+        return f"--reason goes with {flag} (it is the forced {what}'s record)"
+    return refusal(force, reason, allow_force=cfg.publish.allow_force, how=how)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args._module.run(args))
     except CommandError as exc:
-        print(f"brain-pipeline {args.command}: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:
+            print(f"brain-pipeline {args.command}: {line}", file=sys.stderr)
         return exc.code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from brain_pipeline.cli import CommandError, configuration
+
 HELP = "retrieval quality (legacy / bm25 / hybrid) on the labelled fixture"
 DESCRIPTION = """\
 Run the labelled fixture through the legacy baseline, BM25 and hybrid retrieval and print
@@ -104,35 +106,28 @@ class EvalProgress:
 
 
 def run(args: argparse.Namespace) -> int:
-    from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.evaluation.service import evaluate_store_dir
 
     if args.accept and not (args.note or "").strip():
-        print("brain-pipeline eval: --accept needs --note \"why\" (it is kept)", file=sys.stderr)
-        return 2
+        raise CommandError('--accept needs --note "why" (it is kept)')
+    cfg = configuration()
     try:
-        cfg = load_config()
         if args.history:
             return _history(cfg, args)
         store = Path(args.store) if args.store else cfg.build_dir
         fixture = Path(args.fixture) if args.fixture else None
         _stderr(f"eval: store {store}, fixture {fixture or cfg.evaluation.fixture}")
         outcome = evaluate_store_dir(cfg, store, fixture, warn=_warn, progress=EvalProgress())
-    except (ConfigError, ValueError) as exc:
-        print(f"brain-pipeline eval: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:
+        raise CommandError(exc) from None
 
     report = outcome.report
     if report is None:  # no store, or an unusable fixture
-        for failure in outcome.failures:
-            print(f"brain-pipeline eval: {failure}", file=sys.stderr)
-        return 2
+        raise CommandError("\n".join(str(failure) for failure in outcome.failures))
     from brain_pipeline.evaluation.reports import report_text, summary_lines
 
     if args.accept:
-        refused = _accept(cfg, store, outcome, str(args.note).strip())
-        if refused is not None:
-            return refused
+        _accept(cfg, store, outcome, str(args.note).strip())
     verdict = outcome.verdict.line()
     if args.csv:
         from brain_pipeline.evaluation.reports import per_query_frame
@@ -233,31 +228,29 @@ def _write_csv(path: Path, text: str) -> None:
     _stderr(f"eval: wrote {path}")
 
 
-def _accept(cfg: Any, store: Path, outcome: Any, note: str) -> int | None:
+def _accept(cfg: Any, store: Path, outcome: Any, note: str) -> None:
     """Record the evaluation as the baseline, and its verdict as accepted (in `outcome`
-    too); an exit code when it cannot be accepted."""
+    too); a CommandError (exit 1) when it cannot be accepted."""
     from brain_pipeline.corpus.store_reader import cache_layout
     from brain_pipeline.evaluation.service import accept_evaluation
 
     others = outcome.verdict.own_failures
     if others:
-        print(
-            "brain-pipeline eval: not accepted: only regressions can be accepted, this "
-            f"evaluation fails on its own: {'; '.join(others)}",
-            file=sys.stderr,
+        raise CommandError(
+            "not accepted: only regressions can be accepted, this evaluation fails on its "
+            f"own: {'; '.join(others)}",
+            1,
         )
-        return 1
     layout = cache_layout(store, cfg.build_dir)
     accepted = None
     if layout is not None and outcome.record_key:
         accepted = accept_evaluation(cfg, outcome.record_key, note)
     if accepted is None:
-        print(
-            "brain-pipeline eval: not accepted: this evaluation was not recorded (a store "
-            "outside the build directory, or a provider that failed mid-run); run it again",
-            file=sys.stderr,
+        raise CommandError(
+            "not accepted: this evaluation was not recorded (a store outside the build "
+            "directory, or a provider that failed mid-run); run it again",
+            1,
         )
-        return 1
     count = sum(1 for r in outcome.verdict.regressions if r.blocking)
     known = outcome.verdict.known_items
     losses = len(known.failures) if known is not None else 0
@@ -266,7 +259,6 @@ def _accept(cfg: Any, store: Path, outcome: Any, note: str) -> int | None:
         f"eval: accepted evaluation {str(outcome.record_key)[:12]} as the baseline "
         f"({count} regression(s), {losses} known-item loss(es) accepted): {note}"
     )
-    return None
 
 
 def _history(cfg: Any, args: argparse.Namespace) -> int:

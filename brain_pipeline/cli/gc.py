@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from brain_pipeline.cli import CommandError, configuration
+from brain_pipeline.cli import BUILD_DIR_HELP, CommandError, configuration
 
 HELP = "drop cache entries and blobs nothing kept reaches"
 DESCRIPTION = """\
@@ -22,25 +22,22 @@ every run.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--build-dir", metavar="DIR", help="build directory (default: config)")
+    parser.add_argument("--build-dir", metavar="DIR", help=BUILD_DIR_HELP)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from brain_pipeline.config import memory_of
     from brain_pipeline.corpus.gc import collect, tree_bytes
     from brain_pipeline.publishing.local import inspect_publication
     from brain_pipeline.publishing.publication_log import HistoryError
-    from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.lock import LockBusyError, make_holder
     from brain_pipeline.state.run_lease import run_lease
     from brain_pipeline.steps.publications import collect_blobs
 
-    cfg = configuration()
-    layout = StateLayout.of(Path(args.build_dir) if args.build_dir else cfg.build_dir)
+    cfg = configuration(args)
     manifest = inspect_publication(cfg.publish_root()).manifest
-    memory = memory_of(cfg.model_copy(update={"build_dir": layout.build_dir}))
+    memory = memory_of(cfg)
+    layout = memory.layout
     try:
         with run_lease(
             memory.ledger,

@@ -3,57 +3,47 @@
 from __future__ import annotations
 
 import argparse
-import sys
+
+from brain_pipeline.cli import BUILD_DIR_HELP, CommandError, configuration
 
 HELP = "explain a chunk id from the chunk history (text, provenance, when live)"
 DESCRIPTION = """\
 Print what chunk ID was: its area, source file, heading and text, when it was first
 written to a store and when it was last live, from the chunk history kept in the ledger
-(state.ledger: every worker sharing it sees the same history; with --build-dir, that
-directory's own ledger). Exit 0 when found, 1 when the history does not know the id, 2
-when the configuration or the ledger is unusable.
+(state.ledger: every worker sharing it sees the same history; by default the build
+directory's own). Exit 0 when found, 1 when the history does not know the id, 2 when
+the configuration or the ledger is unusable.
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", metavar="ID", help="a chunk id (12 hex digits)")
-    parser.add_argument("--build-dir", metavar="DIR", help="build directory (default: config)")
+    parser.add_argument("--build-dir", metavar="DIR", help=BUILD_DIR_HELP)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
+    from brain_pipeline.config import memory_of
     from brain_pipeline.corpus.chunk_history import HistoryError, lookup, stats
     from brain_pipeline.corpus.jscompat import json_stringify
     from brain_pipeline.state.blobs import BlobError
-    from brain_pipeline.state.layout import StateLayout
     from brain_pipeline.state.ledger import LedgerError
-    from brain_pipeline.state.memory import Memory
 
-    where: Memory | StateLayout
+    cfg = configuration(args)
     try:
-        if args.build_dir:
-            build_dir = Path(args.build_dir)
-            where = StateLayout.of(build_dir)
-        else:
-            from brain_pipeline.config import load_config, memory_of
-
-            cfg = load_config()
-            build_dir, where = cfg.build_dir, memory_of(cfg)
-        entry = lookup(where, args.id.strip().lower())
+        memory = memory_of(cfg)
+        entry = lookup(memory, args.id.strip().lower())
     except (ValueError, HistoryError, LedgerError, BlobError) as exc:
-        print(f"brain-pipeline history: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(exc) from None
     if entry is None:
-        known = stats(where)
-        print(
-            f"brain-pipeline history: {args.id} is not in the chunk history of {build_dir} "
+        known = stats(memory)
+        raise CommandError(
+            f"{args.id} is not in the chunk history of {cfg.build_dir} "
             f"({known['ids']} ids from {known['stores']} recorded store(s))",
-            file=sys.stderr,
+            1,
         )
-        return 1
     if args.json:
         try:
             text = json.dumps(entry.to_dict(), indent=2, ensure_ascii=False)

@@ -16,11 +16,15 @@ successful full run, no run starts and Dagster is not even imported.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
+
+from brain_pipeline.cli import CommandError, configuration, force_refusal
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance, Definitions
@@ -65,6 +69,8 @@ Selection uses Dagster's asset selection syntax, e.g.:
 # Exit status when another run holds the build directory or publish root (sysexits'
 # EX_TEMPFAIL: try again later).
 EXIT_BUSY = 75
+# The inputs, the configuration or the selection cannot be used: nothing ran.
+EXIT_UNUSABLE = 2
 # Ctrl-C: the shell's convention for a process ended by SIGINT (128 + 2).
 EXIT_INTERRUPTED = 130
 EVERYTHING = "*"
@@ -125,10 +131,11 @@ def note(message: str) -> None:
     print(f"brain-pipeline materialize: {message}", file=sys.stderr, flush=True)
 
 
-def _refuse(problems: list[object]) -> int:
-    for problem in problems:
-        print(f"brain-pipeline materialize: {problem}", file=sys.stderr)
-    return 2
+def _refuse(problems: Iterable[object | None]) -> None:
+    """Stop before any work, one line per unusable input (exit 2); None is no problem."""
+    lines = [str(problem) for problem in problems if problem is not None]
+    if lines:
+        raise CommandError("\n".join(lines), EXIT_UNUSABLE)
 
 
 def _nothing_to_do(cfg: BrainConfig, now: float | None = None) -> bool:
@@ -179,20 +186,6 @@ def asks_for_work(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _selects_publishing(selection: str, definitions: Definitions) -> bool:
-    """Whether `selection` includes a publish asset (then the publish root is locked too).
-
-    A selection that does not parse answers False: materialize_selection then reports it
-    before anything runs.
-    """
-    from brain_pipeline.lib.runner import SelectionError, resolve_selection, selects_publishing
-
-    try:
-        return selects_publishing(resolve_selection(selection, definitions))
-    except SelectionError:
-        return False
-
-
 def forget_refusals(cfg: BrainConfig) -> None:
     """`--retry-refused`: drop the remembered refusals (in the ledger), under the ledger's
     run lease, so this run's embedding step sends those texts again."""
@@ -201,22 +194,6 @@ def forget_refusals(cfg: BrainConfig) -> None:
 
     forgotten = forget(memory_of(cfg))
     note(f"--retry-refused: {forgotten} refused text(s) will be sent again")
-
-
-def force_refusal(args: argparse.Namespace, cfg: BrainConfig) -> str | None:
-    """Why `--force-publish`/`--reason` may not go on, checked before any work (the
-    publish steps ask again, whatever launched them)."""
-    from brain_pipeline.publishing.gate import force_refusal as refusal
-
-    reason = getattr(args, "reason", None)
-    if reason is not None and not args.force_publish:
-        return "--reason goes with --force-publish (it is the forced publication's record)"
-    return refusal(
-        bool(args.force_publish),
-        reason,
-        allow_force=cfg.publish.allow_force,
-        how='--force-publish --reason "why this build must go out"',
-    )
 
 
 def launched_by() -> str:
@@ -231,24 +208,19 @@ def launched_by() -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from brain_pipeline.config import ConfigError, load_config
     from brain_pipeline.preflight import Needs, check_inputs
 
     # Preflight before Dagster is even imported: a missing corpus or fixture, a missing
     # key or an unwritable publish root is one line in well under a second, never a run
     # that embeds for minutes and then fails.
-    try:
-        cfg = load_config()
-    except ConfigError as exc:
-        print(f"brain-pipeline materialize: {exc}", file=sys.stderr)
-        return 2
-    refused = force_refusal(args, cfg)
-    if refused is not None:
-        return _refuse([refused])
+    cfg = configuration()
+    how = '--force-publish --reason "why this build must go out"'
+    refused = force_refusal(
+        cfg, args.force_publish, args.reason, flag="--force-publish", what="publication", how=how
+    )
+    _refuse([refused])
     if args.select is None:  # everything
-        problems = check_inputs(cfg, Needs())
-        if problems:
-            return _refuse(list(problems))
+        _refuse(check_inputs(cfg, Needs()))
         wanted = asks_for_work(args)
         if wanted is not None:
             note(f"running: {wanted}")
@@ -265,7 +237,6 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
     from brain_pipeline.state.run_lease import hold_run_locks
 
     run_id = str(uuid.uuid4())
-    full = args.select == EVERYTHING
     holder = make_holder(f"brain-pipeline materialize --select {args.select}", run_id)
     started = time.monotonic()
     from brain_pipeline.cli.instance_setup import location_and_instance
@@ -275,22 +246,31 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
     from brain_pipeline.lib.runner import (
         SelectionError,
         materialize_selection,
+        resolve_selection,
         selected_asset_names,
+        selects_publishing,
     )
 
-    if not full:
-        try:
-            names = selected_asset_names(args.select, definitions)
-        except SelectionError as exc:
-            print(f"brain-pipeline materialize: bad --select: {exc}", file=sys.stderr)
-            return 2
-        problems = check_inputs(cfg, Needs.for_assets(names))
-        if problems:
-            return _refuse(list(problems))
-    note(describe_inputs(cfg))
-    publishes = _selects_publishing(args.select, definitions)
+    # Every run this command launches: the same definitions, instance, console and tags.
+    launch = functools.partial(
+        materialize_selection,
+        definitions=definitions,
+        instance=instance,
+        force_reason=args.reason or "",
+        verbose=args.verbose,
+        echo=print,
+        provider_label=cfg.provider_label(),
+        lexical=cfg.effective_provider() == "none",
+        build_dir=cfg.build_dir,
+    )
     forced: MaterializeOutcome | None = None
     try:
+        if args.select != EVERYTHING:
+            names = selected_asset_names(args.select, definitions)
+            _refuse(check_inputs(cfg, Needs.for_assets(names)))
+        note(describe_inputs(cfg))
+        # The publish root is locked too when the selection publishes.
+        publishes = selects_publishing(resolve_selection(args.select, definitions))
         with hold_run_locks(
             memory_of(cfg).ledger,
             cfg.publish_root() if publishes else None,
@@ -314,18 +294,10 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
 
             # A bar for long steps on a terminal; plain periodic lines otherwise.
             with progress_for(sys.stderr):
-                outcome = materialize_selection(
+                outcome = launch(
                     args.select,
-                    definitions=definitions,
-                    instance=instance,
                     force_publish=args.force_publish,
-                    force_reason=args.reason or "",
-                    verbose=args.verbose,
-                    echo=print,
                     run_id=run_id,
-                    provider_label=cfg.provider_label(),
-                    lexical=cfg.effective_provider() == "none",
-                    build_dir=cfg.build_dir,
                     trigger=launched_by(),
                 )
             if outcome.interrupted is None:
@@ -336,13 +308,11 @@ def _launch(cfg: BrainConfig, args: argparse.Namespace) -> int:
                 why_not = confirm_finished_run(instance, outcome.run_id, cfg)
                 if why_not and args.verbose:
                     note(f"the next run cannot be skipped: {why_not}")
-                forced = _force_past_blocked_checks(args, cfg, definitions, instance, outcome)
+                forced = _force_past_blocked_checks(args, definitions, launch, outcome)
     except LockBusyError as exc:
-        note(str(exc))
-        return EXIT_BUSY
+        raise CommandError(exc, EXIT_BUSY) from None
     except SelectionError as exc:
-        print(f"brain-pipeline materialize: bad --select: {exc}", file=sys.stderr)
-        return 2
+        raise CommandError(f"bad --select: {exc}", EXIT_UNUSABLE) from None
     _notify(instance, outcome.run_id, cfg)
     if forced is not None:
         _notify(instance, forced.run_id, cfg)
@@ -373,9 +343,8 @@ def blocked_only_by_checks(outcome: MaterializeOutcome) -> list[str]:
 
 def _force_past_blocked_checks(
     args: argparse.Namespace,
-    cfg: BrainConfig,
     definitions: Definitions,
-    instance: DagsterInstance,
+    launch: Callable[..., MaterializeOutcome],
     outcome: MaterializeOutcome,
 ) -> MaterializeOutcome | None:
     """`--force-publish` in one command: the run built and checked everything and only its
@@ -388,7 +357,7 @@ def _force_past_blocked_checks(
     overridden = blocked_only_by_checks(outcome)
     if not overridden:
         return None
-    from brain_pipeline.lib.runner import materialize_selection, resolve_selection
+    from brain_pipeline.lib.runner import resolve_selection
     from brain_pipeline.lib.steps import PUBLISH_ASSETS
 
     selected = {key.to_user_string() for key in resolve_selection(args.select, definitions)}
@@ -398,17 +367,9 @@ def _force_past_blocked_checks(
         f"{'; '.join(' '.join(c.split()) for c in overridden)}; publishing anyway "
         f"(reason: {args.reason}) in a publish-only run"
     )
-    return materialize_selection(
+    return launch(
         " or ".join(f"key:{name}" for name in publish),
-        definitions=definitions,
-        instance=instance,
         force_publish=True,
-        force_reason=args.reason or "",
-        verbose=args.verbose,
-        echo=print,
-        provider_label=cfg.provider_label(),
-        lexical=cfg.effective_provider() == "none",
-        build_dir=cfg.build_dir,
         trigger=f"{launched_by()} (--force-publish after run {outcome.run_id})",
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from brain_pipeline.cli import CommandError, configuration
+from brain_pipeline.cli import BUILD_DIR_HELP, CommandError, configuration
 
 HELP = "list the publications (and rollbacks) recorded in the ledger"
 DESCRIPTION = """\
@@ -18,23 +18,19 @@ the history cannot be read.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--build-dir", metavar="DIR", help="build directory (default: config)")
+    parser.add_argument("--build-dir", metavar="DIR", help=BUILD_DIR_HELP)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     from brain_pipeline.config import ConfigError, memory_of
     from brain_pipeline.publishing.publication_log import HistoryError, read_history
     from brain_pipeline.state.blobs import BlobError
     from brain_pipeline.state.ledger import LedgerError
 
-    cfg = configuration()
-    if args.build_dir:
-        cfg.build_dir = Path(args.build_dir)
-    build_dir = cfg.build_dir
+    cfg = configuration(args)
     try:
         history = read_history(memory_of(cfg))
     except (ConfigError, HistoryError, LedgerError, BlobError) as exc:
@@ -51,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(payload, indent=2, sort_keys=True))
         return 0
     if not pubs:
-        print(f"no publications recorded in {build_dir}")
+        print(f"no publications recorded in {cfg.build_dir}")
         return 0
     for pub in pubs:
         marker = "*" if live is not None and pub.id == live.id else " "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from brain_pipeline.cli import CommandError, configuration
+from brain_pipeline.cli import CommandError, configuration, force_refusal
 
 if TYPE_CHECKING:
     from brain_pipeline.config import BrainConfig
@@ -59,7 +59,10 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.state.run_lease import hold_run_locks
 
     cfg = configuration()
-    refused = _force_refusal(args, cfg)
+    if args.force and args.release:
+        raise CommandError("--force goes with a rollback, not with --release")
+    how = 'rollback --to ID --force --reason "why it must be live again"'
+    refused = force_refusal(cfg, args.force, args.reason, flag="--force", what="rollback", how=how)
     if refused is not None:  # before any lock or run
         raise CommandError(refused)
     run_id = str(uuid.uuid4())
@@ -76,22 +79,6 @@ def run(args: argparse.Namespace) -> int:
             return _launch(cfg, args, run_id)
     except LockBusyError as exc:
         raise CommandError(exc, 75) from None
-
-
-def _force_refusal(args: argparse.Namespace, cfg: BrainConfig) -> str | None:
-    """Why `--force`/`--reason` may not go on, in one line (the job asks again)."""
-    from brain_pipeline.publishing.gate import force_refusal
-
-    if args.reason is not None and not args.force:
-        return "--reason goes with --force (it is the forced rollback's record)"
-    if args.force and args.release:
-        return "--force goes with a rollback, not with --release"
-    return force_refusal(
-        bool(args.force),
-        args.reason,
-        allow_force=cfg.publish.allow_force,
-        how='rollback --to ID --force --reason "why it must be live again"',
-    )
 
 
 def _launch(cfg: BrainConfig, args: argparse.Namespace, run_id: str) -> int:

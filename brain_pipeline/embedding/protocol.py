@@ -80,9 +80,6 @@ class LocalModelUnavailable(EmbeddingError):
     """The bundled ONNX model or its tokenizer is missing or not the file we pinned."""
 
 
-PROVIDERS = ("gemini", "local", "none")
-
-
 class QueryCache:
     """A tiny LRU of query vectors, so a session of searches embeds each query once."""
 

@@ -11,7 +11,7 @@ import pytest
 
 from brain_pipeline.cli import main
 from brain_pipeline.embedding.builder import build_embeddings
-from brain_pipeline.embedding.factory import make_embedder
+from brain_pipeline.embedding.local import LocalEmbedder
 from brain_pipeline_tests.cli.conftest import Project
 
 
@@ -39,9 +39,7 @@ def test_hybrid_without_usable_vectors_notes_why(
 def test_hybrid_with_matching_local_vectors(
     project: Project, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    embedder = make_embedder("local")
-    assert embedder is not None
-    build_embeddings(project.chunks, project.build / "embeddings.bin", embedder)
+    build_embeddings(project.chunks, project.build / "embeddings.bin", LocalEmbedder())
     project.configure(provider="local")
     assert main(["search", "virtual private network", "--area", "aws", "--json"]) == 0
     captured = capsys.readouterr()

@@ -1,9 +1,9 @@
 """embedding.factory: which embedder a provider name and a configuration give.
 
-Pins `make_embedder` (each provider, the key Gemini needs, refused names),
-`embedder_for` (the configuration's model, dimension and batch size, `auto` resolved by
-the key), and `choose_query_embedder` (vectors of another model, no key or no provider
-mean lexical with a note, never a crash; a matching provider embeds queries). Gemini is
+Pins `embedder_for` (each provider, the key Gemini needs, the configuration's model,
+dimension and batch size, `auto` resolved by the key), and `choose_query_embedder`
+(vectors of another model, no key or no provider mean lexical with a note, never a
+crash; a matching provider embeds queries). Gemini is
 the real google-genai SDK talking to the fake server on loopback.
 """
 
@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from brain_pipeline.config import BrainConfig, load_config
-from brain_pipeline.embedding.factory import choose_query_embedder, embedder_for, make_embedder
+from brain_pipeline.embedding.factory import choose_query_embedder, embedder_for
 from brain_pipeline.embedding.gemini import GeminiEmbedder
+from brain_pipeline.embedding.local import LocalEmbedder
 from brain_pipeline.embedding.protocol import EmbeddingRejected
 from brain_pipeline.retrieval.vectors import EmbeddingStore
 from brain_pipeline_tests.embedding.helpers import API_KEY
@@ -43,31 +44,6 @@ def no_vectors(model: str, dimension: int) -> EmbeddingStore:
 def no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-
-
-# -- make_embedder ---------------------------------------------------------------------------
-
-
-def test_make_embedder_builds_gemini_and_requires_a_key(gemini_server: FakeGemini) -> None:
-    embedder = make_embedder("gemini", model="gemini-embedding-001", dimension=32,
-                             api_key=API_KEY, texts_per_minute=3000)
-    assert isinstance(embedder, GeminiEmbedder)
-    assert (embedder.name, embedder.dimension, embedder.max_batch) == (
-        "gemini-embedding-001", 32, 100)
-    assert embedder.embed_documents(["x"]).shape == (1, 32)
-    with pytest.raises(EmbeddingRejected):
-        make_embedder("gemini", api_key=None)
-    assert make_embedder("none") is None
-    with pytest.raises(ValueError):
-        make_embedder("auto")
-
-
-def test_unknown_providers_are_refused_by_name() -> None:
-    with pytest.raises(ValueError) as caught:
-        make_embedder("openai")
-    assert str(caught.value) == (
-        "unknown embedding provider 'openai'; expected one of ('gemini', 'local', 'none')"
-    )
 
 
 # -- embedder_for ----------------------------------------------------------------------------
@@ -96,6 +72,17 @@ def test_the_configured_request_quota_reaches_the_pacer(
     assert isinstance(embedder, GeminiEmbedder)
     rate = embedder.pacer.requests_rate_per_minute
     assert rate is not None and 0.9 * 12 <= rate <= 12
+
+
+def test_gemini_requires_a_key_and_local_ignores_the_gemini_settings(
+    tmp_path: Path, no_key: None
+) -> None:
+    with pytest.raises(EmbeddingRejected):
+        embedder_for(config(tmp_path, "gemini"))
+    local = embedder_for(config(tmp_path, "local", model="gemini-embedding-001", dimension=256))
+    assert isinstance(local, LocalEmbedder)
+    assert (local.name, local.dimension) == ("all-MiniLM-L6-v2-int8", 384)
+    assert embedder_for(config(tmp_path, "none")) is None
 
 
 def test_auto_means_gemini_with_a_key_and_no_vectors_without(
@@ -130,7 +117,9 @@ def test_model_mismatch_means_lexical_without_loading_anything(tmp_path: Path) -
 def test_gemini_without_a_key_is_a_note_not_a_crash(tmp_path: Path, no_key: None) -> None:
     vectors = no_vectors("gemini-embedding-001", 256)
     choice = choose_query_embedder(config(tmp_path, "gemini"), vectors)
-    assert choice.embed is None and "no Gemini API key" in str(choice.note)
+    # the preflight's own line, the one check of it
+    assert choice.embed is None and "GEMINI_API_KEY" in str(choice.note)
+    assert "is not set" in str(choice.note)
 
 
 def test_matching_gemini_vectors_embed_queries_through_the_service(

@@ -11,7 +11,6 @@ import pytest
 
 from brain_pipeline.embedding import local
 from brain_pipeline.embedding.builder import build_embeddings
-from brain_pipeline.embedding.factory import make_embedder
 from brain_pipeline.embedding.local import LocalEmbedder
 from brain_pipeline.embedding.protocol import LocalModelUnavailable
 from brain_pipeline.retrieval.vectors import decode_embeddings
@@ -20,9 +19,7 @@ from brain_pipeline_tests.embedding.helpers import corpus
 
 @pytest.fixture(scope="module")
 def embedder() -> LocalEmbedder:
-    made = make_embedder("local", model="gemini-embedding-001", dimension=256)
-    assert isinstance(made, LocalEmbedder)
-    return made
+    return LocalEmbedder()
 
 
 def test_embeds_unit_vectors_of_dimension_384(embedder: LocalEmbedder) -> None:
