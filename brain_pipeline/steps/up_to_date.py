@@ -45,7 +45,6 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +77,15 @@ _SOURCE_ROOT = Path(__file__).resolve().parents[1]
 S3_CONFIGURED = "S3 publishing is configured (only a run checks the bucket)"
 
 
-RECORD, PENDING = "record", "pending"
-"""The rows: the last successful full run's record (with when the instance last confirmed
-it holds that run, `seen_at`); the run in progress (or the last run, until settled)."""
+RECORD = "record"
+"""The one row: the last successful full run's record (with when the instance last
+confirmed it holds that run, `seen_at`), or, `pending`, the run in progress (or the last
+run, until settled): a run that starts replaces the record, so none outlives it."""
 
 
-def _read_json(ledger: Ledger, name: str) -> dict[str, Any] | None:
+def _read(ledger: Ledger) -> dict[str, Any] | None:
     ledger.ensure_tables("up_to_date", _DDL)
-    rows = ledger.query("SELECT body FROM up_to_date WHERE name = ?", (name,))
+    rows = ledger.query("SELECT body FROM up_to_date WHERE name = ?", (RECORD,))
     try:
         body = json.loads(rows[0][0]) if rows else None
     except ValueError:
@@ -93,16 +93,16 @@ def _read_json(ledger: Ledger, name: str) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-def _write_json(ledger: Ledger, name: str, body: Mapping[str, Any] | None) -> None:
-    """Write row `name`, or remove it (`body` None)."""
+def _write(ledger: Ledger, body: Mapping[str, Any] | None) -> None:
+    """Write the row, or remove it (`body` None)."""
     ledger.ensure_tables("up_to_date", _DDL)
     if body is None:
-        ledger.execute("DELETE FROM up_to_date WHERE name = ?", (name,))
+        ledger.execute("DELETE FROM up_to_date WHERE name = ?", (RECORD,))
         return
     ledger.execute(
         "INSERT INTO up_to_date VALUES (?, ?) "
         "ON CONFLICT (name) DO UPDATE SET body = excluded.body",
-        (name, json.dumps(body, sort_keys=True)),
+        (RECORD, json.dumps(body, sort_keys=True)),
     )
 
 
@@ -114,7 +114,6 @@ class UpToDate:
     reason: str
     run_id: str | None = None
     published_at: str | None = None
-    finished_at: str | None = None
     seen_at: float | None = None
     """When the instance last confirmed it holds the run (None: never)."""
 
@@ -272,11 +271,6 @@ def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any
 # --- the record -------------------------------------------------------------------------------
 
 
-def forget(ledger: Ledger) -> None:
-    """Remove the record: a run is starting, so until it succeeds nothing is proven."""
-    _write_json(ledger, RECORD, None)
-
-
 def instance_identity(home: Path | str) -> dict[str, Any]:
     """The Dagster instance a run was seen by: its folder and its dagster.yaml's signature
     (another folder, or storages switched in the same folder, is an instance that has
@@ -323,10 +317,8 @@ def run_started(
     if not touches_record(assets, checks):
         return
     ledger = memory_of(cfg).ledger
-    if pending_run(ledger) == run_id:
-        return
-    forget(ledger)
-    _write_json(ledger, PENDING, {"run_id": run_id, "inputs": current_inputs(cfg, run_id)})
+    if pending_run(ledger) != run_id:
+        _write(ledger, {"run_id": run_id, "pending": True, "inputs": current_inputs(cfg, run_id)})
 
 
 def confirm(
@@ -349,14 +341,12 @@ def confirm(
     checks the bucket), there is no record and the next run runs in full.
     """
     ledger = memory_of(cfg).ledger
-    pending = _read_json(ledger, PENDING)
-    ours = pending is not None and pending.get("run_id") == run_id
-    if ours:
-        _write_json(ledger, PENDING, None)
+    pending = _read(ledger)
+    if pending is None or not pending.get("pending") or pending.get("run_id") != run_id:
+        return refused or "another run started since this one"
+    _write(ledger, None)
     if refused is not None:
         return refused
-    if pending is None or not ours:
-        return "another run started since this one"
     layout = memory_of(cfg).layout
     if cfg.publish.s3.bucket:
         return S3_CONFIGURED
@@ -376,12 +366,10 @@ def confirm(
     except (OSError, ValueError):
         return "the corpus snapshot of the run cannot be read"
     at = time.time() if now is None else now
-    _write_json(
+    _write(
         ledger,
-        RECORD,
         {
             "run_id": run_id,
-            "finished_at": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "inputs": {**inputs, "corpus": corpus_identity(snapshot)},
             "build": _signatures(_outcome_files(layout)),
             "publication": publication,
@@ -392,28 +380,35 @@ def confirm(
     return None
 
 
-def _run_of(ledger: Ledger, name: str) -> str | None:
-    body = _read_json(ledger, name)
+def _run_of(ledger: Ledger, *, pending: bool) -> str | None:
+    body = _read(ledger)
     run_id = body.get("run_id") if body is not None else None
-    return run_id if isinstance(run_id, str) else None
+    ours = body is not None and bool(body.get("pending")) == pending
+    return run_id if ours and isinstance(run_id, str) else None
 
 
 def pending_run(ledger: Ledger) -> str | None:
     """The run whose outcome awaits Dagster's verdict (None: none)."""
-    return _run_of(ledger, PENDING)
+    return _run_of(ledger, pending=True)
 
 
 def recorded_run(ledger: Ledger) -> str | None:
     """The run the record rests on (None: no readable record)."""
-    return _run_of(ledger, RECORD)
+    return _run_of(ledger, pending=False)
+
+
+def forget(ledger: Ledger, run_id: str) -> None:
+    """Remove the record of run `run_id` (the instance no longer holds that run)."""
+    if recorded_run(ledger) == run_id:
+        _write(ledger, None)
 
 
 def mark_seen(ledger: Ledger, run_id: str, now: float) -> None:
     """The instance holds run `run_id`'s materialisations (asked at `now`): no need to ask
     it again for CONSULT_AFTER_SECONDS."""
-    body = _read_json(ledger, RECORD)
-    if body is not None and body.get("run_id") == run_id:
-        _write_json(ledger, RECORD, {**body, "seen_at": now})
+    body = _read(ledger)
+    if body is not None and not body.get("pending") and body.get("run_id") == run_id:
+        _write(ledger, {**body, "seen_at": now})
 
 
 # --- the check --------------------------------------------------------------------------------
@@ -446,8 +441,8 @@ def _changed_file(recorded: Mapping[str, Any]) -> str | None:
 def check(cfg: BrainConfig) -> UpToDate:
     """Whether a full run could change anything now (cheapest comparisons first)."""
     layout = memory_of(cfg).layout
-    body = _read_json(memory_of(cfg).ledger, RECORD)
-    if body is None:
+    body = _read(memory_of(cfg).ledger)
+    if body is None or body.get("pending"):
         return UpToDate(False, "no successful full run is recorded for this build directory")
     run_id = str(body.get("run_id"))
     if cfg.publish.s3.bucket:
@@ -495,6 +490,5 @@ def check(cfg: BrainConfig) -> UpToDate:
         "",
         run_id,
         publication.get("published_at"),
-        body.get("finished_at"),
         float(seen_at) if isinstance(seen_at, int | float) else None,
     )
