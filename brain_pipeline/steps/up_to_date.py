@@ -6,7 +6,8 @@ record, a row of the ledger (table `up_to_date`, this module's area), holds ever
 input's digest (corpus, fixture, configuration, code, embedding provider and key), the
 signature (utils.file_signature, the project's one "unchanged" rule) of every file the
 run's outcome lives in (the build's artifacts and records, each file of the live
-publication, verified against its manifest first) and the Dagster instance that saw it.
+publication, proven first to be what the publish step stamped) and the Dagster instance
+that saw it.
 
 It is written in two moves, whichever launcher started the run (the command line,
 the UI, a schedule, automation), once per run however many processes its steps take:
@@ -207,18 +208,17 @@ class NotVerified(Exception):
 
 
 def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any]:
-    """The live publication, checked against its manifest and against the build.
+    """The live publication, proven to be what the publish step left, and the build's.
 
-    Every artifact the src manifest names must be in every storage copy with the sha256
-    the manifest gives, proven by the stamp the publish step took of that file (still
-    matching by the one rule) — nothing is hashed again; each copy's manifest must say
-    the same; and the store the manifest publishes must be the build's store. Returns
-    what `check` compares later: the storage directories, their listings and the
-    signatures of every live file. Raises NotVerified otherwise.
+    Every file the `published_local` record stamped (each storage copy's artifacts and
+    manifest) must still match its stamp by the one rule (nothing is hashed again), each
+    storage folder must hold those files and no other, and the store the live manifest
+    publishes must be the build's store. Returns what `check` compares later: the
+    storage directories, their listings and the signatures of every live file. Raises
+    NotVerified otherwise.
     """
-    from brain_pipeline.publishing.commit import intent_path, pending_commit
-    from brain_pipeline.publishing.local import live_manifest, storage_dirs
-    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, PublishManifest
+    from brain_pipeline.publishing.commit import intent_path, pending_commit, storage_dirs
+    from brain_pipeline.publishing.local import live_manifest
 
     root = cfg.publish_root()
     if pending_commit(root) is not None:
@@ -230,31 +230,22 @@ def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any
     store = read_record(memory_of(cfg), "knowledge_store")
     if published is None or store is None:
         raise NotVerified("no record of the publication or of the store")
+    if published.facts.get("publish_root") != str(root):
+        raise NotVerified("the publication record is of another publish root")
     build_store = store.outputs.get(layout.store_file.name)
     if build_store is None or not build_store.still_matches(layout.store_file):
         raise NotVerified("the build's store is not the one its record describes")
     if manifest.store.sha256 != build_store.sha256:
         raise NotVerified("the live store is not the build's")
+    live = [Path(path) for path in published.outputs]
+    for path in live:
+        if not published.outputs[str(path)].still_matches(path):
+            raise NotVerified(f"{path} is not the file the publish step left")
     targets = storage_dirs(root)
-    live: list[Path] = []
     for directory in targets:
-        try:
-            copy = PublishManifest.from_json((directory / MANIFEST_FILENAME).read_bytes())
-        except (OSError, ValueError, UnicodeDecodeError):
-            raise NotVerified(f"{directory / MANIFEST_FILENAME} is missing or unreadable") from None
-        if not copy.same_content(manifest):
-            raise NotVerified(f"{directory / MANIFEST_FILENAME} differs from src's")
-        names = {a.filename for a in manifest.artifacts()} | {MANIFEST_FILENAME}
-        extra = set(_listing(directory)) - names
-        if extra:
-            raise NotVerified(f"{directory} holds files no manifest names: {sorted(extra)}")
-        for artifact in manifest.artifacts():
-            path = directory / artifact.filename
-            stamp = published.outputs.get(str(path))
-            if stamp is None or stamp.sha256 != artifact.sha256 or not stamp.still_matches(path):
-                raise NotVerified(f"{path} is not the file the manifest describes")
-            live.append(path)
-        live.append(directory / MANIFEST_FILENAME)
+        names = {path.name for path in live if path.parent == directory}
+        if not names or set(_listing(directory)) != names:
+            raise NotVerified(f"{directory} holds other files than the publish step left")
     # What `check` lists instead of importing the publishing code: the root (a new
     # `dist` adds a target), the folder an interrupted commit leaves its intent in, and
     # each storage copy (a file added to it).
