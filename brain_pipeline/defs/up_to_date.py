@@ -117,7 +117,7 @@ def keep_record(instance: dg.DagsterInstance, cfg: BrainConfig) -> str | None:
             if recorded is not None:
                 unseen = _unseen(instance, recorded)
                 if unseen is not None:
-                    record.forget(ledger)
+                    record.forget(ledger, recorded)
                     return f"run {recorded[:8]} no longer up to date: {unseen}"
     except LockBusyError:
         return None  # a run is in progress: its end is the next tick's business

@@ -26,10 +26,9 @@ Rows (all digests are sha256 hex from `utils.digest`; JSON columns are canonical
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
-import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from brain_pipeline.state.lock import LockBusyError, acquire_lock, describe_holder, read_holder
+from brain_pipeline.state.lock import acquire_lock, read_holder, reentrant, wait_for
 from brain_pipeline.utils.digest import canonical_json, sha256_hex
 
 POSTGRES_EXTRA = 'pip install "brain-pipeline[postgres]"'
@@ -47,9 +46,6 @@ POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg2")
 RUN_LOCK = "run"
 _BUSY_TIMEOUT_S = 60.0
 
-# (pid, server) -> depth: the run locks this process holds on PostgreSQL ledgers.
-_held: dict[tuple[int, str], int] = {}
-_held_guard = threading.Lock()
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS step_results (
@@ -114,8 +110,6 @@ class Verdict:
     @property
     def blocks(self) -> bool:
         return self.severity not in ("PASS", "WARN")
-
-
 
 
 # ---- URLs ---------------------------------------------------------------------------
@@ -456,34 +450,11 @@ class Ledger:
             ):
                 yield
             return
-        with self._advisory_lock(holder, wait_seconds, poll_seconds, on_wait):
+        session = functools.partial(
+            self._advisory_session, holder, wait_seconds, poll_seconds, on_wait
+        )
+        with reentrant(("advisory lock", redacted(self.url)), session):
             yield
-
-    @contextlib.contextmanager
-    def _advisory_lock(
-        self,
-        holder: Mapping[str, object],
-        wait_seconds: float,
-        poll_seconds: float,
-        on_wait: Callable[[str], None] | None,
-    ) -> Iterator[None]:
-        where = (os.getpid(), redacted(self.url))
-        with _held_guard:
-            depth = _held.get(where, 0)
-            _held[where] = depth + 1
-        if depth:  # this process holds it already: re-entrant, as the OS lock is
-            try:
-                yield
-            finally:
-                with _held_guard:
-                    _held[where] -= 1
-            return
-        try:
-            with self._advisory_session(holder, wait_seconds, poll_seconds, on_wait):
-                yield
-        finally:
-            with _held_guard:
-                del _held[where]
 
     @contextlib.contextmanager
     def _advisory_session(
@@ -498,22 +469,19 @@ class Ledger:
         key = _advisory_key(RUN_LOCK)
         try:
             with session.cursor() as cursor:
-                started = time.monotonic()
-                announced = False
-                while True:
+
+                def attempt(_remaining: float) -> bool:
                     cursor.execute("SELECT pg_try_advisory_lock(%s)", (key,))
-                    if cursor.fetchone()[0]:
-                        break
-                    waited = time.monotonic() - started
-                    if waited >= wait_seconds:
-                        raise RunLockBusyError(redacted(self.url), self.lock_holder(), waited)
-                    if not announced and on_wait is not None:
-                        on_wait(
-                            f"waiting up to {wait_seconds:g}s for the ledger "
-                            f"{redacted(self.url)}: held by {describe_holder(self.lock_holder())}"
-                        )
-                        announced = True
-                    time.sleep(max(0.0, min(poll_seconds, wait_seconds - waited)))
+                    return bool(cursor.fetchone()[0])
+
+                wait_for(
+                    attempt,
+                    label=f"the ledger {redacted(self.url)}",
+                    holder=self.lock_holder,
+                    wait_seconds=wait_seconds,
+                    on_wait=on_wait,
+                    poll_seconds=poll_seconds,
+                )
                 cursor.execute(
                     "INSERT INTO lock_holders VALUES (%s, %s) ON CONFLICT (name) "
                     "DO UPDATE SET holder = excluded.holder",
@@ -526,17 +494,3 @@ class Ledger:
                     cursor.execute("SELECT pg_advisory_unlock(%s)", (key,))
         finally:
             session.close()
-
-
-class RunLockBusyError(LockBusyError):
-    """The run lock of a PostgreSQL ledger is held elsewhere; the message names the holder."""
-
-    def __init__(self, where: str, holder: Mapping[str, object] | None, waited: float) -> None:
-        RuntimeError.__init__(
-            self,
-            f"the ledger {where} is busy: held by {describe_holder(holder)}; gave up after "
-            f"waiting {waited:.3g}s (locks.wait_seconds)",
-        )
-        self.path = Path()
-        self.holder = dict(holder or {})
-        self.waited = waited

@@ -26,7 +26,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,26 +35,34 @@ from typing import Any
 PUBLISH_LOCK_NAME = ".brain-publish.lock"
 DEFAULT_POLL_SECONDS = 0.25
 
-# path -> (pid that holds it, depth): the re-entrancy book of this process.
-_held: dict[Path, tuple[int, int]] = {}
+# what is held (a lock file, a ledger) -> (pid that holds it, depth): the re-entrancy
+# book of this process (`reentrant`).
+_held: dict[Hashable, tuple[int, int]] = {}
 _held_guard = threading.Lock()
 
 
 class LockBusyError(RuntimeError):
-    """Another process held the lock for longer than we were prepared to wait.
+    """Another process held a lock (or the ledger's run lease) for longer than we were
+    prepared to wait.
 
-    The message is one line naming the holder (pid, run id, host, since) and the path.
+    The message is one line naming the holder (pid, run id, host, since) and what is
+    locked (`label`; `path`: the lock file, when there is one).
     """
 
     def __init__(
-        self, label: str, path: Path, holder: Mapping[str, object] | None, waited: float
+        self,
+        label: str,
+        holder: Mapping[str, object] | None,
+        waited: float,
+        path: Path | None = None,
     ) -> None:
         self.path = path
         self.holder = dict(holder or {})
         self.waited = waited
+        lock_file = f", lock file {path}" if path is not None else ""
         super().__init__(
             f"{label} is busy: held by {describe_holder(holder)}; gave up after waiting "
-            f"{waited:g}s (locks.wait_seconds, lock file {path})"
+            f"{round(waited, 2):g}s (locks.wait_seconds{lock_file})"
         )
 
 
@@ -130,24 +138,66 @@ def _write_holder(fd: int, holder: Mapping[str, object]) -> None:
     os.pwrite(fd, data, 0)
 
 
-def _reenter(path: Path) -> bool:
+@contextmanager
+def reentrant(key: Hashable, take: Callable[[], AbstractContextManager[object]]) -> Iterator[None]:
+    """Hold what `take()` takes for the block, unless this process holds `key` already:
+    then the block runs at once and the outermost holder keeps it. The one re-entrancy
+    rule of every lock here, so a step inside a run that holds one goes on instead of
+    waiting for itself. Keyed by process too: a forked child holds nothing yet."""
+    pid = os.getpid()
     with _held_guard:
-        entry = _held.get(path)
-        if entry is None or entry[0] != os.getpid():
-            return False
-        _held[path] = (entry[0], entry[1] + 1)
-        return True
+        entry = _held.get(key)
+        depth = entry[1] if entry is not None and entry[0] == pid else 0
+        if depth:
+            _held[key] = (pid, depth + 1)
+    if not depth:
+        with take():
+            with _held_guard:
+                _held[key] = (pid, 1)
+            try:
+                yield
+            finally:
+                with _held_guard:
+                    del _held[key]
+        return
+    try:
+        yield
+    finally:
+        with _held_guard:
+            _held[key] = (pid, _held[key][1] - 1)
 
 
-def _leave(path: Path) -> bool:
-    """Drop one level; True when this was the outermost holder (release the OS lock)."""
-    with _held_guard:
-        pid, depth = _held[path]
-        if depth > 1:
-            _held[path] = (pid, depth - 1)
-            return False
-        del _held[path]
-        return True
+def wait_for(
+    attempt: Callable[[float], bool],
+    *,
+    label: str,
+    holder: Callable[[], Mapping[str, object] | None],
+    wait_seconds: float,
+    on_wait: Callable[[str], None] | None = None,
+    poll_seconds: float = DEFAULT_POLL_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    path: Path | None = None,
+) -> None:
+    """Call `attempt(remaining seconds)` until it takes what `label` names, polling every
+    `poll_seconds` for up to `wait_seconds` (0: one attempt), telling `on_wait` once who
+    is being waited for (`holder()`), then raise `LockBusyError` naming them.
+
+    The one waiting rule of every lock here (the OS lock, the PostgreSQL advisory lock,
+    the run lease), so each says the same while it waits and when it gives up.
+    """
+    started = clock()
+    announced = False
+    while not attempt(max(0.0, wait_seconds - (clock() - started))):
+        waited = clock() - started
+        if waited >= wait_seconds:
+            raise LockBusyError(label, holder(), waited, path)
+        if not announced and on_wait is not None:
+            on_wait(
+                f"waiting up to {wait_seconds:g}s for {label}: held by {describe_holder(holder())}"
+            )
+            announced = True
+        sleep(max(0.0, min(poll_seconds, wait_seconds - waited)))
 
 
 @contextmanager
@@ -171,42 +221,36 @@ def acquire_lock(
     Re-entrant within one process.
     """
     lock_path = Path(path).expanduser().resolve()
-    what = label or str(lock_path)
-    if _reenter(lock_path):
+
+    @contextmanager
+    def take() -> Iterator[None]:
+        fd = _open_lock_file(lock_path)
         try:
-            yield lock_path
-        finally:
-            _leave(lock_path)
-        return
-    fd = _open_lock_file(lock_path)
-    try:
-        started = clock()
-        announced = False
-        while not _try_flock(fd):
-            waited = clock() - started
-            if waited >= wait_seconds:
-                raise LockBusyError(what, lock_path, read_holder(lock_path), wait_seconds)
-            if not announced and on_wait is not None:
-                on_wait(
-                    f"waiting up to {wait_seconds:g}s for {what}: held by "
-                    f"{describe_holder(read_holder(lock_path))}"
-                )
-                announced = True
-            sleep(max(0.0, min(poll_seconds, wait_seconds - waited)))
-        with _held_guard:
-            _held[lock_path] = (os.getpid(), 1)
-        try:
-            _write_holder(fd, holder)
-            yield lock_path
-        finally:
-            if _leave(lock_path):
-                # Clear the description while still holding the lock, so nobody is
-                # ever told to wait for a holder that has gone (a crashed holder's
-                # text stays, and is overwritten by the next acquirer).
+            wait_for(
+                lambda _remaining: _try_flock(fd),
+                label=label or str(lock_path),
+                holder=lambda: read_holder(lock_path),
+                wait_seconds=wait_seconds,
+                on_wait=on_wait,
+                poll_seconds=poll_seconds,
+                clock=clock,
+                sleep=sleep,
+                path=lock_path,
+            )
+            try:
+                _write_holder(fd, holder)
+                yield
+            finally:
+                # Clear the description while still holding the lock, so nobody is ever
+                # told to wait for a holder that has gone (a crashed holder's text stays,
+                # and is overwritten by the next acquirer).
                 os.ftruncate(fd, 0)
                 fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
+
+    with reentrant(lock_path, take):
+        yield lock_path
 
 
 def publish_root_lock(

@@ -17,21 +17,19 @@ Two ways to hold it:
   ledger's lock is kept for the block and the lease is cleared on the way out;
 * `spans_run=False` (a step process of a multiprocess run): the lease is written and the
   ledger's lock let go at once, so the run's other step processes (in parallel too) go
-  on; the lease stays until the run is over (`finished`), or the CLI that launched it
-  clears it.
+  on; the lease stays until the run is over (`finished`).
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from brain_pipeline.state.ledger import Ledger, RunLockBusyError, redacted
-from brain_pipeline.state.lock import LockBusyError, describe_holder, publish_root_lock
+from brain_pipeline.state.ledger import Ledger, redacted
+from brain_pipeline.state.lock import LockBusyError, publish_root_lock, reentrant, wait_for
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS run_lease (
@@ -39,24 +37,20 @@ CREATE TABLE IF NOT EXISTS run_lease (
 """
 _NAME = "run"
 
-# ledger url -> depth of the spans_run leases this process holds (re-entrant).
-_held: dict[str, int] = {}
-_guard = threading.Lock()
-
-
-def lease_holder(ledger: Ledger) -> dict[str, object] | None:
-    """Who holds the run lease now (as they described themselves), None when free."""
-    ledger.ensure_tables("run_lease", _DDL)
-    rows = ledger.query("SELECT holder FROM run_lease WHERE name = ?", (_NAME,))
-    return json.loads(rows[0][0]) if rows else None
-
 
 def _current(ledger: Ledger) -> tuple[str | None, bool, dict[str, object]] | None:
+    ledger.ensure_tables("run_lease", _DDL)
     rows = ledger.query("SELECT run_id, spans_run, holder FROM run_lease WHERE name = ?", (_NAME,))
     if not rows:
         return None
     run_id, spans, holder = rows[0]
     return run_id, bool(spans), json.loads(holder)
+
+
+def lease_holder(ledger: Ledger) -> dict[str, object] | None:
+    """Who holds the run lease now (as they described themselves), None when free."""
+    current = _current(ledger)
+    return current[2] if current is not None else None
 
 
 def _claim(
@@ -85,12 +79,6 @@ def _write(
     )
 
 
-def release_run(ledger: Ledger, run_id: str) -> None:
-    """The run `run_id` is over: clear its lease (nothing when another holds it)."""
-    ledger.ensure_tables("run_lease", _DDL)
-    ledger.execute("DELETE FROM run_lease WHERE name = ? AND run_id = ?", (_NAME, run_id))
-
-
 @contextmanager
 def run_lease(
     ledger: Ledger,
@@ -105,72 +93,66 @@ def run_lease(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Iterator[None]:
-    """Hold the ledger's run lease for the block (see the module)."""
-    ledger.ensure_tables("run_lease", _DDL)
+    """Hold the ledger's run lease for the block (see the module); re-entrant within a
+    process (a step of the run this process holds it for goes on)."""
     where = redacted(ledger.url)
-    with _guard:
-        depth = _held.get(where, 0)
-        if depth:
-            _held[where] = depth + 1
-    if depth:  # this process holds it for a run already: a step of that run goes on
+
+    @contextmanager
+    def take() -> Iterator[None]:
+        ledger.ensure_tables("run_lease", _DDL)
+        kept: list[AbstractContextManager[None]] = []  # the ledger's lock, when spans_run
+        told = False
+
+        def say(message: str) -> None:  # once, whether the lock or the lease is waited for
+            nonlocal told
+            if on_wait is not None and not told:
+                told = True
+                on_wait(message)
+
+        def attempt(remaining: float) -> bool:
+            lock = ledger.run_lock(
+                holder, wait_seconds=remaining, poll_seconds=poll_seconds, on_wait=say
+            )
+            try:
+                lock.__enter__()
+            except LockBusyError:
+                return False
+            taken = False
+            try:
+                claim = _claim(ledger, run_id, finished)
+                if claim == "take":
+                    _write(ledger, run_id, spans_run, holder)
+                taken = claim is not None
+            finally:
+                if taken and spans_run:
+                    kept.append(lock)
+                else:
+                    lock.__exit__(None, None, None)
+            return taken
+
+        wait_for(
+            attempt,
+            label=f"the ledger {where}",
+            holder=lambda: lease_holder(ledger) or ledger.lock_holder(),
+            wait_seconds=wait_seconds,
+            on_wait=say,
+            poll_seconds=poll_seconds,
+            clock=clock,
+            sleep=sleep,
+        )
+        if not spans_run:
+            yield
+            return
         try:
             yield
         finally:
-            with _guard:
-                _held[where] -= 1
-        return
-    started = clock()
-    announced = False
+            try:
+                ledger.execute("DELETE FROM run_lease WHERE name = ?", (_NAME,))
+            finally:
+                kept[0].__exit__(None, None, None)
 
-    def say(message: str) -> None:
-        nonlocal announced
-        if on_wait is not None and not announced:
-            announced = True
-            on_wait(message)
-
-    while True:
-        remaining = max(0.0, wait_seconds - (clock() - started))
-        lock = ledger.run_lock(
-            holder, wait_seconds=remaining, poll_seconds=poll_seconds, on_wait=say
-        )
-        try:
-            lock.__enter__()
-        except LockBusyError:
-            who = lease_holder(ledger) or ledger.lock_holder()
-            raise RunLockBusyError(where, who, clock() - started) from None
-        taken = False
-        try:
-            claim = _claim(ledger, run_id, finished)
-            if claim == "take":
-                _write(ledger, run_id, spans_run, holder)
-            taken = claim is not None
-        finally:
-            if not (taken and spans_run):
-                lock.__exit__(None, None, None)
-        if taken:
-            break
-        waited = clock() - started
-        if waited >= wait_seconds:
-            raise RunLockBusyError(where, lease_holder(ledger), waited)
-        say(
-            f"waiting up to {wait_seconds:g}s for the ledger {where}: "
-            f"held by {describe_holder(lease_holder(ledger))}"
-        )
-        sleep(max(0.0, min(poll_seconds, wait_seconds - waited)))
-    if not spans_run:
+    with reentrant(("run lease", where), take):
         yield
-        return
-    with _guard:
-        _held[where] = 1
-    try:
-        yield
-    finally:
-        with _guard:
-            del _held[where]
-        try:
-            ledger.execute("DELETE FROM run_lease WHERE name = ?", (_NAME,))
-        finally:
-            lock.__exit__(None, None, None)
 
 
 @contextmanager

@@ -6,7 +6,8 @@ record, a row of the ledger (table `up_to_date`, this module's area), holds ever
 input's digest (corpus, fixture, configuration, code, embedding provider and key), the
 signature (utils.file_signature, the project's one "unchanged" rule) of every file the
 run's outcome lives in (the build's artifacts and records, each file of the live
-publication, verified against its manifest first) and the Dagster instance that saw it.
+publication, proven first to be what the publish step stamped) and the Dagster instance
+that saw it.
 
 It is written in two moves, whichever launcher started the run (the command line,
 the UI, a schedule, automation), once per run however many processes its steps take:
@@ -45,7 +46,6 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +78,15 @@ _SOURCE_ROOT = Path(__file__).resolve().parents[1]
 S3_CONFIGURED = "S3 publishing is configured (only a run checks the bucket)"
 
 
-RECORD, PENDING = "record", "pending"
-"""The rows: the last successful full run's record (with when the instance last confirmed
-it holds that run, `seen_at`); the run in progress (or the last run, until settled)."""
+RECORD = "record"
+"""The one row: the last successful full run's record (with when the instance last
+confirmed it holds that run, `seen_at`), or, `pending`, the run in progress (or the last
+run, until settled): a run that starts replaces the record, so none outlives it."""
 
 
-def _read_json(ledger: Ledger, name: str) -> dict[str, Any] | None:
+def _read(ledger: Ledger) -> dict[str, Any] | None:
     ledger.ensure_tables("up_to_date", _DDL)
-    rows = ledger.query("SELECT body FROM up_to_date WHERE name = ?", (name,))
+    rows = ledger.query("SELECT body FROM up_to_date WHERE name = ?", (RECORD,))
     try:
         body = json.loads(rows[0][0]) if rows else None
     except ValueError:
@@ -93,16 +94,16 @@ def _read_json(ledger: Ledger, name: str) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-def _write_json(ledger: Ledger, name: str, body: Mapping[str, Any] | None) -> None:
-    """Write row `name`, or remove it (`body` None)."""
+def _write(ledger: Ledger, body: Mapping[str, Any] | None) -> None:
+    """Write the row, or remove it (`body` None)."""
     ledger.ensure_tables("up_to_date", _DDL)
     if body is None:
-        ledger.execute("DELETE FROM up_to_date WHERE name = ?", (name,))
+        ledger.execute("DELETE FROM up_to_date WHERE name = ?", (RECORD,))
         return
     ledger.execute(
         "INSERT INTO up_to_date VALUES (?, ?) "
         "ON CONFLICT (name) DO UPDATE SET body = excluded.body",
-        (name, json.dumps(body, sort_keys=True)),
+        (RECORD, json.dumps(body, sort_keys=True)),
     )
 
 
@@ -114,7 +115,6 @@ class UpToDate:
     reason: str
     run_id: str | None = None
     published_at: str | None = None
-    finished_at: str | None = None
     seen_at: float | None = None
     """When the instance last confirmed it holds the run (None: never)."""
 
@@ -208,18 +208,17 @@ class NotVerified(Exception):
 
 
 def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any]:
-    """The live publication, checked against its manifest and against the build.
+    """The live publication, proven to be what the publish step left, and the build's.
 
-    Every artifact the src manifest names must be in every storage copy with the sha256
-    the manifest gives, proven by the stamp the publish step took of that file (still
-    matching by the one rule) — nothing is hashed again; each copy's manifest must say
-    the same; and the store the manifest publishes must be the build's store. Returns
-    what `check` compares later: the storage directories, their listings and the
-    signatures of every live file. Raises NotVerified otherwise.
+    Every file the `published_local` record stamped (each storage copy's artifacts and
+    manifest) must still match its stamp by the one rule (nothing is hashed again), each
+    storage folder must hold those files and no other, and the store the live manifest
+    publishes must be the build's store. Returns what `check` compares later: the
+    storage directories, their listings and the signatures of every live file. Raises
+    NotVerified otherwise.
     """
-    from brain_pipeline.publishing.commit import intent_path, pending_commit
-    from brain_pipeline.publishing.local import live_manifest, storage_dirs
-    from brain_pipeline.publishing.manifest import MANIFEST_FILENAME, PublishManifest
+    from brain_pipeline.publishing.commit import intent_path, pending_commit, storage_dirs
+    from brain_pipeline.publishing.local import live_manifest
 
     root = cfg.publish_root()
     if pending_commit(root) is not None:
@@ -231,31 +230,22 @@ def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any
     store = read_record(memory_of(cfg), "knowledge_store")
     if published is None or store is None:
         raise NotVerified("no record of the publication or of the store")
+    if published.facts.get("publish_root") != str(root):
+        raise NotVerified("the publication record is of another publish root")
     build_store = store.outputs.get(layout.store_file.name)
     if build_store is None or not build_store.still_matches(layout.store_file):
         raise NotVerified("the build's store is not the one its record describes")
     if manifest.store.sha256 != build_store.sha256:
         raise NotVerified("the live store is not the build's")
+    live = [Path(path) for path in published.outputs]
+    for path in live:
+        if not published.outputs[str(path)].still_matches(path):
+            raise NotVerified(f"{path} is not the file the publish step left")
     targets = storage_dirs(root)
-    live: list[Path] = []
     for directory in targets:
-        try:
-            copy = PublishManifest.from_json((directory / MANIFEST_FILENAME).read_bytes())
-        except (OSError, ValueError, UnicodeDecodeError):
-            raise NotVerified(f"{directory / MANIFEST_FILENAME} is missing or unreadable") from None
-        if not copy.same_content(manifest):
-            raise NotVerified(f"{directory / MANIFEST_FILENAME} differs from src's")
-        names = {a.filename for a in manifest.artifacts()} | {MANIFEST_FILENAME}
-        extra = set(_listing(directory)) - names
-        if extra:
-            raise NotVerified(f"{directory} holds files no manifest names: {sorted(extra)}")
-        for artifact in manifest.artifacts():
-            path = directory / artifact.filename
-            stamp = published.outputs.get(str(path))
-            if stamp is None or stamp.sha256 != artifact.sha256 or not stamp.still_matches(path):
-                raise NotVerified(f"{path} is not the file the manifest describes")
-            live.append(path)
-        live.append(directory / MANIFEST_FILENAME)
+        names = {path.name for path in live if path.parent == directory}
+        if not names or set(_listing(directory)) != names:
+            raise NotVerified(f"{directory} holds other files than the publish step left")
     # What `check` lists instead of importing the publishing code: the root (a new
     # `dist` adds a target), the folder an interrupted commit leaves its intent in, and
     # each storage copy (a file added to it).
@@ -270,11 +260,6 @@ def verified_publication(cfg: BrainConfig, layout: StateLayout) -> dict[str, Any
 
 
 # --- the record -------------------------------------------------------------------------------
-
-
-def forget(ledger: Ledger) -> None:
-    """Remove the record: a run is starting, so until it succeeds nothing is proven."""
-    _write_json(ledger, RECORD, None)
 
 
 def instance_identity(home: Path | str) -> dict[str, Any]:
@@ -323,10 +308,8 @@ def run_started(
     if not touches_record(assets, checks):
         return
     ledger = memory_of(cfg).ledger
-    if pending_run(ledger) == run_id:
-        return
-    forget(ledger)
-    _write_json(ledger, PENDING, {"run_id": run_id, "inputs": current_inputs(cfg, run_id)})
+    if pending_run(ledger) != run_id:
+        _write(ledger, {"run_id": run_id, "pending": True, "inputs": current_inputs(cfg, run_id)})
 
 
 def confirm(
@@ -349,14 +332,12 @@ def confirm(
     checks the bucket), there is no record and the next run runs in full.
     """
     ledger = memory_of(cfg).ledger
-    pending = _read_json(ledger, PENDING)
-    ours = pending is not None and pending.get("run_id") == run_id
-    if ours:
-        _write_json(ledger, PENDING, None)
+    pending = _read(ledger)
+    if pending is None or not pending.get("pending") or pending.get("run_id") != run_id:
+        return refused or "another run started since this one"
+    _write(ledger, None)
     if refused is not None:
         return refused
-    if pending is None or not ours:
-        return "another run started since this one"
     layout = memory_of(cfg).layout
     if cfg.publish.s3.bucket:
         return S3_CONFIGURED
@@ -376,12 +357,10 @@ def confirm(
     except (OSError, ValueError):
         return "the corpus snapshot of the run cannot be read"
     at = time.time() if now is None else now
-    _write_json(
+    _write(
         ledger,
-        RECORD,
         {
             "run_id": run_id,
-            "finished_at": datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "inputs": {**inputs, "corpus": corpus_identity(snapshot)},
             "build": _signatures(_outcome_files(layout)),
             "publication": publication,
@@ -392,28 +371,35 @@ def confirm(
     return None
 
 
-def _run_of(ledger: Ledger, name: str) -> str | None:
-    body = _read_json(ledger, name)
+def _run_of(ledger: Ledger, *, pending: bool) -> str | None:
+    body = _read(ledger)
     run_id = body.get("run_id") if body is not None else None
-    return run_id if isinstance(run_id, str) else None
+    ours = body is not None and bool(body.get("pending")) == pending
+    return run_id if ours and isinstance(run_id, str) else None
 
 
 def pending_run(ledger: Ledger) -> str | None:
     """The run whose outcome awaits Dagster's verdict (None: none)."""
-    return _run_of(ledger, PENDING)
+    return _run_of(ledger, pending=True)
 
 
 def recorded_run(ledger: Ledger) -> str | None:
     """The run the record rests on (None: no readable record)."""
-    return _run_of(ledger, RECORD)
+    return _run_of(ledger, pending=False)
+
+
+def forget(ledger: Ledger, run_id: str) -> None:
+    """Remove the record of run `run_id` (the instance no longer holds that run)."""
+    if recorded_run(ledger) == run_id:
+        _write(ledger, None)
 
 
 def mark_seen(ledger: Ledger, run_id: str, now: float) -> None:
     """The instance holds run `run_id`'s materialisations (asked at `now`): no need to ask
     it again for CONSULT_AFTER_SECONDS."""
-    body = _read_json(ledger, RECORD)
-    if body is not None and body.get("run_id") == run_id:
-        _write_json(ledger, RECORD, {**body, "seen_at": now})
+    body = _read(ledger)
+    if body is not None and not body.get("pending") and body.get("run_id") == run_id:
+        _write(ledger, {**body, "seen_at": now})
 
 
 # --- the check --------------------------------------------------------------------------------
@@ -446,8 +432,8 @@ def _changed_file(recorded: Mapping[str, Any]) -> str | None:
 def check(cfg: BrainConfig) -> UpToDate:
     """Whether a full run could change anything now (cheapest comparisons first)."""
     layout = memory_of(cfg).layout
-    body = _read_json(memory_of(cfg).ledger, RECORD)
-    if body is None:
+    body = _read(memory_of(cfg).ledger)
+    if body is None or body.get("pending"):
         return UpToDate(False, "no successful full run is recorded for this build directory")
     run_id = str(body.get("run_id"))
     if cfg.publish.s3.bucket:
@@ -495,6 +481,5 @@ def check(cfg: BrainConfig) -> UpToDate:
         "",
         run_id,
         publication.get("published_at"),
-        body.get("finished_at"),
         float(seen_at) if isinstance(seen_at, int | float) else None,
     )
