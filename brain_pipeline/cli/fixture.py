@@ -46,15 +46,22 @@ EXIT_STALE = 1
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The actions and their options; the help's numbers come from `similarity`, which
-    imports nothing else, so building the top-level parser stays cheap."""
-    from brain_pipeline.evaluation.fixture.similarity import (
-        MARGIN,
-        MIN_SIMILARITY,
-        SCORE_HELP,
-        SPLIT_GAIN,
-    )
+    """Everything after `fixture` is parsed in `run`, so building the top-level parser
+    does not import the evaluation core (numpy) for every other command."""
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.usage = "brain-pipeline fixture {label,find,show,check,repair} ... (see --help)"
 
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full `brain-pipeline fixture` parser (imports the repair defaults for its help)."""
+    from brain_pipeline.evaluation.fixture.repair import MARGIN, MIN_SIMILARITY, SPLIT_GAIN
+    from brain_pipeline.evaluation.fixture.similarity import SCORE_HELP
+
+    parser = argparse.ArgumentParser(
+        prog="brain-pipeline fixture",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="fixture_command", metavar="ACTION")
     sub.required = True
 
@@ -175,6 +182,7 @@ store's vectors; otherwise both lists are BM25's.""",
     common(show)
     show.add_argument("ids", nargs="+", metavar="ID", help="chunk ids")
     show.set_defaults(_action=_show)
+    return parser
 
 
 @dataclass
@@ -259,6 +267,7 @@ def run(args: argparse.Namespace) -> int:
     from brain_pipeline.evaluation.fixture.labeling import LabelError
     from brain_pipeline.steps.refresh_store import StoreRefreshError
 
+    args = build_parser().parse_args(args.rest)
     try:
         inputs = _inputs(args)
     except (StoreRefreshError, ValueError, OSError) as exc:
