@@ -16,9 +16,12 @@ input had not moved, so `handle_output` keeps nothing twice.
 The hand-off takes the run's `BrainSettings` (the configuration snapshot the run read
 when it started) as a required resource, not as a nested resource field: Dagster
 initialises nested resources through a deprecated accessor. Loading an input is the
-step's first act, so it first does what every step does first (`lib.steps.start_step`:
-the preflight, the instance's ledger) and a run that cannot work refuses with the same
-one line before anything is fetched.
+step's first act, so before a load that can refuse (an upstream never materialised) it
+does what every step does first (`lib.steps.start_step`: the preflight, the instance's
+ledger), and a run that cannot work refuses with the same one line. Loading the build
+never refuses (a record may be absent) and runs no preflight: a rollback, which is the
+publish assets' own step too, needs neither a corpus nor a build, and the check and the
+publish steps run the preflight themselves before they judge it.
 """
 
 from __future__ import annotations
@@ -56,15 +59,14 @@ class LedgerHandOff(dg.IOManager):
     def load_input(self, context: dg.InputContext) -> AssetRecord | Build:
         """The upstream's current record (or the build), its files on this disk."""
         asset = context.asset_key.to_user_string()
+        if asset in BUILD_HANDED_ON:  # never refuses: the step itself judges the build
+            return load_build(memory_of(self._settings.load()))
         if self._instance is not None:
             cfg = start_step(self._instance, self._settings, self._run)
         else:
             cfg = self._settings.load()
-        memory = memory_of(cfg)
-        if asset in BUILD_HANDED_ON:
-            return load_build(memory)
         with step_failures():
-            return upstream_record(memory, asset, context.op_def.name)
+            return upstream_record(memory_of(cfg), asset, context.op_def.name)
 
 
 @dg.io_manager(required_resource_keys={"settings"})
